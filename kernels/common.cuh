@@ -1,0 +1,179 @@
+// common.cuh — what every kernlab kernel shares. Self-contained: NVRTC has no CUDA headers.
+//
+// Storage types are 16-bit bit patterns (bf16, f16) or float; arithmetic is always f32.
+// Conversions go through `cvt` in inline PTX (sm_80+), so no cuda_bf16.h is needed.
+#pragma once
+
+typedef unsigned int u32;
+typedef unsigned short u16;
+typedef long long i64;
+
+struct __align__(2) bf16 { u16 bits; };
+struct __align__(2) f16 { u16 bits; };
+
+// ---- scalar conversions -------------------------------------------------------------
+__device__ __forceinline__ float to_f32(float v) { return v; }
+__device__ __forceinline__ float to_f32(bf16 v) { return __uint_as_float(((u32)v.bits) << 16); }
+__device__ __forceinline__ float to_f32(f16 v) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v.bits));
+    return f;
+}
+
+template <class T> __device__ __forceinline__ T from_f32(float v);
+template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
+template <> __device__ __forceinline__ bf16 from_f32<bf16>(float v) {
+    bf16 r;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r.bits) : "f"(v));
+    return r;
+}
+template <> __device__ __forceinline__ f16 from_f32<f16>(float v) {
+    f16 r;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r.bits) : "f"(v));
+    return r;
+}
+
+// ---- 16-byte packs ---------------------------------------------------------------------
+// A pack is 16 bytes: 4 floats or 8 sixteen-bit values, moved with one ld/st.global.v4.
+template <class T> struct Pack { static constexpr int N = 16 / sizeof(T); };
+
+// Streaming 16-byte load: read-only path, no L1 allocation (each byte is read once).
+__device__ __forceinline__ uint4 ld_stream16(const void* p) {
+    uint4 r;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+    return r;
+}
+// Plain 16-byte load (data that may be read again soon, e.g. a row re-read from L2).
+__device__ __forceinline__ uint4 ld16(const void* p) {
+    uint4 r;
+    asm volatile("ld.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+    return r;
+}
+// Streaming 16-byte store: evict-first, the output is not read back by this kernel.
+__device__ __forceinline__ void st_stream16(void* p, uint4 v) {
+    asm volatile("st.global.cs.v4.u32 [%0], {%1,%2,%3,%4};"
+                 :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+__device__ __forceinline__ void st16(void* p, uint4 v) {
+    asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};"
+                 :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+
+// Unpack 16 bytes into f32 values, and pack f32 values back (round to nearest even).
+__device__ __forceinline__ void unpack(uint4 u, float* v, const float*) {
+    v[0] = __uint_as_float(u.x); v[1] = __uint_as_float(u.y);
+    v[2] = __uint_as_float(u.z); v[3] = __uint_as_float(u.w);
+}
+__device__ __forceinline__ void unpack_pair(u32 w, float* v, const bf16*) {
+    v[0] = __uint_as_float(w << 16);
+    v[1] = __uint_as_float(w & 0xffff0000u);
+}
+__device__ __forceinline__ void unpack_pair(u32 w, float* v, const f16*) {
+    u16 lo = (u16)(w & 0xffffu), hi = (u16)(w >> 16);
+    asm("cvt.f32.f16 %0, %1;" : "=f"(v[0]) : "h"(lo));
+    asm("cvt.f32.f16 %0, %1;" : "=f"(v[1]) : "h"(hi));
+}
+template <class T> __device__ __forceinline__ void unpack(uint4 u, float* v, const T* tag) {
+    unpack_pair(u.x, v + 0, tag); unpack_pair(u.y, v + 2, tag);
+    unpack_pair(u.z, v + 4, tag); unpack_pair(u.w, v + 6, tag);
+}
+
+__device__ __forceinline__ uint4 pack(const float* v, const float*) {
+    return make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]),
+                      __float_as_uint(v[2]), __float_as_uint(v[3]));
+}
+__device__ __forceinline__ u32 pack_pair(float a, float b, const bf16*) {
+    u32 r;  // cvt.rn.bf16x2.f32 d, hi, lo
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
+    return r;
+}
+__device__ __forceinline__ u32 pack_pair(float a, float b, const f16*) {
+    u32 r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
+    return r;
+}
+template <class T> __device__ __forceinline__ uint4 pack(const float* v, const T* tag) {
+    return make_uint4(pack_pair(v[0], v[1], tag), pack_pair(v[2], v[3], tag),
+                      pack_pair(v[4], v[5], tag), pack_pair(v[6], v[7], tag));
+}
+
+// ---- math --------------------------------------------------------------------------------
+#define KL_LOG2E 1.4426950408889634f
+#define KL_NEG_INF __int_as_float(0xff800000)
+
+// exp(x) as one ex2.approx (rel. error ~2^-22): what every fast softmax uses.
+__device__ __forceinline__ float fast_exp(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * KL_LOG2E));
+    return y;
+}
+
+// GeLU, tanh approximation: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+// Written as x·sigmoid(2u) = x / (1 + e^(−2u)), the same function without the cancellation
+// of 1 + tanh(u) for x ≪ 0. Cost: ~6 FLOPs, one ex2, one fast divide.
+__device__ __forceinline__ float gelu_tanh(float x) {
+    const float k = 0.7978845608028654f;  // sqrt(2/pi)
+    float u = k * fmaf(0.044715f * x, x * x, x);
+    return __fdividef(x, 1.0f + fast_exp(-2.0f * u));
+}
+// GeLU, exact: 0.5·x·(1 + erf(x/√2)) = 0.5·x·erfc(−x/√2) (erfc keeps precision for x ≪ 0).
+__device__ __forceinline__ float gelu_erf(float x) {
+    return 0.5f * x * erfcf(-0.7071067811865476f * x);
+}
+
+// ---- reductions ---------------------------------------------------------------------
+__device__ __forceinline__ float warp_max(float v) {
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+__device__ __forceinline__ float warp_sum(float v) {
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+// Block-wide reductions through shared memory (`scratch` holds 32 floats); every thread
+// gets the result. Safe to call back to back (the leading barrier protects `scratch`).
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    v = warp_max(v);
+    __syncthreads();
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    v = lane < nw ? scratch[lane] : KL_NEG_INF;
+    return warp_max(v);
+}
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    v = warp_sum(v);
+    __syncthreads();
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    v = lane < nw ? scratch[lane] : 0.0f;
+    return warp_sum(v);
+}
+
+// Online-softmax state (running max m, running sum s of e^(x−m)). A state whose max is
+// −inf holds no finite element yet and contributes nothing (so e^(−inf − −inf) = NaN never
+// enters); a row of all −inf then ends with s = 0 and its outputs e^(x − m)/s are NaN,
+// as PyTorch gives.
+struct MaxSum { float m, s; };
+__device__ __forceinline__ MaxSum maxsum_merge(MaxSum a, MaxSum b) {
+    float m = fmaxf(a.m, b.m);
+    float sa = a.m == KL_NEG_INF ? 0.0f : a.s * fast_exp(a.m - m);
+    float sb = b.m == KL_NEG_INF ? 0.0f : b.s * fast_exp(b.m - m);
+    return MaxSum{m, sa + sb};
+}
+__device__ __forceinline__ MaxSum maxsum_add(MaxSum a, float x) {
+    return maxsum_merge(a, MaxSum{x, 1.0f});
+}
+__device__ __forceinline__ MaxSum warp_maxsum(MaxSum v) {
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        MaxSum w{__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)};
+        v = maxsum_merge(v, w);
+    }
+    return v;
+}

@@ -1,0 +1,219 @@
+// softmax.cu — every numbered softmax version (over the last dimension), side by side.
+// The list of versions and the choice among them live in the Rust registry
+// (src/ops/softmax.rs), not here.
+//
+// Every kernel takes (x, y, rows, cols, ldx, ldy): row r starts at x + r·ldx; only `cols`
+// elements of it are read. Minimum traffic: read rows·cols, write rows·cols elements.
+// Semantics as PyTorch: a row of all −inf, or holding NaN or +inf, gives NaN outputs.
+#include "common.cuh"
+
+// v1_block_row — the seeds' kernel: one block per row, three passes over the row
+// (max, Σ e^(x−max), write), scalar loads. Reads the row three times (the re-reads come
+// from L1/L2 for modest rows) and writes it once.
+template <class T>
+__device__ void softmax_v1_block_row(const T* __restrict__ x, T* __restrict__ y, int rows,
+                                     int cols, i64 ldx, i64 ldy) {
+    __shared__ float scratch[32];
+    const T* xr = x + (i64)blockIdx.x * ldx;
+    T* yr = y + (i64)blockIdx.x * ldy;
+    float m = KL_NEG_INF;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, to_f32(xr[c]));
+    m = block_max(m, scratch);
+    float s = 0.0f;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) s += fast_exp(to_f32(xr[c]) - m);
+    s = block_sum(s, scratch);
+    const float inv = 1.0f / s;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x)
+        yr[c] = from_f32<T>(fast_exp(to_f32(xr[c]) - m) * inv);
+}
+
+// The register-resident kernels (v2, v3) keep the row as it came from memory — one uint4
+// (16 raw bytes) per slot when VEC is the pack width, one float per slot when VEC == 1 —
+// and unpack it again in each pass: a 16-bit row then costs half the registers of an
+// unpacked one, and K = 8 slots of 16 bytes stay within the 64 registers a 1024-thread
+// block allows, with no spills. Packed loads need cols, ld and the base 16-byte aligned
+// (the launcher checks). Slots past the row end hold −inf (they add e^(−inf) = 0).
+template <class T> __device__ __forceinline__ uint4 neg_inf_pack();
+template <> __device__ __forceinline__ uint4 neg_inf_pack<float>() {
+    return make_uint4(0xff800000u, 0xff800000u, 0xff800000u, 0xff800000u);
+}
+template <> __device__ __forceinline__ uint4 neg_inf_pack<bf16>() {
+    return make_uint4(0xff80ff80u, 0xff80ff80u, 0xff80ff80u, 0xff80ff80u);
+}
+template <> __device__ __forceinline__ uint4 neg_inf_pack<f16>() {
+    return make_uint4(0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u);
+}
+
+template <class T, int VEC, int K> struct RowRegs {
+    static constexpr bool PACKED = VEC > 1;
+    uint4 raw[PACKED ? K : 1];
+    float val[PACKED ? 1 : K];
+
+    // Slot k of this thread covers columns [(k·stride + tid)·VEC, … + VEC).
+    __device__ __forceinline__ void load(const T* row, int cols, int tid, int stride) {
+        #pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const int c0 = (k * stride + tid) * VEC;
+            if constexpr (PACKED) raw[k] = c0 < cols ? ld_stream16(row + c0) : neg_inf_pack<T>();
+            else val[k] = c0 < cols ? to_f32(row[c0]) : KL_NEG_INF;
+        }
+    }
+    // The empty volatile asm makes each pass unpack afresh: without it the compiler keeps
+    // all K·VEC unpacked floats live across the passes (64 for bf16 at K = 8) and spills.
+    __device__ __forceinline__ void get(int k, float* v, const T* tag) const {
+        if constexpr (PACKED) {
+            uint4 u = raw[k];
+            asm volatile("" : "+r"(u.x), "+r"(u.y), "+r"(u.z), "+r"(u.w));
+            unpack(u, v, tag);
+        } else {
+            v[0] = val[k];
+        }
+    }
+    __device__ __forceinline__ float max() const {
+        float m = KL_NEG_INF;
+        #pragma unroll
+        for (int k = 0; k < K; ++k) {
+            float v[VEC];
+            get(k, v, (const T*)nullptr);
+            #pragma unroll
+            for (int j = 0; j < VEC; ++j) m = fmaxf(m, v[j]);
+        }
+        return m;
+    }
+    // Σ e^(x − m). With a finite m the −inf padding adds exactly 0; with m = −inf (a row of
+    // all −inf) every term is NaN, and so is every output, as PyTorch gives.
+    __device__ __forceinline__ float sum_exp(float m) const {
+        float s = 0.0f;
+        #pragma unroll
+        for (int k = 0; k < K; ++k) {
+            float v[VEC];
+            get(k, v, (const T*)nullptr);
+            #pragma unroll
+            for (int j = 0; j < VEC; ++j) s += fast_exp(v[j] - m);
+        }
+        return s;
+    }
+    __device__ __forceinline__ void store(T* row, int cols, int tid, int stride, float m, float inv) const {
+        #pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const int c0 = (k * stride + tid) * VEC;
+            if (c0 >= cols) continue;
+            float v[VEC];
+            get(k, v, (const T*)nullptr);
+            #pragma unroll
+            for (int j = 0; j < VEC; ++j) v[j] = fast_exp(v[j] - m) * inv;
+            if constexpr (PACKED) st_stream16(row + c0, pack(v, row));
+            else row[c0] = from_f32<T>(v[0]);
+        }
+    }
+};
+
+// v2_warp_row — what changed: one warp per row (4 rows per 128-thread block), the whole row
+// held in registers (K slots of VEC elements per lane: cols ≤ 32·VEC·K), 16-byte loads, and
+// warp shuffles instead of shared memory: one read and one write of each element. For narrow
+// rows, where a block per row would leave most threads idle.
+template <class T, int VEC, int K>
+__device__ void softmax_v2_warp_row(const T* __restrict__ x, T* __restrict__ y, int rows,
+                                    int cols, i64 ldx, i64 ldy) {
+    const int lane = threadIdx.x & 31;
+    const i64 row = (i64)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (row >= rows) return;
+    RowRegs<T, VEC, K> r;
+    r.load(x + row * ldx, cols, lane, 32);
+    const float m = warp_max(r.max());
+    const float s = warp_sum(r.sum_exp(m));
+    r.store(y + row * ldy, cols, lane, 32, m, 1.0f / s);
+}
+
+// v3_block_regs — what changed: one block (up to 1024 threads) per row, the row in
+// registers across the block (cols ≤ blockDim·VEC·K: 32 768 f32 / 65 536 bf16 at K = 8),
+// 16-byte loads, block reductions through shared memory: one read, one write, for rows too
+// wide for a warp.
+template <class T, int VEC, int K>
+__device__ void softmax_v3_block_regs(const T* __restrict__ x, T* __restrict__ y, int rows,
+                                      int cols, i64 ldx, i64 ldy) {
+    __shared__ float scratch[32];
+    RowRegs<T, VEC, K> r;
+    r.load(x + (i64)blockIdx.x * ldx, cols, threadIdx.x, blockDim.x);
+    const float m = block_max(r.max(), scratch);
+    const float s = block_sum(r.sum_exp(m), scratch);
+    r.store(y + (i64)blockIdx.x * ldy, cols, threadIdx.x, blockDim.x, m, 1.0f / s);
+}
+
+// v4_online — what changed: any width. One block per row streams the row twice: pass 1
+// keeps an online (max, sum) per thread — per 16-byte pack, a local max and sum, merged into
+// the running state with one rescale — then merges across the block; pass 2 re-reads and
+// writes. 2 reads + 1 write of HBM in the worst case; while the rows in flight fit in L2
+// (≈ 132 rows of up to ~100 K f32) the second read comes from L2.
+template <class T, int VEC>
+__device__ void softmax_v4_online(const T* __restrict__ x, T* __restrict__ y, int rows,
+                                  int cols, i64 ldx, i64 ldy) {
+    __shared__ float sm_m[32], sm_s[32];
+    const T* xr = x + (i64)blockIdx.x * ldx;
+    T* yr = y + (i64)blockIdx.x * ldy;
+    const int nt = blockDim.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    MaxSum st{KL_NEG_INF, 0.0f};
+    for (int c0 = threadIdx.x * VEC; c0 < cols; c0 += nt * VEC) {
+        float v[VEC];
+        if (VEC > 1) unpack(ld16(xr + c0), v, xr);
+        else v[0] = to_f32(xr[c0]);
+        float pm = v[0];
+        #pragma unroll
+        for (int j = 1; j < VEC; ++j) pm = fmaxf(pm, v[j]);
+        float ps = 0.0f;
+        #pragma unroll
+        for (int j = 0; j < VEC; ++j) ps += fast_exp(v[j] - pm);
+        st = maxsum_merge(st, MaxSum{pm, ps});
+    }
+    st = warp_maxsum(st);
+    if (lane == 0) { sm_m[warp] = st.m; sm_s[warp] = st.s; }
+    __syncthreads();
+    const int nw = (nt + 31) >> 5;
+    st = lane < nw ? MaxSum{sm_m[lane], sm_s[lane]} : MaxSum{KL_NEG_INF, 0.0f};
+    st = warp_maxsum(st);
+    const float m = st.m, inv = 1.0f / st.s;
+    for (int c0 = threadIdx.x * VEC; c0 < cols; c0 += nt * VEC) {
+        float v[VEC];
+        if (VEC > 1) unpack(ld_stream16(xr + c0), v, xr);
+        else v[0] = to_f32(xr[c0]);
+        #pragma unroll
+        for (int j = 0; j < VEC; ++j) v[j] = fast_exp(v[j] - m) * inv;
+        if (VEC > 1) st_stream16(yr + c0, pack(v, yr));
+        else yr[c0] = from_f32<T>(v[0]);
+    }
+}
+
+// ---- exported symbols ------------------------------------------------------------------
+#define KL_ARGS(T) const T* x, T* y, int rows, int cols, i64 ldx, i64 ldy
+#define KL_PASS x, y, rows, cols, ldx, ldy
+
+#define KL_V1(TN, T) \
+    extern "C" __global__ void __launch_bounds__(1024) softmax_v1_block_row_##TN(KL_ARGS(T)) { softmax_v1_block_row<T>(KL_PASS); }
+
+#define KL_V2(TN, T, K)                                                                        \
+    extern "C" __global__ void __launch_bounds__(128) softmax_v2_warp_row_vec_k##K##_##TN(KL_ARGS(T)) { \
+        softmax_v2_warp_row<T, Pack<T>::N, K>(KL_PASS); }                                          \
+    extern "C" __global__ void __launch_bounds__(128) softmax_v2_warp_row_scalar_k##K##_##TN(KL_ARGS(T)) { \
+        softmax_v2_warp_row<T, 1, K>(KL_PASS); }
+
+#define KL_V3(TN, T, K)                                                                          \
+    extern "C" __global__ void __launch_bounds__(1024) softmax_v3_block_regs_vec_k##K##_##TN(KL_ARGS(T)) { \
+        softmax_v3_block_regs<T, Pack<T>::N, K>(KL_PASS); }                                          \
+    extern "C" __global__ void __launch_bounds__(1024) softmax_v3_block_regs_scalar_k##K##_##TN(KL_ARGS(T)) { \
+        softmax_v3_block_regs<T, 1, K>(KL_PASS); }
+
+#define KL_V4(TN, T)                                                                           \
+    extern "C" __global__ void __launch_bounds__(1024) softmax_v4_online_vec_##TN(KL_ARGS(T)) { \
+        softmax_v4_online<T, Pack<T>::N>(KL_PASS); }                                             \
+    extern "C" __global__ void __launch_bounds__(1024) softmax_v4_online_scalar_##TN(KL_ARGS(T)) { \
+        softmax_v4_online<T, 1>(KL_PASS); }
+
+#define KL_ALL(TN, T)                                                        \
+    KL_V1(TN, T)                                                             \
+    KL_V2(TN, T, 1) KL_V2(TN, T, 2) KL_V2(TN, T, 4) KL_V2(TN, T, 8)          \
+    KL_V3(TN, T, 1) KL_V3(TN, T, 2) KL_V3(TN, T, 4) KL_V3(TN, T, 8)          \
+    KL_V4(TN, T)
+
+KL_ALL(f32, float)
+KL_ALL(bf16, bf16)
+KL_ALL(f16, f16)

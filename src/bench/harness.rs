@@ -1,0 +1,308 @@
+//! Timing with `triton.testing.do_bench` semantics, and a little further.
+//!
+//! GPU: run once; estimate one call's time from 5 calls; warm up for `warmup_ms`; then time
+//! `rep_ms` worth of calls, each with its own event pair, with the L2 flushed (a write of
+//! max(2 × L2, 256 MiB), read from the device) before every call, outside the events.
+//! CPU: the same with a monotonic clock, the last-level cache flushed by writing a buffer
+//! twice its size before every call. Both report median, p20, p80, min and the call count.
+
+use crate::device::CudaDevice;
+use crate::error::{Error, Result};
+use cudarc::driver::{sys, CudaSlice};
+use serde::Serialize;
+use std::time::Instant;
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct TimingOpts {
+    /// Warm-up duration, ms (do_bench's `warmup`).
+    pub warmup_ms: f64,
+    /// Measurement duration, ms (do_bench's `rep`).
+    pub rep_ms: f64,
+    /// At least this many timed calls, however long each takes.
+    pub min_calls: usize,
+    /// At most this many timed calls.
+    pub max_calls: usize,
+    /// Flush the cache before every timed call.
+    pub flush: bool,
+}
+
+impl Default for TimingOpts {
+    fn default() -> Self {
+        TimingOpts {
+            warmup_ms: 25.0,
+            rep_ms: 100.0,
+            min_calls: 5,
+            max_calls: 10_000,
+            flush: true,
+        }
+    }
+}
+
+/// Summary statistics of one measurement, in milliseconds.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Stats {
+    pub median_ms: f64,
+    pub p20_ms: f64,
+    pub p80_ms: f64,
+    pub min_ms: f64,
+    pub mean_ms: f64,
+    pub calls: usize,
+}
+
+/// Quantile by linear interpolation between closest ranks (numpy's default, as do_bench's
+/// `torch.quantile` uses). `sorted` must be sorted ascending and non-empty.
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    let n = sorted.len();
+    if n == 1 {
+        return sorted[0];
+    }
+    let pos = q.clamp(0.0, 1.0) * (n - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
+impl Stats {
+    pub fn from_samples(samples: &[f64]) -> Result<Stats> {
+        if samples.is_empty() {
+            return Err(Error::Invalid("no timing samples".into()));
+        }
+        let mut s = samples.to_vec();
+        s.sort_by(|a, b| a.total_cmp(b));
+        Ok(Stats {
+            median_ms: quantile(&s, 0.5),
+            p20_ms: quantile(&s, 0.2),
+            p80_ms: quantile(&s, 0.8),
+            min_ms: s[0],
+            mean_ms: s.iter().sum::<f64>() / s.len() as f64,
+            calls: s.len(),
+        })
+    }
+}
+
+fn calls_for(opts: &TimingOpts, estimate_ms: f64, budget_ms: f64) -> usize {
+    let n = (budget_ms / estimate_ms.max(1e-4)).floor() as usize;
+    n.clamp(1, opts.max_calls)
+}
+
+/// The L2 flush buffer's size for a device: max(2 × L2, 256 MiB).
+pub fn flush_bytes(l2_bytes: usize) -> usize {
+    (2 * l2_bytes).max(256 << 20)
+}
+
+/// A GPU timer: holds the flush buffer so repeated measurements reuse it.
+pub struct CudaTimer<'a> {
+    dev: &'a CudaDevice,
+    flush: CudaSlice<u8>,
+    pub flush_bytes: usize,
+}
+
+impl<'a> CudaTimer<'a> {
+    pub fn new(dev: &'a CudaDevice) -> Result<Self> {
+        let bytes = flush_bytes(dev.props.l2_bytes);
+        let flush = dev.alloc_bytes(bytes, "the L2 flush buffer")?;
+        Ok(CudaTimer {
+            dev,
+            flush,
+            flush_bytes: bytes,
+        })
+    }
+
+    fn flush_l2(&mut self) -> Result<()> {
+        self.dev
+            .memset_pattern(&mut self.flush, 1, 0, self.flush_bytes)
+    }
+
+    /// Time `f` (which enqueues work on the device's stream) per `opts`.
+    pub fn time(&mut self, opts: &TimingOpts, f: &mut dyn FnMut() -> Result<()>) -> Result<Stats> {
+        let dev = self.dev;
+        let ev = || {
+            dev.ctx
+                .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(|e| Error::driver("cuEventCreate", e))
+        };
+        // One call (compiles, loads, allocates), then the estimate from 5 calls.
+        f()?;
+        dev.sync()?;
+        let mut est = Vec::new();
+        for _ in 0..5 {
+            if opts.flush {
+                self.flush_l2()?;
+            }
+            let (a, b) = (ev()?, ev()?);
+            a.record(&dev.stream)
+                .map_err(|e| Error::driver("cuEventRecord", e))?;
+            f()?;
+            b.record(&dev.stream)
+                .map_err(|e| Error::driver("cuEventRecord", e))?;
+            dev.sync()?;
+            est.push(
+                a.elapsed_ms(&b)
+                    .map_err(|e| Error::driver("cuEventElapsedTime", e))? as f64,
+            );
+        }
+        let estimate = Stats::from_samples(&est)?.median_ms;
+        let warm = calls_for(opts, estimate, opts.warmup_ms);
+        for _ in 0..warm {
+            f()?;
+        }
+        let n = calls_for(opts, estimate, opts.rep_ms).max(opts.min_calls);
+        let mut events = Vec::with_capacity(n);
+        for _ in 0..n {
+            events.push((ev()?, ev()?));
+        }
+        for (a, b) in &events {
+            if opts.flush {
+                self.flush_l2()?;
+            }
+            a.record(&dev.stream)
+                .map_err(|e| Error::driver("cuEventRecord", e))?;
+            f()?;
+            b.record(&dev.stream)
+                .map_err(|e| Error::driver("cuEventRecord", e))?;
+        }
+        dev.sync()?;
+        let samples = events
+            .iter()
+            .map(|(a, b)| {
+                a.elapsed_ms(b)
+                    .map(|t| t as f64)
+                    .map_err(|e| Error::driver("cuEventElapsedTime", e))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Stats::from_samples(&samples)
+    }
+}
+
+/// The CPU's last-level cache size from sysfs (32 MiB when it cannot be read).
+pub fn cpu_llc_bytes() -> usize {
+    let mut best = 0usize;
+    for i in 0..8 {
+        let p = format!("/sys/devices/system/cpu/cpu0/cache/index{i}/size");
+        if let Ok(s) = std::fs::read_to_string(p) {
+            let s = s.trim();
+            let (num, mult) = if let Some(k) = s.strip_suffix('K') {
+                (k, 1 << 10)
+            } else if let Some(m) = s.strip_suffix('M') {
+                (m, 1 << 20)
+            } else {
+                (s, 1)
+            };
+            if let Ok(v) = num.parse::<usize>() {
+                best = best.max(v * mult);
+            }
+        }
+    }
+    if best == 0 {
+        32 << 20
+    } else {
+        best
+    }
+}
+
+/// A CPU timer with its cache-flush buffer.
+pub struct CpuTimer {
+    flush: Vec<u8>,
+}
+
+impl Default for CpuTimer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl CpuTimer {
+    pub fn new() -> Self {
+        CpuTimer {
+            flush: vec![0u8; 2 * cpu_llc_bytes()],
+        }
+    }
+
+    fn flush_cache(&mut self) {
+        use rayon::prelude::*;
+        self.flush
+            .par_chunks_mut(1 << 16)
+            .for_each(|c| c.iter_mut().for_each(|b| *b = b.wrapping_add(1)));
+        std::hint::black_box(&self.flush);
+    }
+
+    pub fn time(&mut self, opts: &TimingOpts, f: &mut dyn FnMut() -> Result<()>) -> Result<Stats> {
+        f()?;
+        let mut est = Vec::new();
+        for _ in 0..3 {
+            if opts.flush {
+                self.flush_cache();
+            }
+            let t = Instant::now();
+            f()?;
+            est.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        let estimate = Stats::from_samples(&est)?.median_ms;
+        for _ in 0..calls_for(opts, estimate, opts.warmup_ms) {
+            f()?;
+        }
+        let n = calls_for(opts, estimate, opts.rep_ms).max(opts.min_calls);
+        let mut samples = Vec::with_capacity(n);
+        for _ in 0..n {
+            if opts.flush {
+                self.flush_cache();
+            }
+            let t = Instant::now();
+            f()?;
+            samples.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        Stats::from_samples(&samples)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_interpolate_like_numpy() {
+        let s = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert_eq!(quantile(&s, 0.5), 3.0);
+        assert!((quantile(&s, 0.2) - 1.8).abs() < 1e-12);
+        assert!((quantile(&s, 0.8) - 4.2).abs() < 1e-12);
+        assert_eq!(quantile(&[7.0], 0.2), 7.0);
+        let st = Stats::from_samples(&[5.0, 1.0, 3.0, 2.0, 4.0]).unwrap();
+        assert_eq!((st.median_ms, st.min_ms, st.calls), (3.0, 1.0, 5));
+        assert_eq!(st.mean_ms, 3.0);
+        assert!(Stats::from_samples(&[]).is_err());
+    }
+
+    #[test]
+    fn the_flush_buffer_is_at_least_twice_l2() {
+        assert_eq!(flush_bytes(60 << 20), 256 << 20);
+        assert_eq!(flush_bytes(200 << 20), 400 << 20);
+    }
+
+    #[test]
+    fn call_counts_follow_the_duration_budget() {
+        let o = TimingOpts::default();
+        assert_eq!(calls_for(&o, 1.0, 100.0), 100);
+        assert_eq!(calls_for(&o, 1000.0, 100.0), 1);
+        assert_eq!(calls_for(&o, 1e-9, 100.0), o.max_calls);
+    }
+
+    #[test]
+    fn cpu_timer_measures_a_sleep() {
+        let opts = TimingOpts {
+            warmup_ms: 1.0,
+            rep_ms: 10.0,
+            min_calls: 3,
+            max_calls: 5,
+            flush: false,
+        };
+        let mut t = CpuTimer { flush: vec![0; 16] };
+        let st = t
+            .time(&opts, &mut || {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                Ok(())
+            })
+            .unwrap();
+        assert!(st.min_ms >= 2.0 && st.median_ms < 50.0, "{st:?}");
+        assert!(st.calls >= 3 && st.calls <= 5);
+    }
+}

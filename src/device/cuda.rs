@@ -1,0 +1,245 @@
+//! One CUDA device: its context and stream, its properties, and the kernels loaded on it.
+//!
+//! Kernels are compiled by NVRTC for this device's own architecture (`sm_90a` on Hopper),
+//! loaded once per source file, and looked up by name under a lock (as candle does).
+
+use super::nvrtc::{self, Compiled};
+use crate::error::{Error, Result};
+use crate::kernels::KernelSource;
+use cudarc::driver::{
+    sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
+    DriverError,
+};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// What kernlab reads off a CUDA device once, when it opens it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DeviceProps {
+    pub name: String,
+    pub compute_capability: (i32, i32),
+    pub sm_count: u32,
+    pub l2_bytes: usize,
+    pub total_mem: usize,
+    pub sm_clock_khz: u32,
+    pub mem_clock_khz: u32,
+    pub mem_bus_bits: u32,
+    pub max_threads_per_sm: u32,
+    pub max_smem_per_block_optin: usize,
+    pub driver_version: String,
+}
+
+/// An open CUDA device.
+pub struct CudaDevice {
+    pub ordinal: usize,
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    pub props: DeviceProps,
+    /// The NVRTC target, e.g. `sm_90a`.
+    pub arch: String,
+    modules: Mutex<HashMap<&'static str, (Arc<CudaModule>, Arc<Compiled>)>>,
+    functions: Mutex<HashMap<String, CudaFunction>>,
+}
+
+fn drv(call: &str) -> impl FnOnce(DriverError) -> Error + '_ {
+    move |e| Error::driver(call, e)
+}
+
+/// The NVRTC architecture for a compute capability: the `a` targets (all features, wgmma,
+/// setmaxnreg) on 9.0 and 10.x, plain `sm_XY` elsewhere.
+pub fn arch_for(cc: (i32, i32)) -> String {
+    match cc {
+        (9, 0) | (10, 0) | (10, 3) => format!("sm_{}{}a", cc.0, cc.1),
+        _ => format!("sm_{}{}", cc.0, cc.1),
+    }
+}
+
+impl CudaDevice {
+    /// Open device `ordinal`: a clear error when the driver or the device is missing.
+    pub fn open(ordinal: usize) -> Result<Arc<CudaDevice>> {
+        super::require_cuda(ordinal)?;
+        let ctx =
+            CudaContext::new(ordinal).map_err(drv("cuCtxCreate / cuDevicePrimaryCtxRetain"))?;
+        // kernlab runs everything on one stream, so cudarc's per-buffer event tracking (an
+        // event record on every launch) is pure overhead in timed loops: turn it off before
+        // any buffer exists.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().map_err(drv("cuStreamCreate"))?;
+        let attr = |a: sys::CUdevice_attribute| -> Result<i32> {
+            ctx.attribute(a).map_err(drv("cuDeviceGetAttribute"))
+        };
+        use sys::CUdevice_attribute as A;
+        let cc = ctx
+            .compute_capability()
+            .map_err(drv("cuDeviceGetAttribute"))?;
+        let mut driver = 0i32;
+        unsafe { sys::cuDriverGetVersion(&mut driver) }
+            .result()
+            .map_err(drv("cuDriverGetVersion"))?;
+        let props = DeviceProps {
+            name: ctx.name().map_err(drv("cuDeviceGetName"))?,
+            compute_capability: cc,
+            sm_count: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+            l2_bytes: attr(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as usize,
+            total_mem: ctx.total_mem().map_err(drv("cuDeviceTotalMem"))?,
+            sm_clock_khz: attr(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).unwrap_or(0) as u32,
+            mem_clock_khz: attr(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE).unwrap_or(0) as u32,
+            mem_bus_bits: attr(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH).unwrap_or(0) as u32,
+            max_threads_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)? as u32,
+            max_smem_per_block_optin: attr(
+                A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )? as usize,
+            driver_version: format!("{}.{}", driver / 1000, (driver % 1000) / 10),
+        };
+        Ok(Arc::new(CudaDevice {
+            ordinal,
+            arch: arch_for(cc),
+            ctx,
+            stream,
+            props,
+            modules: Mutex::new(HashMap::new()),
+            functions: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// The compiled module for a source file: compiled (or read from the disk cache) and
+    /// loaded on first use, then kept.
+    pub fn module(
+        &self,
+        src: &'static KernelSource,
+        kernel: &str,
+    ) -> Result<(Arc<CudaModule>, Arc<Compiled>)> {
+        let mut mods = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = mods.get(src.file) {
+            return Ok(m.clone());
+        }
+        let compiled = nvrtc::compile_cached(src, &self.arch, kernel)?;
+        let image = if compiled.cubin.is_empty() {
+            cudarc::nvrtc::Ptx::from_src(compiled.ptx.clone())
+        } else {
+            cudarc::nvrtc::Ptx::from_binary(compiled.cubin.clone())
+        };
+        let module = self
+            .ctx
+            .load_module(image)
+            .map_err(drv("cuModuleLoadData"))?;
+        let entry = (module, Arc::new(compiled));
+        mods.insert(src.file, entry.clone());
+        Ok(entry)
+    }
+
+    /// A kernel by name from a source file.
+    pub fn function(&self, src: &'static KernelSource, kernel: &str) -> Result<CudaFunction> {
+        let key = format!("{}::{kernel}", src.file);
+        if let Some(f) = self
+            .functions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(f.clone());
+        }
+        let (module, compiled) = self.module(src, kernel)?;
+        if !compiled.has_entry(kernel) {
+            return Err(Error::MissingSymbol {
+                file: src.file.into(),
+                kernel: kernel.into(),
+            });
+        }
+        let f = module
+            .load_function(kernel)
+            .map_err(drv("cuModuleGetFunction"))?;
+        self.functions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, f.clone());
+        Ok(f)
+    }
+
+    /// Allocate `bytes` of device memory, with a clear out-of-memory error.
+    pub fn alloc_bytes(&self, bytes: usize, what: &str) -> Result<CudaSlice<u8>> {
+        let n = bytes.max(1);
+        match unsafe { self.stream.alloc::<u8>(n) } {
+            Ok(s) => Ok(s),
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+                let (free, total) = self.ctx.mem_get_info().unwrap_or((0, 0));
+                Err(Error::OutOfDeviceMemory {
+                    requested: bytes,
+                    free,
+                    total,
+                    what: what.to_string(),
+                })
+            }
+            Err(e) => Err(Error::driver("cuMemAlloc", e)),
+        }
+    }
+
+    pub fn htod(&self, bytes: &[u8], what: &str) -> Result<CudaSlice<u8>> {
+        let mut dst = self.alloc_bytes(bytes.len(), what)?;
+        if !bytes.is_empty() {
+            self.stream
+                .memcpy_htod(bytes, &mut dst)
+                .map_err(drv("cuMemcpyHtoDAsync"))?;
+        }
+        Ok(dst)
+    }
+
+    pub fn dtoh(&self, src: &CudaSlice<u8>, len: usize) -> Result<Vec<u8>> {
+        let mut out = vec![0u8; len];
+        if len > 0 {
+            self.stream
+                .memcpy_dtoh(&src.slice(..len), &mut out[..])
+                .map_err(drv("cuMemcpyDtoHAsync"))?;
+        }
+        self.sync()?;
+        Ok(out)
+    }
+
+    /// Fill `count` elements of `elem_bytes` (2 or 4) with one bit pattern.
+    pub fn memset_pattern(
+        &self,
+        buf: &mut CudaSlice<u8>,
+        elem_bytes: usize,
+        bits: u32,
+        count: usize,
+    ) -> Result<()> {
+        let (ptr, _g) = buf.device_ptr_mut(&self.stream);
+        let r = unsafe {
+            match elem_bytes {
+                4 => sys::cuMemsetD32Async(ptr, bits, count, self.stream.cu_stream()),
+                2 => sys::cuMemsetD16Async(ptr, bits as u16, count, self.stream.cu_stream()),
+                _ => sys::cuMemsetD8Async(ptr, bits as u8, count, self.stream.cu_stream()),
+            }
+        };
+        r.result().map_err(drv("cuMemsetAsync"))
+    }
+
+    /// Device-to-device copy of `bytes` bytes.
+    pub fn copy_dtod(
+        &self,
+        src: &CudaSlice<u8>,
+        dst: &mut CudaSlice<u8>,
+        bytes: usize,
+    ) -> Result<()> {
+        let (s, _gs) = src.device_ptr(&self.stream);
+        let (d, _gd) = dst.device_ptr_mut(&self.stream);
+        unsafe { sys::cuMemcpyDtoDAsync_v2(d, s, bytes, self.stream.cu_stream()) }
+            .result()
+            .map_err(drv("cuMemcpyDtoDAsync"))
+    }
+
+    /// Wait for the stream; surfaces any asynchronous fault of earlier launches.
+    pub fn sync(&self) -> Result<()> {
+        self.stream.synchronize().map_err(drv(
+            "cuStreamSynchronize (a fault in an earlier kernel surfaces here)",
+        ))
+    }
+}
+
+/// Map a launch failure to an error naming the kernel.
+pub fn launch_err(kernel: &str) -> impl FnOnce(DriverError) -> Error + '_ {
+    move |e| Error::Launch {
+        kernel: kernel.to_string(),
+        err: format!("{e:?}"),
+    }
+}

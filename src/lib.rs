@@ -1,0 +1,19 @@
+//! kernlab: a laboratory for GPU kernels — fused GeLU and softmax (and more to come) in every
+//! tier of the CS336 kernels lecture, validated against an f64 reference, then timed against
+//! ceilings measured on the same device.
+
+pub mod bench;
+pub mod device;
+pub mod dtype;
+pub mod error;
+pub mod kernels;
+pub mod ops;
+pub mod registry;
+pub mod tensor;
+pub mod validate;
+
+pub use device::{Device, DeviceKind, DeviceSpec};
+pub use dtype::DType;
+pub use error::{Error, Result};
+pub use ops::{GeluApprox, Op, Params, Tier};
+pub use tensor::{Init, Tensor};

@@ -1,0 +1,319 @@
+//! GeLU, element-wise: the tanh approximation (PyTorch `approximate="tanh"`) and the exact
+//! erf form. Bytes per element: read sizeof(T) + write sizeof(T) — nothing else is needed.
+//!
+//! Variants: `reference` (f64), `manual` (the lecture's `manual_gelu`, one launch or pass per
+//! primitive), `cuda/v1_naive`, `cuda/v2_vec16`, `cuda/v3_vec16_ilp`, `cpu/fused`.
+
+use super::cpu_prims::{self as prim, GRAIN};
+use super::launch::{aligned16, cfg_1d, cuda_io};
+use super::{GeluApprox, Params};
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::kernels::{ELEMENTWISE, GELU};
+use crate::launch;
+use crate::tensor::{CpuData, Tensor};
+use rayon::prelude::*;
+
+const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
+
+/// The oracle: GeLU in f64, written exactly as PyTorch defines it.
+pub fn reference_f64(x: f64, approx: GeluApprox) -> f64 {
+    match approx {
+        GeluApprox::Tanh => 0.5 * x * (1.0 + (SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)).tanh()),
+        GeluApprox::Erf => 0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2)),
+    }
+}
+
+pub fn reference(x: &[f64], p: &Params) -> Vec<f64> {
+    x.par_iter().map(|&v| reference_f64(v, p.gelu)).collect()
+}
+
+/// f32 GeLU as the fused CPU loop computes it: x·sigmoid(2u) for tanh (the same function
+/// without 1 + tanh(u)'s cancellation for x ≪ 0), erfc for the exact form.
+#[inline(always)]
+pub fn gelu_f32(x: f32, approx: GeluApprox) -> f32 {
+    match approx {
+        GeluApprox::Tanh => {
+            let u = 0.797_884_6_f32 * (x + 0.044715 * x * x * x);
+            x / (1.0 + (-2.0 * u).exp())
+        }
+        GeluApprox::Erf => 0.5 * x * libm::erfcf(-std::f32::consts::FRAC_1_SQRT_2 * x),
+    }
+}
+
+// ---- reference ------------------------------------------------------------------------
+pub fn run_reference(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    let r = reference(&x.to_f64_vec()?, p);
+    let t = Tensor::from_f64(&r, x.shape(), y.dtype())?;
+    *y = t;
+    Ok(())
+}
+
+// ---- manual: one pass per PyTorch op ------------------------------------------------------
+/// CPU: `0.5 * x * (1 + tanh(0.79788456 * (x + 0.044715 * x * x * x)))`, one parallel pass
+/// (and one f32 temporary) per op; the erf form is `0.5 * x * (1 + erf(x * 0.70710678))`.
+pub fn run_manual_cpu(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    let x = prim::to_f32(x)?;
+    let out = match p.gelu {
+        GeluApprox::Tanh => {
+            let t1 = prim::map1(&x, |a| a * 0.044715);
+            let t2 = prim::map2(&t1, &x, |a, b| a * b);
+            let t3 = prim::map2(&t2, &x, |a, b| a * b);
+            let t4 = prim::map2(&x, &t3, |a, b| a + b);
+            let t5 = prim::map1(&t4, |a| a * 0.797_884_6);
+            let t6 = prim::map1(&t5, f32::tanh);
+            let t7 = prim::map1(&t6, |a| a + 1.0);
+            let t8 = prim::map1(&x, |a| a * 0.5);
+            prim::map2(&t8, &t7, |a, b| a * b)
+        }
+        GeluApprox::Erf => {
+            let t1 = prim::map1(&x, |a| a * std::f32::consts::FRAC_1_SQRT_2);
+            let t2 = prim::map1(&t1, libm::erff);
+            let t3 = prim::map1(&t2, |a| a + 1.0);
+            let t4 = prim::map1(&x, |a| a * 0.5);
+            prim::map2(&t4, &t3, |a, b| a * b)
+        }
+    };
+    prim::store_f32(y, &out)
+}
+
+/// CUDA: the same ops, one kernel launch each, f32 intermediates (a cast in and a cast out
+/// for 16-bit inputs). Tanh form: 9 launches, ~12 passes over n·4 bytes.
+pub fn run_manual_cuda(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    let n = x.numel() as i64;
+    let dt = x.dtype();
+    let io = cuda_io(x, y)?;
+    let dev = io.dev.clone();
+    let cfg = cfg_1d(n as u64, 256)?;
+    let tmp = |what: &str| dev.alloc_bytes(n as usize * 4, what);
+    // xf: x as f32 (a cast for 16-bit inputs, as `.float()` would be)
+    let xf_own;
+    let xf = if dt == DType::F32 {
+        io.x
+    } else {
+        xf_own = tmp("manual gelu: x as f32")?;
+        launch!(
+            dev,
+            &ELEMENTWISE,
+            format!("cast_to_f32_{dt}"),
+            cfg,
+            [io.x, &xf_own, &n]
+        );
+        &xf_own
+    };
+    let mut a = tmp("manual gelu temporary")?;
+    let mut b = tmp("manual gelu temporary")?;
+    // The last op writes straight into y for f32 (as eager does), else into a temporary
+    // that the cast-out kernel rounds into y.
+    let mut c_own = if dt == DType::F32 {
+        None
+    } else {
+        Some(tmp("manual gelu temporary")?)
+    };
+    let c: &mut cudarc::driver::CudaSlice<u8> = match c_own.as_mut() {
+        Some(c) => c,
+        None => &mut *io.y,
+    };
+    match p.gelu {
+        GeluApprox::Tanh => {
+            launch!(
+                dev,
+                &ELEMENTWISE,
+                "mul_scalar_f32",
+                cfg,
+                [xf, &0.044715f32, &mut a, &n]
+            );
+            launch!(dev, &ELEMENTWISE, "mul_f32", cfg, [&a, xf, &mut b, &n]);
+            launch!(dev, &ELEMENTWISE, "mul_f32", cfg, [&b, xf, &mut a, &n]);
+            launch!(dev, &ELEMENTWISE, "add_f32", cfg, [xf, &a, &mut b, &n]);
+            launch!(
+                dev,
+                &ELEMENTWISE,
+                "mul_scalar_f32",
+                cfg,
+                [&b, &0.797_884_6f32, &mut a, &n]
+            );
+            launch!(dev, &ELEMENTWISE, "tanh_f32", cfg, [&a, &mut b, &n]);
+            launch!(
+                dev,
+                &ELEMENTWISE,
+                "add_scalar_f32",
+                cfg,
+                [&b, &1.0f32, &mut a, &n]
+            );
+            launch!(
+                dev,
+                &ELEMENTWISE,
+                "mul_scalar_f32",
+                cfg,
+                [xf, &0.5f32, &mut b, &n]
+            );
+            launch!(dev, &ELEMENTWISE, "mul_f32", cfg, [&b, &a, c, &n]);
+        }
+        GeluApprox::Erf => {
+            launch!(
+                dev,
+                &ELEMENTWISE,
+                "mul_scalar_f32",
+                cfg,
+                [xf, &std::f32::consts::FRAC_1_SQRT_2, &mut a, &n]
+            );
+            launch!(dev, &ELEMENTWISE, "erf_f32", cfg, [&a, &mut b, &n]);
+            launch!(
+                dev,
+                &ELEMENTWISE,
+                "add_scalar_f32",
+                cfg,
+                [&b, &1.0f32, &mut a, &n]
+            );
+            launch!(
+                dev,
+                &ELEMENTWISE,
+                "mul_scalar_f32",
+                cfg,
+                [xf, &0.5f32, &mut b, &n]
+            );
+            launch!(dev, &ELEMENTWISE, "mul_f32", cfg, [&b, &a, c, &n]);
+        }
+    }
+    if let Some(c) = &c_own {
+        launch!(
+            dev,
+            &ELEMENTWISE,
+            format!("cast_from_f32_{dt}"),
+            cfg,
+            [c, io.y, &n]
+        );
+    }
+    Ok(())
+}
+
+/// Every kernel symbol the manual CUDA GeLU may launch for a dtype.
+pub fn manual_symbols(dt: DType) -> Vec<String> {
+    let mut v: Vec<String> = [
+        "mul_f32",
+        "add_f32",
+        "mul_scalar_f32",
+        "add_scalar_f32",
+        "tanh_f32",
+        "erf_f32",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if dt != DType::F32 {
+        v.push(format!("cast_to_f32_{dt}"));
+        v.push(format!("cast_from_f32_{dt}"));
+    }
+    v
+}
+
+// ---- hand-written CUDA ----------------------------------------------------------------------
+fn symbol(version: &str, p: &Params, dt: DType) -> String {
+    format!("gelu_{version}_{}_{dt}", p.gelu.name())
+}
+
+pub fn cuda_symbols(version: &'static str) -> impl Fn(DType) -> Vec<String> {
+    move |dt| {
+        ["tanh", "erf"]
+            .iter()
+            .map(|a| format!("gelu_{version}_{a}_{dt}"))
+            .collect()
+    }
+}
+
+/// v1: one thread per element, 256 threads per block (the lecture's launch).
+pub fn run_v1_naive(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    let n = x.numel() as i64;
+    let io = cuda_io(x, y)?;
+    let cfg = cfg_1d(n as u64, 256)?;
+    launch!(
+        io.dev,
+        &GELU,
+        symbol("v1_naive", p, x.dtype()),
+        cfg,
+        [io.x, io.y, &n]
+    );
+    Ok(())
+}
+
+fn require_aligned(io: &super::launch::CudaIo, variant: &str) -> Result<()> {
+    if !aligned16(&io.dev, io.x) || !aligned16(&io.dev, io.y) {
+        return Err(Error::UnsupportedShape {
+            op: "gelu".into(),
+            variant: variant.into(),
+            why: "needs 16-byte aligned buffers (use v1_naive for offset views)".into(),
+        });
+    }
+    Ok(())
+}
+
+/// v2: one 16-byte pack per thread, 256 threads per block.
+pub fn run_v2_vec16(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    let n = x.numel() as i64;
+    let per_pack = (16 / x.dtype().size()) as u64;
+    let io = cuda_io(x, y)?;
+    require_aligned(&io, "v2_vec16")?;
+    let packs = (n as u64 / per_pack).max(per_pack);
+    let cfg = cfg_1d(packs, 256)?;
+    launch!(
+        io.dev,
+        &GELU,
+        symbol("v2_vec16", p, x.dtype()),
+        cfg,
+        [io.x, io.y, &n]
+    );
+    Ok(())
+}
+
+/// v3: persistent grid from the SM count (enough 256-thread blocks for full occupancy),
+/// 4 packs in flight per thread.
+pub fn run_v3_vec16_ilp(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    let n = x.numel() as i64;
+    let per_pack = (16 / x.dtype().size()) as u64;
+    let io = cuda_io(x, y)?;
+    require_aligned(&io, "v3_vec16_ilp")?;
+    let block = 256u32;
+    let packs = n as u64 / per_pack;
+    let full =
+        io.dev.props.sm_count as u64 * (io.dev.props.max_threads_per_sm as u64 / block as u64);
+    let blocks = packs.div_ceil(block as u64 * 4).clamp(1, full.max(1));
+    let cfg = cfg_1d(blocks * block as u64, block)?;
+    launch!(
+        io.dev,
+        &GELU,
+        symbol("v3_vec16_ilp", p, x.dtype()),
+        cfg,
+        [io.x, io.y, &n]
+    );
+    Ok(())
+}
+
+// ---- fused CPU --------------------------------------------------------------------------
+/// One parallel pass: read, convert to f32, GeLU, round, store.
+pub fn run_cpu_fused(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    fn go<T: Element>(x: &[T], y: &mut [T], a: GeluApprox) {
+        y.par_chunks_mut(GRAIN)
+            .zip(x.par_chunks(GRAIN))
+            .for_each(|(y, x)| {
+                for (o, &v) in y.iter_mut().zip(x) {
+                    *o = T::from_f32(gelu_f32(v.to_f32(), a));
+                }
+            });
+    }
+    let n = x.numel();
+    let a = p.gelu;
+    let xd = x
+        .cpu_data()
+        .ok_or_else(|| Error::Invalid("cpu/fused needs CPU tensors".into()))?;
+    let yd = y
+        .cpu_data_mut()
+        .ok_or_else(|| Error::Invalid("cpu/fused needs CPU tensors".into()))?;
+    match (xd, yd) {
+        (CpuData::F32(x), CpuData::F32(y)) => go(&x[..n], &mut y[..n], a),
+        (CpuData::BF16(x), CpuData::BF16(y)) => go(&x[..n], &mut y[..n], a),
+        (CpuData::F16(x), CpuData::F16(y)) => go(&x[..n], &mut y[..n], a),
+        _ => return Err(Error::Invalid("input and output dtypes differ".into())),
+    }
+    Ok(())
+}

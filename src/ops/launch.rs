@@ -1,0 +1,65 @@
+//! Shared pieces of the CUDA launchers: getting at the device buffers of an (input, output)
+//! pair, grid sizing, and the per-launch error check.
+
+use crate::device::CudaDevice;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig};
+use std::sync::Arc;
+
+/// The device and buffers of a CUDA (input, output) pair.
+pub struct CudaIo<'a> {
+    pub dev: Arc<CudaDevice>,
+    pub x: &'a CudaSlice<u8>,
+    pub y: &'a mut CudaSlice<u8>,
+}
+
+pub fn cuda_io<'a>(x: &'a Tensor, y: &'a mut Tensor) -> Result<CudaIo<'a>> {
+    let dev = x
+        .device()
+        .cuda()
+        .cloned()
+        .ok_or_else(|| Error::Invalid("a CUDA launcher was handed a CPU tensor".into()))?;
+    let xb = x
+        .cuda_buf()
+        .ok_or_else(|| Error::Invalid("input is not on CUDA".into()))?;
+    let yb = y
+        .cuda_buf_mut()
+        .ok_or_else(|| Error::Invalid("output is not on CUDA".into()))?;
+    Ok(CudaIo { dev, x: xb, y: yb })
+}
+
+/// Whether a buffer's device address is 16-byte aligned (cuMemAlloc gives 256).
+pub fn aligned16(dev: &CudaDevice, b: &CudaSlice<u8>) -> bool {
+    let (p, _g) = b.device_ptr(&dev.stream);
+    p % 16 == 0
+}
+
+/// A 1-D launch covering `work` items with `block` threads each.
+pub fn cfg_1d(work: u64, block: u32) -> Result<LaunchConfig> {
+    let blocks = work.div_ceil(block as u64).max(1);
+    if blocks > i32::MAX as u64 {
+        return Err(Error::Invalid(format!(
+            "{work} work items need {blocks} blocks of {block}: over the grid limit"
+        )));
+    }
+    Ok(LaunchConfig {
+        grid_dim: (blocks as u32, 1, 1),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    })
+}
+
+/// Launch a kernel and map a failure to an error naming it. Every kernlab launch goes
+/// through here, so no launch result is ever dropped.
+#[macro_export]
+macro_rules! launch {
+    ($dev:expr, $src:expr, $name:expr, $cfg:expr, [$($arg:expr),* $(,)?]) => {{
+        use cudarc::driver::PushKernelArg;
+        let name: &str = &$name;
+        let f = $dev.function($src, name)?;
+        let mut b = $dev.stream.launch_builder(&f);
+        $( b.arg($arg); )*
+        unsafe { b.launch($cfg) }.map_err($crate::device::cuda::launch_err(name))?;
+    }};
+}

@@ -1,0 +1,123 @@
+//! The ops kernlab implements, one module each, every variant of an op in its module.
+
+pub mod cpu_prims;
+pub mod gelu;
+pub mod launch;
+pub mod softmax;
+
+use serde::Serialize;
+use std::fmt;
+use std::str::FromStr;
+
+/// An op family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    Gelu,
+    Softmax,
+}
+
+impl Op {
+    pub const ALL: [Op; 2] = [Op::Gelu, Op::Softmax];
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Gelu => "gelu",
+            Op::Softmax => "softmax",
+        }
+    }
+    /// FLOPs per element, counted as PyTorch's formula spells them (for TFLOP/s figures).
+    pub fn flops_per_element(self) -> f64 {
+        match self {
+            // 0.5·x·(1 + tanh(k·(x + 0.044715·x³))): 3 mul, 1 add, 1 mul, tanh, 1 add, 2 mul
+            Op::Gelu => 9.0,
+            // max, subtract, exp, sum, divide
+            Op::Softmax => 5.0,
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Op {
+    type Err = crate::error::Error;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "gelu" => Ok(Op::Gelu),
+            "softmax" => Ok(Op::Softmax),
+            other => Err(crate::error::Error::UnknownOp(
+                other.to_string(),
+                Op::ALL
+                    .iter()
+                    .map(|o| o.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )),
+        }
+    }
+}
+
+/// The lecture's tiers: five ways to write one function (plus the f64 oracle and the CPU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    /// f64 on the CPU: the oracle every test and bench run compares against.
+    Reference,
+    /// Composed from primitive kernels, one launch (or pass) per op, as eager PyTorch runs.
+    Manual,
+    /// Hand-written CUDA C, numbered versions.
+    Cuda,
+    /// Fused, multi-threaded CPU loops.
+    Cpu,
+}
+
+impl fmt::Display for Tier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Tier::Reference => "reference",
+            Tier::Manual => "manual",
+            Tier::Cuda => "cuda",
+            Tier::Cpu => "cpu",
+        })
+    }
+}
+
+/// Which GeLU: the tanh approximation (PyTorch's `approximate="tanh"`) or the exact erf form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum GeluApprox {
+    #[default]
+    Tanh,
+    Erf,
+}
+
+impl GeluApprox {
+    pub fn name(self) -> &'static str {
+        match self {
+            GeluApprox::Tanh => "tanh",
+            GeluApprox::Erf => "erf",
+        }
+    }
+}
+
+impl FromStr for GeluApprox {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "tanh" => Ok(GeluApprox::Tanh),
+            "erf" | "exact" | "none" => Ok(GeluApprox::Erf),
+            o => Err(format!(
+                "unknown GeLU approximation '{o}' (use tanh or erf)"
+            )),
+        }
+    }
+}
+
+/// Op parameters that are not tensors.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct Params {
+    pub gelu: GeluApprox,
+}

@@ -1,0 +1,391 @@
+//! Softmax over the last dimension. Minimum traffic: read rows·cols and write rows·cols
+//! elements; FLOPs ≈ 5 per element. Semantics as PyTorch: a row of all −inf, or one holding
+//! NaN or +inf, gives NaN outputs.
+//!
+//! Variants: `reference` (f64), `manual` (the lecture's `manual_softmax`: row max, subtract,
+//! exp, row sum, divide — one launch or pass each), `cuda/v1_block_row` … `cuda/v4_online`,
+//! `cuda/auto` (the width dispatch), `cpu/fused`.
+
+use super::cpu_prims::{self as prim};
+use super::launch::{aligned16, cfg_1d, cuda_io, CudaIo};
+use super::Params;
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::kernels::{ELEMENTWISE, SOFTMAX};
+use crate::launch;
+use crate::tensor::{CpuData, Tensor};
+use cudarc::driver::LaunchConfig;
+use rayon::prelude::*;
+
+/// The oracle: softmax of one row in f64, three passes exactly as the definition reads.
+pub fn reference_row(x: &[f64], out: &mut [f64]) {
+    let m = x.iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+    let s: f64 = x.iter().map(|&v| (v - m).exp()).sum();
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = (v - m).exp() / s;
+    }
+}
+
+pub fn reference(x: &[f64], cols: usize) -> Vec<f64> {
+    let mut out = vec![0.0; x.len()];
+    out.par_chunks_mut(cols)
+        .zip(x.par_chunks(cols))
+        .for_each(|(o, r)| reference_row(r, o));
+    out
+}
+
+pub fn run_reference(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    let (_, cols, _) = x.rows_cols();
+    let r = reference(&x.to_f64_vec()?, cols);
+    *y = Tensor::from_f64(&r, x.shape(), y.dtype())?;
+    Ok(())
+}
+
+// ---- manual ---------------------------------------------------------------------------------
+/// CPU: `x_max = x.max(dim=-1)`, `x = x - x_max[:, None]`, `num = exp(x)`,
+/// `den = num.sum(dim=-1)`, `y = num / den[:, None]` — one parallel pass each.
+pub fn run_manual_cpu(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    let (_, cols, _) = x.rows_cols();
+    let x = prim::to_f32(x)?;
+    let x_max = prim::row_reduce(&x, cols, f32::NEG_INFINITY, f32::max);
+    let shifted = prim::broadcast_rows(&x, &x_max, cols, |a, m| a - m);
+    let num = prim::map1(&shifted, f32::exp);
+    let den = prim::row_reduce(&num, cols, 0.0, |a, b| a + b);
+    let out = prim::broadcast_rows(&num, &den, cols, |a, d| a / d);
+    prim::store_f32(y, &out)
+}
+
+/// CUDA: the same five ops, one launch each (plus casts for 16-bit inputs).
+pub fn run_manual_cuda(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    let (rows, cols, _) = x.rows_cols();
+    let n = x.numel() as i64;
+    let (rows_i, cols_i) = (rows as i32, cols as i32);
+    let dt = x.dtype();
+    let io = cuda_io(x, y)?;
+    let dev = io.dev.clone();
+    let cfg = cfg_1d(n as u64, 256)?;
+    let per_row = LaunchConfig {
+        grid_dim: (rows as u32, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let xf_own;
+    let xf = if dt == DType::F32 {
+        io.x
+    } else {
+        xf_own = dev.alloc_bytes(n as usize * 4, "manual softmax: x as f32")?;
+        launch!(
+            dev,
+            &ELEMENTWISE,
+            format!("cast_to_f32_{dt}"),
+            cfg,
+            [io.x, &xf_own, &n]
+        );
+        &xf_own
+    };
+    let mut row_vec = dev.alloc_bytes(rows * 4, "manual softmax: per-row values")?;
+    let mut a = dev.alloc_bytes(n as usize * 4, "manual softmax temporary")?;
+    let mut b = dev.alloc_bytes(n as usize * 4, "manual softmax temporary")?;
+    launch!(
+        dev,
+        &ELEMENTWISE,
+        "row_max_f32",
+        per_row,
+        [xf, &mut row_vec, &rows_i, &cols_i]
+    );
+    launch!(
+        dev,
+        &ELEMENTWISE,
+        "sub_rowvec_f32",
+        cfg,
+        [xf, &row_vec, &mut a, &n, &cols_i]
+    );
+    launch!(dev, &ELEMENTWISE, "exp_f32", cfg, [&a, &mut b, &n]);
+    launch!(
+        dev,
+        &ELEMENTWISE,
+        "row_sum_f32",
+        per_row,
+        [&b, &mut row_vec, &rows_i, &cols_i]
+    );
+    if dt == DType::F32 {
+        launch!(
+            dev,
+            &ELEMENTWISE,
+            "div_rowvec_f32",
+            cfg,
+            [&b, &row_vec, io.y, &n, &cols_i]
+        );
+    } else {
+        launch!(
+            dev,
+            &ELEMENTWISE,
+            "div_rowvec_f32",
+            cfg,
+            [&b, &row_vec, &mut a, &n, &cols_i]
+        );
+        launch!(
+            dev,
+            &ELEMENTWISE,
+            format!("cast_from_f32_{dt}"),
+            cfg,
+            [&a, io.y, &n]
+        );
+    }
+    Ok(())
+}
+
+pub fn manual_symbols(dt: DType) -> Vec<String> {
+    let mut v: Vec<String> = [
+        "row_max_f32",
+        "sub_rowvec_f32",
+        "exp_f32",
+        "row_sum_f32",
+        "div_rowvec_f32",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if dt != DType::F32 {
+        v.push(format!("cast_to_f32_{dt}"));
+        v.push(format!("cast_from_f32_{dt}"));
+    }
+    v
+}
+
+// ---- hand-written CUDA ------------------------------------------------------------------------
+/// Register-resident versions keep K slots per thread; these are the compiled K values.
+const KS: [usize; 4] = [1, 2, 4, 8];
+
+/// Largest row (in elements) each register-resident version holds.
+pub fn v2_max_cols(dt: DType, vec: bool) -> usize {
+    32 * if vec { 16 / dt.size() } else { 1 } * 8
+}
+pub fn v3_max_cols(dt: DType, vec: bool) -> usize {
+    1024 * if vec { 16 / dt.size() } else { 1 } * 8
+}
+
+/// The layout facts every launcher needs.
+struct Rows {
+    rows: usize,
+    cols: usize,
+    ldx: i64,
+    ldy: i64,
+    /// 16-byte packs usable: cols and both row strides multiples of the pack, bases aligned.
+    vec: bool,
+    pack: usize,
+}
+
+fn rows_of(x: &Tensor, io: &CudaIo) -> Rows {
+    let (rows, cols, ldx) = x.rows_cols();
+    let pack = 16 / x.dtype().size();
+    let vec =
+        cols % pack == 0 && ldx % pack == 0 && aligned16(&io.dev, io.x) && aligned16(&io.dev, io.y);
+    Rows {
+        rows,
+        cols,
+        ldx: ldx as i64,
+        ldy: cols as i64,
+        vec,
+        pack,
+    }
+}
+
+fn too_wide(variant: &str, cols: usize, max: usize) -> Error {
+    Error::UnsupportedShape {
+        op: "softmax".into(),
+        variant: variant.into(),
+        why: format!("rows of {cols} columns are wider than the {max} it holds in registers (use v4_online or auto)"),
+    }
+}
+
+/// Launch a row kernel with the (x, y, rows, cols, ldx, ldy) arguments they all take.
+fn launch_rows(io: CudaIo, r: &Rows, name: String, cfg: LaunchConfig) -> Result<()> {
+    let (rows, cols) = (r.rows as i32, r.cols as i32);
+    launch!(
+        io.dev,
+        &SOFTMAX,
+        name,
+        cfg,
+        [io.x, io.y, &rows, &cols, &r.ldx, &r.ldy]
+    );
+    Ok(())
+}
+
+fn check_rows(x: &Tensor) -> Result<()> {
+    let (rows, cols, _) = x.rows_cols();
+    if rows > i32::MAX as usize || cols > i32::MAX as usize {
+        return Err(Error::UnsupportedShape {
+            op: "softmax".into(),
+            variant: "cuda".into(),
+            why: format!("{rows} rows × {cols} columns: each must be below 2^31"),
+        });
+    }
+    Ok(())
+}
+
+/// v1: one block per row, blockDim = the row width rounded up to a power of two (32..1024).
+pub fn run_v1_block_row(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    check_rows(x)?;
+    let io = cuda_io(x, y)?;
+    let r = rows_of(x, &io);
+    let block = r.cols.next_power_of_two().clamp(32, 1024) as u32;
+    let cfg = LaunchConfig {
+        grid_dim: (r.rows as u32, 1, 1),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    launch_rows(io, &r, format!("softmax_v1_block_row_{}", x.dtype()), cfg)
+}
+
+fn kind(vec: bool) -> &'static str {
+    if vec {
+        "vec"
+    } else {
+        "scalar"
+    }
+}
+
+/// v2: one warp per row, 4 rows per block; K = the fewest slots per lane that hold the row.
+pub fn run_v2_warp_row(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    check_rows(x)?;
+    let io = cuda_io(x, y)?;
+    let r = rows_of(x, &io);
+    let width = if r.vec { r.pack } else { 1 };
+    let slots = r.cols.div_ceil(32 * width);
+    let k = KS
+        .iter()
+        .copied()
+        .find(|&k| k >= slots)
+        .ok_or_else(|| too_wide("v2_warp_row", r.cols, v2_max_cols(x.dtype(), r.vec)))?;
+    let cfg = cfg_1d(r.rows as u64 * 32, 128)?;
+    let name = format!("softmax_v2_warp_row_{}_k{k}_{}", kind(r.vec), x.dtype());
+    launch_rows(io, &r, name, cfg)
+}
+
+/// v3: one block per row; the fewest K (slots per thread) with ≤ 1024 threads, then as
+/// many threads (a multiple of 32) as the row needs.
+pub fn run_v3_block_regs(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    check_rows(x)?;
+    let io = cuda_io(x, y)?;
+    let r = rows_of(x, &io);
+    let width = if r.vec { r.pack } else { 1 };
+    let slots = r.cols.div_ceil(width);
+    let k = KS
+        .iter()
+        .copied()
+        .find(|&k| slots.div_ceil(k) <= 1024)
+        .ok_or_else(|| too_wide("v3_block_regs", r.cols, v3_max_cols(x.dtype(), r.vec)))?;
+    let threads = (slots.div_ceil(k).div_ceil(32) * 32).clamp(32, 1024) as u32;
+    let cfg = LaunchConfig {
+        grid_dim: (r.rows as u32, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let name = format!("softmax_v3_block_regs_{}_k{k}_{}", kind(r.vec), x.dtype());
+    launch_rows(io, &r, name, cfg)
+}
+
+/// v4: one block per row (up to 1024 threads), any width.
+pub fn run_v4_online(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    check_rows(x)?;
+    let io = cuda_io(x, y)?;
+    let r = rows_of(x, &io);
+    let width = if r.vec { r.pack } else { 1 };
+    let threads = (r.cols.div_ceil(width).div_ceil(32) * 32).clamp(32, 1024) as u32;
+    let cfg = LaunchConfig {
+        grid_dim: (r.rows as u32, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let name = format!("softmax_v4_online_{}_{}", kind(r.vec), x.dtype());
+    launch_rows(io, &r, name, cfg)
+}
+
+/// Which numbered version `auto` runs for a row width (and whether 16-byte packs apply).
+pub fn dispatch(dt: DType, cols: usize, vec: bool) -> &'static str {
+    if cols <= v2_max_cols(dt, vec) {
+        "v2_warp_row"
+    } else if cols <= v3_max_cols(dt, vec) {
+        "v3_block_regs"
+    } else {
+        "v4_online"
+    }
+}
+
+/// auto: the width dispatch over v2/v3/v4.
+pub fn run_auto(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    let (_, cols, ldx) = x.rows_cols();
+    let pack = 16 / x.dtype().size();
+    // Alignment of cuMemAlloc'd bases is 256 bytes, so the pack test is cols and strides.
+    let vec = cols % pack == 0 && ldx % pack == 0;
+    match dispatch(x.dtype(), cols, vec) {
+        "v2_warp_row" => run_v2_warp_row(p, x, y),
+        "v3_block_regs" => run_v3_block_regs(p, x, y),
+        _ => run_v4_online(p, x, y),
+    }
+}
+
+pub fn symbols_v1(dt: DType) -> Vec<String> {
+    vec![format!("softmax_v1_block_row_{dt}")]
+}
+pub fn symbols_v2(dt: DType) -> Vec<String> {
+    KS.iter()
+        .flat_map(|k| ["vec", "scalar"].map(|v| format!("softmax_v2_warp_row_{v}_k{k}_{dt}")))
+        .collect()
+}
+pub fn symbols_v3(dt: DType) -> Vec<String> {
+    KS.iter()
+        .flat_map(|k| ["vec", "scalar"].map(|v| format!("softmax_v3_block_regs_{v}_k{k}_{dt}")))
+        .collect()
+}
+pub fn symbols_v4(dt: DType) -> Vec<String> {
+    ["vec", "scalar"]
+        .iter()
+        .map(|v| format!("softmax_v4_online_{v}_{dt}"))
+        .collect()
+}
+pub fn symbols_auto(dt: DType) -> Vec<String> {
+    let mut v = symbols_v2(dt);
+    v.extend(symbols_v3(dt));
+    v.extend(symbols_v4(dt));
+    v
+}
+
+// ---- fused CPU ----------------------------------------------------------------------------------
+/// Rows in parallel; each row: max, Σ e^(x−max) into the output, scale — the row stays in cache.
+pub fn run_cpu_fused(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    fn go<T: Element>(x: &[T], y: &mut [T], cols: usize, ldx: usize) {
+        let mut tmp_rows: Vec<&mut [T]> = y.chunks_mut(cols).collect();
+        tmp_rows.par_iter_mut().enumerate().for_each_init(
+            || vec![0.0f32; cols],
+            |buf, (r, out)| {
+                let row = &x[r * ldx..r * ldx + cols];
+                let m = row.iter().fold(f32::NEG_INFINITY, |a, v| a.max(v.to_f32()));
+                let mut s = 0.0f32;
+                for (b, v) in buf.iter_mut().zip(row) {
+                    *b = (v.to_f32() - m).exp();
+                    s += *b;
+                }
+                let inv = 1.0 / s;
+                for (o, b) in out.iter_mut().zip(buf.iter()) {
+                    *o = T::from_f32(b * inv);
+                }
+            },
+        );
+    }
+    let (_, cols, ldx) = x.rows_cols();
+    let xd = x
+        .cpu_data()
+        .ok_or_else(|| Error::Invalid("cpu/fused needs CPU tensors".into()))?;
+    let yd = y
+        .cpu_data_mut()
+        .ok_or_else(|| Error::Invalid("cpu/fused needs CPU tensors".into()))?;
+    match (xd, yd) {
+        (CpuData::F32(x), CpuData::F32(y)) => go(x, y, cols, ldx),
+        (CpuData::BF16(x), CpuData::BF16(y)) => go(x, y, cols, ldx),
+        (CpuData::F16(x), CpuData::F16(y)) => go(x, y, cols, ldx),
+        _ => return Err(Error::Invalid("input and output dtypes differ".into())),
+    }
+    Ok(())
+}

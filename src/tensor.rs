@@ -1,0 +1,591 @@
+//! Tensors: a dtype, a shape, strides (in elements) and storage on the CPU or a CUDA device.
+//!
+//! Kernlab's tensors are deliberately plain: they exist to feed kernels and to compare their
+//! outputs with the f64 reference, not to be an autograd framework.
+
+use crate::device::{CudaDevice, Device, DeviceKind};
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use cudarc::driver::CudaSlice;
+use half::{bf16, f16};
+use rand::{rngs::SmallRng, Rng, SeedableRng};
+use rayon::prelude::*;
+use std::sync::Arc;
+
+/// Host storage, typed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CpuData {
+    F32(Vec<f32>),
+    BF16(Vec<bf16>),
+    F16(Vec<f16>),
+}
+
+impl CpuData {
+    pub fn dtype(&self) -> DType {
+        match self {
+            CpuData::F32(_) => DType::F32,
+            CpuData::BF16(_) => DType::BF16,
+            CpuData::F16(_) => DType::F16,
+        }
+    }
+    pub fn len(&self) -> usize {
+        match self {
+            CpuData::F32(v) => v.len(),
+            CpuData::BF16(v) => v.len(),
+            CpuData::F16(v) => v.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            CpuData::F32(v) => bytemuck::cast_slice(v),
+            CpuData::BF16(v) => bytemuck::cast_slice(v),
+            CpuData::F16(v) => bytemuck::cast_slice(v),
+        }
+    }
+    fn from_bytes(dtype: DType, bytes: &[u8]) -> CpuData {
+        match dtype {
+            DType::F32 => CpuData::F32(bytemuck::pod_collect_to_vec(bytes)),
+            DType::BF16 => CpuData::BF16(bytemuck::pod_collect_to_vec(bytes)),
+            DType::F16 => CpuData::F16(bytemuck::pod_collect_to_vec(bytes)),
+        }
+    }
+    fn zeros(dtype: DType, n: usize) -> CpuData {
+        match dtype {
+            DType::F32 => CpuData::F32(vec![0.0; n]),
+            DType::BF16 => CpuData::BF16(vec![bf16::ZERO; n]),
+            DType::F16 => CpuData::F16(vec![f16::ZERO; n]),
+        }
+    }
+    fn from_f64(dtype: DType, v: &[f64]) -> CpuData {
+        fn conv<T: Element>(v: &[f64]) -> Vec<T> {
+            v.par_iter().map(|&x| T::from_f64(x)).collect()
+        }
+        match dtype {
+            DType::F32 => CpuData::F32(conv(v)),
+            DType::BF16 => CpuData::BF16(conv(v)),
+            DType::F16 => CpuData::F16(conv(v)),
+        }
+    }
+    fn get_f64(&self, i: usize) -> f64 {
+        match self {
+            CpuData::F32(v) => v[i] as f64,
+            CpuData::BF16(v) => v[i].to_f64(),
+            CpuData::F16(v) => v[i].to_f64(),
+        }
+    }
+}
+
+/// Where the elements are.
+pub enum Storage {
+    Cpu(CpuData),
+    Cuda {
+        buf: CudaSlice<u8>,
+        dev: Arc<CudaDevice>,
+    },
+}
+
+/// How to fill a tensor with random numbers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Init {
+    /// Normal(mean, std).
+    Normal { mean: f64, std: f64 },
+    /// Uniform on [lo, hi).
+    Uniform { lo: f64, hi: f64 },
+    /// Normal(0, std), with every `every`-th element (on average) multiplied by `scale`,
+    /// as llm.c plants outliers in its softmax inputs.
+    NormalWithOutliers { std: f64, every: u32, scale: f64 },
+}
+
+pub struct Tensor {
+    dtype: DType,
+    shape: Vec<usize>,
+    strides: Vec<usize>,
+    storage: Storage,
+}
+
+/// Contiguous (row-major) strides for a shape.
+pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1usize; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+/// How many storage elements a strided view needs (0 for an empty shape).
+pub fn storage_span(shape: &[usize], strides: &[usize]) -> usize {
+    if shape.contains(&0) {
+        return 0;
+    }
+    1 + shape
+        .iter()
+        .zip(strides)
+        .map(|(&n, &s)| (n - 1) * s)
+        .sum::<usize>()
+}
+
+/// Parse `16384x16384`, `8192,4096` or `1024` into a shape.
+pub fn parse_shape(s: &str) -> Result<Vec<usize>> {
+    let bad = |why: &str| Error::BadShape {
+        shape: s.to_string(),
+        why: why.to_string(),
+    };
+    let parts: Vec<&str> = s.split(['x', 'X', ',', '*', '×']).map(str::trim).collect();
+    if parts.is_empty() || parts.iter().any(|p| p.is_empty()) {
+        return Err(bad("write dimensions separated by 'x', e.g. 4096x1024"));
+    }
+    let dims: Vec<usize> = parts
+        .iter()
+        .map(|p| {
+            let p = p.replace('_', "");
+            p.parse::<usize>()
+                .map_err(|_| bad(&format!("'{p}' is not a whole number")))
+        })
+        .collect::<Result<_>>()?;
+    if dims.contains(&0) {
+        return Err(bad(
+            "every dimension must be at least 1 (an empty tensor has nothing to compute)",
+        ));
+    }
+    dims.iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .ok_or_else(|| bad("too many elements"))?;
+    Ok(dims)
+}
+
+impl Tensor {
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    pub fn strides(&self) -> &[usize] {
+        &self.strides
+    }
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+    /// Bytes of the logical elements (what a kernel must read or write once).
+    pub fn nbytes(&self) -> usize {
+        self.numel() * self.dtype.size()
+    }
+    pub fn device_kind(&self) -> DeviceKind {
+        match self.storage {
+            Storage::Cpu(_) => DeviceKind::Cpu,
+            Storage::Cuda { .. } => DeviceKind::Cuda,
+        }
+    }
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+    pub fn storage_mut(&mut self) -> &mut Storage {
+        &mut self.storage
+    }
+    pub fn is_contiguous(&self) -> bool {
+        self.strides == contiguous_strides(&self.shape)
+    }
+    /// The tensor seen as rows over its last dimension: (rows, cols, row stride).
+    pub fn rows_cols(&self) -> (usize, usize, usize) {
+        let cols = *self.shape.last().unwrap_or(&1);
+        let rows = if cols == 0 { 0 } else { self.numel() / cols };
+        let ld = if self.shape.len() >= 2 {
+            self.strides[self.shape.len() - 2]
+        } else {
+            cols
+        };
+        (rows, cols, ld)
+    }
+    /// True when every row is contiguous and rows are evenly spaced (row stride ≥ width):
+    /// the layout the row kernels accept.
+    pub fn is_row_strided(&self) -> bool {
+        let n = self.shape.len();
+        if n == 0 || self.strides[n - 1] != 1 {
+            return false;
+        }
+        // The leading dimensions must be contiguous among themselves.
+        let (_, cols, ld) = self.rows_cols();
+        if ld < cols {
+            return false;
+        }
+        let mut expect = ld;
+        for i in (0..n.saturating_sub(1)).rev() {
+            if self.strides[i] != expect {
+                return false;
+            }
+            expect *= self.shape[i];
+        }
+        true
+    }
+
+    fn span(&self) -> usize {
+        storage_span(&self.shape, &self.strides)
+    }
+
+    fn check_shape(shape: &[usize], strides: &[usize]) -> Result<()> {
+        if shape.len() != strides.len() {
+            return Err(Error::BadShape {
+                shape: format!("{shape:?}"),
+                why: format!("{} dimensions but {} strides", shape.len(), strides.len()),
+            });
+        }
+        Ok(())
+    }
+
+    /// An uninitialised (CUDA) or zeroed (CPU) tensor with the given layout.
+    pub fn empty_strided(
+        shape: &[usize],
+        strides: &[usize],
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Tensor> {
+        Self::check_shape(shape, strides)?;
+        let span = storage_span(shape, strides);
+        let storage = match device {
+            Device::Cpu => Storage::Cpu(CpuData::zeros(dtype, span)),
+            Device::Cuda(d) => Storage::Cuda {
+                buf: d.alloc_bytes(span * dtype.size(), &format!("a {shape:?} {dtype} tensor"))?,
+                dev: d.clone(),
+            },
+        };
+        Ok(Tensor {
+            dtype,
+            shape: shape.to_vec(),
+            strides: strides.to_vec(),
+            storage,
+        })
+    }
+
+    pub fn empty(shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
+        Self::empty_strided(shape, &contiguous_strides(shape), dtype, device)
+    }
+
+    /// A tensor like `self` (shape, dtype, contiguous) on the same device.
+    pub fn empty_like(&self) -> Result<Tensor> {
+        let dev = self.device();
+        Self::empty(&self.shape, self.dtype, &dev)
+    }
+
+    pub fn device(&self) -> Device {
+        match &self.storage {
+            Storage::Cpu(_) => Device::Cpu,
+            Storage::Cuda { dev, .. } => Device::Cuda(dev.clone()),
+        }
+    }
+
+    /// A CPU tensor from host data laid out with `strides`.
+    pub fn from_cpu(data: CpuData, shape: &[usize], strides: &[usize]) -> Result<Tensor> {
+        Self::check_shape(shape, strides)?;
+        let span = storage_span(shape, strides);
+        if data.len() < span {
+            return Err(Error::BadShape {
+                shape: format!("{shape:?}"),
+                why: format!(
+                    "{} elements of storage, the layout needs {span}",
+                    data.len()
+                ),
+            });
+        }
+        Ok(Tensor {
+            dtype: data.dtype(),
+            shape: shape.to_vec(),
+            strides: strides.to_vec(),
+            storage: Storage::Cpu(data),
+        })
+    }
+
+    /// A contiguous CPU tensor holding `values` rounded to `dtype`.
+    pub fn from_f64(values: &[f64], shape: &[usize], dtype: DType) -> Result<Tensor> {
+        let n: usize = shape.iter().product();
+        if n != values.len() {
+            return Err(Error::BadShape {
+                shape: format!("{shape:?}"),
+                why: format!("{} values for {n} elements", values.len()),
+            });
+        }
+        Self::from_cpu(
+            CpuData::from_f64(dtype, values),
+            shape,
+            &contiguous_strides(shape),
+        )
+    }
+
+    /// A random tensor: filled on the host (in parallel, reproducibly from `seed`), then
+    /// copied to `device`. With `row_stride` > width, the gap between rows holds NaN so a
+    /// kernel that reads it poisons its own output.
+    pub fn random(
+        shape: &[usize],
+        dtype: DType,
+        init: Init,
+        seed: u64,
+        row_stride: Option<usize>,
+        device: &Device,
+    ) -> Result<Tensor> {
+        let mut strides = contiguous_strides(shape);
+        if let Some(ld) = row_stride {
+            let n = shape.len();
+            if n < 2 || ld < shape[n - 1] {
+                return Err(Error::BadShape {
+                    shape: format!("{shape:?}"),
+                    why: format!("a row stride of {ld} needs 2+ dims and at least the width"),
+                });
+            }
+            strides[n - 2] = ld;
+            for i in (0..n - 2).rev() {
+                strides[i] = strides[i + 1] * shape[i + 1];
+            }
+        }
+        let span = storage_span(shape, &strides);
+        let cols = *shape.last().unwrap_or(&1);
+        let ld = if shape.len() >= 2 {
+            strides[shape.len() - 2]
+        } else {
+            cols
+        };
+        let values = random_values(span, init, seed, cols, ld);
+        let t = Tensor::from_cpu(CpuData::from_f64(dtype, &values), shape, &strides)?;
+        t.to_device(device)
+    }
+
+    /// Copy to a device (a copy even when it is already there).
+    pub fn to_device(&self, device: &Device) -> Result<Tensor> {
+        let host = self.host_data()?;
+        let storage = match device {
+            Device::Cpu => Storage::Cpu(host),
+            Device::Cuda(d) => Storage::Cuda {
+                buf: d.htod(
+                    host.as_bytes(),
+                    &format!("a {:?} {} tensor", self.shape, self.dtype),
+                )?,
+                dev: d.clone(),
+            },
+        };
+        Ok(Tensor {
+            dtype: self.dtype,
+            shape: self.shape.clone(),
+            strides: self.strides.clone(),
+            storage,
+        })
+    }
+
+    pub fn to_cpu(&self) -> Result<Tensor> {
+        self.to_device(&Device::Cpu)
+    }
+
+    /// The storage as host data (copied back from the device when needed).
+    pub fn host_data(&self) -> Result<CpuData> {
+        match &self.storage {
+            Storage::Cpu(d) => Ok(d.clone()),
+            Storage::Cuda { buf, dev } => {
+                let bytes = dev.dtoh(buf, self.span() * self.dtype.size())?;
+                Ok(CpuData::from_bytes(self.dtype, &bytes))
+            }
+        }
+    }
+
+    /// The logical elements, in row-major order, as f64.
+    pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
+        let data = self.host_data()?;
+        if self.is_contiguous() {
+            return Ok((0..self.numel())
+                .into_par_iter()
+                .map(|i| data.get_f64(i))
+                .collect());
+        }
+        let shape = &self.shape;
+        let strides = &self.strides;
+        Ok((0..self.numel())
+            .into_par_iter()
+            .map(|mut i| {
+                let mut off = 0;
+                for d in (0..shape.len()).rev() {
+                    off += (i % shape[d]) * strides[d];
+                    i /= shape[d];
+                }
+                data.get_f64(off)
+            })
+            .collect())
+    }
+
+    /// Overwrite every storage element with NaN, so an element a kernel fails to write shows.
+    pub fn poison_nan(&mut self) -> Result<()> {
+        let dtype = self.dtype;
+        let span = self.span();
+        match &mut self.storage {
+            Storage::Cpu(CpuData::F32(v)) => v.par_iter_mut().for_each(|x| *x = f32::NAN),
+            Storage::Cpu(CpuData::BF16(v)) => v.par_iter_mut().for_each(|x| *x = bf16::NAN),
+            Storage::Cpu(CpuData::F16(v)) => v.par_iter_mut().for_each(|x| *x = f16::NAN),
+            Storage::Cuda { buf, dev } => {
+                let bits = match dtype {
+                    DType::F32 => f32::NAN.to_bits(),
+                    DType::BF16 => bf16::NAN.to_bits() as u32,
+                    DType::F16 => f16::NAN.to_bits() as u32,
+                };
+                dev.memset_pattern(buf, dtype.size(), bits, span)?;
+                dev.sync()?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn cpu_data(&self) -> Option<&CpuData> {
+        match &self.storage {
+            Storage::Cpu(d) => Some(d),
+            _ => None,
+        }
+    }
+    pub fn cpu_data_mut(&mut self) -> Option<&mut CpuData> {
+        match &mut self.storage {
+            Storage::Cpu(d) => Some(d),
+            _ => None,
+        }
+    }
+    pub fn cuda_buf(&self) -> Option<&CudaSlice<u8>> {
+        match &self.storage {
+            Storage::Cuda { buf, .. } => Some(buf),
+            _ => None,
+        }
+    }
+    pub fn cuda_buf_mut(&mut self) -> Option<&mut CudaSlice<u8>> {
+        match &mut self.storage {
+            Storage::Cuda { buf, .. } => Some(buf),
+            _ => None,
+        }
+    }
+}
+
+/// `n` random values, reproducible from `seed` whatever the thread count. Positions past
+/// `cols` within each `ld`-long row (the stride gap) get NaN.
+pub fn random_values(n: usize, init: Init, seed: u64, cols: usize, ld: usize) -> Vec<f64> {
+    const CHUNK: usize = 1 << 16;
+    let mut out = vec![0.0f64; n];
+    out.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            let mut rng =
+                SmallRng::seed_from_u64(seed ^ (c as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            for (j, v) in chunk.iter_mut().enumerate() {
+                let i = c * CHUNK + j;
+                if ld > cols && i % ld >= cols {
+                    *v = f64::NAN;
+                    continue;
+                }
+                *v = match init {
+                    Init::Normal { mean, std } => {
+                        let z: f64 = rng.sample(rand_distr::StandardNormal);
+                        mean + std * z
+                    }
+                    Init::Uniform { lo, hi } => rng.random_range(lo..hi),
+                    Init::NormalWithOutliers { std, every, scale } => {
+                        let z: f64 = rng.sample(rand_distr::StandardNormal);
+                        if every > 0 && rng.random_range(0..every) == 0 {
+                            z * std * scale
+                        } else {
+                            z * std
+                        }
+                    }
+                };
+            }
+        });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_shapes_and_rejects_bad_ones() {
+        assert_eq!(parse_shape("16384x16384").unwrap(), vec![16384, 16384]);
+        assert_eq!(parse_shape("8192,4096").unwrap(), vec![8192, 4096]);
+        assert_eq!(parse_shape("7").unwrap(), vec![7]);
+        assert_eq!(parse_shape("2x3x4").unwrap(), vec![2, 3, 4]);
+        for bad in [
+            "",
+            "x4",
+            "4x",
+            "4xa",
+            "0x4",
+            "-1x3",
+            "99999999999x99999999999",
+        ] {
+            assert!(parse_shape(bad).is_err(), "{bad} must be rejected");
+        }
+    }
+
+    #[test]
+    fn random_tensors_are_reproducible_and_never_zero() {
+        let a = random_values(
+            200_000,
+            Init::Normal {
+                mean: 0.0,
+                std: 1.0,
+            },
+            7,
+            10,
+            10,
+        );
+        let b = random_values(
+            200_000,
+            Init::Normal {
+                mean: 0.0,
+                std: 1.0,
+            },
+            7,
+            10,
+            10,
+        );
+        let c = random_values(
+            200_000,
+            Init::Normal {
+                mean: 0.0,
+                std: 1.0,
+            },
+            8,
+            10,
+            10,
+        );
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert!(a.iter().filter(|&&x| x == 0.0).count() < 10);
+        let mean = a.iter().sum::<f64>() / a.len() as f64;
+        let var = a.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / a.len() as f64;
+        assert!(
+            mean.abs() < 0.01 && (var - 1.0).abs() < 0.02,
+            "mean {mean} var {var}"
+        );
+    }
+
+    #[test]
+    fn strided_views_read_logical_elements_and_gaps_are_nan() {
+        let t = Tensor::random(
+            &[3, 5],
+            DType::F32,
+            Init::Uniform { lo: 1.0, hi: 2.0 },
+            1,
+            Some(8),
+            &Device::Cpu,
+        )
+        .unwrap();
+        assert_eq!(t.strides(), &[8, 1]);
+        assert!(t.is_row_strided() && !t.is_contiguous());
+        let v = t.to_f64_vec().unwrap();
+        assert_eq!(v.len(), 15);
+        assert!(v.iter().all(|x| (1.0..2.0).contains(x)));
+        let raw = t.host_data().unwrap();
+        assert_eq!(raw.len(), 2 * 8 + 5);
+        assert!(raw.get_f64(5).is_nan() && raw.get_f64(7).is_nan());
+    }
+
+    #[test]
+    fn poison_fills_with_nan() {
+        for dt in DType::ALL {
+            let mut t = Tensor::from_f64(&[1.0, 2.0, 3.0], &[3], dt).unwrap();
+            t.poison_nan().unwrap();
+            assert!(t.to_f64_vec().unwrap().iter().all(|x| x.is_nan()));
+        }
+    }
+}

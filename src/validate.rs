@@ -1,0 +1,191 @@
+//! Comparing an output with the f64 reference.
+//!
+//! The error of element i, in row r, is
+//!     err_i = max(0, |out_i − ref_i| − floor(dtype)) / (|ref_i| + 1e-3 · max_j∈r |ref_j|)
+//! — relative error, except that values three decades below their row's largest are judged
+//! against that decade (GeLU(x) ≈ 0 for x ≪ 0, tiny probabilities in wide softmax rows), and
+//! the format's own subnormal step is forgiven. Special values must match exactly: NaN where
+//! the reference has NaN and nowhere else, ±inf where it has ±inf. NaN never passes.
+
+use crate::dtype::DType;
+use rayon::prelude::*;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub passed: bool,
+    pub max_rel_err: f64,
+    /// ‖out − ref‖₂ / ‖ref‖₂ over the finite reference values.
+    pub rel_l2: f64,
+    pub tolerance: f64,
+    /// Elements whose NaN/inf status differs from the reference.
+    pub special_mismatches: usize,
+    /// The worst element: (index, out, ref).
+    pub worst: Option<(usize, f64, f64)>,
+}
+
+impl Check {
+    /// One line for a failure report.
+    pub fn describe(&self) -> String {
+        let mut s = format!(
+            "max rel err {:.3e} (tolerance {:.1e}), rel L2 {:.3e}",
+            self.max_rel_err, self.tolerance, self.rel_l2
+        );
+        if self.special_mismatches > 0 {
+            s += &format!(
+                ", {} elements NaN/inf where the reference is not (or the reverse)",
+                self.special_mismatches
+            );
+        }
+        if let Some((i, o, r)) = self.worst {
+            s += &format!(", worst at element {i}: got {o:e}, want {r:e}");
+        }
+        s
+    }
+}
+
+#[derive(Default, Clone, Copy)]
+struct Acc {
+    max_err: f64,
+    worst: Option<(usize, f64, f64)>,
+    special: usize,
+    first_special: Option<(usize, f64, f64)>,
+    num: f64,
+    den: f64,
+}
+
+fn merge(a: Acc, b: Acc) -> Acc {
+    let (max_err, worst) = if b.max_err > a.max_err {
+        (b.max_err, b.worst)
+    } else {
+        (a.max_err, a.worst)
+    };
+    Acc {
+        max_err,
+        worst,
+        special: a.special + b.special,
+        first_special: a.first_special.or(b.first_special),
+        num: a.num + b.num,
+        den: a.den + b.den,
+    }
+}
+
+/// Compare `out` with `reference` (same length, rows of `cols`), for an output of `dtype`.
+pub fn compare(out: &[f64], reference: &[f64], cols: usize, dtype: DType) -> Check {
+    assert_eq!(out.len(), reference.len(), "compare: lengths differ");
+    let floor = dtype.abs_floor();
+    let cols = cols.max(1);
+    let acc = out
+        .par_chunks(cols)
+        .zip(reference.par_chunks(cols))
+        .enumerate()
+        .map(|(r, (o, f))| {
+            let scale = f
+                .iter()
+                .filter(|v| v.is_finite())
+                .fold(0.0f64, |a, v| a.max(v.abs()));
+            let mut acc = Acc::default();
+            for (j, (&o, &f)) in o.iter().zip(f).enumerate() {
+                let i = r * cols + j;
+                let special_ok = if f.is_nan() {
+                    o.is_nan()
+                } else if f.is_infinite() {
+                    o == f
+                } else {
+                    o.is_finite()
+                };
+                if !special_ok {
+                    acc.special += 1;
+                    acc.first_special.get_or_insert((i, o, f));
+                    continue;
+                }
+                if !f.is_finite() {
+                    continue;
+                }
+                let d = (o - f).abs();
+                acc.num += d * d;
+                acc.den += f * f;
+                let e = (d - floor).max(0.0) / (f.abs() + 1e-3 * scale).max(f64::MIN_POSITIVE);
+                if e > acc.max_err || acc.worst.is_none() {
+                    if e > acc.max_err {
+                        acc.max_err = e;
+                    }
+                    acc.worst = Some((i, o, f));
+                }
+            }
+            acc
+        })
+        .reduce(Acc::default, merge);
+    let rel_l2 = if acc.den > 0.0 {
+        (acc.num / acc.den).sqrt()
+    } else {
+        acc.num.sqrt()
+    };
+    let tolerance = dtype.tolerance();
+    Check {
+        passed: acc.special == 0 && acc.max_err <= tolerance,
+        max_rel_err: if acc.special > 0 {
+            f64::INFINITY
+        } else {
+            acc.max_err
+        },
+        rel_l2,
+        tolerance,
+        special_mismatches: acc.special,
+        worst: if acc.special > 0 {
+            acc.first_special
+        } else {
+            acc.worst
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identical_outputs_pass_with_zero_error() {
+        let r = vec![1.0, -2.0, 3.0, 0.5];
+        let c = compare(&r, &r, 2, DType::F32);
+        assert!(c.passed);
+        assert_eq!(c.max_rel_err, 0.0);
+    }
+
+    #[test]
+    fn nan_never_passes() {
+        let r = vec![1.0, 2.0, 3.0];
+        let mut o = r.clone();
+        o[1] = f64::NAN;
+        let c = compare(&o, &r, 3, DType::BF16);
+        assert!(!c.passed);
+        assert_eq!(c.special_mismatches, 1);
+        assert_eq!(c.worst.unwrap().0, 1);
+    }
+
+    #[test]
+    fn nan_where_the_reference_has_nan_passes_and_missing_nan_fails() {
+        let r = vec![f64::NAN, f64::NAN];
+        assert!(compare(&[f64::NAN, f64::NAN], &r, 2, DType::F32).passed);
+        assert!(!compare(&[0.5, f64::NAN], &r, 2, DType::F32).passed);
+    }
+
+    #[test]
+    fn errors_beyond_the_dtype_tolerance_fail() {
+        let r = vec![1.0, 2.0];
+        assert!(compare(&[1.0 + 1e-6, 2.0], &r, 2, DType::F32).passed);
+        assert!(!compare(&[1.001, 2.0], &r, 2, DType::F32).passed);
+        assert!(compare(&[1.003, 2.0], &r, 2, DType::BF16).passed);
+        assert!(!compare(&[1.02, 2.0], &r, 2, DType::BF16).passed);
+    }
+
+    #[test]
+    fn tiny_values_are_judged_against_their_row() {
+        // 1e-9 next to 1.0: an absolute error of 1e-9 is a relative error of 1e-6 at the
+        // row's scale, and passes; the same error where 1e-9 is the row's largest fails.
+        let r = vec![1.0, 1e-9];
+        assert!(compare(&[1.0, 2e-9], &r, 2, DType::F32).passed);
+        let r2 = vec![1e-9, 1e-9];
+        assert!(!compare(&[1e-9, 2e-9], &r2, 2, DType::F32).passed);
+    }
+}

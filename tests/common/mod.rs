@@ -1,0 +1,65 @@
+//! Shared test helpers: the device under test, or a one-line skip.
+
+use kernlab::device::{self, nvrtc, CudaDevice};
+use kernlab::Device;
+use std::sync::{Arc, OnceLock};
+
+fn required(var: &str) -> bool {
+    std::env::var(var)
+        .map(|v| v == "1" || v.eq_ignore_ascii_case("true"))
+        .unwrap_or(false)
+}
+
+/// The CUDA device, opened once; `None` (after one printed line) where there is none,
+/// a failure when KERNLAB_REQUIRE_GPU=1.
+pub fn cuda() -> Option<Device> {
+    static DEV: OnceLock<Result<Arc<CudaDevice>, String>> = OnceLock::new();
+    let d = DEV.get_or_init(|| match device::cuda_probe() {
+        Ok(_) => CudaDevice::open(0).map_err(|e| e.to_string()),
+        Err(why) => Err(why),
+    });
+    match d {
+        Ok(d) => Some(Device::Cuda(d.clone())),
+        Err(why) => {
+            if required("KERNLAB_REQUIRE_GPU") {
+                panic!("KERNLAB_REQUIRE_GPU=1 but no CUDA device: {why}");
+            }
+            println!("skipped: no CUDA GPU ({why})");
+            None
+        }
+    }
+}
+
+/// Whether NVRTC loads; `false` (after one printed line) where it does not, a failure when
+/// KERNLAB_REQUIRE_NVRTC=1.
+pub fn nvrtc_or_skip() -> bool {
+    match nvrtc::nvrtc_available() {
+        Ok(()) => true,
+        Err(e) => {
+            if required("KERNLAB_REQUIRE_NVRTC") {
+                panic!("KERNLAB_REQUIRE_NVRTC=1 but {e}");
+            }
+            println!("skipped: {e}");
+            false
+        }
+    }
+}
+
+/// One test body, two tests: `NAME::cpu` and `NAME::cuda` (candle's test_device!).
+#[macro_export]
+macro_rules! test_device {
+    ($name:ident, $body:path) => {
+        mod $name {
+            #[test]
+            fn cpu() {
+                $body(&kernlab::Device::Cpu);
+            }
+            #[test]
+            fn cuda() {
+                if let Some(d) = $crate::common::cuda() {
+                    $body(&d);
+                }
+            }
+        }
+    };
+}

@@ -1,0 +1,13 @@
+//! kernlab's integration tests: one binary (ripgrep's layout), modules by purpose.
+//! GPU tests skip with one printed line where there is no GPU and fail when
+//! KERNLAB_REQUIRE_GPU=1; NVRTC tests likewise with KERNLAB_REQUIRE_NVRTC=1 (CI sets it).
+
+mod common;
+
+/// The command line: errors a user can hit, list and bench output.
+mod cli;
+/// Every op and variant against the f64 reference, one body for the CPU and CUDA.
+mod ops;
+/// NVRTC compiles every registered kernel for sm_80 and sm_90a; the PTX and ptxas report
+/// show what each variant claims.
+mod ptx;
