@@ -3,6 +3,7 @@
 //! ceilings measured on the same device.
 
 pub mod bench;
+pub mod cli;
 pub mod device;
 pub mod dtype;
 pub mod error;

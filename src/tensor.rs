@@ -191,7 +191,7 @@ impl Tensor {
     /// The tensor seen as rows over its last dimension: (rows, cols, row stride).
     pub fn rows_cols(&self) -> (usize, usize, usize) {
         let cols = *self.shape.last().unwrap_or(&1);
-        let rows = if cols == 0 { 0 } else { self.numel() / cols };
+        let rows = self.numel().checked_div(cols).unwrap_or(0);
         let ld = if self.shape.len() >= 2 {
             self.strides[self.shape.len() - 2]
         } else {

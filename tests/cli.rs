@@ -1,1 +1,79 @@
+//! The command line, driven through `kernlab::cli::run` (no binary path needed, so these run
+//! on the GPU machine too).
 
+fn run(args: &[&str]) -> Result<String, String> {
+    let mut out = Vec::new();
+    let mut argv = vec!["kernlab"];
+    argv.extend_from_slice(args);
+    kernlab::cli::run(argv, &mut out)
+        .map(|_| String::from_utf8(out.clone()).unwrap())
+        .map_err(|e| format!("{e:#}"))
+}
+
+#[test]
+fn bad_arguments_get_clear_errors() {
+    for (args, want) in [
+        (&["bench", "--shape", "12xq"][..], "'q' is not a whole number"),
+        (&["bench", "--shape", "0x4"], "at least 1"),
+        (&["bench", "gelux"], "unknown op 'gelux' (known: gelu, softmax)"),
+        (&["bench", "softmax", "--device", "cpu", "--variants", "v9"], "unknown variant 'v9' for op softmax"),
+        (&["bench", "--dtype", "f64"], "unknown dtype 'f64'"),
+        (&["bench", "--device", "tpu"], "unknown device 'tpu'"),
+        (&["bench", "--gelu", "cubic"], "unknown GeLU approximation"),
+        (&["bench", "--device", "cuda:99"], "cuda"),
+        (&["list", "--op", "matmulx"], "unknown op"),
+    ] {
+        let e = run(args).expect_err(&format!("{args:?} must fail"));
+        assert!(e.to_lowercase().contains(&want.to_lowercase()), "{args:?}: {e}");
+    }
+}
+
+#[test]
+fn list_json_holds_every_registry_row() {
+    let out = run(&["list", "--json"]).unwrap();
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    assert_eq!(rows.len(), kernlab::registry::VARIANTS.len());
+    for r in &rows {
+        for key in ["op", "variant", "tier", "device", "dtypes", "summary"] {
+            assert!(r.get(key).is_some(), "{key} missing in {r}");
+        }
+    }
+    assert!(rows.iter().any(|r| r["variant"] == "v1_naive" && r["tier"] == "cuda"));
+    let table = run(&["list", "--op", "softmax"]).unwrap();
+    assert!(table.contains("v4_online") && !table.contains("v1_naive"));
+}
+
+#[test]
+fn an_end_to_end_cpu_bench_validates_times_and_writes_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bench.json");
+    let out = run(&[
+        "bench", "all", "--device", "cpu", "--shape", "64x300", "--dtype", "f32,bf16", "--warmup-ms", "1",
+        "--rep-ms", "5", "--json", path.to_str().unwrap(),
+    ])
+    .unwrap();
+    assert!(out.contains("copy ceiling") && out.contains("softmax") && out.contains("gelu (tanh)"), "{out}");
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let records = report["records"].as_array().unwrap();
+    // 2 ops × 2 dtypes × (manual, fused)
+    assert_eq!(records.len(), 8, "{report}");
+    for r in records {
+        for key in ["op", "variant", "tier", "device", "dtype", "shape", "median_ms", "gbps", "pct_of_copy", "validated", "max_rel_err"] {
+            assert!(r.get(key).is_some(), "{key} missing in {r}");
+        }
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["validated"], true);
+        assert_eq!(r["device"], "cpu");
+        assert_eq!(r["shape"], serde_json::json!([64, 300]));
+        let ms = r["median_ms"].as_f64().unwrap();
+        let gbps = r["gbps"].as_f64().unwrap();
+        let bytes = r["bytes"].as_f64().unwrap();
+        assert!(ms > 0.0 && (gbps - bytes / (ms * 1e-3) / 1e9).abs() < 1e-6 * gbps.max(1.0));
+        let pct = r["pct_of_copy"].as_f64().unwrap();
+        let copy = report["copy"]["gbps"].as_f64().unwrap();
+        assert!((pct - 100.0 * gbps / copy).abs() < 1e-6 * pct.max(1.0));
+        assert!(r["max_rel_err"].as_f64().unwrap() <= 8e-3);
+    }
+    // manual's speedup over itself is 1.
+    assert!(records.iter().filter(|r| r["tier"] == "manual").all(|r| r["speedup_vs_manual"] == 1.0));
+}

@@ -1,1 +1,298 @@
+//! Every variant of every op against the f64 reference, on awkward shapes, every dtype,
+//! special values and strided rows. One body per behaviour; `test_device!` makes it a CPU
+//! test and a CUDA test.
 
+use crate::test_device;
+use kernlab::bench::validate_variant;
+use kernlab::error::Error;
+use kernlab::ops::{gelu, softmax};
+use kernlab::registry::{self, Variant};
+use kernlab::tensor::Tensor;
+use kernlab::{DType, Device, GeluApprox, Init, Op, Params, Tier};
+
+fn variants(op: Op, dev: &Device) -> Vec<&'static Variant> {
+    registry::variants_for(op, dev.kind())
+        .filter(|v| v.tier != Tier::Reference)
+        .collect()
+}
+
+fn reference(op: Op, p: &Params, x: &Tensor) -> Vec<f64> {
+    let x64 = x.to_f64_vec().unwrap();
+    let (_, cols, _) = x.rows_cols();
+    match op {
+        Op::Gelu => gelu::reference(&x64, p),
+        Op::Softmax => softmax::reference(&x64, cols),
+    }
+}
+
+/// Widest row a register-resident softmax version holds, if it has a limit.
+fn width_limit(v: &Variant, dt: DType) -> Option<usize> {
+    match (v.op, v.name) {
+        (Op::Softmax, "v2_warp_row") => Some(softmax::v2_max_cols(dt, true)),
+        (Op::Softmax, "v3_block_regs") => Some(softmax::v3_max_cols(dt, true)),
+        _ => None,
+    }
+}
+
+/// Run `v` on `x` (a CPU tensor, copied to `dev`) and require agreement with the reference.
+/// Returns the output as f64. A register-resident variant may refuse a row wider than it
+/// holds, with UnsupportedShape — and only then (returns None).
+fn check(dev: &Device, v: &Variant, p: &Params, x_host: &Tensor, what: &str) -> Option<Vec<f64>> {
+    let reference = reference(v.op, p, x_host);
+    let x = x_host.to_device(dev).unwrap();
+    match validate_variant(v, p, &x, &reference) {
+        Ok((c, y)) => {
+            assert!(
+                c.passed,
+                "{} {} {what} {:?}: {}",
+                v.id(),
+                x.dtype(),
+                x.shape(),
+                c.describe()
+            );
+            Some(y.to_f64_vec().unwrap())
+        }
+        Err(Error::UnsupportedShape { why, .. }) => {
+            let (_, cols, _) = x.rows_cols();
+            let scalar_limit = width_limit(v, x.dtype()).map(|l| l / (16 / x.dtype().size()));
+            assert!(
+                scalar_limit.is_some_and(|l| cols > l),
+                "{} refused {:?} {what}: {why}",
+                v.id(),
+                x.shape()
+            );
+            None
+        }
+        Err(e) => panic!("{} {} {what} {:?}: {e}", v.id(), x.dtype(), x.shape()),
+    }
+}
+
+fn rand(shape: &[usize], dt: DType, init: Init, seed: u64) -> Tensor {
+    Tensor::random(shape, dt, init, seed, None, &Device::Cpu).unwrap()
+}
+
+const GELU_SHAPES: &[&[usize]] = &[
+    &[1, 1],
+    &[1, 5],
+    &[1, 8],
+    &[1, 9],
+    &[3, 31],
+    &[2, 33],
+    &[2, 1025],
+    &[1, 65537],
+    &[1823, 781],
+    &[2, 3, 5],
+    &[4097],
+];
+
+fn gelu_matches_reference_on_awkward_shapes(dev: &Device) {
+    for approx in [GeluApprox::Tanh, GeluApprox::Erf] {
+        let p = Params { gelu: approx };
+        for v in variants(Op::Gelu, dev) {
+            for dt in DType::ALL {
+                for (i, shape) in GELU_SHAPES.iter().enumerate() {
+                    let x = rand(shape, dt, Init::Normal { mean: 0.0, std: 3.0 }, 100 + i as u64);
+                    check(dev, v, &p, &x, approx.name());
+                }
+            }
+        }
+    }
+}
+test_device!(gelu_matches_reference_on_awkward_shapes, super::gelu_matches_reference_on_awkward_shapes);
+
+fn gelu_handles_extreme_and_special_inputs(dev: &Device) {
+    let vals = [
+        -1e30, -100.0, -10.0, -5.0, -1e-30, -0.0, 0.0, 1e-30, 5.0, 10.0, 100.0, 1e30, f64::INFINITY,
+        f64::NAN, 0.5, -0.5, 3.0,
+    ];
+    for approx in [GeluApprox::Tanh, GeluApprox::Erf] {
+        let p = Params { gelu: approx };
+        for v in variants(Op::Gelu, dev) {
+            for dt in DType::ALL {
+                let x = Tensor::from_f64(&vals, &[1, vals.len()], dt).unwrap();
+                let y = check(dev, v, &p, &x, "special values").unwrap();
+                assert!(y[13].is_nan(), "{}: NaN in must give NaN out", v.id());
+                assert_eq!(y[12], f64::INFINITY, "{}: gelu(+inf) = +inf", v.id());
+            }
+        }
+    }
+}
+test_device!(gelu_handles_extreme_and_special_inputs, super::gelu_handles_extreme_and_special_inputs);
+
+fn softmax_shapes() -> Vec<Vec<usize>> {
+    let mut s = Vec::new();
+    for cols in [1, 2, 4, 8, 31, 32, 33, 255, 256, 781, 1024, 1025, 2048, 4097, 8192, 65537, 70000] {
+        for rows in [1, 3] {
+            s.push(vec![rows, cols]);
+        }
+    }
+    s.push(vec![4096, 33]);
+    s.push(vec![4096, 256]);
+    s.push(vec![1823, 781]);
+    s.push(vec![2, 3, 40]);
+    s
+}
+
+fn softmax_matches_reference_on_awkward_shapes(dev: &Device) {
+    let p = Params::default();
+    let init = Init::NormalWithOutliers { std: 2.0, every: 50, scale: 20.0 };
+    for v in variants(Op::Softmax, dev) {
+        for dt in DType::ALL {
+            for (i, shape) in softmax_shapes().iter().enumerate() {
+                let x = rand(shape, dt, init, 7 + i as u64);
+                let Some(y) = check(dev, v, &p, &x, "random") else { continue };
+                // Properties: every output in [0, 1], every row sums to 1.
+                let cols = *shape.last().unwrap();
+                for (r, row) in y.chunks(cols).enumerate() {
+                    assert!(row.iter().all(|&p| (0.0..=1.0).contains(&p)), "{} row {r} leaves [0,1]", v.id());
+                    let s: f64 = row.iter().sum();
+                    assert!((s - 1.0).abs() <= 2.0 * dt.tolerance(), "{} {dt} {shape:?} row {r} sums to {s}", v.id());
+                }
+            }
+        }
+    }
+}
+test_device!(softmax_matches_reference_on_awkward_shapes, super::softmax_matches_reference_on_awkward_shapes);
+
+/// Rows with −inf entries, all −inf, a NaN, +inf, and huge outliers, at widths that take
+/// each kernel path (warp row with packs, scalar, block row, online).
+fn softmax_special_values_follow_pytorch(dev: &Device) {
+    let p = Params::default();
+    let ninf = f64::NEG_INFINITY;
+    for cols in [4usize, 33, 2048, 70000] {
+        let mut vals = Vec::new();
+        let mut row = |f: &dyn Fn(usize) -> f64| vals.extend((0..cols).map(f));
+        row(&|c| if c % 3 == 0 { ninf } else { (c % 7) as f64 }); // some −inf
+        row(&|_| ninf); // all −inf → NaN row
+        row(&|c| if c == cols / 2 { f64::NAN } else { 1.0 }); // a NaN → NaN row
+        row(&|c| if c == cols - 1 { f64::INFINITY } else { 0.5 }); // +inf → NaN row
+        row(&|c| if c == 1.min(cols - 1) { 80.0 } else { -80.0 }); // one dominant element
+        row(&|c| (c as f64 * 0.37).sin() * 5.0); // ordinary
+        let x64 = vals;
+        for v in variants(Op::Softmax, dev) {
+            for dt in DType::ALL {
+                let x = Tensor::from_f64(&x64, &[6, cols], dt).unwrap();
+                let Some(y) = check(dev, v, &p, &x, "special values") else { continue };
+                let r = |i: usize| &y[i * cols..(i + 1) * cols];
+                assert!(r(0).iter().enumerate().all(|(c, &p)| if c % 3 == 0 { p == 0.0 } else { p > 0.0 }));
+                assert!(r(1).iter().all(|p| p.is_nan()), "{}: a row of all −inf gives NaN", v.id());
+                assert!(r(2).iter().all(|p| p.is_nan()), "{}: a NaN poisons its row", v.id());
+                assert!(r(3).iter().all(|p| p.is_nan()), "{}: +inf gives NaN (inf − inf)", v.id());
+                assert!((r(4)[1.min(cols - 1)] - 1.0).abs() < 1e-2);
+            }
+        }
+    }
+}
+test_device!(softmax_special_values_follow_pytorch, super::softmax_special_values_follow_pytorch);
+
+/// Rows with a stride larger than the width (the gap holds NaN): variants that accept strided
+/// rows must read only the row; the others must refuse with a clear error.
+fn softmax_strided_rows(dev: &Device) {
+    let p = Params::default();
+    for v in variants(Op::Softmax, dev) {
+        for dt in DType::ALL {
+            for (rows, cols, ld) in [(5, 31, 40), (4, 64, 72), (3, 1000, 1008), (2, 5000, 5003)] {
+                let xh = Tensor::random(&[rows, cols], dt, Init::Normal { mean: 0.0, std: 2.0 }, 3, Some(ld), &Device::Cpu)
+                    .unwrap();
+                if v.strided_rows {
+                    check(dev, v, &p, &xh, "strided rows");
+                } else {
+                    let x = xh.to_device(dev).unwrap();
+                    let mut y = Tensor::empty(x.shape(), dt, dev).unwrap();
+                    let e = v.run(&p, &x, &mut y).unwrap_err();
+                    assert!(matches!(e, Error::NotContiguous { .. }), "{}: {e}", v.id());
+                }
+            }
+        }
+    }
+}
+test_device!(softmax_strided_rows, super::softmax_strided_rows);
+
+/// Bad input gets a clear error, never a panic or a silent wrong answer.
+fn bad_inputs_get_clear_errors(dev: &Device) {
+    let p = Params::default();
+    for op in Op::ALL {
+        for v in variants(op, dev) {
+            // empty tensor
+            let x = Tensor::empty(&[0, 4], DType::F32, dev).unwrap();
+            let mut y = Tensor::empty(&[0, 4], DType::F32, dev).unwrap();
+            assert!(matches!(v.run(&p, &x, &mut y), Err(Error::EmptyTensor { .. })), "{}", v.id());
+            // shape and dtype mismatch
+            let x = Tensor::random(&[2, 8], DType::F32, Init::Uniform { lo: -1.0, hi: 1.0 }, 1, None, dev).unwrap();
+            let mut y = Tensor::empty(&[2, 9], DType::F32, dev).unwrap();
+            assert!(matches!(v.run(&p, &x, &mut y), Err(Error::ShapeMismatch { .. })), "{}", v.id());
+            let mut y = Tensor::empty(&[2, 8], DType::BF16, dev).unwrap();
+            assert!(matches!(v.run(&p, &x, &mut y), Err(Error::ShapeMismatch { .. })), "{}", v.id());
+            // a dtype the variant does not support (a copy of the row restricted to f32)
+            let only_f32 = Variant { dtypes: &[DType::F32], ..*v };
+            let xb = Tensor::random(&[2, 8], DType::BF16, Init::Uniform { lo: -1.0, hi: 1.0 }, 1, None, dev).unwrap();
+            let mut yb = Tensor::empty(&[2, 8], DType::BF16, dev).unwrap();
+            let e = only_f32.run(&p, &xb, &mut yb).unwrap_err();
+            assert!(matches!(e, Error::UnsupportedDtype { .. }), "{e}");
+            assert!(e.to_string().contains("bf16") && e.to_string().contains("f32"), "{e}");
+        }
+    }
+    // A variant for the other device refuses these tensors.
+    for v in registry::VARIANTS.iter().filter(|v| v.device != dev.kind() && v.tier != Tier::Reference) {
+        let x = Tensor::random(&[2, 8], DType::F32, Init::Uniform { lo: -1.0, hi: 1.0 }, 1, None, dev).unwrap();
+        let mut y = Tensor::empty(&[2, 8], DType::F32, dev).unwrap();
+        let e = v.run(&p, &x, &mut y).unwrap_err();
+        assert!(matches!(e, Error::WrongDevice { .. }), "{}: {e}", v.id());
+    }
+}
+test_device!(bad_inputs_get_clear_errors, super::bad_inputs_get_clear_errors);
+
+#[test]
+fn asking_for_a_missing_cuda_device_is_a_clear_error() {
+    use kernlab::device::DeviceSpec;
+    let e = Device::open(DeviceSpec::Cuda(99)).unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, Error::NoCuda(_)), "{msg}");
+    assert!(msg.contains("CUDA"), "{msg}");
+    // auto never fails: it falls back to the CPU and says why.
+    let (d, line) = Device::open(DeviceSpec::Auto).unwrap();
+    assert!(line.starts_with("device: "), "{line}");
+    if kernlab::device::cuda_probe().is_err() {
+        assert_eq!(d.kind(), kernlab::DeviceKind::Cpu);
+        assert!(line.contains("no CUDA GPU"), "{line}");
+    }
+}
+
+#[test]
+fn out_of_device_memory_is_a_clear_error() {
+    let Some(dev) = crate::common::cuda() else { return };
+    let e = Tensor::empty(&[1 << 22, 1 << 22], DType::F32, &dev).err().expect("64 TiB must not fit");
+    assert!(matches!(e, Error::OutOfDeviceMemory { .. }), "{e}");
+    assert!(e.to_string().contains("out of device memory"), "{e}");
+}
+
+#[test]
+fn tensors_round_trip_through_the_device() {
+    let Some(dev) = crate::common::cuda() else { return };
+    for dt in DType::ALL {
+        let x = rand(&[3, 1001], dt, Init::Normal { mean: 0.0, std: 1.0 }, 9);
+        let back = x.to_device(&dev).unwrap().to_cpu().unwrap();
+        assert_eq!(x.to_f64_vec().unwrap(), back.to_f64_vec().unwrap());
+    }
+}
+
+/// A kernel that skips its last element must fail validation (NaN poison), not pass.
+#[test]
+fn an_unwritten_element_fails_validation() {
+    fn skip_last(p: &Params, x: &Tensor, y: &mut Tensor) -> kernlab::Result<()> {
+        let mut vals = gelu::reference(&x.to_f64_vec()?, p);
+        let mut full = y.to_f64_vec()?;
+        let n = vals.len();
+        full[..n - 1].copy_from_slice(&vals[..n - 1]);
+        vals.clear();
+        *y = Tensor::from_f64(&full, x.shape(), x.dtype())?;
+        Ok(())
+    }
+    let base = registry::find(Op::Gelu, "fused", kernlab::DeviceKind::Cpu).unwrap();
+    let v = Variant { run: skip_last, ..*base };
+    let p = Params::default();
+    let x = rand(&[4, 10], DType::F32, Init::Normal { mean: 0.0, std: 1.0 }, 5);
+    let r = reference(Op::Gelu, &p, &x);
+    let (c, _) = validate_variant(&v, &p, &x, &r).unwrap();
+    assert!(!c.passed && c.special_mismatches == 1, "{}", c.describe());
+}

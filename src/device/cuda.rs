@@ -29,6 +29,9 @@ pub struct DeviceProps {
     pub driver_version: String,
 }
 
+/// A loaded module and what NVRTC made of its source.
+pub type LoadedModule = (Arc<CudaModule>, Arc<Compiled>);
+
 /// An open CUDA device.
 pub struct CudaDevice {
     pub ordinal: usize,
@@ -37,7 +40,7 @@ pub struct CudaDevice {
     pub props: DeviceProps,
     /// The NVRTC target, e.g. `sm_90a`.
     pub arch: String,
-    modules: Mutex<HashMap<&'static str, (Arc<CudaModule>, Arc<Compiled>)>>,
+    modules: Mutex<HashMap<&'static str, LoadedModule>>,
     functions: Mutex<HashMap<String, CudaFunction>>,
 }
 
@@ -108,7 +111,7 @@ impl CudaDevice {
         &self,
         src: &'static KernelSource,
         kernel: &str,
-    ) -> Result<(Arc<CudaModule>, Arc<Compiled>)> {
+    ) -> Result<LoadedModule> {
         let mut mods = self.modules.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(m) = mods.get(src.file) {
             return Ok(m.clone());

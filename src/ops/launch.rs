@@ -60,6 +60,10 @@ macro_rules! launch {
         let f = $dev.function($src, name)?;
         let mut b = $dev.stream.launch_builder(&f);
         $( b.arg($arg); )*
-        unsafe { b.launch($cfg) }.map_err($crate::device::cuda::launch_err(name))?;
+        let cfg: cudarc::driver::LaunchConfig = $cfg;
+        // SAFETY: the arguments match the kernel's signature in kernels/*.cu; every buffer is
+        // valid when the launch is enqueued, and a buffer dropped afterwards is freed
+        // stream-ordered (cuMemFreeAsync on the same stream), after the kernel ran.
+        unsafe { b.launch(cfg) }.map_err($crate::device::cuda::launch_err(name))?;
     }};
 }

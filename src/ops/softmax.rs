@@ -50,7 +50,7 @@ pub fn run_manual_cpu(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let x_max = prim::row_reduce(&x, cols, f32::NEG_INFINITY, f32::max);
     let shifted = prim::broadcast_rows(&x, &x_max, cols, |a, m| a - m);
     let num = prim::map1(&shifted, f32::exp);
-    let den = prim::row_reduce(&num, cols, 0.0, |a, b| a + b);
+    let den = prim::row_sum(&num, cols);
     let out = prim::broadcast_rows(&num, &den, cols, |a, d| a / d);
     prim::store_f32(y, &out)
 }
@@ -362,12 +362,10 @@ pub fn run_cpu_fused(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
             |buf, (r, out)| {
                 let row = &x[r * ldx..r * ldx + cols];
                 let m = row.iter().fold(f32::NEG_INFINITY, |a, v| a.max(v.to_f32()));
-                let mut s = 0.0f32;
                 for (b, v) in buf.iter_mut().zip(row) {
                     *b = (v.to_f32() - m).exp();
-                    s += *b;
                 }
-                let inv = 1.0 / s;
+                let inv = 1.0 / prim::sum_f32(buf);
                 for (o, b) in out.iter_mut().zip(buf.iter()) {
                     *o = T::from_f32(b * inv);
                 }
