@@ -37,39 +37,44 @@ __device__ void gelu_v2_vec16(const T* __restrict__ x, T* __restrict__ y, i64 n)
     if (p < N && t < n) y[t] = from_f32<T>(gelu<APPROX>(to_f32(x[t])));
 }
 
-// v3_vec16_ilp — what changed: a persistent grid (a few blocks per SM, sized from the SM
-// count) where each thread keeps UNROLL independent 16-byte loads in flight before it
-// computes (Little's law: ~25 KB per SM must be in flight to cover HBM latency), with
-// streaming cache hints (no L1 allocation on load, evict-first on store).
+// v3_vec16_ilp — what changed: each block owns a contiguous tile of UNROLL·blockDim packs and
+// every thread issues its UNROLL 16-byte loads (blockDim packs apart, so each one is still
+// coalesced across the warp) before it computes or stores anything: UNROLL× the bytes in
+// flight per thread (Little's law: ~30 KB per SM must be in flight to cover HBM latency),
+// with streaming cache hints (no L1 allocation on load, evict-first on store). The grid is
+// n / (UNROLL·blockDim·pack) blocks.
 template <class T, int APPROX, int UNROLL>
 __device__ void gelu_v3_vec16_ilp(const T* __restrict__ x, T* __restrict__ y, i64 n) {
     constexpr int N = Pack<T>::N;
     const i64 packs = n / N;
-    const i64 stride = (i64)gridDim.x * blockDim.x;
-    i64 p = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; p + (UNROLL - 1) * stride < packs; p += UNROLL * stride) {
+    const i64 base = (i64)blockIdx.x * blockDim.x * UNROLL + threadIdx.x;
+    if (base + (i64)(UNROLL - 1) * blockDim.x < packs) {
         uint4 raw[UNROLL];
         #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) raw[u] = ld_stream16(x + (p + u * stride) * N);
+        for (int u = 0; u < UNROLL; ++u) raw[u] = ld_stream16(x + (base + u * blockDim.x) * N);
         #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             float v[N];
             unpack(raw[u], v, x);
             #pragma unroll
             for (int j = 0; j < N; ++j) v[j] = gelu<APPROX>(v[j]);
-            st_stream16(y + (p + u * stride) * N, pack(v, y));
+            st_stream16(y + (base + u * blockDim.x) * N, pack(v, y));
+        }
+    } else {
+        // The last, partial tile.
+        for (int u = 0; u < UNROLL; ++u) {
+            const i64 p = base + (i64)u * blockDim.x;
+            if (p >= packs) break;
+            float v[N];
+            unpack(ld_stream16(x + p * N), v, x);
+            #pragma unroll
+            for (int j = 0; j < N; ++j) v[j] = gelu<APPROX>(v[j]);
+            st_stream16(y + p * N, pack(v, y));
         }
     }
-    for (; p < packs; p += stride) {
-        float v[N];
-        unpack(ld_stream16(x + p * N), v, x);
-        #pragma unroll
-        for (int j = 0; j < N; ++j) v[j] = gelu<APPROX>(v[j]);
-        st_stream16(y + p * N, pack(v, y));
-    }
-    i64 g = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    i64 t = packs * N + g;
-    if (g < N && t < n) y[t] = from_f32<T>(gelu<APPROX>(to_f32(x[t])));
+    // The tail (n mod pack elements): the first threads of block 0.
+    const i64 t = packs * N + threadIdx.x;
+    if (blockIdx.x == 0 && threadIdx.x < N && t < n) y[t] = from_f32<T>(gelu<APPROX>(to_f32(x[t])));
 }
 
 // One extern "C" symbol per (version, approximation, dtype): gelu_v2_vec16_tanh_bf16, ...

@@ -1,15 +1,15 @@
 //! The `kernlab` command line, as a library module so tests can drive it: `kernlab::cli::run`
 //! parses arguments and writes its report to the writer it is given; progress goes to stderr.
 
-use anyhow::{bail, Context, Result};
-use clap::{Args, Parser, Subcommand};
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use crate::bench::{self, harness::TimingOpts, BenchConfig};
 use crate::device::{self, nvrtc, Device, DeviceSpec};
 use crate::ops::{GeluApprox, Op, Params};
 use crate::registry;
 use crate::tensor::parse_shape;
 use crate::DType;
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use std::io::Write;
 
 #[derive(Parser)]
@@ -214,10 +214,16 @@ fn cmd_doctor(device: &str, out: &mut dyn Write) -> Result<()> {
     writeln!(out, "NVRTC: {nv}")?;
     for (name, present) in [
         ("cuBLAS", unsafe { cudarc::cublas::sys::is_culib_present() }),
-        ("cuBLASLt", unsafe { cudarc::cublaslt::sys::is_culib_present() }),
+        ("cuBLASLt", unsafe {
+            cudarc::cublaslt::sys::is_culib_present()
+        }),
         ("CUPTI", unsafe { cudarc::cupti::sys::is_culib_present() }),
     ] {
-        writeln!(out, "{name}: {}", if present { "loads" } else { "not found" })?;
+        writeln!(
+            out,
+            "{name}: {}",
+            if present { "loads" } else { "not found" }
+        )?;
     }
     match nvrtc::cache_dir() {
         Some(d) => {

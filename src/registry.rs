@@ -203,7 +203,8 @@ pub static VARIANTS: &[Variant] = &[
         tier: Tier::Cuda,
         device: DeviceKind::Cuda,
         dtypes: ALL_DTYPES,
-        summary: "persistent grid from the SM count, 4 packs in flight per thread, streaming hints",
+        summary:
+            "a contiguous tile of 4 packs per thread, all loads in flight first, streaming hints",
         strided_rows: false,
         source: Some(&GELU),
         symbols: Some(|dt| gelu::cuda_symbols("v3_vec16_ilp")(dt)),

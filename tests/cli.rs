@@ -13,10 +13,19 @@ fn run(args: &[&str]) -> Result<String, String> {
 #[test]
 fn bad_arguments_get_clear_errors() {
     for (args, want) in [
-        (&["bench", "--shape", "12xq"][..], "'q' is not a whole number"),
+        (
+            &["bench", "--shape", "12xq"][..],
+            "'q' is not a whole number",
+        ),
         (&["bench", "--shape", "0x4"], "at least 1"),
-        (&["bench", "gelux"], "unknown op 'gelux' (known: gelu, softmax)"),
-        (&["bench", "softmax", "--device", "cpu", "--variants", "v9"], "unknown variant 'v9' for op softmax"),
+        (
+            &["bench", "gelux"],
+            "unknown op 'gelux' (known: gelu, softmax)",
+        ),
+        (
+            &["bench", "softmax", "--device", "cpu", "--variants", "v9"],
+            "unknown variant 'v9' for op softmax",
+        ),
         (&["bench", "--dtype", "f64"], "unknown dtype 'f64'"),
         (&["bench", "--device", "tpu"], "unknown device 'tpu'"),
         (&["bench", "--gelu", "cubic"], "unknown GeLU approximation"),
@@ -24,7 +33,10 @@ fn bad_arguments_get_clear_errors() {
         (&["list", "--op", "matmulx"], "unknown op"),
     ] {
         let e = run(args).expect_err(&format!("{args:?} must fail"));
-        assert!(e.to_lowercase().contains(&want.to_lowercase()), "{args:?}: {e}");
+        assert!(
+            e.to_lowercase().contains(&want.to_lowercase()),
+            "{args:?}: {e}"
+        );
     }
 }
 
@@ -38,7 +50,9 @@ fn list_json_holds_every_registry_row() {
             assert!(r.get(key).is_some(), "{key} missing in {r}");
         }
     }
-    assert!(rows.iter().any(|r| r["variant"] == "v1_naive" && r["tier"] == "cuda"));
+    assert!(rows
+        .iter()
+        .any(|r| r["variant"] == "v1_naive" && r["tier"] == "cuda"));
     let table = run(&["list", "--op", "softmax"]).unwrap();
     assert!(table.contains("v4_online") && !table.contains("v1_naive"));
 }
@@ -48,17 +62,45 @@ fn an_end_to_end_cpu_bench_validates_times_and_writes_json() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bench.json");
     let out = run(&[
-        "bench", "all", "--device", "cpu", "--shape", "64x300", "--dtype", "f32,bf16", "--warmup-ms", "1",
-        "--rep-ms", "5", "--json", path.to_str().unwrap(),
+        "bench",
+        "all",
+        "--device",
+        "cpu",
+        "--shape",
+        "64x300",
+        "--dtype",
+        "f32,bf16",
+        "--warmup-ms",
+        "1",
+        "--rep-ms",
+        "5",
+        "--json",
+        path.to_str().unwrap(),
     ])
     .unwrap();
-    assert!(out.contains("copy ceiling") && out.contains("softmax") && out.contains("gelu (tanh)"), "{out}");
-    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(
+        out.contains("copy ceiling") && out.contains("softmax") && out.contains("gelu (tanh)"),
+        "{out}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let records = report["records"].as_array().unwrap();
     // 2 ops × 2 dtypes × (manual, fused)
     assert_eq!(records.len(), 8, "{report}");
     for r in records {
-        for key in ["op", "variant", "tier", "device", "dtype", "shape", "median_ms", "gbps", "pct_of_copy", "validated", "max_rel_err"] {
+        for key in [
+            "op",
+            "variant",
+            "tier",
+            "device",
+            "dtype",
+            "shape",
+            "median_ms",
+            "gbps",
+            "pct_of_copy",
+            "validated",
+            "max_rel_err",
+        ] {
             assert!(r.get(key).is_some(), "{key} missing in {r}");
         }
         assert_eq!(r["status"], "ok", "{r}");
@@ -75,5 +117,8 @@ fn an_end_to_end_cpu_bench_validates_times_and_writes_json() {
         assert!(r["max_rel_err"].as_f64().unwrap() <= 8e-3);
     }
     // manual's speedup over itself is 1.
-    assert!(records.iter().filter(|r| r["tier"] == "manual").all(|r| r["speedup_vs_manual"] == 1.0));
+    assert!(records
+        .iter()
+        .filter(|r| r["tier"] == "manual")
+        .all(|r| r["speedup_vs_manual"] == 1.0));
 }

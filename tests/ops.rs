@@ -91,19 +91,45 @@ fn gelu_matches_reference_on_awkward_shapes(dev: &Device) {
         for v in variants(Op::Gelu, dev) {
             for dt in DType::ALL {
                 for (i, shape) in GELU_SHAPES.iter().enumerate() {
-                    let x = rand(shape, dt, Init::Normal { mean: 0.0, std: 3.0 }, 100 + i as u64);
+                    let x = rand(
+                        shape,
+                        dt,
+                        Init::Normal {
+                            mean: 0.0,
+                            std: 3.0,
+                        },
+                        100 + i as u64,
+                    );
                     check(dev, v, &p, &x, approx.name());
                 }
             }
         }
     }
 }
-test_device!(gelu_matches_reference_on_awkward_shapes, super::gelu_matches_reference_on_awkward_shapes);
+test_device!(
+    gelu_matches_reference_on_awkward_shapes,
+    super::gelu_matches_reference_on_awkward_shapes
+);
 
 fn gelu_handles_extreme_and_special_inputs(dev: &Device) {
     let vals = [
-        -1e30, -100.0, -10.0, -5.0, -1e-30, -0.0, 0.0, 1e-30, 5.0, 10.0, 100.0, 1e30, f64::INFINITY,
-        f64::NAN, 0.5, -0.5, 3.0,
+        -1e30,
+        -100.0,
+        -10.0,
+        -5.0,
+        -1e-30,
+        -0.0,
+        0.0,
+        1e-30,
+        5.0,
+        10.0,
+        100.0,
+        1e30,
+        f64::INFINITY,
+        f64::NAN,
+        0.5,
+        -0.5,
+        3.0,
     ];
     for approx in [GeluApprox::Tanh, GeluApprox::Erf] {
         let p = Params { gelu: approx };
@@ -117,11 +143,16 @@ fn gelu_handles_extreme_and_special_inputs(dev: &Device) {
         }
     }
 }
-test_device!(gelu_handles_extreme_and_special_inputs, super::gelu_handles_extreme_and_special_inputs);
+test_device!(
+    gelu_handles_extreme_and_special_inputs,
+    super::gelu_handles_extreme_and_special_inputs
+);
 
 fn softmax_shapes() -> Vec<Vec<usize>> {
     let mut s = Vec::new();
-    for cols in [1, 2, 4, 8, 31, 32, 33, 255, 256, 781, 1024, 1025, 2048, 4097, 8192, 65537, 70000] {
+    for cols in [
+        1, 2, 4, 8, 31, 32, 33, 255, 256, 781, 1024, 1025, 2048, 4097, 8192, 65537, 70000,
+    ] {
         for rows in [1, 3] {
             s.push(vec![rows, cols]);
         }
@@ -135,24 +166,41 @@ fn softmax_shapes() -> Vec<Vec<usize>> {
 
 fn softmax_matches_reference_on_awkward_shapes(dev: &Device) {
     let p = Params::default();
-    let init = Init::NormalWithOutliers { std: 2.0, every: 50, scale: 20.0 };
+    let init = Init::NormalWithOutliers {
+        std: 2.0,
+        every: 50,
+        scale: 20.0,
+    };
     for v in variants(Op::Softmax, dev) {
         for dt in DType::ALL {
             for (i, shape) in softmax_shapes().iter().enumerate() {
                 let x = rand(shape, dt, init, 7 + i as u64);
-                let Some(y) = check(dev, v, &p, &x, "random") else { continue };
+                let Some(y) = check(dev, v, &p, &x, "random") else {
+                    continue;
+                };
                 // Properties: every output in [0, 1], every row sums to 1.
                 let cols = *shape.last().unwrap();
                 for (r, row) in y.chunks(cols).enumerate() {
-                    assert!(row.iter().all(|&p| (0.0..=1.0).contains(&p)), "{} row {r} leaves [0,1]", v.id());
+                    assert!(
+                        row.iter().all(|&p| (0.0..=1.0).contains(&p)),
+                        "{} row {r} leaves [0,1]",
+                        v.id()
+                    );
                     let s: f64 = row.iter().sum();
-                    assert!((s - 1.0).abs() <= 2.0 * dt.tolerance(), "{} {dt} {shape:?} row {r} sums to {s}", v.id());
+                    assert!(
+                        (s - 1.0).abs() <= 2.0 * dt.tolerance(),
+                        "{} {dt} {shape:?} row {r} sums to {s}",
+                        v.id()
+                    );
                 }
             }
         }
     }
 }
-test_device!(softmax_matches_reference_on_awkward_shapes, super::softmax_matches_reference_on_awkward_shapes);
+test_device!(
+    softmax_matches_reference_on_awkward_shapes,
+    super::softmax_matches_reference_on_awkward_shapes
+);
 
 /// Rows with −inf entries, all −inf, a NaN, +inf, and huge outliers, at widths that take
 /// each kernel path (warp row with packs, scalar, block row, online).
@@ -172,18 +220,39 @@ fn softmax_special_values_follow_pytorch(dev: &Device) {
         for v in variants(Op::Softmax, dev) {
             for dt in DType::ALL {
                 let x = Tensor::from_f64(&x64, &[6, cols], dt).unwrap();
-                let Some(y) = check(dev, v, &p, &x, "special values") else { continue };
+                let Some(y) = check(dev, v, &p, &x, "special values") else {
+                    continue;
+                };
                 let r = |i: usize| &y[i * cols..(i + 1) * cols];
-                assert!(r(0).iter().enumerate().all(|(c, &p)| if c % 3 == 0 { p == 0.0 } else { p > 0.0 }));
-                assert!(r(1).iter().all(|p| p.is_nan()), "{}: a row of all −inf gives NaN", v.id());
-                assert!(r(2).iter().all(|p| p.is_nan()), "{}: a NaN poisons its row", v.id());
-                assert!(r(3).iter().all(|p| p.is_nan()), "{}: +inf gives NaN (inf − inf)", v.id());
+                assert!(r(0).iter().enumerate().all(|(c, &p)| if c % 3 == 0 {
+                    p == 0.0
+                } else {
+                    p > 0.0
+                }));
+                assert!(
+                    r(1).iter().all(|p| p.is_nan()),
+                    "{}: a row of all −inf gives NaN",
+                    v.id()
+                );
+                assert!(
+                    r(2).iter().all(|p| p.is_nan()),
+                    "{}: a NaN poisons its row",
+                    v.id()
+                );
+                assert!(
+                    r(3).iter().all(|p| p.is_nan()),
+                    "{}: +inf gives NaN (inf − inf)",
+                    v.id()
+                );
                 assert!((r(4)[1.min(cols - 1)] - 1.0).abs() < 1e-2);
             }
         }
     }
 }
-test_device!(softmax_special_values_follow_pytorch, super::softmax_special_values_follow_pytorch);
+test_device!(
+    softmax_special_values_follow_pytorch,
+    super::softmax_special_values_follow_pytorch
+);
 
 /// Rows with a stride larger than the width (the gap holds NaN): variants that accept strided
 /// rows must read only the row; the others must refuse with a clear error.
@@ -192,8 +261,18 @@ fn softmax_strided_rows(dev: &Device) {
     for v in variants(Op::Softmax, dev) {
         for dt in DType::ALL {
             for (rows, cols, ld) in [(5, 31, 40), (4, 64, 72), (3, 1000, 1008), (2, 5000, 5003)] {
-                let xh = Tensor::random(&[rows, cols], dt, Init::Normal { mean: 0.0, std: 2.0 }, 3, Some(ld), &Device::Cpu)
-                    .unwrap();
+                let xh = Tensor::random(
+                    &[rows, cols],
+                    dt,
+                    Init::Normal {
+                        mean: 0.0,
+                        std: 2.0,
+                    },
+                    3,
+                    Some(ld),
+                    &Device::Cpu,
+                )
+                .unwrap();
                 if v.strided_rows {
                     check(dev, v, &p, &xh, "strided rows");
                 } else {
@@ -216,31 +295,79 @@ fn bad_inputs_get_clear_errors(dev: &Device) {
             // empty tensor
             let x = Tensor::empty(&[0, 4], DType::F32, dev).unwrap();
             let mut y = Tensor::empty(&[0, 4], DType::F32, dev).unwrap();
-            assert!(matches!(v.run(&p, &x, &mut y), Err(Error::EmptyTensor { .. })), "{}", v.id());
+            assert!(
+                matches!(v.run(&p, &x, &mut y), Err(Error::EmptyTensor { .. })),
+                "{}",
+                v.id()
+            );
             // shape and dtype mismatch
-            let x = Tensor::random(&[2, 8], DType::F32, Init::Uniform { lo: -1.0, hi: 1.0 }, 1, None, dev).unwrap();
+            let x = Tensor::random(
+                &[2, 8],
+                DType::F32,
+                Init::Uniform { lo: -1.0, hi: 1.0 },
+                1,
+                None,
+                dev,
+            )
+            .unwrap();
             let mut y = Tensor::empty(&[2, 9], DType::F32, dev).unwrap();
-            assert!(matches!(v.run(&p, &x, &mut y), Err(Error::ShapeMismatch { .. })), "{}", v.id());
+            assert!(
+                matches!(v.run(&p, &x, &mut y), Err(Error::ShapeMismatch { .. })),
+                "{}",
+                v.id()
+            );
             let mut y = Tensor::empty(&[2, 8], DType::BF16, dev).unwrap();
-            assert!(matches!(v.run(&p, &x, &mut y), Err(Error::ShapeMismatch { .. })), "{}", v.id());
+            assert!(
+                matches!(v.run(&p, &x, &mut y), Err(Error::ShapeMismatch { .. })),
+                "{}",
+                v.id()
+            );
             // a dtype the variant does not support (a copy of the row restricted to f32)
-            let only_f32 = Variant { dtypes: &[DType::F32], ..*v };
-            let xb = Tensor::random(&[2, 8], DType::BF16, Init::Uniform { lo: -1.0, hi: 1.0 }, 1, None, dev).unwrap();
+            let only_f32 = Variant {
+                dtypes: &[DType::F32],
+                ..*v
+            };
+            let xb = Tensor::random(
+                &[2, 8],
+                DType::BF16,
+                Init::Uniform { lo: -1.0, hi: 1.0 },
+                1,
+                None,
+                dev,
+            )
+            .unwrap();
             let mut yb = Tensor::empty(&[2, 8], DType::BF16, dev).unwrap();
             let e = only_f32.run(&p, &xb, &mut yb).unwrap_err();
             assert!(matches!(e, Error::UnsupportedDtype { .. }), "{e}");
-            assert!(e.to_string().contains("bf16") && e.to_string().contains("f32"), "{e}");
+            assert!(
+                e.to_string().contains("bf16") && e.to_string().contains("f32"),
+                "{e}"
+            );
         }
     }
     // A variant for the other device refuses these tensors.
-    for v in registry::VARIANTS.iter().filter(|v| v.device != dev.kind() && v.tier != Tier::Reference) {
-        let x = Tensor::random(&[2, 8], DType::F32, Init::Uniform { lo: -1.0, hi: 1.0 }, 1, None, dev).unwrap();
+    for v in registry::VARIANTS
+        .iter()
+        .filter(|v| v.device != dev.kind() && v.tier != Tier::Reference)
+    {
+        let x = Tensor::random(
+            &[2, 8],
+            DType::F32,
+            Init::Uniform { lo: -1.0, hi: 1.0 },
+            1,
+            None,
+            dev,
+        )
+        .unwrap();
         let mut y = Tensor::empty(&[2, 8], DType::F32, dev).unwrap();
         let e = v.run(&p, &x, &mut y).unwrap_err();
         assert!(matches!(e, Error::WrongDevice { .. }), "{}: {e}", v.id());
     }
 }
-test_device!(bad_inputs_get_clear_errors, super::bad_inputs_get_clear_errors);
+test_device!(
+    bad_inputs_get_clear_errors,
+    super::bad_inputs_get_clear_errors
+);
 
 #[test]
 fn asking_for_a_missing_cuda_device_is_a_clear_error() {
@@ -260,17 +387,31 @@ fn asking_for_a_missing_cuda_device_is_a_clear_error() {
 
 #[test]
 fn out_of_device_memory_is_a_clear_error() {
-    let Some(dev) = crate::common::cuda() else { return };
-    let e = Tensor::empty(&[1 << 22, 1 << 22], DType::F32, &dev).err().expect("64 TiB must not fit");
+    let Some(dev) = crate::common::cuda() else {
+        return;
+    };
+    let e = Tensor::empty(&[1 << 22, 1 << 22], DType::F32, &dev)
+        .err()
+        .expect("64 TiB must not fit");
     assert!(matches!(e, Error::OutOfDeviceMemory { .. }), "{e}");
     assert!(e.to_string().contains("out of device memory"), "{e}");
 }
 
 #[test]
 fn tensors_round_trip_through_the_device() {
-    let Some(dev) = crate::common::cuda() else { return };
+    let Some(dev) = crate::common::cuda() else {
+        return;
+    };
     for dt in DType::ALL {
-        let x = rand(&[3, 1001], dt, Init::Normal { mean: 0.0, std: 1.0 }, 9);
+        let x = rand(
+            &[3, 1001],
+            dt,
+            Init::Normal {
+                mean: 0.0,
+                std: 1.0,
+            },
+            9,
+        );
         let back = x.to_device(&dev).unwrap().to_cpu().unwrap();
         assert_eq!(x.to_f64_vec().unwrap(), back.to_f64_vec().unwrap());
     }
@@ -289,9 +430,20 @@ fn an_unwritten_element_fails_validation() {
         Ok(())
     }
     let base = registry::find(Op::Gelu, "fused", kernlab::DeviceKind::Cpu).unwrap();
-    let v = Variant { run: skip_last, ..*base };
+    let v = Variant {
+        run: skip_last,
+        ..*base
+    };
     let p = Params::default();
-    let x = rand(&[4, 10], DType::F32, Init::Normal { mean: 0.0, std: 1.0 }, 5);
+    let x = rand(
+        &[4, 10],
+        DType::F32,
+        Init::Normal {
+            mean: 0.0,
+            std: 1.0,
+        },
+        5,
+    );
     let r = reference(Op::Gelu, &p, &x);
     let (c, _) = validate_variant(&v, &p, &x, &r).unwrap();
     assert!(!c.passed && c.special_mismatches == 1, "{}", c.describe());

@@ -46,9 +46,10 @@ fn every_registered_kernel_compiles_for_sm80_and_sm90a_with_no_spills() {
                             src.file
                         )
                     });
-                    let info = c
-                        .ptxas_info(&sym)
-                        .unwrap_or_else(|| panic!("{sym} ({arch}): no ptxas report line"));
+                    let info = c.ptxas_info(&sym).unwrap_or_else(|| {
+                        let head: String = c.log.lines().take(12).collect::<Vec<_>>().join("\n");
+                        panic!("{sym} ({arch}): no ptxas report line; the log begins:\n{head}")
+                    });
                     assert!(info.registers > 0, "{sym}: ptxas reports no registers");
                     assert_eq!(
                         (

@@ -107,11 +107,7 @@ impl CudaDevice {
 
     /// The compiled module for a source file: compiled (or read from the disk cache) and
     /// loaded on first use, then kept.
-    pub fn module(
-        &self,
-        src: &'static KernelSource,
-        kernel: &str,
-    ) -> Result<LoadedModule> {
+    pub fn module(&self, src: &'static KernelSource, kernel: &str) -> Result<LoadedModule> {
         let mut mods = self.modules.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(m) = mods.get(src.file) {
             return Ok(m.clone());

@@ -74,10 +74,8 @@ pub fn parse_ptxas_log(log: &str) -> Vec<PtxasInfo> {
     };
     for line in log.lines() {
         let l = line.trim();
-        if let Some(rest) = l
-            .strip_prefix("ptxas info    : Compiling entry function '")
-            .or_else(|| l.strip_prefix("ptxas info : Compiling entry function '"))
-        {
+        // Match on the message, not the prefix's spacing ("ptxas info    : ..." in 13.0).
+        if let Some(rest) = l.split("Compiling entry function '").nth(1) {
             let name = rest.split('\'').next().unwrap_or("").to_string();
             out.push(PtxasInfo {
                 kernel: name,

@@ -263,18 +263,18 @@ pub fn run_v2_warp_row(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     launch_rows(io, &r, name, cfg)
 }
 
-/// v3: one block per row; the fewest K (slots per thread) with ≤ 1024 threads, then as
-/// many threads (a multiple of 32) as the row needs.
+/// v3: one block per row. Four slots per thread (four 16-byte loads in flight) when that
+/// needs at most 1024 threads, else eight; threads = the slots the row needs / K, rounded up
+/// to a warp. Small blocks let several rows share an SM, so one row's loads overlap another's
+/// reductions (one 1024-thread block per row with a slot each reached only 2.9 TB/s at
+/// 8192×4096 f32: see docs/perf-notes.md).
 pub fn run_v3_block_regs(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
     let io = cuda_io(x, y)?;
     let r = rows_of(x, &io);
     let width = if r.vec { r.pack } else { 1 };
     let slots = r.cols.div_ceil(width);
-    let k = KS
-        .iter()
-        .copied()
-        .find(|&k| slots.div_ceil(k) <= 1024)
+    let k = v3_slots_per_thread(slots)
         .ok_or_else(|| too_wide("v3_block_regs", r.cols, v3_max_cols(x.dtype(), r.vec)))?;
     let threads = (slots.div_ceil(k).div_ceil(32) * 32).clamp(32, 1024) as u32;
     let cfg = LaunchConfig {
@@ -284,6 +284,23 @@ pub fn run_v3_block_regs(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> 
     };
     let name = format!("softmax_v3_block_regs_{}_k{k}_{}", kind(r.vec), x.dtype());
     launch_rows(io, &r, name, cfg)
+}
+
+/// K (slots per thread) for v3: 4 — four loads in flight — unless the row is so short that
+/// a warp would then idle (1 or 2), or so long that 4 would need more than 1024 threads (8);
+/// `None` when even 8 would.
+pub fn v3_slots_per_thread(slots: usize) -> Option<usize> {
+    if slots.div_ceil(8) > 1024 {
+        return None;
+    }
+    if slots.div_ceil(4) > 1024 {
+        return Some(8);
+    }
+    Some(match slots {
+        0..=32 => 1,
+        33..=64 => 2,
+        _ => 4,
+    })
 }
 
 /// v4: one block per row (up to 1024 threads), any width.
@@ -386,4 +403,29 @@ pub fn run_cpu_fused(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         _ => return Err(Error::Invalid("input and output dtypes differ".into())),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn v3_keeps_four_loads_in_flight_where_it_can() {
+        assert_eq!(v3_slots_per_thread(1), Some(1));
+        assert_eq!(v3_slots_per_thread(33), Some(2));
+        assert_eq!(v3_slots_per_thread(1024), Some(4)); // 4096 f32: 256 threads × 4
+        assert_eq!(v3_slots_per_thread(4096), Some(4)); // 1024 threads × 4
+        assert_eq!(v3_slots_per_thread(4097), Some(8));
+        assert_eq!(v3_slots_per_thread(8192), Some(8));
+        assert_eq!(v3_slots_per_thread(8193), None);
+    }
+
+    #[test]
+    fn auto_dispatch_follows_the_register_limits() {
+        assert_eq!(dispatch(DType::F32, 1024, true), "v2_warp_row");
+        assert_eq!(dispatch(DType::F32, 1025, false), "v3_block_regs");
+        assert_eq!(dispatch(DType::F32, 32768, true), "v3_block_regs");
+        assert_eq!(dispatch(DType::BF16, 65536, true), "v3_block_regs");
+        assert_eq!(dispatch(DType::F32, 32769, false), "v4_online");
+    }
 }
