@@ -159,9 +159,16 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
 // −inf holds no finite element yet and contributes nothing (so e^(−inf − −inf) = NaN never
 // enters); a row of all −inf then ends with s = 0 and its outputs e^(x − m)/s are NaN,
 // as PyTorch gives.
+// max that propagates NaN (fmaxf drops it): a NaN element must reach the running max, or a
+// state holding it could be discarded as "no finite element yet".
+__device__ __forceinline__ float fmax_nan(float a, float b) {
+    float r;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
 struct MaxSum { float m, s; };
 __device__ __forceinline__ MaxSum maxsum_merge(MaxSum a, MaxSum b) {
-    float m = fmaxf(a.m, b.m);
+    float m = fmax_nan(a.m, b.m);
     float sa = a.m == KL_NEG_INF ? 0.0f : a.s * fast_exp(a.m - m);
     float sb = b.m == KL_NEG_INF ? 0.0f : b.s * fast_exp(b.m - m);
     return MaxSum{m, sa + sb};

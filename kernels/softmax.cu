@@ -159,7 +159,7 @@ __device__ void softmax_v4_online(const T* __restrict__ x, T* __restrict__ y, in
         else v[0] = to_f32(xr[c0]);
         float pm = v[0];
         #pragma unroll
-        for (int j = 1; j < VEC; ++j) pm = fmaxf(pm, v[j]);
+        for (int j = 1; j < VEC; ++j) pm = fmax_nan(pm, v[j]);
         float ps = 0.0f;
         #pragma unroll
         for (int j = 0; j < VEC; ++j) ps += fast_exp(v[j] - pm);
