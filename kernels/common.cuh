@@ -184,3 +184,16 @@ __device__ __forceinline__ MaxSum warp_maxsum(MaxSum v) {
     }
     return v;
 }
+
+// Block-wide (max, sum) merge with a single barrier: each warp merges by shuffles, lane 0 of
+// each warp publishes its state, one __syncthreads, then every warp merges the ≤ 32 states.
+// `scratch` holds 64 floats and is written once (the caller must not reuse it without
+// another barrier).
+__device__ __forceinline__ MaxSum block_maxsum(MaxSum v, float* scratch) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    v = warp_maxsum(v);
+    if (lane == 0) { scratch[warp] = v.m; scratch[32 + warp] = v.s; }
+    __syncthreads();
+    v = lane < nw ? MaxSum{scratch[lane], scratch[32 + lane]} : MaxSum{KL_NEG_INF, 0.0f};
+    return warp_maxsum(v);
+}

@@ -69,29 +69,26 @@ template <class T, int VEC, int K> struct RowRegs {
             v[0] = val[k];
         }
     }
-    __device__ __forceinline__ float max() const {
-        float m = KL_NEG_INF;
+    // This thread's online-softmax state over its slots (a thread holding only padding has
+    // max −inf and counts for nothing in the merge).
+    // One pass over the slots: per slot a local max and sum, merged into the running state
+    // (one unpack per slot keeps register pressure at K = 8 within the 64 a 1024-thread block
+    // allows).
+    __device__ __forceinline__ MaxSum maxsum() const {
+        MaxSum st{KL_NEG_INF, 0.0f};
         #pragma unroll
         for (int k = 0; k < K; ++k) {
             float v[VEC];
             get(k, v, (const T*)nullptr);
+            float pm = v[0];
             #pragma unroll
-            for (int j = 0; j < VEC; ++j) m = fmaxf(m, v[j]);
-        }
-        return m;
-    }
-    // Σ e^(x − m). With a finite m the −inf padding adds exactly 0; with m = −inf (a row of
-    // all −inf) every term is NaN, and so is every output, as PyTorch gives.
-    __device__ __forceinline__ float sum_exp(float m) const {
-        float s = 0.0f;
-        #pragma unroll
-        for (int k = 0; k < K; ++k) {
-            float v[VEC];
-            get(k, v, (const T*)nullptr);
+            for (int j = 1; j < VEC; ++j) pm = fmax_nan(pm, v[j]);
+            float ps = 0.0f;
             #pragma unroll
-            for (int j = 0; j < VEC; ++j) s += fast_exp(v[j] - m);
+            for (int j = 0; j < VEC; ++j) ps += fast_exp(v[j] - pm);
+            st = maxsum_merge(st, MaxSum{pm, ps});
         }
-        return s;
+        return st;
     }
     __device__ __forceinline__ void store(T* row, int cols, int tid, int stride, float m, float inv) const {
         #pragma unroll
@@ -110,7 +107,8 @@ template <class T, int VEC, int K> struct RowRegs {
 
 // v2_warp_row — what changed: one warp per row (4 rows per 128-thread block), the whole row
 // held in registers (K slots of VEC elements per lane: cols ≤ 32·VEC·K), 16-byte loads, and
-// warp shuffles instead of shared memory: one read and one write of each element. For narrow
+// warp shuffles instead of shared memory: one read and one write of each element. Each lane
+// reduces its slots to an online (max, sum) state and the warp merges the states. For narrow
 // rows, where a block per row would leave most threads idle.
 template <class T, int VEC, int K>
 __device__ void softmax_v2_warp_row(const T* __restrict__ x, T* __restrict__ y, int rows,
@@ -120,24 +118,22 @@ __device__ void softmax_v2_warp_row(const T* __restrict__ x, T* __restrict__ y, 
     if (row >= rows) return;
     RowRegs<T, VEC, K> r;
     r.load(x + row * ldx, cols, lane, 32);
-    const float m = warp_max(r.max());
-    const float s = warp_sum(r.sum_exp(m));
-    r.store(y + row * ldy, cols, lane, 32, m, 1.0f / s);
+    const MaxSum st = warp_maxsum(r.maxsum());
+    r.store(y + row * ldy, cols, lane, 32, st.m, 1.0f / st.s);
 }
 
 // v3_block_regs — what changed: one block (up to 1024 threads) per row, the row in
 // registers across the block (cols ≤ blockDim·VEC·K: 32 768 f32 / 65 536 bf16 at K = 8),
-// 16-byte loads, block reductions through shared memory: one read, one write, for rows too
-// wide for a warp.
+// 16-byte loads, and one merged (max, sum) block reduction with a single barrier (not a max
+// then a sum, four barriers): one read, one write, for rows too wide for a warp.
 template <class T, int VEC, int K>
 __device__ void softmax_v3_block_regs(const T* __restrict__ x, T* __restrict__ y, int rows,
                                       int cols, i64 ldx, i64 ldy) {
-    __shared__ float scratch[32];
+    __shared__ float scratch[64];
     RowRegs<T, VEC, K> r;
     r.load(x + (i64)blockIdx.x * ldx, cols, threadIdx.x, blockDim.x);
-    const float m = block_max(r.max(), scratch);
-    const float s = block_sum(r.sum_exp(m), scratch);
-    r.store(y + (i64)blockIdx.x * ldy, cols, threadIdx.x, blockDim.x, m, 1.0f / s);
+    const MaxSum st = block_maxsum(r.maxsum(), scratch);
+    r.store(y + (i64)blockIdx.x * ldy, cols, threadIdx.x, blockDim.x, st.m, 1.0f / st.s);
 }
 
 // v4_online — what changed: any width. One block per row streams the row twice: pass 1
@@ -197,9 +193,9 @@ __device__ void softmax_v4_online(const T* __restrict__ x, T* __restrict__ y, in
         softmax_v2_warp_row<T, 1, K>(KL_PASS); }
 
 #define KL_V3(TN, T, K)                                                                          \
-    extern "C" __global__ void __launch_bounds__(1024) softmax_v3_block_regs_vec_k##K##_##TN(KL_ARGS(T)) { \
+    extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v3_block_regs_vec_k##K##_##TN(KL_ARGS(T)) { \
         softmax_v3_block_regs<T, Pack<T>::N, K>(KL_PASS); }                                          \
-    extern "C" __global__ void __launch_bounds__(1024) softmax_v3_block_regs_scalar_k##K##_##TN(KL_ARGS(T)) { \
+    extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v3_block_regs_scalar_k##K##_##TN(KL_ARGS(T)) { \
         softmax_v3_block_regs<T, 1, K>(KL_PASS); }
 
 #define KL_V4(TN, T)                                                                           \
