@@ -7,6 +7,7 @@ pub mod cli;
 pub mod device;
 pub mod dtype;
 pub mod error;
+pub mod inspect;
 pub mod kernels;
 pub mod ops;
 pub mod registry;

@@ -6,6 +6,8 @@ mod common;
 
 /// The command line: errors a user can hit, list and bench output.
 mod cli;
+/// `kernlab inspect`: the PTX census on real NVRTC output, the SASS census on recorded listings.
+mod inspect;
 /// Every op and variant against the f64 reference, one body for the CPU and CUDA.
 mod ops;
 /// NVRTC compiles every registered kernel for sm_80 and sm_90a; the PTX and ptxas report
