@@ -10,7 +10,8 @@ use crate::DType;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
-use std::io::Write;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 
 #[derive(Parser)]
 #[command(
@@ -31,6 +32,9 @@ struct Cli {
 enum Cmd {
     /// Validate, then time, every variant of an op (both ops when none is named)
     Bench(BenchArgs),
+    /// Validate and time every variant of one op over a range of sizes: a table of GB/s,
+    /// and a plot with --plot
+    Sweep(SweepArgs),
     /// List every registered variant: op, variant, tier, device, dtypes, summary
     List {
         /// Print JSON instead of a table
@@ -47,15 +51,9 @@ enum Cmd {
     },
 }
 
+/// What `bench` and `sweep` share: dtypes, device, variants, timing, outputs.
 #[derive(Args)]
-struct BenchArgs {
-    /// gelu, softmax or all
-    #[arg(default_value = "all")]
-    op: String,
-    /// Tensor shape, e.g. 16384x16384 (softmax runs over the last dimension).
-    /// Default: the lecture's sizes on a GPU, smaller ones on the CPU
-    #[arg(long)]
-    shape: Option<String>,
+struct RunArgs {
     /// Comma-separated dtypes: f32, bf16, f16, or all
     #[arg(long, default_value = "f32")]
     dtype: String,
@@ -68,15 +66,15 @@ struct BenchArgs {
     /// GeLU form: tanh (PyTorch's approximate="tanh") or erf (exact)
     #[arg(long, default_value = "tanh")]
     gelu: String,
-    /// Write every record as JSON to this path
-    #[arg(long)]
-    json: Option<std::path::PathBuf>,
+    /// Write the report (every record, the ceilings, the device) as JSON to this path
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    /// Write one CSV line per record to this path
+    #[arg(long, value_name = "PATH")]
+    csv: Option<PathBuf>,
     /// Seed for the random inputs (default: a fresh one each run, printed)
     #[arg(long)]
     seed: Option<u64>,
-    /// Row stride in elements for the input (softmax on strided rows); default: contiguous
-    #[arg(long)]
-    row_stride: Option<usize>,
     /// Warm-up duration per variant, ms
     #[arg(long, default_value_t = 25.0)]
     warmup_ms: f64,
@@ -86,6 +84,62 @@ struct BenchArgs {
     /// Do not flush the cache before each timed call
     #[arg(long)]
     no_flush: bool,
+    /// Repeat the whole measurement K times; tables show the spread of the K medians and mark
+    /// differences within it (~) as noise
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    repeat: usize,
+    /// CUDA: time replays of a CUDA graph of N captured calls (for launch-bound work); the L2
+    /// is not flushed between replays
+    #[arg(long, value_name = "N")]
+    graph: Option<usize>,
+    /// Cycle through N copies of the input (and output) buffers, call by call
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    rotate: usize,
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    /// gelu, softmax or all
+    #[arg(default_value = "all")]
+    op: String,
+    /// Tensor shape, e.g. 16384x16384 (softmax runs over the last dimension); repeat the flag
+    /// for several shapes. Default: the lecture's sizes on a GPU, smaller ones on the CPU
+    #[arg(long)]
+    shape: Vec<String>,
+    /// Row stride in elements for the input (softmax on strided rows); default: contiguous
+    #[arg(long)]
+    row_stride: Option<usize>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "SIZES: a comma list of numbers (4096, 1_000, 2^20) and ranges with a step: \
+A..B:STEP adds STEP (256..12672:128), A..B:xF multiplies by F (2^20..2^28:x2); both ends are \
+included when the step lands on them. A missing --rows is 4096 on a GPU (1024 on the CPU), a \
+missing --cols 1024.
+
+Default sweep: softmax --rows 4096 --cols 256..12672:128 and gelu --numel 2^20..2^28:x2 on a \
+GPU; softmax --rows 1024 --cols 256..4096:256 and gelu --numel 2^16..2^22:x2 on the CPU."
+)]
+struct SweepArgs {
+    /// gelu or softmax
+    op: String,
+    /// Rows (SIZES): softmax rows, or the leading dimension of a 2-D GeLU input
+    #[arg(long, value_name = "SIZES")]
+    rows: Option<String>,
+    /// Columns (SIZES): the softmax row width
+    #[arg(long, value_name = "SIZES")]
+    cols: Option<String>,
+    /// Element counts (SIZES) of 1-D inputs, e.g. 2^20..2^28:x2 (for GeLU)
+    #[arg(long, value_name = "SIZES")]
+    numel: Option<String>,
+    /// Plot GB/s against the swept size to this file, .svg or .png
+    #[arg(long, value_name = "PATH")]
+    plot: Option<PathBuf>,
+    #[command(flatten)]
+    run: RunArgs,
 }
 
 fn parse_dtypes(s: &str) -> Result<Vec<DType>> {
@@ -104,17 +158,25 @@ fn parse_ops(s: &str) -> Result<Vec<Op>> {
     s.split(',').map(|o| Ok(o.trim().parse::<Op>()?)).collect()
 }
 
-fn cmd_bench(a: BenchArgs, out: &mut dyn Write) -> Result<()> {
-    let ops = parse_ops(&a.op)?;
+/// The benchmark configuration from the shared arguments, and the device it runs on.
+fn config(
+    a: &RunArgs,
+    ops: Vec<crate::Op>,
+    shapes: Vec<Vec<usize>>,
+) -> Result<(BenchConfig, Device, String)> {
     let dtypes = parse_dtypes(&a.dtype)?;
-    let shape = a.shape.as_deref().map(parse_shape).transpose()?;
     let spec: DeviceSpec = a.device.parse().map_err(anyhow::Error::msg)?;
     let gelu: GeluApprox = a.gelu.parse().map_err(anyhow::Error::msg)?;
     if a.warmup_ms < 0.0 || a.rep_ms <= 0.0 {
         bail!("--warmup-ms must be ≥ 0 and --rep-ms > 0");
     }
+    if a.repeat == 0 || a.rotate == 0 || a.graph == Some(0) {
+        bail!("--repeat, --rotate and --graph take a count of at least 1");
+    }
     let (dev, line) = Device::open(spec)?;
-    eprintln!("{line}");
+    if a.graph.is_some() && dev.cuda().is_none() {
+        bail!("--graph times CUDA-graph replays and needs a CUDA device (this run is on the CPU)");
+    }
     let variants = a.variants.as_deref().map(|v| {
         v.split(',')
             .map(|s| s.trim().to_string())
@@ -131,7 +193,7 @@ fn cmd_bench(a: BenchArgs, out: &mut dyn Write) -> Result<()> {
     }
     let cfg = BenchConfig {
         ops,
-        shape,
+        shapes,
         dtypes,
         variants,
         params: Params { gelu },
@@ -140,15 +202,34 @@ fn cmd_bench(a: BenchArgs, out: &mut dyn Write) -> Result<()> {
             warmup_ms: a.warmup_ms,
             rep_ms: a.rep_ms,
             flush: !a.no_flush,
+            repeat: a.repeat,
+            graph: a.graph,
+            rotate: a.rotate,
             ..TimingOpts::default()
         },
-        row_stride: a.row_stride,
+        row_stride: None,
     };
-    let report = bench::run(&cfg, &dev, &mut |m| eprintln!("  … {m}"))?;
-    writeln!(out, "{}", report.header())?;
-    for (title, table) in report.tables() {
-        writeln!(out, "\n{title}\n{table}")?;
+    Ok((cfg, dev, line))
+}
+
+/// Write the JSON and CSV files a run asked for.
+fn write_outputs(a: &RunArgs, json: impl FnOnce() -> Result<String>, csv: &str) -> Result<()> {
+    if let Some(path) = &a.json {
+        write_file(path, &json()?)?;
     }
+    if let Some(path) = &a.csv {
+        write_file(path, csv)?;
+    }
+    Ok(())
+}
+
+fn write_file(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
+fn write_problems(report: &bench::BenchReport, out: &mut dyn Write) -> Result<()> {
     let problems = report.problems();
     if !problems.is_empty() {
         writeln!(out)?;
@@ -156,13 +237,135 @@ fn cmd_bench(a: BenchArgs, out: &mut dyn Write) -> Result<()> {
             writeln!(out, "note: {p}")?;
         }
     }
-    if let Some(path) = &a.json {
-        let json = serde_json::to_string_pretty(&report)?;
-        std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+fn cmd_bench(a: BenchArgs, out: &mut dyn Write) -> Result<()> {
+    let ops = parse_ops(&a.op)?;
+    let shapes = a
+        .shape
+        .iter()
+        .map(|s| parse_shape(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (mut cfg, dev, line) = config(&a.run, ops, shapes)?;
+    cfg.row_stride = a.row_stride;
+    eprintln!("{line}");
+    let report = bench::run(&cfg, &dev, &mut |e| {
+        if let bench::Event::Note(m) = e {
+            eprintln!("  … {m}")
+        }
+    })?;
+    writeln!(out, "{}", report.header())?;
+    for (title, table) in report.tables() {
+        writeln!(out, "\n{title}\n{table}")?;
+    }
+    write_problems(&report, out)?;
+    write_outputs(
+        &a.run,
+        || Ok(serde_json::to_string_pretty(&report)?),
+        &report.to_csv(),
+    )?;
+    if report.any_failed() {
+        bail!("some variants FAILED validation or raised errors (see the notes above); they were not timed");
+    }
+    Ok(())
+}
+
+/// A progress bar on stderr, hidden when stderr is not a terminal.
+fn progress_bar() -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{bar:30.cyan/blue} {pos}/{len} points · {elapsed} (eta {eta}) · {wide_msg}",
+        )
+        .expect("the template is valid")
+        .progress_chars("█▉▊▋▌▍▎▏ "),
+    );
+    bar
+}
+
+fn cmd_sweep(a: SweepArgs, out: &mut dyn Write) -> Result<()> {
+    let op: crate::Op = a.op.parse()?;
+    if let Some(p) = &a.plot {
+        let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if !ext.eq_ignore_ascii_case("svg") && !ext.eq_ignore_ascii_case("png") {
+            bail!("--plot {}: the file must end in .svg or .png", p.display());
+        }
+    }
+    // Parse the sizes before opening the device: a typo fails at once.
+    for spec in [&a.rows, &a.cols, &a.numel].into_iter().flatten() {
+        bench::sweep::parse_sizes(spec)?;
+    }
+    let (mut cfg, dev, line) = config(&a.run, vec![op], Vec::new())?;
+    let plan = bench::sweep::plan_for(
+        op,
+        dev.kind(),
+        a.rows.as_deref(),
+        a.cols.as_deref(),
+        a.numel.as_deref(),
+    )?;
+    cfg.shapes = plan.shapes.clone();
+    eprintln!("{line}");
+    let bar = progress_bar();
+    let report = bench::run(&cfg, &dev, &mut |e| match e {
+        bench::Event::Note(m) => bar.set_message(m.to_string()),
+        bench::Event::Step { done, total } => {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        }
+    });
+    bar.finish_and_clear();
+    let report = report?;
+    let title = format!(
+        "{op}{} {} on {}",
+        if op == crate::Op::Gelu {
+            format!(" ({})", cfg.params.gelu.name())
+        } else {
+            String::new()
+        },
+        cfg.dtypes
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        report.device.description
+    );
+    writeln!(out, "{}", report.header())?;
+    writeln!(
+        out,
+        "\n{title}: GB/s (minimum bytes / median time) against {}\n{}",
+        plan.axis.label(),
+        bench::sweep::table(&report, &plan)
+    )?;
+    write_problems(&report, out)?;
+    #[derive(serde::Serialize)]
+    struct SweepJson<'a> {
+        sweep: &'a bench::sweep::Axis,
+        x_label: String,
+        #[serde(flatten)]
+        report: &'a bench::BenchReport,
+    }
+    write_outputs(
+        &a.run,
+        || {
+            Ok(serde_json::to_string_pretty(&SweepJson {
+                sweep: &plan.axis,
+                x_label: plan.axis.label(),
+                report: &report,
+            })?)
+        },
+        &report.to_csv(),
+    )?;
+    if let Some(path) = &a.plot {
+        let spec = bench::sweep::plot_spec(&report, &plan, &title);
+        bench::plot::render(&spec, path)?;
         eprintln!("wrote {}", path.display());
     }
     if report.any_failed() {
-        bail!("some variants FAILED validation or raised errors (see the notes above); they were not timed");
+        bail!("some points FAILED validation or raised errors (see the notes above); they were not timed");
     }
     Ok(())
 }
@@ -282,6 +485,7 @@ where
     let cli = Cli::try_parse_from(args)?;
     match cli.cmd {
         Cmd::Bench(a) => cmd_bench(a, out),
+        Cmd::Sweep(a) => cmd_sweep(a, out),
         Cmd::List { json, op } => cmd_list(json, op, out),
         Cmd::Doctor { device } => cmd_doctor(&device, out),
     }

@@ -31,6 +31,26 @@ fn bad_arguments_get_clear_errors() {
         (&["bench", "--gelu", "cubic"], "unknown GeLU approximation"),
         (&["bench", "--device", "cuda:99"], "cuda"),
         (&["list", "--op", "matmulx"], "unknown op"),
+        (&["sweep", "softmax", "--cols", "1..9"], "needs a step"),
+        (
+            &["sweep", "softmax", "--rows", "4", "--cols", "9..1:1"],
+            "runs backwards",
+        ),
+        (
+            &["sweep", "gelu", "--numel", "2^8", "--rows", "4"],
+            "either --numel",
+        ),
+        (
+            &["sweep", "gelu", "--numel", "2^8..2^4:x2"],
+            "runs backwards",
+        ),
+        (&["sweep", "softmax", "--plot", "x.pdf"], ".svg or .png"),
+        (&["sweep"], "<OP>"),
+        (
+            &["sweep", "gelu", "--device", "cpu", "--graph", "4"],
+            "needs a CUDA device",
+        ),
+        (&["bench", "--device", "cpu", "--repeat", "0"], "at least 1"),
     ] {
         let e = run(args).expect_err(&format!("{args:?} must fail"));
         assert!(

@@ -4,6 +4,8 @@
 
 mod common;
 
+/// The bench harness and reports: statistics, accounting, JSON/CSV, sweeps and plots.
+mod bench;
 /// The command line: errors a user can hit, list and bench output.
 mod cli;
 /// `kernlab inspect`: the PTX census on real NVRTC output, the SASS census on recorded listings.

@@ -5,6 +5,12 @@
 //! max(2 × L2, 256 MiB), read from the device) before every call, outside the events.
 //! CPU: the same with a monotonic clock, the last-level cache flushed by writing a buffer
 //! twice its size before every call. Both report median, p20, p80, min and the call count.
+//!
+//! Further: `graph` times CUDA-graph replays of N captured calls (for launch-bound work; the L2
+//! is not flushed between replays, nor between the calls inside one), `rotate` cycles through N
+//! input/output buffers (the caller's loop does it, see `bench::run`), and `repeat` runs the
+//! whole measurement K times and reports the spread of the K medians: a difference smaller than
+//! that spread is noise.
 
 use crate::device::CudaDevice;
 use crate::error::{Error, Result};
@@ -24,6 +30,13 @@ pub struct TimingOpts {
     pub max_calls: usize,
     /// Flush the cache before every timed call.
     pub flush: bool,
+    /// Run the whole measurement this many times (≥ 1) and report the spread of the medians.
+    pub repeat: usize,
+    /// CUDA only: capture this many calls into one CUDA graph and time its replays
+    /// (per-call time = replay time / N; no L2 flush between replays).
+    pub graph: Option<usize>,
+    /// Cycle through this many copies of the input (and output) buffers (1: no rotation).
+    pub rotate: usize,
 }
 
 impl Default for TimingOpts {
@@ -34,6 +47,9 @@ impl Default for TimingOpts {
             min_calls: 5,
             max_calls: 10_000,
             flush: true,
+            repeat: 1,
+            graph: None,
+            rotate: 1,
         }
     }
 }
@@ -80,6 +96,71 @@ impl Stats {
     }
 }
 
+impl Stats {
+    /// The same statistics with every time multiplied by `f` and the call count by `calls`
+    /// (a graph replay of N calls: f = 1/N, calls = N).
+    pub fn scaled(&self, f: f64, calls: usize) -> Stats {
+        Stats {
+            median_ms: self.median_ms * f,
+            p20_ms: self.p20_ms * f,
+            p80_ms: self.p80_ms * f,
+            min_ms: self.min_ms * f,
+            mean_ms: self.mean_ms * f,
+            calls: self.calls * calls,
+        }
+    }
+}
+
+/// K repeats of one measurement: the middle one's statistics and the spread of the medians.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Measurement {
+    /// The statistics of the repeat whose median is the median of the K medians (the lower
+    /// middle one for an even K).
+    pub stats: Stats,
+    /// Every repeat's median, in the order they ran (one entry without `--repeat`).
+    pub medians_ms: Vec<f64>,
+    /// (max − min) / middle median of the K medians; 0 for one repeat.
+    pub spread: f64,
+}
+
+impl Measurement {
+    pub fn from_repeats(mut runs: Vec<Stats>) -> Result<Measurement> {
+        if runs.is_empty() {
+            return Err(Error::Invalid("no repeats measured".into()));
+        }
+        let medians_ms: Vec<f64> = runs.iter().map(|s| s.median_ms).collect();
+        runs.sort_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
+        let mid = runs[(runs.len() - 1) / 2];
+        let (lo, hi) = (runs[0].median_ms, runs[runs.len() - 1].median_ms);
+        let spread = if mid.median_ms > 0.0 {
+            (hi - lo) / mid.median_ms
+        } else {
+            0.0
+        };
+        Ok(Measurement {
+            stats: mid,
+            medians_ms,
+            spread,
+        })
+    }
+}
+
+/// Run `once` `opts.repeat` times (at least once) and summarise.
+pub fn repeated(opts: &TimingOpts, once: &mut dyn FnMut() -> Result<Stats>) -> Result<Measurement> {
+    let runs = (0..opts.repeat.max(1))
+        .map(|_| once())
+        .collect::<Result<Vec<_>>>()?;
+    Measurement::from_repeats(runs)
+}
+
+/// Whether two medians differ by less than the run-to-run noise: |a − b| is no larger than
+/// the larger of the two spreads (each a fraction of its own median). With no spread measured
+/// (one repeat) nothing is called noise.
+pub fn within_noise(a_ms: f64, a_spread: f64, b_ms: f64, b_spread: f64) -> bool {
+    let band = (a_spread * a_ms).max(b_spread * b_ms);
+    band > 0.0 && (a_ms - b_ms).abs() <= band
+}
+
 fn calls_for(opts: &TimingOpts, estimate_ms: f64, budget_ms: f64) -> usize {
     let n = (budget_ms / estimate_ms.max(1e-4)).floor() as usize;
     n.clamp(1, opts.max_calls)
@@ -113,8 +194,68 @@ impl<'a> CudaTimer<'a> {
             .memset_pattern(&mut self.flush, 1, 0, self.flush_bytes)
     }
 
-    /// Time `f` (which enqueues work on the device's stream) per `opts`.
+    /// Time `f` (which enqueues work on the device's stream) per `opts`: call by call, or as
+    /// replays of a CUDA graph of `opts.graph` calls.
     pub fn time(&mut self, opts: &TimingOpts, f: &mut dyn FnMut() -> Result<()>) -> Result<Stats> {
+        match opts.graph {
+            None => self.time_calls(opts, f),
+            Some(n) => {
+                let n = n.max(1);
+                let graph = self.capture(n, f)?;
+                let replay_opts = TimingOpts {
+                    flush: false,
+                    ..*opts
+                };
+                let replays = self.time_calls(&replay_opts, &mut || {
+                    graph
+                        .launch()
+                        .map_err(|e| Error::driver("cuGraphLaunch", e))
+                })?;
+                Ok(replays.scaled(1.0 / n as f64, n))
+            }
+        }
+    }
+
+    /// Capture `n` calls of `f` on the device's stream into an instantiated CUDA graph. The
+    /// first call (compilation, loading, allocations) must already have run outside capture.
+    fn capture(
+        &mut self,
+        n: usize,
+        f: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<cudarc::driver::CudaGraph> {
+        let dev = self.dev;
+        f()?;
+        dev.sync()?;
+        dev.stream
+            .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .map_err(|e| Error::driver("cuStreamBeginCapture", e))?;
+        let mut called = Ok(());
+        for _ in 0..n {
+            called = f();
+            if called.is_err() {
+                break;
+            }
+        }
+        // End the capture whatever happened, so the stream is usable again.
+        let ended = dev
+            .stream
+            .end_capture(sys::CUgraphInstantiate_flags(0))
+            .map_err(|e| Error::driver("cuStreamEndCapture / cuGraphInstantiate", e));
+        called.map_err(|e| Error::Invalid(format!("during CUDA-graph capture: {e}")))?;
+        let graph = ended?.ok_or_else(|| {
+            Error::Invalid("CUDA-graph capture recorded nothing (no work was enqueued)".into())
+        })?;
+        graph
+            .upload()
+            .map_err(|e| Error::driver("cuGraphUpload", e))?;
+        Ok(graph)
+    }
+
+    fn time_calls(
+        &mut self,
+        opts: &TimingOpts,
+        f: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<Stats> {
         let dev = self.dev;
         let ev = || {
             dev.ctx
@@ -218,6 +359,10 @@ impl CpuTimer {
         }
     }
 
+    pub fn flush_bytes(&self) -> usize {
+        self.flush.len()
+    }
+
     fn flush_cache(&mut self) {
         use rayon::prelude::*;
         self.flush
@@ -287,6 +432,51 @@ mod tests {
     }
 
     #[test]
+    fn repeats_report_the_middle_run_and_the_spread_of_medians() {
+        let st = |m: f64| Stats::from_samples(&[m, m, m]).unwrap();
+        let m = Measurement::from_repeats(vec![st(3.0), st(1.0), st(2.0)]).unwrap();
+        assert_eq!(m.stats.median_ms, 2.0);
+        assert_eq!(m.medians_ms, vec![3.0, 1.0, 2.0]);
+        assert!((m.spread - 1.0).abs() < 1e-12);
+        // An even count takes the lower middle.
+        let m = Measurement::from_repeats(vec![st(4.0), st(1.0), st(2.0), st(3.0)]).unwrap();
+        assert_eq!(m.stats.median_ms, 2.0);
+        assert!((m.spread - 1.5).abs() < 1e-12);
+        let one = Measurement::from_repeats(vec![st(5.0)]).unwrap();
+        assert_eq!(one.spread, 0.0);
+        assert!(Measurement::from_repeats(vec![]).is_err());
+        let o = TimingOpts {
+            repeat: 3,
+            ..TimingOpts::default()
+        };
+        let mut k = 0.0;
+        let m = repeated(&o, &mut || {
+            k += 1.0;
+            Ok(st(k))
+        })
+        .unwrap();
+        assert_eq!(m.medians_ms.len(), 3);
+    }
+
+    #[test]
+    fn noise_is_a_difference_within_the_larger_spread() {
+        assert!(within_noise(1.00, 0.05, 1.04, 0.0));
+        assert!(within_noise(1.00, 0.0, 1.04, 0.05));
+        assert!(!within_noise(1.00, 0.02, 1.10, 0.02));
+        // Without repeats nothing is noise, even equal times.
+        assert!(!within_noise(1.0, 0.0, 1.0, 0.0));
+    }
+
+    #[test]
+    fn graph_replays_scale_to_per_call_figures() {
+        let s = Stats::from_samples(&[10.0, 20.0, 30.0])
+            .unwrap()
+            .scaled(0.1, 10);
+        assert!((s.median_ms - 2.0).abs() < 1e-12 && (s.min_ms - 1.0).abs() < 1e-12);
+        assert_eq!(s.calls, 30);
+    }
+
+    #[test]
     fn cpu_timer_measures_a_sleep() {
         let opts = TimingOpts {
             warmup_ms: 1.0,
@@ -294,6 +484,7 @@ mod tests {
             min_calls: 3,
             max_calls: 5,
             flush: false,
+            ..TimingOpts::default()
         };
         let mut t = CpuTimer { flush: vec![0; 16] };
         let st = t

@@ -3,7 +3,9 @@
 
 pub mod ceiling;
 pub mod harness;
+pub mod plot;
 pub mod report;
+pub mod sweep;
 
 use crate::device::{Device, DeviceKind};
 use crate::dtype::DType;
@@ -14,14 +16,14 @@ use crate::tensor::{Init, Tensor};
 use crate::validate::{self, Check};
 use ceiling::CopyCeiling;
 use harness::{CpuTimer, CudaTimer, Stats, TimingOpts};
-pub use report::{BenchReport, Record, Status};
+pub use report::{BenchReport, Record, RecordTier, Status};
 
 /// What to benchmark.
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
     pub ops: Vec<Op>,
-    /// None: the default shape for the op and device.
-    pub shape: Option<Vec<usize>>,
+    /// The shapes to measure, in order; empty: the default shape for the op and device.
+    pub shapes: Vec<Vec<usize>>,
     pub dtypes: Vec<DType>,
     /// None: every variant of the op on the device (the reference excluded).
     pub variants: Option<Vec<String>>,
@@ -31,6 +33,67 @@ pub struct BenchConfig {
     pub timing: TimingOpts,
     /// Rows stride (elements) for strided-input runs (softmax).
     pub row_stride: Option<usize>,
+}
+
+impl BenchConfig {
+    /// A configuration with the default timing and every variant, for these ops and shapes.
+    pub fn new(ops: Vec<Op>, shapes: Vec<Vec<usize>>, dtypes: Vec<DType>) -> BenchConfig {
+        BenchConfig {
+            ops,
+            shapes,
+            dtypes,
+            variants: None,
+            params: Params::default(),
+            seed: None,
+            timing: TimingOpts::default(),
+            row_stride: None,
+        }
+    }
+
+    /// Every (op, shape, dtype) point this configuration measures, in order, with the index
+    /// of the op and the shape (they make each point's seed).
+    pub fn points(&self, device: DeviceKind) -> Vec<Point> {
+        let mut out = Vec::new();
+        for (oi, &op) in self.ops.iter().enumerate() {
+            let shapes = if self.shapes.is_empty() {
+                vec![default_shape(op, device)]
+            } else {
+                self.shapes.clone()
+            };
+            for (si, shape) in shapes.into_iter().enumerate() {
+                for &dtype in &self.dtypes {
+                    out.push(Point {
+                        op,
+                        shape: shape.clone(),
+                        dtype,
+                        op_index: oi,
+                        shape_index: si,
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// One measured point: an op on one shape and dtype.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    pub op: Op,
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+    pub op_index: usize,
+    pub shape_index: usize,
+}
+
+impl Point {
+    /// The point's input seed: the run's seed, offset by op, shape and dtype (the first shape
+    /// of a run keeps the seeds of a one-shape run).
+    pub fn seed(&self, run_seed: u64) -> u64 {
+        run_seed.wrapping_add(
+            ((self.op_index as u64) << 32) | ((self.shape_index as u64) << 8) | self.dtype as u64,
+        )
+    }
 }
 
 /// Default shapes: the lecture's sizes on a GPU; on the CPU, sizes that keep a whole
@@ -99,6 +162,51 @@ impl Timer<'_> {
             Timer::Cuda(t) => t.time(opts, f),
         }
     }
+
+    /// One line saying how times were taken, for the table's header.
+    fn describe(&self, o: &TimingOpts) -> String {
+        let mut s = format!(
+            "do_bench timing: warm-up {} ms, then {} ms of calls, each with its own ",
+            o.warmup_ms, o.rep_ms
+        );
+        s += match self {
+            Timer::Cpu(_) => "monotonic-clock reading",
+            Timer::Cuda(_) => "event pair",
+        };
+        match (self, o.graph) {
+            (Timer::Cuda(_), Some(n)) => {
+                s = format!(
+                    "CUDA-graph replays of {n} calls (time per call = replay / {n}), warm-up {} ms, \
+                     then {} ms of replays; the L2 is NOT flushed between replays",
+                    o.warmup_ms, o.rep_ms
+                );
+            }
+            (Timer::Cuda(t), None) if o.flush => {
+                s += &format!(
+                    "; L2 flushed before every call (a {} MiB write)",
+                    t.flush_bytes >> 20
+                )
+            }
+            (Timer::Cpu(t), _) if o.flush => {
+                s += &format!(
+                    "; cache flushed before every call (a {} MiB write)",
+                    t.flush_bytes() >> 20
+                )
+            }
+            _ => s += "; no cache flush",
+        }
+        if o.rotate > 1 {
+            s += &format!("; inputs and outputs rotated among {} buffers", o.rotate);
+        }
+        if o.repeat > 1 {
+            s += &format!(
+                "; whole measurement repeated {}×, ± is the spread of the medians and ~ marks a \
+                 difference within it (noise)",
+                o.repeat
+            );
+        }
+        s
+    }
 }
 
 /// Run a variant once into a NaN-poisoned output and compare it with the reference.
@@ -132,17 +240,36 @@ pub fn fresh_seed() -> u64 {
     h.finish()
 }
 
-/// Progress lines go to stderr through this callback (the CLI prints them).
-pub type Progress<'a> = &'a mut dyn FnMut(&str);
+/// What a run tells its caller while it works (the CLI prints notes on stderr, or drives a
+/// progress bar with the steps).
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    /// What is being done now.
+    Note(&'a str),
+    /// `done` of `total` points are finished.
+    Step { done: usize, total: usize },
+}
 
-/// Validate then time every selected variant, for every op and dtype in `cfg`.
+pub type Progress<'a> = &'a mut dyn FnMut(Event);
+
+/// Validate then time every selected variant, at every point of `cfg` (op × shape × dtype).
+/// `bench` and `sweep` both run through here.
 pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<BenchReport> {
     let kind = device.kind();
+    if cfg.timing.graph.is_some() && kind != DeviceKind::Cuda {
+        return Err(Error::Invalid(
+            "CUDA-graph timing (--graph) needs a CUDA device".into(),
+        ));
+    }
+    // Unknown variant names are an error before any work starts.
+    for &op in &cfg.ops {
+        select_variants(op, kind, &cfg.variants)?;
+    }
     let mut timer = match device {
         Device::Cpu => Timer::Cpu(CpuTimer::new()),
         Device::Cuda(d) => Timer::Cuda(CudaTimer::new(d)?),
     };
-    progress("measuring the copy ceiling");
+    progress(Event::Note("measuring the copy ceiling"));
     let copy: CopyCeiling = match (&mut timer, device) {
         (Timer::Cpu(t), _) => ceiling::cpu_copy(t, &cfg.timing)?,
         (Timer::Cuda(t), Device::Cuda(d)) => ceiling::cuda_copy(d, t, &cfg.timing)?,
@@ -150,80 +277,123 @@ pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<Ben
     };
     let seed = cfg.seed.unwrap_or_else(fresh_seed);
     let mut report = BenchReport::new(device, copy, seed, &cfg.timing);
-    for (oi, &op) in cfg.ops.iter().enumerate() {
-        let variants = select_variants(op, kind, &cfg.variants)?;
-        let shape = cfg.shape.clone().unwrap_or_else(|| default_shape(op, kind));
-        for &dtype in &cfg.dtypes {
-            let seed = seed.wrapping_add((oi as u64) << 32 | dtype as u64);
-            progress(&format!(
-                "{op} {dtype} {shape:?}: making inputs and the f64 reference"
-            ));
-            let x_host = Tensor::random(
-                &shape,
-                dtype,
-                default_init(op),
-                seed,
-                cfg.row_stride,
-                &Device::Cpu,
-            )?;
-            // The reference's f64 values (not rounded to the dtype) are the oracle.
-            let x64 = x_host.to_f64_vec()?;
-            let (_, cols, _) = x_host.rows_cols();
-            let reference = match op {
-                Op::Gelu => crate::ops::gelu::reference(&x64, &cfg.params),
-                Op::Softmax => crate::ops::softmax::reference(&x64, cols),
-            };
-            drop(x64);
-            let x = x_host.to_device(device)?;
-            drop(x_host);
-            for v in &variants {
-                let mut rec = Record::new(op, v, device, dtype, &shape, &cfg.params, seed);
-                rec.bytes = min_bytes(op, &shape, dtype);
-                rec.flops = flops(op, &shape);
-                if !v.dtypes.contains(&dtype) {
-                    rec.status = Status::Unsupported;
-                    rec.note = Some(format!("dtype {dtype} not supported"));
-                    report.records.push(rec);
-                    continue;
-                }
-                progress(&format!("{} {dtype}: validating", v.id()));
-                let (check, mut y) = match validate_variant(v, &cfg.params, &x, &reference) {
-                    Ok(r) => r,
-                    Err(e @ (Error::UnsupportedShape { .. } | Error::NotContiguous { .. })) => {
-                        rec.status = Status::Unsupported;
-                        rec.note = Some(e.to_string());
-                        report.records.push(rec);
-                        continue;
-                    }
-                    Err(e) => {
-                        rec.status = Status::Error;
-                        rec.note = Some(e.to_string());
-                        report.records.push(rec);
-                        continue;
-                    }
-                };
-                rec.max_rel_err = Some(check.max_rel_err);
-                rec.rel_l2 = Some(check.rel_l2);
-                rec.validated = check.passed;
-                if !check.passed {
-                    rec.status = Status::Failed;
-                    rec.note = Some(check.describe());
-                    report.records.push(rec);
-                    continue;
-                }
-                progress(&format!("{} {dtype}: timing", v.id()));
-                let p = cfg.params;
-                match timer.time(&cfg.timing, &mut || v.run(&p, &x, &mut y)) {
-                    Ok(stats) => rec.set_stats(stats, report.copy.gbps),
-                    Err(e) => {
-                        rec.status = Status::Error;
-                        rec.note = Some(format!("timing failed: {e}"));
-                    }
-                }
-                report.records.push(rec);
-            }
-        }
+    report.timing_note = timer.describe(&cfg.timing);
+    let points = cfg.points(kind);
+    let total = points.len();
+    progress(Event::Step { done: 0, total });
+    for (i, point) in points.iter().enumerate() {
+        let records = measure_point(
+            cfg,
+            device,
+            &mut timer,
+            point,
+            seed,
+            report.copy.gbps,
+            progress,
+        )?;
+        report.records.extend(records);
+        progress(Event::Step { done: i + 1, total });
     }
     report.fill_speedups();
     Ok(report)
+}
+
+/// One point: make the inputs and the f64 reference, then validate and time each variant.
+fn measure_point(
+    cfg: &BenchConfig,
+    device: &Device,
+    timer: &mut Timer,
+    point: &Point,
+    run_seed: u64,
+    copy_gbps: f64,
+    progress: Progress,
+) -> Result<Vec<Record>> {
+    let (op, dtype, shape) = (point.op, point.dtype, &point.shape);
+    let variants = select_variants(op, device.kind(), &cfg.variants)?;
+    let seed = point.seed(run_seed);
+    progress(Event::Note(&format!(
+        "{op} {dtype} {}: making inputs and the f64 reference",
+        report::shape_str(shape)
+    )));
+    let x_host = Tensor::random(
+        shape,
+        dtype,
+        default_init(op),
+        seed,
+        cfg.row_stride,
+        &Device::Cpu,
+    )?;
+    // The reference's f64 values (not rounded to the dtype) are the oracle.
+    let x64 = x_host.to_f64_vec()?;
+    let (_, cols, _) = x_host.rows_cols();
+    let reference = match op {
+        Op::Gelu => crate::ops::gelu::reference(&x64, &cfg.params),
+        Op::Softmax => crate::ops::softmax::reference(&x64, cols),
+    };
+    drop(x64);
+    // `--rotate N`: N copies of the input and N outputs, cycled through call by call.
+    let n_buf = cfg.timing.rotate.max(1);
+    let inputs = (0..n_buf)
+        .map(|_| x_host.to_device(device))
+        .collect::<Result<Vec<_>>>()?;
+    drop(x_host);
+    let mut records = Vec::new();
+    for v in &variants {
+        let mut rec = Record::new(op, v, device, dtype, shape, &cfg.params, seed);
+        rec.bytes = min_bytes(op, shape, dtype);
+        rec.flops = flops(op, shape);
+        if !v.dtypes.contains(&dtype) {
+            rec.status = Status::Unsupported;
+            rec.note = Some(format!("dtype {dtype} not supported"));
+            records.push(rec);
+            continue;
+        }
+        progress(Event::Note(&format!("{} {dtype}: validating", v.id())));
+        let (check, y) = match validate_variant(v, &cfg.params, &inputs[0], &reference) {
+            Ok(r) => r,
+            Err(e @ (Error::UnsupportedShape { .. } | Error::NotContiguous { .. })) => {
+                rec.status = Status::Unsupported;
+                rec.note = Some(e.to_string());
+                records.push(rec);
+                continue;
+            }
+            Err(e) => {
+                rec.status = Status::Error;
+                rec.note = Some(e.to_string());
+                records.push(rec);
+                continue;
+            }
+        };
+        rec.max_rel_err = Some(check.max_rel_err);
+        rec.rel_l2 = Some(check.rel_l2);
+        rec.validated = check.passed;
+        if !check.passed {
+            rec.status = Status::Failed;
+            rec.note = Some(check.describe());
+            records.push(rec);
+            continue;
+        }
+        progress(Event::Note(&format!("{} {dtype}: timing", v.id())));
+        let mut outputs = vec![y];
+        for _ in 1..n_buf {
+            outputs.push(Tensor::empty(shape, dtype, device)?);
+        }
+        let p = cfg.params;
+        let mut k = 0usize;
+        let mut call = || {
+            let i = k % n_buf;
+            k += 1;
+            v.run(&p, &inputs[i], &mut outputs[i])
+        };
+        let timing = &cfg.timing;
+        match harness::repeated(timing, &mut || timer.time(timing, &mut call)) {
+            Ok(m) => rec.set_measurement(&m, copy_gbps),
+            Err(e) => {
+                rec.status = Status::Error;
+                rec.note = Some(format!("timing failed: {e}"));
+            }
+        }
+        records.push(rec);
+    }
+    Ok(records)
 }

@@ -3,13 +3,63 @@
 //! time and the counted bytes/FLOPs, never typed in.
 
 use super::ceiling::CopyCeiling;
-use super::harness::{Stats, TimingOpts};
+use super::harness::{within_noise, Measurement, TimingOpts};
 use crate::device::{Device, DeviceKind};
 use crate::dtype::DType;
 use crate::ops::{Op, Params, Tier};
 use crate::registry::Variant;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Color, Table};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
+use std::fmt;
+
+/// The tier a record comes from: one of kernlab's own, or the PyTorch baselines
+/// (`baselines/torch_baselines.py`: eager PyTorch, torch.compile and the lecture's Triton).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RecordTier {
+    Kernlab(Tier),
+    Torch,
+}
+
+impl fmt::Display for RecordTier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecordTier::Kernlab(t) => t.fmt(f),
+            RecordTier::Torch => f.write_str("torch"),
+        }
+    }
+}
+
+impl Serialize for RecordTier {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl From<Tier> for RecordTier {
+    fn from(t: Tier) -> Self {
+        RecordTier::Kernlab(t)
+    }
+}
+
+/// GB/s with the digits that matter: `2841`, `45.3`, `0.82`.
+pub fn fmt_gbps(g: f64) -> String {
+    if g >= 100.0 {
+        format!("{g:.0}")
+    } else if g >= 10.0 {
+        format!("{g:.1}")
+    } else {
+        format!("{g:.2}")
+    }
+}
+
+/// `4096×1024`.
+pub fn shape_str(shape: &[usize]) -> String {
+    shape
+        .iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join("×")
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -28,7 +78,7 @@ pub enum Status {
 pub struct Record {
     pub op: Op,
     pub variant: String,
-    pub tier: Tier,
+    pub tier: RecordTier,
     pub device: DeviceKind,
     pub dtype: DType,
     pub shape: Vec<usize>,
@@ -43,6 +93,10 @@ pub struct Record {
     pub p80_ms: Option<f64>,
     pub min_ms: Option<f64>,
     pub calls: Option<usize>,
+    /// With `--repeat K`: each repeat's median, and their (max − min) / median.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub repeat_medians_ms: Vec<f64>,
+    pub spread: Option<f64>,
     /// Minimum traffic: each input read once, each output written once.
     pub bytes: usize,
     pub flops: f64,
@@ -51,6 +105,8 @@ pub struct Record {
     pub tflops: Option<f64>,
     /// manual's median time / this one's (same op, dtype and device).
     pub speedup_vs_manual: Option<f64>,
+    /// The speedup is within the run-to-run spread (only known with `--repeat`).
+    pub speedup_is_noise: bool,
     pub note: Option<String>,
 }
 
@@ -64,11 +120,35 @@ impl Record {
         p: &Params,
         seed: u64,
     ) -> Record {
+        Record::blank(
+            op,
+            v.name,
+            v.tier.into(),
+            device.kind(),
+            dtype,
+            shape,
+            p,
+            seed,
+        )
+    }
+
+    /// A record with nothing measured yet.
+    #[allow(clippy::too_many_arguments)]
+    pub fn blank(
+        op: Op,
+        variant: &str,
+        tier: RecordTier,
+        device: DeviceKind,
+        dtype: DType,
+        shape: &[usize],
+        p: &Params,
+        seed: u64,
+    ) -> Record {
         Record {
             op,
-            variant: v.name.to_string(),
-            tier: v.tier,
-            device: device.kind(),
+            variant: variant.to_string(),
+            tier,
+            device,
             dtype,
             shape: shape.to_vec(),
             params: *p,
@@ -82,27 +162,53 @@ impl Record {
             p80_ms: None,
             min_ms: None,
             calls: None,
+            repeat_medians_ms: Vec::new(),
+            spread: None,
             bytes: 0,
             flops: 0.0,
             gbps: None,
             pct_of_copy: None,
             tflops: None,
             speedup_vs_manual: None,
+            speedup_is_noise: false,
             note: None,
         }
     }
 
-    pub fn set_stats(&mut self, s: Stats, copy_gbps: f64) {
-        let secs = s.median_ms * 1e-3;
+    /// The record's label in tables, plots and CSV: `v2_vec16`, or `v2_vec16 bf16` when a
+    /// report holds several dtypes.
+    pub fn label(&self, with_dtype: bool) -> String {
+        if with_dtype {
+            format!("{} {}", self.variant, self.dtype)
+        } else {
+            self.variant.clone()
+        }
+    }
+
+    /// Fill the times and every figure derived from them (bytes and FLOPs must be set).
+    pub fn set_measurement(&mut self, m: &Measurement, copy_gbps: f64) {
+        let s = m.stats;
         self.median_ms = Some(s.median_ms);
         self.p20_ms = Some(s.p20_ms);
         self.p80_ms = Some(s.p80_ms);
         self.min_ms = Some(s.min_ms);
         self.calls = Some(s.calls);
-        let gbps = self.bytes as f64 / secs / 1e9;
-        self.gbps = Some(gbps);
-        self.pct_of_copy = Some(100.0 * gbps / copy_gbps);
-        self.tflops = Some(self.flops / secs / 1e12);
+        if m.medians_ms.len() > 1 {
+            self.repeat_medians_ms = m.medians_ms.clone();
+            self.spread = Some(m.spread);
+        }
+        self.derive(copy_gbps);
+    }
+
+    /// GB/s, % of the copy ceiling and TFLOP/s from the median time, bytes and FLOPs.
+    pub fn derive(&mut self, copy_gbps: f64) {
+        if let Some(ms) = self.median_ms {
+            let secs = ms * 1e-3;
+            let gbps = self.bytes as f64 / secs / 1e9;
+            self.gbps = Some(gbps);
+            self.pct_of_copy = Some(100.0 * gbps / copy_gbps);
+            self.tflops = Some(self.flops / secs / 1e12);
+        }
     }
 }
 
@@ -121,6 +227,11 @@ pub struct BenchReport {
     pub copy: CopyCeiling,
     pub seed: u64,
     pub timing: TimingOpts,
+    /// How the times were taken, in words (the table header's timing line).
+    pub timing_note: String,
+    /// Lines about the PyTorch baselines (versions, or why there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub torch_notes: Vec<String>,
     pub records: Vec<Record>,
 }
 
@@ -137,23 +248,31 @@ impl BenchReport {
             copy,
             seed,
             timing: *timing,
+            timing_note: String::new(),
+            torch_notes: Vec::new(),
             records: Vec::new(),
         }
     }
 
+    /// Each record's speedup over kernlab's `manual` variant at the same op, dtype and shape,
+    /// flagged as noise when it is within the run-to-run spread of either.
     pub fn fill_speedups(&mut self) {
-        let manual: Vec<(Op, DType, f64)> = self
+        let manual: Vec<(Op, DType, Vec<usize>, f64, f64)> = self
             .records
             .iter()
-            .filter(|r| r.tier == Tier::Manual)
-            .filter_map(|r| r.median_ms.map(|t| (r.op, r.dtype, t)))
+            .filter(|r| r.tier == RecordTier::Kernlab(Tier::Manual))
+            .filter_map(|r| {
+                r.median_ms
+                    .map(|t| (r.op, r.dtype, r.shape.clone(), t, r.spread.unwrap_or(0.0)))
+            })
             .collect();
         for r in &mut self.records {
-            if let (Some(t), Some(&(_, _, m))) = (
-                r.median_ms,
-                manual.iter().find(|(o, d, _)| *o == r.op && *d == r.dtype),
-            ) {
+            let base = manual
+                .iter()
+                .find(|(o, d, s, _, _)| *o == r.op && *d == r.dtype && *s == r.shape);
+            if let (Some(t), Some((_, _, _, m, ms))) = (r.median_ms, base) {
                 r.speedup_vs_manual = Some(m / t);
+                r.speedup_is_noise = within_noise(*m, *ms, t, r.spread.unwrap_or(0.0));
             }
         }
     }
@@ -177,6 +296,12 @@ impl BenchReport {
             "\ncopy ceiling {:.0} GB/s ({}, median of {} calls) · seed {}",
             self.copy.gbps, self.copy.how, self.copy.stats.calls, self.seed
         );
+        if !self.timing_note.is_empty() {
+            h += &format!("\n{}", self.timing_note);
+        }
+        for n in &self.torch_notes {
+            h += &format!("\n{n}");
+        }
         h
     }
 
@@ -197,8 +322,8 @@ impl BenchReport {
                 let first = self
                     .records
                     .iter()
-                    .find(|r| r.op == op && r.dtype == dt)
-                    .unwrap();
+                    .find(|r| r.op == op && r.dtype == dt && r.shape == shape)
+                    .expect("a group comes from a record");
                 let title = format!(
                     "{op}{} {dt} {} — {} MB moved at minimum",
                     if op == Op::Gelu {
@@ -206,11 +331,7 @@ impl BenchReport {
                     } else {
                         String::new()
                     },
-                    shape
-                        .iter()
-                        .map(|d| d.to_string())
-                        .collect::<Vec<_>>()
-                        .join("×"),
+                    shape_str(&shape),
                     first.bytes as f64 / 1e6
                 );
                 let mut t = Table::new();
@@ -245,20 +366,27 @@ impl BenchReport {
                         Some(m) if m < 10.0 => 3,
                         _ => 1,
                     };
+                    let median = match (r.median_ms, r.spread) {
+                        (Some(m), Some(sp)) => format!("{m:.ms_digits$} ±{:.1}%", 100.0 * sp),
+                        (m, _) => f(m, ms_digits),
+                    };
                     t.add_row(vec![
                         Cell::new(&r.variant),
                         Cell::new(r.tier.to_string()),
-                        Cell::new(f(r.median_ms, ms_digits)).set_alignment(CellAlignment::Right),
+                        Cell::new(median).set_alignment(CellAlignment::Right),
                         Cell::new(match (r.p20_ms, r.p80_ms) {
                             (Some(a), Some(b)) => format!("{a:.ms_digits$}–{b:.ms_digits$}"),
                             _ => "—".into(),
                         })
                         .set_alignment(CellAlignment::Right),
-                        Cell::new(f(r.gbps, 0)).set_alignment(CellAlignment::Right),
+                        Cell::new(r.gbps.map(fmt_gbps).unwrap_or_else(|| "—".into()))
+                            .set_alignment(CellAlignment::Right),
                         Cell::new(f(r.pct_of_copy, 1)).set_alignment(CellAlignment::Right),
                         Cell::new(
                             r.speedup_vs_manual
-                                .map(|s| format!("{s:.2}×"))
+                                .map(|s| {
+                                    format!("{s:.2}×{}", if r.speedup_is_noise { " ~" } else { "" })
+                                })
                                 .unwrap_or_else(|| "—".into()),
                         )
                         .set_alignment(CellAlignment::Right),
@@ -294,9 +422,94 @@ impl BenchReport {
             .collect()
     }
 
+    /// Every record as CSV (a header line, then one line per record; RFC 4180 quoting).
+    pub fn to_csv(&self) -> String {
+        let mut out = CSV_COLUMNS.join(",") + "\n";
+        for r in &self.records {
+            let (rows, cols) = match r.shape.as_slice() {
+                [] => (1, 1),
+                [n] => (1, *n),
+                s => (s[..s.len() - 1].iter().product(), s[s.len() - 1]),
+            };
+            let o = |v: Option<f64>| v.map(|v| format!("{v:?}")).unwrap_or_default();
+            let fields = [
+                r.op.to_string(),
+                r.variant.clone(),
+                r.tier.to_string(),
+                r.device.to_string(),
+                r.dtype.to_string(),
+                shape_str(&r.shape).replace('×', "x"),
+                rows.to_string(),
+                cols.to_string(),
+                r.shape.iter().product::<usize>().to_string(),
+                format!("{:?}", r.status).to_lowercase(),
+                r.validated.to_string(),
+                o(r.max_rel_err),
+                o(r.median_ms),
+                o(r.p20_ms),
+                o(r.p80_ms),
+                o(r.min_ms),
+                r.calls.map(|c| c.to_string()).unwrap_or_default(),
+                o(r.spread),
+                r.bytes.to_string(),
+                format!("{:?}", r.flops),
+                o(r.gbps),
+                o(r.pct_of_copy),
+                o(r.tflops),
+                o(r.speedup_vs_manual),
+                r.note.clone().unwrap_or_default(),
+            ];
+            out += &fields
+                .iter()
+                .map(|f| csv_field(f))
+                .collect::<Vec<_>>()
+                .join(",");
+            out.push('\n');
+        }
+        out
+    }
+
     pub fn any_failed(&self) -> bool {
         self.records
             .iter()
             .any(|r| matches!(r.status, Status::Failed | Status::Error))
+    }
+}
+
+/// The columns of `BenchReport::to_csv`, in order.
+pub const CSV_COLUMNS: &[&str] = &[
+    "op",
+    "variant",
+    "tier",
+    "device",
+    "dtype",
+    "shape",
+    "rows",
+    "cols",
+    "numel",
+    "status",
+    "validated",
+    "max_rel_err",
+    "median_ms",
+    "p20_ms",
+    "p80_ms",
+    "min_ms",
+    "calls",
+    "spread",
+    "bytes",
+    "flops",
+    "gbps",
+    "pct_of_copy",
+    "tflops",
+    "speedup_vs_manual",
+    "note",
+];
+
+/// One CSV field, quoted when it holds a comma, a quote or a line break.
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
     }
 }

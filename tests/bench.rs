@@ -1,0 +1,296 @@
+//! The bench harness and its reports: statistics, byte/FLOP accounting, the JSON and CSV
+//! shapes, sweeps end to end on the CPU with their plots.
+
+use kernlab::bench::harness::{flush_bytes, quantile, within_noise, Stats};
+use kernlab::bench::report::CSV_COLUMNS;
+use kernlab::bench::{self, sweep, BenchConfig, Event};
+use kernlab::{DType, Device, Op};
+
+fn run_cli(args: &[&str]) -> Result<String, String> {
+    let mut out = Vec::new();
+    let mut argv = vec!["kernlab"];
+    argv.extend_from_slice(args);
+    kernlab::cli::run(argv, &mut out)
+        .map(|_| String::from_utf8(out.clone()).unwrap())
+        .map_err(|e| format!("{e:#}"))
+}
+
+/// Split CSV text into records of fields (RFC 4180: quoted fields may hold commas, quotes
+/// and line breaks).
+fn parse_csv(text: &str) -> Vec<Vec<String>> {
+    let (mut rows, mut row, mut field) = (Vec::new(), Vec::new(), String::new());
+    let mut chars = text.chars().peekable();
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        match (quoted, c) {
+            (true, '"') if chars.peek() == Some(&'"') => {
+                field.push('"');
+                chars.next();
+            }
+            (true, '"') => quoted = false,
+            (true, c) => field.push(c),
+            (false, '"') => quoted = true,
+            (false, ',') => row.push(std::mem::take(&mut field)),
+            (false, '\n') => {
+                row.push(std::mem::take(&mut field));
+                rows.push(std::mem::take(&mut row));
+            }
+            (false, c) => field.push(c),
+        }
+    }
+    assert!(
+        field.is_empty() && row.is_empty(),
+        "the CSV must end with a newline"
+    );
+    rows
+}
+
+#[test]
+fn quantiles_and_stats_follow_do_bench() {
+    let s: Vec<f64> = (1..=10).map(f64::from).collect();
+    assert_eq!(quantile(&s, 0.5), 5.5);
+    assert!((quantile(&s, 0.2) - 2.8).abs() < 1e-12);
+    assert!((quantile(&s, 0.8) - 8.2).abs() < 1e-12);
+    let st = Stats::from_samples(&[4.0, 2.0, 9.0, 1.0]).unwrap();
+    assert_eq!((st.median_ms, st.min_ms, st.calls), (3.0, 1.0, 4));
+    assert!(st.p20_ms <= st.median_ms && st.median_ms <= st.p80_ms);
+}
+
+#[test]
+fn the_l2_flush_writes_at_least_twice_the_cache() {
+    // H200: 60 MiB of L2 → the 256 MiB floor; a (hypothetical) 200 MiB L2 → 400 MiB.
+    for l2 in [0usize, 50 << 20, 60 << 20, 128 << 20, 200 << 20] {
+        let f = flush_bytes(l2);
+        assert!(f >= 2 * l2 && f >= 256 << 20, "{l2} → {f}");
+    }
+    assert_eq!(flush_bytes(200 << 20), 400 << 20);
+}
+
+#[test]
+fn noise_needs_a_measured_spread() {
+    assert!(within_noise(2.0, 0.1, 2.1, 0.0));
+    assert!(!within_noise(2.0, 0.01, 2.1, 0.01));
+    assert!(!within_noise(2.0, 0.0, 2.0, 0.0));
+}
+
+#[test]
+fn bytes_and_flops_are_counted_per_op() {
+    for dt in DType::ALL {
+        // GeLU and softmax read the input once and write the output once.
+        assert_eq!(
+            bench::min_bytes(Op::Gelu, &[1024, 4096], dt),
+            2 * 1024 * 4096 * dt.size()
+        );
+        assert_eq!(
+            bench::min_bytes(Op::Softmax, &[4096, 256], dt),
+            2 * 4096 * 256 * dt.size()
+        );
+        assert_eq!(
+            bench::min_bytes(Op::Gelu, &[1 << 20], dt),
+            2 * (1 << 20) * dt.size()
+        );
+    }
+    assert_eq!(
+        bench::flops(Op::Gelu, &[10, 10]),
+        100.0 * Op::Gelu.flops_per_element()
+    );
+    assert_eq!(
+        bench::flops(Op::Softmax, &[4, 8]),
+        32.0 * Op::Softmax.flops_per_element()
+    );
+}
+
+#[test]
+fn a_run_measures_every_point_and_reports_its_steps() {
+    let mut cfg = BenchConfig::new(
+        vec![Op::Softmax],
+        vec![vec![8, 64], vec![8, 200]],
+        vec![DType::F32, DType::BF16],
+    );
+    cfg.timing.warmup_ms = 0.5;
+    cfg.timing.rep_ms = 2.0;
+    cfg.timing.max_calls = 20;
+    cfg.timing.flush = false;
+    cfg.timing.repeat = 2;
+    cfg.timing.rotate = 3;
+    cfg.seed = Some(7);
+    let mut steps = Vec::new();
+    let report = bench::run(&cfg, &Device::Cpu, &mut |e| {
+        if let Event::Step { done, total } = e {
+            steps.push((done, total))
+        }
+    })
+    .unwrap();
+    assert_eq!(steps, vec![(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]);
+    // 2 shapes × 2 dtypes × (manual, fused), in order of shape, then dtype.
+    assert_eq!(report.records.len(), 8);
+    assert_eq!(report.records[0].shape, vec![8, 64]);
+    assert_eq!(report.records[4].shape, vec![8, 200]);
+    for r in &report.records {
+        assert_eq!(r.status, bench::Status::Ok, "{r:?}");
+        assert_eq!(r.repeat_medians_ms.len(), 2);
+        assert!(r.spread.unwrap() >= 0.0);
+        // Speedups compare with manual at the same shape and dtype.
+        assert!(r.speedup_vs_manual.is_some());
+    }
+    // Each (shape, dtype) point has its own seed; the first keeps the run's.
+    assert_eq!(report.records[0].seed, 7 + DType::F32 as u64);
+    assert_ne!(report.records[0].seed, report.records[4].seed);
+    assert!(report.timing_note.contains("rotated among 3 buffers"));
+    assert!(report.timing_note.contains("repeated 2×"));
+}
+
+#[test]
+fn graph_timing_on_the_cpu_is_a_clear_error() {
+    let mut cfg = BenchConfig::new(vec![Op::Gelu], vec![vec![64]], vec![DType::F32]);
+    cfg.timing.graph = Some(10);
+    let e = bench::run(&cfg, &Device::Cpu, &mut |_| {}).unwrap_err();
+    assert!(e.to_string().contains("needs a CUDA device"), "{e}");
+}
+
+#[test]
+fn an_end_to_end_cpu_sweep_writes_table_json_csv_and_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let (json, csv, svg, png) = (p("s.json"), p("s.csv"), p("s.svg"), p("s.png"));
+    let out = run_cli(&[
+        "sweep",
+        "softmax",
+        "--device",
+        "cpu",
+        "--rows",
+        "16",
+        "--cols",
+        "64..256:64,1000",
+        "--warmup-ms",
+        "0.5",
+        "--rep-ms",
+        "2",
+        "--seed",
+        "1",
+        "--json",
+        &json,
+        "--csv",
+        &csv,
+        "--plot",
+        &svg,
+    ])
+    .unwrap();
+    assert!(out.contains("against columns (rows = 16)"), "{out}");
+    for want in [
+        "cols",
+        "16×1000",
+        "manual",
+        "fused",
+        "fastest",
+        "copy ceiling",
+    ] {
+        assert!(out.contains(want), "{want} missing in\n{out}");
+    }
+    // JSON: the report, plus what was swept.
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["sweep"]["swept"], "cols");
+    assert_eq!(doc["sweep"]["rows"], 16);
+    let records = doc["records"].as_array().unwrap();
+    assert_eq!(records.len(), 5 * 2);
+    assert!(records.iter().all(|r| r["status"] == "ok"));
+    assert!(doc["copy"]["gbps"].as_f64().unwrap() > 0.0);
+    // CSV: a header, then one line per record, every line as wide as the header.
+    let rows = parse_csv(&std::fs::read_to_string(&csv).unwrap());
+    assert_eq!(rows[0], CSV_COLUMNS.to_vec());
+    assert_eq!(rows.len(), 1 + 10);
+    let col = |name: &str| CSV_COLUMNS.iter().position(|c| *c == name).unwrap();
+    for r in &rows[1..] {
+        assert_eq!(r.len(), CSV_COLUMNS.len(), "{r:?}");
+        let (ms, gbps, bytes): (f64, f64, f64) = (
+            r[col("median_ms")].parse().unwrap(),
+            r[col("gbps")].parse().unwrap(),
+            r[col("bytes")].parse().unwrap(),
+        );
+        assert!((gbps - bytes / (ms * 1e-3) / 1e9).abs() <= 1e-9 * gbps.max(1.0));
+        assert_eq!(r[col("rows")], "16");
+    }
+    // SVG: well-formed XML with a line per variant and the axis label as text.
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let xml = roxmltree::Document::parse(&text).expect("the SVG is well-formed XML");
+    assert_eq!(xml.root_element().tag_name().name(), "svg");
+    let texts: Vec<String> = xml
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text().map(|t| t.trim().to_string()))
+        .collect();
+    for want in ["manual", "fused", "columns (rows = 16)"] {
+        assert!(texts.iter().any(|t| t == want), "{want} not in {texts:?}");
+    }
+    assert!(texts.iter().any(|t| t.starts_with("copy ceiling")));
+    // PNG from the same run's data, through the CLI again (the extension picks the format).
+    run_cli(&[
+        "sweep",
+        "gelu",
+        "--device",
+        "cpu",
+        "--numel",
+        "2^8..2^12:x4",
+        "--warmup-ms",
+        "0.5",
+        "--rep-ms",
+        "2",
+        "--plot",
+        &png,
+    ])
+    .unwrap();
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    let (w, h) = (
+        u32::from_be_bytes(bytes[16..20].try_into().unwrap()),
+        u32::from_be_bytes(bytes[20..24].try_into().unwrap()),
+    );
+    assert_eq!((w, h), bench::plot::SIZE);
+}
+
+#[test]
+fn a_plot_draws_text_with_the_embedded_font() {
+    let spec = |title: &str| bench::plot::PlotSpec {
+        title: title.into(),
+        x_label: "x".into(),
+        y_label: "y".into(),
+        log_x: false,
+        series: vec![bench::plot::Series {
+            label: "a".into(),
+            tier: "cuda".into(),
+            points: vec![(1.0, 1.0), (2.0, 3.0)],
+        }],
+        hlines: vec![],
+    };
+    // The title's band (the top 40 pixel rows, above the chart) has dark pixels only where
+    // glyphs were drawn.
+    let dark_in_title = |title: &str| {
+        let rgb = bench::plot::render_rgb(&spec(title)).unwrap();
+        let w = bench::plot::SIZE.0 as usize;
+        rgb[..40 * w * 3]
+            .chunks(3)
+            .filter(|p| p.iter().all(|&c| c < 128))
+            .count()
+    };
+    assert!(dark_in_title("GB/s against columns") > 200);
+    assert_eq!(dark_in_title(""), 0);
+    let dir = tempfile::tempdir().unwrap();
+    let e = bench::plot::render(&spec("t"), &dir.path().join("c.jpg")).unwrap_err();
+    assert!(e.to_string().contains(".svg or .png"));
+}
+
+#[test]
+fn sweep_specs_cover_the_issue_examples() {
+    let p = sweep::plan(Some("4096"), Some("256..12672:128"), None).unwrap();
+    assert_eq!(p.shapes.len(), 98);
+    assert_eq!(p.shapes.last().unwrap(), &vec![4096, 12672]);
+    let p = sweep::plan(None, None, Some("2^20..2^28:x2")).unwrap();
+    assert_eq!(p.shapes.len(), 9);
+    assert!(p.log_x);
+    let p = sweep::plan(Some("4096"), Some("256,1024,4096"), None).unwrap();
+    assert_eq!(
+        p.shapes,
+        vec![vec![4096, 256], vec![4096, 1024], vec![4096, 4096]]
+    );
+}
