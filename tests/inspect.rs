@@ -306,3 +306,71 @@ fn sass_census_from_the_disassembler_when_one_is_here() {
         "{text}"
     );
 }
+
+#[test]
+fn every_cuda_variant_of_an_op_when_none_is_named() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let mut req = request(Op::Gelu, "v1_naive", DType::F32);
+    req.variants.clear();
+    let r = inspect(&req).unwrap();
+    let variants: Vec<&str> = r.kernels.iter().map(|k| k.variant.as_str()).collect();
+    for v in [
+        "gelu/manual",
+        "gelu/v1_naive",
+        "gelu/v2_vec16",
+        "gelu/v3_vec16_ilp",
+    ] {
+        assert!(variants.contains(&v), "{v} missing from {variants:?}");
+    }
+    assert!(
+        !variants.contains(&"gelu/fused"),
+        "CPU variants have no kernels"
+    );
+}
+
+#[test]
+fn occupancy_comes_from_the_driver_on_a_gpu() {
+    let Some(dev) = crate::common::cuda() else {
+        return;
+    };
+    let gpu = dev.cuda().unwrap();
+    let mut req = InspectRequest::new(Op::Softmax, "v2_warp_row");
+    req.kernel = Some("softmax_v2_warp_row_vec_k1_f32".into());
+    req.device = DeviceSpec::Cuda(gpu.ordinal);
+    req.block_size = Some(128);
+    let r = inspect(&req).unwrap();
+    assert_eq!(r.arch, gpu.arch, "the GPU's own architecture by default");
+    assert!(r.occupancy_note.is_none(), "{:?}", r.occupancy_note);
+    match &r.kernels[0].occupancy {
+        Occupancy::Computed {
+            block_size,
+            blocks_per_sm,
+            warps_per_sm,
+            max_warps_per_sm,
+        } => {
+            assert_eq!(*block_size, 128);
+            assert!(*blocks_per_sm >= 1);
+            assert_eq!(*warps_per_sm, blocks_per_sm * 4);
+            assert!(warps_per_sm <= max_warps_per_sm && *max_warps_per_sm >= 32);
+        }
+        other => panic!("no occupancy on a GPU: {other}"),
+    }
+    assert!(r.to_string().contains("blocks/SM of 128 threads"));
+    // Another architecture than the GPU's: the report says why occupancy is missing.
+    req.arch = Some(
+        if gpu.arch == "sm_80" {
+            "sm_90a"
+        } else {
+            "sm_80"
+        }
+        .into(),
+    );
+    let r = inspect(&req).unwrap();
+    assert!(r
+        .occupancy_note
+        .as_deref()
+        .unwrap()
+        .contains("occupancy not computed"));
+}
