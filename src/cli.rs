@@ -95,6 +95,10 @@ struct RunArgs {
     /// Cycle through N copies of the input (and output) buffers, call by call
     #[arg(long, value_name = "N", default_value_t = 1)]
     rotate: usize,
+    /// Also run baselines/torch_baselines.py (or $KERNLAB_BASELINES) with python3 (or
+    /// $KERNLAB_PYTHON): PyTorch manual and native, torch.compile and Triton, as extra columns
+    #[arg(long)]
+    torch: bool,
 }
 
 #[derive(Args)]
@@ -208,6 +212,7 @@ fn config(
             ..TimingOpts::default()
         },
         row_stride: None,
+        torch: a.torch.then(bench::torch::TorchConfig::locate),
     };
     Ok((cfg, dev, line))
 }

@@ -294,3 +294,201 @@ fn sweep_specs_cover_the_issue_examples() {
         vec![vec![4096, 256], vec![4096, 1024], vec![4096, 4096]]
     );
 }
+
+const TORCH_SAMPLE: &str = include_str!("data/torch_baselines_sample.json");
+
+fn sample_shapes() -> Vec<Vec<usize>> {
+    vec![vec![4096, 256], vec![4096, 1024]]
+}
+
+#[test]
+fn the_torch_baselines_json_contract_parses_into_torch_records() {
+    let doc = bench::torch::parse(TORCH_SAMPLE).unwrap();
+    assert!(doc.available);
+    assert_eq!(doc.torch_version.as_deref(), Some("2.11.0+cu130"));
+    let params = kernlab::Params::default();
+    let recs = bench::torch::to_records(&doc, &sample_shapes(), &params, 4000.0).unwrap();
+    assert_eq!(recs.len(), 8);
+    let variants: Vec<&str> = recs[..4].iter().map(|r| r.variant.as_str()).collect();
+    assert_eq!(
+        variants,
+        ["torch_manual", "torch_native", "torch_compile", "triton"]
+    );
+    for (r, raw) in recs.iter().zip(doc.records.iter()) {
+        assert_eq!(r.tier, bench::RecordTier::Torch);
+        assert_eq!((r.op, r.dtype), (Op::Softmax, DType::F32));
+        assert_eq!(r.status, bench::Status::Ok);
+        assert!(r.validated && r.max_rel_err.unwrap() < 1e-4);
+        // Bytes are kernlab's count (the script agrees here); GB/s and % copy are derived.
+        assert_eq!(r.bytes, raw.bytes);
+        let (ms, gbps) = (r.median_ms.unwrap(), r.gbps.unwrap());
+        assert!((gbps - r.bytes as f64 / (ms * 1e-3) / 1e9).abs() < 1e-9 * gbps);
+        assert!((r.pct_of_copy.unwrap() - 100.0 * gbps / 4000.0).abs() < 1e-9);
+        // ... and agree with the script's own figure to its rounding.
+        assert!(
+            (gbps - raw.gbps.unwrap()).abs() / gbps < 2e-3,
+            "{gbps} vs {raw:?}"
+        );
+    }
+    assert_eq!(recs[4].shape, vec![4096, 1024]);
+    let json = serde_json::to_value(&recs[0]).unwrap();
+    assert_eq!(json["tier"], "torch");
+    // The unavailable form of the contract parses too.
+    let none = bench::torch::parse(r#"{"available": false, "reason": "no torch", "records": []}"#)
+        .unwrap();
+    assert!(!none.available && none.reason.as_deref() == Some("no torch"));
+    assert!(bench::torch::parse("{").is_err());
+}
+
+/// A stand-in for the baselines script: writes `doc` (with the arguments it got as its
+/// `device`) to --json and exits with `code`.
+fn stub_script(dir: &std::path::Path, doc: &str, code: i32) -> bench::torch::TorchConfig {
+    let path = dir.join(format!("stub{code}.py"));
+    let text = format!(
+        "import json, sys\n\
+         doc = json.loads(r'''{doc}''')\n\
+         doc['device'] = ' '.join(sys.argv[1:])\n\
+         path = sys.argv[sys.argv.index('--json') + 1]\n\
+         json.dump(doc, open(path, 'w'))\n\
+         print('torch_baselines: a line on stderr', file=sys.stderr)\n\
+         sys.exit({code})\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    bench::torch::TorchConfig {
+        python: "python3".into(),
+        script: path,
+    }
+}
+
+#[test]
+fn the_torch_baselines_script_is_run_with_the_run_s_op_shapes_and_dtype() {
+    use bench::torch::{run_script, Outcome, TorchConfig};
+    if std::process::Command::new("python3")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        println!("skipped: no python3");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let params = kernlab::Params::default();
+    let timing = bench::harness::TimingOpts::default();
+    let go = |t: &TorchConfig| {
+        run_script(
+            t,
+            Op::Softmax,
+            DType::F32,
+            &sample_shapes(),
+            &params,
+            &timing,
+            42,
+            0,
+        )
+    };
+    match go(&stub_script(dir.path(), TORCH_SAMPLE, 0)) {
+        Outcome::Ran(doc) => {
+            let args = doc.device.unwrap();
+            for want in [
+                "--op softmax",
+                "--dtype f32",
+                "--shapes 4096x256,4096x1024",
+                "--seed 42",
+                "--warmup-ms 25",
+                "--rep-ms 100",
+            ] {
+                assert!(args.contains(want), "{want} not in {args}");
+            }
+            assert_eq!(doc.records.len(), 8);
+        }
+        o => panic!("{o:?}"),
+    }
+    let unavailable = r#"{"available": false, "reason": "no CUDA device", "records": []}"#;
+    match go(&stub_script(dir.path(), unavailable, 3)) {
+        Outcome::Unavailable(why) => assert_eq!(why, "no CUDA device"),
+        o => panic!("{o:?}"),
+    }
+    match go(&stub_script(dir.path(), TORCH_SAMPLE, 1)) {
+        Outcome::Failed(why) => assert!(why.contains("exited with 1: torch_baselines"), "{why}"),
+        o => panic!("{o:?}"),
+    }
+    let no_python = TorchConfig {
+        python: "/nonexistent/python3".into(),
+        ..stub_script(dir.path(), TORCH_SAMPLE, 0)
+    };
+    match go(&no_python) {
+        Outcome::Unavailable(why) => assert!(why.contains("not found"), "{why}"),
+        o => panic!("{o:?}"),
+    }
+    let no_script = TorchConfig {
+        python: "python3".into(),
+        script: dir.path().join("missing.py"),
+    };
+    match go(&no_script) {
+        Outcome::Unavailable(why) => assert!(why.contains("KERNLAB_BASELINES"), "{why}"),
+        o => panic!("{o:?}"),
+    }
+}
+
+#[test]
+fn torch_records_merge_into_the_same_table_and_plot() {
+    let mut cfg = BenchConfig::new(vec![Op::Softmax], sample_shapes(), vec![DType::F32]);
+    cfg.timing.warmup_ms = 0.5;
+    cfg.timing.rep_ms = 2.0;
+    cfg.timing.max_calls = 10;
+    cfg.timing.flush = false;
+    // On the CPU the baselines are skipped with a note, and the run goes on.
+    cfg.torch = Some(bench::torch::TorchConfig {
+        python: "python3".into(),
+        script: "baselines/torch_baselines.py".into(),
+    });
+    let mut report = bench::run(&cfg, &Device::Cpu, &mut |_| {}).unwrap();
+    assert_eq!(report.records.len(), 4);
+    assert!(
+        report.header().contains("PyTorch baselines: skipped"),
+        "{}",
+        report.header()
+    );
+    // The GPU path appends the parsed records, then fills speedups: do the same here.
+    let doc = bench::torch::parse(TORCH_SAMPLE).unwrap();
+    let recs =
+        bench::torch::to_records(&doc, &sample_shapes(), &cfg.params, report.copy.gbps).unwrap();
+    report.records.extend(recs);
+    report.fill_speedups();
+    assert!(report.records[4..]
+        .iter()
+        .all(|r| r.speedup_vs_manual.is_some()));
+    let plan = sweep::plan(Some("4096"), Some("256,1024"), None).unwrap();
+    let table = sweep::table(&report, &plan).to_string();
+    for want in ["manual", "fused", "torch_native", "triton", "torch_compile"] {
+        assert!(table.contains(want), "{want} missing in\n{table}");
+    }
+    let spec = sweep::plot_spec(&report, &plan, "t");
+    assert_eq!(spec.series.len(), 6);
+    assert_eq!(spec.series.iter().filter(|s| s.tier == "torch").count(), 4);
+    let tables = report.tables();
+    assert_eq!(tables.len(), 2);
+    assert!(tables[0].1.to_string().contains("torch_native"));
+}
+
+#[test]
+fn the_real_baselines_script_runs_or_says_why_not() {
+    // Here (no torch): exit 3 and its reason; on the GPU machine with torch: records.
+    let t = bench::torch::TorchConfig::locate();
+    let timing = bench::harness::TimingOpts {
+        warmup_ms: 1.0,
+        rep_ms: 5.0,
+        ..Default::default()
+    };
+    let shapes = vec![vec![256, 1000]];
+    let params = kernlab::Params::default();
+    match bench::torch::run_script(&t, Op::Softmax, DType::F32, &shapes, &params, &timing, 1, 0) {
+        bench::torch::Outcome::Ran(doc) => {
+            let recs = bench::torch::to_records(&doc, &shapes, &params, 1000.0).unwrap();
+            assert_eq!(recs.len(), 4);
+            assert!(recs.iter().all(|r| r.shape == vec![256, 1000]));
+        }
+        bench::torch::Outcome::Unavailable(why) => println!("baselines unavailable: {why}"),
+        bench::torch::Outcome::Failed(why) => panic!("the baselines script failed: {why}"),
+    }
+}

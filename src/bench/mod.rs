@@ -6,6 +6,7 @@ pub mod harness;
 pub mod plot;
 pub mod report;
 pub mod sweep;
+pub mod torch;
 
 use crate::device::{Device, DeviceKind};
 use crate::dtype::DType;
@@ -33,6 +34,8 @@ pub struct BenchConfig {
     pub timing: TimingOpts,
     /// Rows stride (elements) for strided-input runs (softmax).
     pub row_stride: Option<usize>,
+    /// Also run the PyTorch baselines (CUDA only) and merge them into the report.
+    pub torch: Option<torch::TorchConfig>,
 }
 
 impl BenchConfig {
@@ -47,6 +50,7 @@ impl BenchConfig {
             seed: None,
             timing: TimingOpts::default(),
             row_stride: None,
+            torch: None,
         }
     }
 
@@ -294,8 +298,72 @@ pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<Ben
         report.records.extend(records);
         progress(Event::Step { done: i + 1, total });
     }
+    if let Some(t) = &cfg.torch {
+        add_torch_baselines(cfg, t, device, &points, seed, &mut report, progress)?;
+    }
     report.fill_speedups();
     Ok(report)
+}
+
+/// Run the PyTorch baselines for every (op, dtype) of the run, over the run's shapes, and
+/// merge their records; where they cannot run, one note says why and the run goes on.
+fn add_torch_baselines(
+    cfg: &BenchConfig,
+    t: &torch::TorchConfig,
+    device: &Device,
+    points: &[Point],
+    seed: u64,
+    report: &mut BenchReport,
+    progress: Progress,
+) -> Result<()> {
+    let Some(d) = device.cuda() else {
+        report.torch_notes.push(
+            "PyTorch baselines: skipped (they run on a CUDA GPU; this run is on the CPU)".into(),
+        );
+        return Ok(());
+    };
+    let mut groups: Vec<(Op, DType, Vec<Vec<usize>>)> = Vec::new();
+    for p in points {
+        match groups.iter_mut().find(|g| g.0 == p.op && g.1 == p.dtype) {
+            Some(g) => g.2.push(p.shape.clone()),
+            None => groups.push((p.op, p.dtype, vec![p.shape.clone()])),
+        }
+    }
+    for (op, dtype, shapes) in groups {
+        progress(Event::Note(&format!(
+            "PyTorch baselines: {op} {dtype}, {} shape(s)",
+            shapes.len()
+        )));
+        match torch::run_script(
+            t,
+            op,
+            dtype,
+            &shapes,
+            &cfg.params,
+            &cfg.timing,
+            seed,
+            d.ordinal,
+        ) {
+            torch::Outcome::Ran(doc) => {
+                let line = torch::describe(&doc, &t.script);
+                if !report.torch_notes.contains(&line) {
+                    report.torch_notes.push(line);
+                }
+                let records = torch::to_records(&doc, &shapes, &cfg.params, report.copy.gbps)?;
+                report.records.extend(records);
+            }
+            torch::Outcome::Unavailable(why) => {
+                report
+                    .torch_notes
+                    .push(format!("PyTorch baselines: unavailable: {why}"));
+                return Ok(());
+            }
+            torch::Outcome::Failed(why) => report
+                .torch_notes
+                .push(format!("PyTorch baselines: {op} {dtype} failed: {why}")),
+        }
+    }
+    Ok(())
 }
 
 /// One point: make the inputs and the f64 reference, then validate and time each variant.

@@ -1,0 +1,298 @@
+//! PyTorch baselines as extra columns: `baselines/torch_baselines.py` (PyTorch manual, PyTorch
+//! native, torch.compile and the lecture's Triton kernels, each validated against an f64
+//! reference, then timed with `triton.testing.do_bench`) run through `python3` for the same op,
+//! shapes, dtype and seed, its JSON parsed into records of tier `torch`.
+//!
+//! Without Python, torch, triton or a CUDA device the script exits 3 (or cannot start): the
+//! run says so in one line and goes on. Its GB/s, % of copy and speedups are derived here from
+//! kernlab's own byte count and the script's median time, like every other record.
+
+use super::harness::TimingOpts;
+use super::report::{Record, RecordTier, Status};
+use crate::device::DeviceKind;
+use crate::dtype::DType;
+use crate::ops::{Op, Params};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Where the script and the interpreter are.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TorchConfig {
+    pub python: String,
+    pub script: PathBuf,
+}
+
+impl TorchConfig {
+    /// `$KERNLAB_BASELINES`, else `baselines/torch_baselines.py` under the current directory;
+    /// the interpreter is `$KERNLAB_PYTHON`, else `python3`.
+    pub fn locate() -> TorchConfig {
+        let script = match std::env::var_os("KERNLAB_BASELINES") {
+            Some(p) => PathBuf::from(p),
+            None => PathBuf::from("baselines/torch_baselines.py"),
+        };
+        let python = std::env::var("KERNLAB_PYTHON").unwrap_or_else(|_| "python3".into());
+        TorchConfig { python, script }
+    }
+}
+
+/// The script's JSON (the contract `check_contract` in the script enforces; keys kernlab
+/// does not use are ignored).
+#[derive(Debug, Clone, Deserialize)]
+pub struct TorchDoc {
+    pub available: bool,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub torch_version: Option<String>,
+    #[serde(default)]
+    pub triton_version: Option<String>,
+    #[serde(default)]
+    pub device: Option<String>,
+    #[serde(default)]
+    pub seed: Option<u64>,
+    pub records: Vec<TorchRecord>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct TorchRecord {
+    pub op: String,
+    pub variant: String,
+    pub tier: String,
+    pub dtype: String,
+    pub shape: Vec<usize>,
+    pub gelu: Option<String>,
+    pub status: String,
+    pub validated: bool,
+    pub max_rel_err: Option<f64>,
+    pub median_ms: Option<f64>,
+    pub p20_ms: Option<f64>,
+    pub p80_ms: Option<f64>,
+    pub bytes: usize,
+    pub gbps: Option<f64>,
+    pub note: Option<String>,
+}
+
+pub fn parse(json: &str) -> crate::Result<TorchDoc> {
+    serde_json::from_str(json).map_err(|e| {
+        crate::Error::Invalid(format!("the torch baselines' JSON does not parse: {e}"))
+    })
+}
+
+/// The script's 2-D `ROWSxCOLS` for a kernlab shape: 1-D inputs are one row, leading
+/// dimensions fold into rows (softmax runs over the last one either way).
+pub fn script_shape(shape: &[usize]) -> (usize, usize) {
+    match shape {
+        [] => (1, 1),
+        [n] => (1, *n),
+        s => (s[..s.len() - 1].iter().product(), s[s.len() - 1]),
+    }
+}
+
+/// The records of a parsed document, on kernlab's terms: each shape mapped back to the one
+/// kernlab asked for, bytes counted by kernlab, GB/s and % of copy derived from the median.
+pub fn to_records(
+    doc: &TorchDoc,
+    shapes: &[Vec<usize>],
+    params: &Params,
+    copy_gbps: f64,
+) -> crate::Result<Vec<Record>> {
+    let mut out = Vec::new();
+    for t in &doc.records {
+        let op: Op = t.op.parse()?;
+        let dtype: DType = t
+            .dtype
+            .parse()
+            .map_err(|e: String| crate::Error::Invalid(format!("torch baselines: {e}")))?;
+        let shape = shapes
+            .iter()
+            .find(|s| {
+                let (r, c) = script_shape(s);
+                t.shape == [r, c]
+            })
+            .cloned()
+            .unwrap_or_else(|| t.shape.clone());
+        let mut p = *params;
+        if let Some(g) = &t.gelu {
+            p.gelu = g.parse().map_err(crate::Error::Invalid)?;
+        }
+        let mut r = Record::blank(
+            op,
+            &t.variant,
+            RecordTier::Torch,
+            DeviceKind::Cuda,
+            dtype,
+            &shape,
+            &p,
+            doc.seed.unwrap_or(0),
+        );
+        r.bytes = super::min_bytes(op, &shape, dtype);
+        r.flops = super::flops(op, &shape);
+        r.status = match t.status.as_str() {
+            "ok" => Status::Ok,
+            "failed" => Status::Failed,
+            _ => Status::Error,
+        };
+        r.validated = t.validated;
+        r.max_rel_err = t.max_rel_err;
+        r.note = t.note.clone();
+        if t.bytes != r.bytes {
+            r.note = Some(format!(
+                "the script counted {} bytes, kernlab {}; GB/s uses kernlab's{}",
+                t.bytes,
+                r.bytes,
+                t.note
+                    .as_deref()
+                    .map(|n| format!("; {n}"))
+                    .unwrap_or_default()
+            ));
+        }
+        if r.status == Status::Ok {
+            r.median_ms = t.median_ms;
+            r.p20_ms = t.p20_ms;
+            r.p80_ms = t.p80_ms;
+            r.derive(copy_gbps);
+        }
+        out.push(r);
+    }
+    Ok(out)
+}
+
+/// What running the script gave.
+#[derive(Debug)]
+pub enum Outcome {
+    Ran(TorchDoc),
+    /// No Python, torch, triton or CUDA (exit 3, or Python would not start): the reason.
+    Unavailable(String),
+    /// Anything else went wrong: one line saying what.
+    Failed(String),
+}
+
+/// Run the script for one op and dtype over `shapes` on CUDA device `ordinal`.
+#[allow(clippy::too_many_arguments)]
+pub fn run_script(
+    cfg: &TorchConfig,
+    op: Op,
+    dtype: DType,
+    shapes: &[Vec<usize>],
+    params: &Params,
+    timing: &TimingOpts,
+    seed: u64,
+    ordinal: usize,
+) -> Outcome {
+    if !cfg.script.is_file() {
+        return Outcome::Unavailable(format!(
+            "{} not found (run from the kernlab checkout, or set KERNLAB_BASELINES)",
+            cfg.script.display()
+        ));
+    }
+    let dir = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => return Outcome::Failed(format!("no temporary directory: {e}")),
+    };
+    let json = dir.path().join("torch_baselines.json");
+    let shapes_arg = shapes
+        .iter()
+        .map(|s| {
+            let (r, c) = script_shape(s);
+            format!("{r}x{c}")
+        })
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut cmd = Command::new(&cfg.python);
+    cmd.arg(&cfg.script)
+        .args(["--op", op.name(), "--dtype", &dtype.to_string()])
+        .args(["--shapes", &shapes_arg])
+        .args(["--warmup-ms", &format!("{}", timing.warmup_ms.max(0.001))])
+        .args(["--rep-ms", &format!("{}", timing.rep_ms)])
+        .args(["--seed", &(seed % (1 << 31)).to_string()])
+        .arg("--json")
+        .arg(&json)
+        .arg("--quiet");
+    if op == Op::Gelu {
+        cmd.args(["--gelu", params.gelu.name()]);
+    }
+    // torch numbers devices among the visible ones, as kernlab does: pick the same one.
+    if ordinal != 0 {
+        let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+        cmd.env(
+            "CUDA_VISIBLE_DEVICES",
+            visible_device(visible.as_deref(), ordinal),
+        );
+    }
+    let out = match cmd.output() {
+        Ok(o) => o,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Outcome::Unavailable(format!("{} not found", cfg.python))
+        }
+        Err(e) => return Outcome::Failed(format!("could not start {}: {e}", cfg.python)),
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last_line = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    let doc = std::fs::read_to_string(&json).ok().map(|t| parse(&t));
+    match (out.status.code(), doc) {
+        (Some(0), Some(Ok(doc))) if doc.available => Outcome::Ran(doc),
+        (Some(3), Some(Ok(doc))) => Outcome::Unavailable(
+            doc.reason
+                .unwrap_or_else(|| "the script says so (exit 3)".into()),
+        ),
+        (Some(3), _) => Outcome::Unavailable(last_line),
+        (_, Some(Err(e))) => Outcome::Failed(e.to_string()),
+        (code, _) => Outcome::Failed(format!(
+            "{} {} exited with {}: {last_line}",
+            cfg.python,
+            cfg.script.display(),
+            code.map(|c| c.to_string())
+                .unwrap_or_else(|| "a signal".into())
+        )),
+    }
+}
+
+/// `CUDA_VISIBLE_DEVICES` for torch's device 0 to be kernlab's `cuda:ordinal`.
+pub fn visible_device(visible: Option<&str>, ordinal: usize) -> String {
+    match visible {
+        Some(v) if !v.trim().is_empty() => v
+            .split(',')
+            .nth(ordinal)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|| ordinal.to_string()),
+        _ => ordinal.to_string(),
+    }
+}
+
+/// The header line about a document: versions and device.
+pub fn describe(doc: &TorchDoc, script: &Path) -> String {
+    format!(
+        "PyTorch baselines ({}): torch {}, triton {}, {}; timed by triton.testing.do_bench \
+         (median; L2 flushed by do_bench; --repeat, --graph and --rotate do not apply to them)",
+        script.display(),
+        doc.torch_version.as_deref().unwrap_or("?"),
+        doc.triton_version.as_deref().unwrap_or("?"),
+        doc.device.as_deref().unwrap_or("?")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_fold_to_rows_and_columns() {
+        assert_eq!(script_shape(&[1 << 20]), (1, 1 << 20));
+        assert_eq!(script_shape(&[4096, 256]), (4096, 256));
+        assert_eq!(script_shape(&[2, 3, 8]), (6, 8));
+    }
+
+    #[test]
+    fn the_visible_device_follows_the_ordinal() {
+        assert_eq!(visible_device(None, 2), "2");
+        assert_eq!(visible_device(Some("4,5,6"), 1), "5");
+        assert_eq!(visible_device(Some(""), 1), "1");
+    }
+}
