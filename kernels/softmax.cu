@@ -179,6 +179,60 @@ __device__ void softmax_v4_online(const T* __restrict__ x, T* __restrict__ y, in
     }
 }
 
+// v5_cluster — what changed: a row is split across a thread-block cluster of C CTAs (C ≤ 16,
+// Hopper), each holding its 1/C of the row in registers (as v3 does a whole row). Each CTA
+// reduces its part to one (max, sum) state, publishes it in its shared memory, and after a
+// cluster barrier every CTA reads the C states through distributed shared memory (mapa +
+// ld.shared::cluster) and merges them. One read and one write of each element for rows up to
+// C · blockDim · K · 16 bytes (2 MB at C = 16, 1024 threads, K = 8), and smaller CTAs than v3
+// for medium rows, so several rows share an SM and one row's loads overlap another's
+// reductions. The grid is C·rows CTAs in clusters of C along x.
+__device__ __forceinline__ unsigned cluster_ctarank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ void cluster_sync_all() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// Read two floats at the same shared-memory offset in CTA `rank` of this cluster.
+__device__ __forceinline__ MaxSum ld_peer_maxsum(const float* local, unsigned rank) {
+    u32 addr, remote;
+    asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(addr) : "l"(local));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+    MaxSum v;
+    asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v.m), "=f"(v.s) : "r"(remote) : "memory");
+    return v;
+}
+
+template <class T, int VEC, int K>
+__device__ void softmax_v5_cluster(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
+                                   i64 ldx, i64 ldy, int csize) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    __shared__ float scratch[64];
+    __shared__ __align__(8) float state[2];
+    const unsigned rank = cluster_ctarank();
+    const i64 row = blockIdx.x / csize;
+    // This CTA's columns: [c0, c0 + n), chunks a whole number of VEC-packs wide.
+    const int slots = (cols + VEC - 1) / VEC;
+    const int chunk = (slots + csize - 1) / csize;
+    const int c0 = (int)rank * chunk * VEC;
+    const int n = max(0, min(cols - c0, chunk * VEC));
+    RowRegs<T, VEC, K> r;
+    r.load(x + row * ldx + c0, n, threadIdx.x, blockDim.x);
+    MaxSum st = block_maxsum(r.maxsum(), scratch);
+    if (threadIdx.x == 0) { state[0] = st.m; state[1] = st.s; }
+    cluster_sync_all();  // every CTA's state is published
+    const int lane = threadIdx.x & 31;
+    MaxSum mine = lane < csize ? ld_peer_maxsum(state, lane) : MaxSum{KL_NEG_INF, 0.0f};
+    st = warp_maxsum(mine);
+    cluster_sync_all();  // no CTA leaves (freeing its shared memory) while a peer still reads it
+    r.store(y + row * ldy + c0, n, threadIdx.x, blockDim.x, st.m, 1.0f / st.s);
+#else
+    __trap();  // clusters need sm_90; the launcher refuses older devices before launching
+#endif
+}
+
 // ---- exported symbols ------------------------------------------------------------------
 #define KL_ARGS(T) const T* x, T* y, int rows, int cols, i64 ldx, i64 ldy
 #define KL_PASS x, y, rows, cols, ldx, ldy
@@ -192,10 +246,17 @@ __device__ void softmax_v4_online(const T* __restrict__ x, T* __restrict__ y, in
     extern "C" __global__ void __launch_bounds__(128) softmax_v2_warp_row_scalar_k##K##_##TN(KL_ARGS(T)) { \
         softmax_v2_warp_row<T, 1, K>(KL_PASS); }
 
+// v3's K = 8 instances run 1024-thread blocks holding 128 KB rows: one block per SM, so they
+// may take all 64 registers (launch bounds (1024, 1)); the smaller K run several blocks per
+// SM and keep the default bound, which lets ptxas aim for two 1024-thread blocks.
+#define KL_V3_BOUNDS_1 __launch_bounds__(1024)
+#define KL_V3_BOUNDS_2 __launch_bounds__(1024)
+#define KL_V3_BOUNDS_4 __launch_bounds__(1024)
+#define KL_V3_BOUNDS_8 __launch_bounds__(1024, 1)
 #define KL_V3(TN, T, K)                                                                          \
-    extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v3_block_regs_vec_k##K##_##TN(KL_ARGS(T)) { \
+    extern "C" __global__ void KL_V3_BOUNDS_##K softmax_v3_block_regs_vec_k##K##_##TN(KL_ARGS(T)) { \
         softmax_v3_block_regs<T, Pack<T>::N, K>(KL_PASS); }                                          \
-    extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v3_block_regs_scalar_k##K##_##TN(KL_ARGS(T)) { \
+    extern "C" __global__ void KL_V3_BOUNDS_##K softmax_v3_block_regs_scalar_k##K##_##TN(KL_ARGS(T)) { \
         softmax_v3_block_regs<T, 1, K>(KL_PASS); }
 
 #define KL_V4(TN, T)                                                                           \
@@ -204,11 +265,18 @@ __device__ void softmax_v4_online(const T* __restrict__ x, T* __restrict__ y, in
     extern "C" __global__ void __launch_bounds__(1024) softmax_v4_online_scalar_##TN(KL_ARGS(T)) { \
         softmax_v4_online<T, 1>(KL_PASS); }
 
+#define KL_V5(TN, T, K)                                                                              \
+    extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v5_cluster_vec_k##K##_##TN(KL_ARGS(T), int csize) { \
+        softmax_v5_cluster<T, Pack<T>::N, K>(KL_PASS, csize); }                                          \
+    extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v5_cluster_scalar_k##K##_##TN(KL_ARGS(T), int csize) { \
+        softmax_v5_cluster<T, 1, K>(KL_PASS, csize); }
+
 #define KL_ALL(TN, T)                                                        \
     KL_V1(TN, T)                                                             \
     KL_V2(TN, T, 1) KL_V2(TN, T, 2) KL_V2(TN, T, 4) KL_V2(TN, T, 8)          \
     KL_V3(TN, T, 1) KL_V3(TN, T, 2) KL_V3(TN, T, 4) KL_V3(TN, T, 8)          \
-    KL_V4(TN, T)
+    KL_V4(TN, T)                                                             \
+    KL_V5(TN, T, 2) KL_V5(TN, T, 4) KL_V5(TN, T, 8)
 
 KL_ALL(f32, float)
 KL_ALL(bf16, bf16)

@@ -29,6 +29,10 @@ pub struct Variant {
     pub symbols: Option<SymbolsFn>,
     /// Claims 16-byte global loads (CI checks the PTX for `ld.global*.v4`).
     pub vec16: bool,
+    /// CUDA only: the oldest architecture on which all its kernels do real work (80 = sm_80;
+    /// 90 for v5's clusters, and for `auto`, which dispatches to them on sm_90+). CI checks
+    /// its PTX for that architecture and newer.
+    pub min_arch: u32,
     pub run: RunFn,
 }
 
@@ -143,6 +147,7 @@ pub static VARIANTS: &[Variant] = &[
         source: None,
         symbols: None,
         vec16: false,
+        min_arch: 80,
         run: gelu::run_reference,
     },
     Variant {
@@ -156,6 +161,7 @@ pub static VARIANTS: &[Variant] = &[
         source: None,
         symbols: None,
         vec16: false,
+        min_arch: 80,
         run: gelu::run_manual_cpu,
     },
     Variant {
@@ -169,6 +175,7 @@ pub static VARIANTS: &[Variant] = &[
         source: Some(&ELEMENTWISE),
         symbols: Some(gelu::manual_symbols),
         vec16: false,
+        min_arch: 80,
         run: gelu::run_manual_cuda,
     },
     Variant {
@@ -182,6 +189,7 @@ pub static VARIANTS: &[Variant] = &[
         source: Some(&GELU),
         symbols: Some(|dt| gelu::cuda_symbols("v1_naive")(dt)),
         vec16: false,
+        min_arch: 80,
         run: gelu::run_v1_naive,
     },
     Variant {
@@ -195,6 +203,7 @@ pub static VARIANTS: &[Variant] = &[
         source: Some(&GELU),
         symbols: Some(|dt| gelu::cuda_symbols("v2_vec16")(dt)),
         vec16: true,
+        min_arch: 80,
         run: gelu::run_v2_vec16,
     },
     Variant {
@@ -209,6 +218,7 @@ pub static VARIANTS: &[Variant] = &[
         source: Some(&GELU),
         symbols: Some(|dt| gelu::cuda_symbols("v3_vec16_ilp")(dt)),
         vec16: true,
+        min_arch: 80,
         run: gelu::run_v3_vec16_ilp,
     },
     Variant {
@@ -222,6 +232,7 @@ pub static VARIANTS: &[Variant] = &[
         source: None,
         symbols: None,
         vec16: false,
+        min_arch: 80,
         run: gelu::run_cpu_fused,
     },
     // ---------------------------------------------------------------- softmax
@@ -236,6 +247,7 @@ pub static VARIANTS: &[Variant] = &[
         source: None,
         symbols: None,
         vec16: false,
+        min_arch: 80,
         run: softmax::run_reference,
     },
     Variant {
@@ -249,6 +261,7 @@ pub static VARIANTS: &[Variant] = &[
         source: None,
         symbols: None,
         vec16: false,
+        min_arch: 80,
         run: softmax::run_manual_cpu,
     },
     Variant {
@@ -263,6 +276,7 @@ pub static VARIANTS: &[Variant] = &[
         source: Some(&ELEMENTWISE),
         symbols: Some(softmax::manual_symbols),
         vec16: false,
+        min_arch: 80,
         run: softmax::run_manual_cuda,
     },
     Variant {
@@ -276,6 +290,7 @@ pub static VARIANTS: &[Variant] = &[
         source: Some(&SOFTMAX),
         symbols: Some(softmax::symbols_v1),
         vec16: false,
+        min_arch: 80,
         run: softmax::run_v1_block_row,
     },
     Variant {
@@ -289,6 +304,7 @@ pub static VARIANTS: &[Variant] = &[
         source: Some(&SOFTMAX),
         symbols: Some(softmax::symbols_v2),
         vec16: true,
+        min_arch: 80,
         run: softmax::run_v2_warp_row,
     },
     Variant {
@@ -302,6 +318,7 @@ pub static VARIANTS: &[Variant] = &[
         source: Some(&SOFTMAX),
         symbols: Some(softmax::symbols_v3),
         vec16: true,
+        min_arch: 80,
         run: softmax::run_v3_block_regs,
     },
     Variant {
@@ -315,7 +332,22 @@ pub static VARIANTS: &[Variant] = &[
         source: Some(&SOFTMAX),
         symbols: Some(softmax::symbols_v4),
         vec16: true,
+        min_arch: 80,
         run: softmax::run_v4_online,
+    },
+    Variant {
+        op: Op::Softmax,
+        name: "v5_cluster",
+        tier: Tier::Cuda,
+        device: DeviceKind::Cuda,
+        dtypes: ALL_DTYPES,
+        summary: "a thread-block cluster per row (sm_90): the row in registers across ≤ 16 CTAs, (max, sum) merged through DSMEM",
+        strided_rows: true,
+        source: Some(&SOFTMAX),
+        symbols: Some(softmax::symbols_v5),
+        vec16: true,
+        min_arch: 90,
+        run: softmax::run_v5_cluster,
     },
     Variant {
         op: Op::Softmax,
@@ -323,11 +355,12 @@ pub static VARIANTS: &[Variant] = &[
         tier: Tier::Cuda,
         device: DeviceKind::Cuda,
         dtypes: ALL_DTYPES,
-        summary: "width dispatch: v2 for narrow rows, v3 for medium, v4 for wide",
+        summary: "width dispatch: v2 for narrow rows, v3 for medium, v5 (sm_90) then v4 for wide",
         strided_rows: true,
         source: Some(&SOFTMAX),
         symbols: Some(softmax::symbols_auto),
         vec16: true,
+        min_arch: 90,
         run: softmax::run_auto,
     },
     Variant {
@@ -341,6 +374,7 @@ pub static VARIANTS: &[Variant] = &[
         source: None,
         symbols: None,
         vec16: false,
+        min_arch: 80,
         run: softmax::run_cpu_fused,
     },
 ];

@@ -6,6 +6,15 @@ use kernlab::DType;
 
 const ARCHS: [&str; 2] = ["sm_80", "sm_90a"];
 
+/// The GPU, when there is one and `arch` is its own architecture.
+fn gpu_for(arch: &str) -> Option<std::sync::Arc<kernlab::device::CudaDevice>> {
+    kernlab::device::cuda_probe().ok()?;
+    crate::common::cuda()?
+        .cuda()
+        .filter(|d| d.arch == arch)
+        .cloned()
+}
+
 fn compile_all(arch: &str) -> Vec<nvrtc::Compiled> {
     kernels::ALL
         .iter()
@@ -24,10 +33,20 @@ fn every_registered_kernel_compiles_for_sm80_and_sm90a_with_no_spills() {
     for arch in ARCHS {
         let compiled = compile_all(arch);
         let mut checked = 0;
+        let mut log_missing = 0;
         for v in VARIANTS {
             let (Some(src), Some(symbols)) = (v.source, v.symbols) else {
                 continue;
             };
+            // Kernels of a newer architecture (clusters: sm_90) are checked on that one only.
+            let arch_num: u32 = arch
+                .trim_start_matches("sm_")
+                .trim_end_matches('a')
+                .parse()
+                .unwrap();
+            if v.min_arch > arch_num {
+                continue;
+            }
             let c = compiled
                 .iter()
                 .find(|c| c.file == src.file)
@@ -46,20 +65,32 @@ fn every_registered_kernel_compiles_for_sm80_and_sm90a_with_no_spills() {
                             src.file
                         )
                     });
-                    let info = c.ptxas_info(&sym).unwrap_or_else(|| {
-                        let head: String = c.log.lines().take(12).collect::<Vec<_>>().join("\n");
-                        panic!("{sym} ({arch}): no ptxas report line; the log begins:\n{head}")
-                    });
-                    assert!(info.registers > 0, "{sym}: ptxas reports no registers");
-                    assert_eq!(
-                        (
-                            info.spill_store_bytes,
-                            info.spill_load_bytes,
-                            info.stack_frame_bytes
-                        ),
-                        (0, 0, 0),
-                        "{sym} ({arch}) spills or uses a stack frame: {info:?}"
-                    );
+                    match c.ptxas_info(&sym) {
+                        Some(info) => {
+                            assert!(info.registers > 0, "{sym}: ptxas reports no registers");
+                            assert_eq!(
+                                (info.spill_store_bytes, info.spill_load_bytes, info.stack_frame_bytes),
+                                (0, 0, 0),
+                                "{sym} ({arch}) spills or uses a stack frame: {info:?}"
+                            );
+                        }
+                        // Seen on the GPU machine (CUDA 13.0 there): NVRTC returned an empty log
+                        // for sm_90a. Ask the driver instead when this is the GPU's own arch.
+                        None => match gpu_for(arch) {
+                            Some(dev) => {
+                                let r = dev.kernel_resources(src, &sym).unwrap();
+                                assert!(r.registers > 0, "{sym}: the driver reports no registers");
+                                assert_eq!(r.local_bytes, 0, "{sym} ({arch}) spills or uses a stack frame: {r:?}");
+                                log_missing += 1;
+                            }
+                            None => panic!(
+                                "{sym} ({arch}): no ptxas report line (NVRTC {:?}, log {} bytes); the log begins:\n{}",
+                                nvrtc::nvrtc_version(),
+                                c.log.len(),
+                                c.log.lines().take(12).collect::<Vec<_>>().join("\n")
+                            ),
+                        },
+                    }
                     // A vec16 variant's packed kernels must really issue 16-byte loads;
                     // its `_scalar_` fallbacks (odd widths) are exempt.
                     if v.vec16 && !sym.contains("_scalar_") {
@@ -77,6 +108,9 @@ fn every_registered_kernel_compiles_for_sm80_and_sm90a_with_no_spills() {
             }
         }
         assert!(checked > 50, "only {checked} kernels checked for {arch}");
+        if log_missing > 0 {
+            println!("{arch}: {log_missing} kernels had no ptxas report in NVRTC's log; checked through the driver");
+        }
     }
 }
 

@@ -29,6 +29,15 @@ pub struct DeviceProps {
     pub driver_version: String,
 }
 
+/// A loaded kernel's resources, as the driver reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct KernelResources {
+    pub registers: u32,
+    /// Per-thread local memory: stack frame plus spills (0 for a kernel that spills nothing).
+    pub local_bytes: u32,
+    pub static_smem_bytes: u32,
+}
+
 /// A loaded module and what NVRTC made of its source.
 pub type LoadedModule = (Arc<CudaModule>, Arc<Compiled>);
 
@@ -153,6 +162,27 @@ impl CudaDevice {
             .unwrap_or_else(|e| e.into_inner())
             .insert(key, f.clone());
         Ok(f)
+    }
+
+    /// What the driver reports for a loaded kernel: registers per thread, local memory
+    /// (stack frame and spills) per thread, static shared memory.
+    pub fn kernel_resources(
+        &self,
+        src: &'static KernelSource,
+        kernel: &str,
+    ) -> Result<KernelResources> {
+        use sys::CUfunction_attribute as F;
+        let f = self.function(src, kernel)?;
+        let get = |a: F| -> Result<u32> {
+            f.get_attribute(a)
+                .map(|v| v as u32)
+                .map_err(drv("cuFuncGetAttribute"))
+        };
+        Ok(KernelResources {
+            registers: get(F::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+            local_bytes: get(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+            static_smem_bytes: get(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+        })
     }
 
     /// Allocate `bytes` of device memory, with a clear out-of-memory error.

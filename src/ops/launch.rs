@@ -67,3 +67,62 @@ macro_rules! launch {
         unsafe { b.launch(cfg) }.map_err($crate::device::cuda::launch_err(name))?;
     }};
 }
+
+/// Launch a kernel in thread-block clusters of `cluster` CTAs along x (Hopper and later),
+/// through cuLaunchKernelEx. `args` are pointers to each kernel argument's value.
+pub fn launch_cluster(
+    dev: &CudaDevice,
+    f: &cudarc::driver::CudaFunction,
+    name: &str,
+    cfg: LaunchConfig,
+    cluster: u32,
+    args: &mut [*mut std::ffi::c_void],
+) -> Result<()> {
+    use cudarc::driver::sys;
+    if cluster > 8 {
+        f.set_attribute(
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+            1,
+        )
+        .map_err(crate::device::cuda::launch_err(name))?;
+    }
+    // SAFETY: a zeroed attribute value is valid plain data; only clusterDim is read.
+    let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+    value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 {
+        x: cluster,
+        y: 1,
+        z: 1,
+    };
+    let mut attr = sys::CUlaunchAttribute {
+        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+        pad: [0; 4],
+        value,
+    };
+    let lc = sys::CUlaunchConfig {
+        gridDimX: cfg.grid_dim.0,
+        gridDimY: cfg.grid_dim.1,
+        gridDimZ: cfg.grid_dim.2,
+        blockDimX: cfg.block_dim.0,
+        blockDimY: cfg.block_dim.1,
+        blockDimZ: cfg.block_dim.2,
+        sharedMemBytes: cfg.shared_mem_bytes,
+        hStream: dev.stream.cu_stream(),
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    dev.ctx
+        .bind_to_thread()
+        .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+    // SAFETY: `args` point at live values matching the kernel's parameters; the buffers they
+    // name are valid on this stream (see `launch!`).
+    unsafe {
+        sys::cuLaunchKernelEx(
+            &lc,
+            f.cu_function(),
+            args.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    }
+    .result()
+    .map_err(crate::device::cuda::launch_err(name))
+}

@@ -319,6 +319,89 @@ pub fn run_v4_online(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     launch_rows(io, &r, name, cfg)
 }
 
+/// v5's shape for a row of `slots` packs: (cluster size C, threads per CTA, K slots per
+/// thread). The smallest power-of-two cluster whose CTAs hold their share in 256 threads × 8
+/// slots (32 KB of packs: small CTAs, several rows per SM); past C = 16, CTAs of up to 1024
+/// threads. `None` when a row is wider than 16 CTAs × 1024 threads × 8 slots.
+pub fn v5_config(slots: usize) -> Option<(usize, usize, usize)> {
+    let pick = |per: usize, max_threads: usize| -> Option<(usize, usize)> {
+        let k = if per > 1024 {
+            8
+        } else if per > 256 {
+            4
+        } else {
+            2
+        };
+        let threads = (per.div_ceil(k).div_ceil(32) * 32).max(32);
+        (threads <= max_threads).then_some((threads, k))
+    };
+    for c in [1usize, 2, 4, 8, 16] {
+        if let Some((t, k)) = pick(slots.div_ceil(c), 256) {
+            return Some((c, t, k));
+        }
+    }
+    pick(slots.div_ceil(16), 1024).map(|(t, k)| (16, t, k))
+}
+
+/// Widest row v5 holds on chip (elements).
+pub fn v5_max_cols(dt: DType, vec: bool) -> usize {
+    16 * 1024 * 8 * if vec { 16 / dt.size() } else { 1 }
+}
+
+/// v5: a thread-block cluster per row (Hopper), the row in the cluster's registers.
+pub fn run_v5_cluster(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    use cudarc::driver::DevicePtr;
+    check_rows(x)?;
+    let io = cuda_io(x, y)?;
+    if io.dev.props.compute_capability.0 < 9 {
+        return Err(Error::UnsupportedShape {
+            op: "softmax".into(),
+            variant: "v5_cluster".into(),
+            why: format!(
+                "thread-block clusters need sm_90 or newer (this is {})",
+                io.dev.arch
+            ),
+        });
+    }
+    let r = rows_of(x, &io);
+    let width = if r.vec { r.pack } else { 1 };
+    let (c, threads, k) = v5_config(r.cols.div_ceil(width))
+        .ok_or_else(|| too_wide("v5_cluster", r.cols, v5_max_cols(x.dtype(), r.vec)))?;
+    let name = format!("softmax_v5_cluster_{}_k{k}_{}", kind(r.vec), x.dtype());
+    let f = io.dev.function(&SOFTMAX, &name)?;
+    let grid = (r.rows as u64) * c as u64;
+    if grid > i32::MAX as u64 {
+        return Err(too_wide("v5_cluster", r.cols, 0));
+    }
+    let cfg = LaunchConfig {
+        grid_dim: (grid as u32, 1, 1),
+        block_dim: (threads as u32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (xp, _gx) = io.x.device_ptr(&io.dev.stream);
+    let (yp, _gy) = io.y.device_ptr(&io.dev.stream);
+    let (mut xp, mut yp) = (xp, yp);
+    let (mut rows, mut cols, mut ldx, mut ldy, mut cs) =
+        (r.rows as i32, r.cols as i32, r.ldx, r.ldy, c as i32);
+    let mut args: [*mut std::ffi::c_void; 7] = [
+        &mut xp as *mut _ as *mut _,
+        &mut yp as *mut _ as *mut _,
+        &mut rows as *mut _ as *mut _,
+        &mut cols as *mut _ as *mut _,
+        &mut ldx as *mut _ as *mut _,
+        &mut ldy as *mut _ as *mut _,
+        &mut cs as *mut _ as *mut _,
+    ];
+    super::launch::launch_cluster(&io.dev, &f, &name, cfg, c as u32, &mut args)
+}
+
+pub fn symbols_v5(dt: DType) -> Vec<String> {
+    [2, 4, 8]
+        .iter()
+        .flat_map(|k| ["vec", "scalar"].map(|v| format!("softmax_v5_cluster_{v}_k{k}_{dt}")))
+        .collect()
+}
+
 /// Which numbered version `auto` runs for a row width (and whether 16-byte packs apply).
 pub fn dispatch(dt: DType, cols: usize, vec: bool) -> &'static str {
     if cols <= v2_max_cols(dt, vec) {
@@ -330,15 +413,21 @@ pub fn dispatch(dt: DType, cols: usize, vec: bool) -> &'static str {
     }
 }
 
-/// auto: the width dispatch over v2/v3/v4.
+/// auto: the width dispatch over v2/v3/v4, and v5 (clusters) on sm_90+ for rows too wide
+/// for one block's registers but not for a cluster's.
 pub fn run_auto(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let (_, cols, ldx) = x.rows_cols();
     let pack = 16 / x.dtype().size();
     // Alignment of cuMemAlloc'd bases is 256 bytes, so the pack test is cols and strides.
     let vec = cols % pack == 0 && ldx % pack == 0;
+    let hopper = x
+        .device()
+        .cuda()
+        .is_some_and(|d| d.props.compute_capability.0 >= 9);
     match dispatch(x.dtype(), cols, vec) {
         "v2_warp_row" => run_v2_warp_row(p, x, y),
         "v3_block_regs" => run_v3_block_regs(p, x, y),
+        _ if hopper && cols <= v5_max_cols(x.dtype(), vec) => run_v5_cluster(p, x, y),
         _ => run_v4_online(p, x, y),
     }
 }
@@ -366,6 +455,7 @@ pub fn symbols_auto(dt: DType) -> Vec<String> {
     let mut v = symbols_v2(dt);
     v.extend(symbols_v3(dt));
     v.extend(symbols_v4(dt));
+    v.extend(symbols_v5(dt));
     v
 }
 
@@ -427,5 +517,15 @@ mod tests {
         assert_eq!(dispatch(DType::F32, 32768, true), "v3_block_regs");
         assert_eq!(dispatch(DType::BF16, 65536, true), "v3_block_regs");
         assert_eq!(dispatch(DType::F32, 32769, false), "v4_online");
+    }
+
+    #[test]
+    fn v5_picks_small_ctas_and_the_smallest_cluster() {
+        assert_eq!(v5_config(1024), Some((1, 256, 4))); // 4096 f32: one CTA of 256 × 4
+        assert_eq!(v5_config(8192), Some((4, 256, 8))); // 32768 f32: 4 CTAs of 256 × 8
+        assert_eq!(v5_config(32768), Some((16, 256, 8))); // 131072 f32
+        assert_eq!(v5_config(131072), Some((16, 1024, 8))); // 1 M bf16
+        assert_eq!(v5_config(131073), None);
+        assert_eq!(v5_config(100), Some((1, 64, 2)));
     }
 }
