@@ -1033,10 +1033,11 @@ fn check_arch(arch: &str) -> Result<()> {
     }
 }
 
-/// Open the GPU the request asks for: `Ok(None)` with the reason when there is none to use.
+/// Open the GPU the request asks for: `Ok(Err(why))` when there is none to use, an error when
+/// `cuda:N` was asked for and cannot be opened.
 fn open_gpu(spec: DeviceSpec) -> Result<std::result::Result<Arc<CudaDevice>, String>> {
     match spec {
-        DeviceSpec::Cpu => Ok(Err("the CPU was asked for".into())),
+        DeviceSpec::Cpu => Ok(Err("no GPU asked for (device cpu)".into())),
         DeviceSpec::Cuda(n) => Ok(Ok(CudaDevice::open(n)?)),
         DeviceSpec::Auto => match device::cuda_probe() {
             Ok(_) => Ok(CudaDevice::open(0).map_err(|e| e.to_string())),

@@ -312,9 +312,15 @@ fn every_cuda_variant_of_an_op_when_none_is_named() {
     if !nvrtc_or_skip() {
         return;
     }
-    let mut req = request(Op::Gelu, "v1_naive", DType::F32);
+    // The defaults: device auto, the GPU's architecture if there is one, else sm_90a.
+    let mut req = InspectRequest::new(Op::Gelu, "v1_naive");
     req.variants.clear();
     let r = inspect(&req).unwrap();
+    if r.device.is_none() {
+        assert_eq!(r.arch, "sm_90a");
+        let note = r.occupancy_note.as_deref().unwrap();
+        assert!(note.starts_with("no GPU") && note.ends_with("occupancy not computed"));
+    }
     let variants: Vec<&str> = r.kernels.iter().map(|k| k.variant.as_str()).collect();
     for v in [
         "gelu/manual",
