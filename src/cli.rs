@@ -44,10 +44,13 @@ enum Cmd {
         #[arg(long)]
         op: Option<String>,
     },
-    /// Show the device, the CUDA libraries that load, and the kernel cache
+    /// Show the device, the CUDA libraries that load, the kernel cache and the ceilings
     Doctor {
         #[arg(long, default_value = "auto")]
         device: String,
+        /// Measure the ceilings again instead of reading them from the cache
+        #[arg(long)]
+        fresh_ceilings: bool,
     },
 }
 
@@ -99,6 +102,9 @@ struct RunArgs {
     /// $KERNLAB_PYTHON): PyTorch manual and native, torch.compile and Triton, as extra columns
     #[arg(long)]
     torch: bool,
+    /// Measure the matmul ceiling again instead of reading it from the cache
+    #[arg(long)]
+    fresh_ceilings: bool,
 }
 
 #[derive(Args)]
@@ -213,6 +219,8 @@ fn config(
         },
         row_stride: None,
         torch: a.torch.then(bench::torch::TorchConfig::locate),
+        ceiling_cache: bench::ceiling::cache_path(),
+        fresh_ceilings: a.fresh_ceilings,
     };
     Ok((cfg, dev, line))
 }
@@ -407,16 +415,29 @@ fn cmd_list(json: bool, op: Option<String>, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-fn cmd_doctor(device: &str, out: &mut dyn Write) -> Result<()> {
+/// The kernel module's version line (`NVRM version: ... 580.95.05 ...`), where Linux shows it.
+fn nvidia_kernel_driver() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/driver/nvidia/version").ok()?;
+    let line = text.lines().next()?;
+    // "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build ..."
+    line.split_whitespace()
+        .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.'))
+        .map(str::to_string)
+}
+
+fn cmd_doctor(device: &str, fresh_ceilings: bool, out: &mut dyn Write) -> Result<()> {
     let spec: DeviceSpec = device.parse().map_err(anyhow::Error::msg)?;
     writeln!(out, "kernlab {}", env!("CARGO_PKG_VERSION"))?;
     let driver = match device::cuda_probe() {
         Ok(n) => format!("loaded, {n} device(s)"),
         Err(why) => why,
     };
-    writeln!(out, "CUDA driver: {driver}")?;
+    writeln!(out, "CUDA driver library: {driver}")?;
+    if let Some(v) = nvidia_kernel_driver() {
+        writeln!(out, "NVIDIA kernel driver: {v}")?;
+    }
     let nv = match nvrtc::nvrtc_version() {
-        Ok((a, b)) => format!("{a}.{b}"),
+        Ok((a, b)) => format!("loads, version {a}.{b}"),
         Err(e) => e.to_string(),
     };
     writeln!(out, "NVRTC: {nv}")?;
@@ -456,26 +477,72 @@ fn cmd_doctor(device: &str, out: &mut dyn Write) -> Result<()> {
         let p = &d.props;
         writeln!(
             out,
-            "  {} · compute capability {}.{} ({}) · {} SMs · L2 {} MiB · {:.1} GiB · SM clock {} MHz · memory clock {} MHz, {}-bit · driver {}",
+            "  {} · compute capability {}.{} ({}) · {} SMs · {} threads/SM\n  \
+             memory {:.1} GiB, {}-bit bus, clock {} MHz · L2 {} MiB · SM clock {} MHz (max) · \
+             CUDA {} (driver API)",
             p.name,
             p.compute_capability.0,
             p.compute_capability.1,
             d.arch,
             p.sm_count,
-            p.l2_bytes >> 20,
+            p.max_threads_per_sm,
             p.total_mem as f64 / (1u64 << 30) as f64,
-            p.sm_clock_khz / 1000,
-            p.mem_clock_khz / 1000,
             p.mem_bus_bits,
+            p.mem_clock_khz / 1000,
+            p.l2_bytes >> 20,
+            p.sm_clock_khz / 1000,
             p.driver_version
         )?;
     } else {
         writeln!(
             out,
-            "  {} threads · last-level cache {} MiB",
+            "  no CUDA GPU here: the CPU's figures follow\n  {} · {} threads · last-level cache {} MiB",
+            device::cpu_model_name(),
             rayon::current_num_threads(),
             bench::harness::cpu_llc_bytes() >> 20
         )?;
+    }
+    let cache = bench::ceiling::cache_path();
+    let cached = !fresh_ceilings
+        && cache
+            .as_deref()
+            .and_then(|p| bench::ceiling::load(p, &bench::ceiling::device_key(&dev)))
+            .is_some();
+    if !cached {
+        eprintln!("measuring the ceilings (copy, matmul)…");
+    }
+    let (c, prov) = bench::device_ceilings(&dev, cache.as_deref(), fresh_ceilings)?;
+    writeln!(
+        out,
+        "ceilings ({} {}; {}):",
+        match prov {
+            bench::ceiling::Provenance::Cached => "cached, measured",
+            bench::ceiling::Provenance::Measured => "measured now,",
+        },
+        c.measured_at,
+        match &cache {
+            Some(p) => format!("kept in {}; --fresh-ceilings measures again", p.display()),
+            None => "not kept: the cache is off".into(),
+        }
+    )?;
+    writeln!(
+        out,
+        "  copy {:.0} GB/s (read + written; {}, median of {} calls)",
+        c.copy.gbps, c.copy.how, c.copy.stats.calls
+    )?;
+    for m in &c.matmul {
+        writeln!(
+            out,
+            "  matmul {} ({}, {}³, median {:.3} ms of {} calls)",
+            bench::ceiling::fmt_flops(m.tflops),
+            m.name,
+            m.n,
+            m.stats.median_ms,
+            m.stats.calls
+        )?;
+    }
+    for n in &c.notes {
+        writeln!(out, "  {n}")?;
     }
     Ok(())
 }
@@ -492,6 +559,9 @@ where
         Cmd::Bench(a) => cmd_bench(a, out),
         Cmd::Sweep(a) => cmd_sweep(a, out),
         Cmd::List { json, op } => cmd_list(json, op, out),
-        Cmd::Doctor { device } => cmd_doctor(&device, out),
+        Cmd::Doctor {
+            device,
+            fresh_ceilings,
+        } => cmd_doctor(&device, fresh_ceilings, out),
     }
 }

@@ -137,6 +137,14 @@ fn a_run_measures_every_point_and_reports_its_steps() {
     assert_eq!(report.records[0].seed, 7 + DType::F32 as u64);
     assert_ne!(report.records[0].seed, report.records[4].seed);
     assert!(report.timing_note.contains("rotated among 3 buffers"));
+    // The matmul ceiling was measured in the run (no cache given), and judges every record.
+    assert_eq!(report.matmul.len(), 1);
+    assert!(report.header().contains("matmul ceiling measured"));
+    let m = report.matmul[0].tflops;
+    for r in &report.records {
+        let pct = r.pct_of_matmul.unwrap();
+        assert!((pct - 100.0 * r.tflops.unwrap() / m).abs() <= 1e-9 * pct.max(1.0));
+    }
     assert!(report.timing_note.contains("repeated 2×"));
 }
 

@@ -142,3 +142,24 @@ fn an_end_to_end_cpu_bench_validates_times_and_writes_json() {
         .filter(|r| r["tier"] == "manual")
         .all(|r| r["speedup_vs_manual"] == 1.0));
 }
+
+#[test]
+fn doctor_shows_the_device_libraries_cache_and_ceilings() {
+    let out = run(&["doctor", "--device", "cpu"]).unwrap();
+    for want in [
+        "CUDA driver library:",
+        "NVRTC:",
+        "cuBLAS:",
+        "cuBLASLt:",
+        "CUPTI:",
+        "kernel cache:",
+        "device: cpu",
+        "no CUDA GPU here",
+        "ceilings (",
+        "copy ",
+        "matmul ",
+        "faer f32",
+    ] {
+        assert!(out.contains(want), "{want} missing in\n{out}");
+    }
+}

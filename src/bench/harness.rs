@@ -15,7 +15,7 @@
 use crate::device::CudaDevice;
 use crate::error::{Error, Result};
 use cudarc::driver::{sys, CudaSlice};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -55,7 +55,7 @@ impl Default for TimingOpts {
 }
 
 /// Summary statistics of one measurement, in milliseconds.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct Stats {
     pub median_ms: f64,
     pub p20_ms: f64,

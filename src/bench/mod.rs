@@ -18,6 +18,7 @@ use crate::validate::{self, Check};
 use ceiling::CopyCeiling;
 use harness::{CpuTimer, CudaTimer, Stats, TimingOpts};
 pub use report::{BenchReport, Record, RecordTier, Status};
+use std::path::{Path, PathBuf};
 
 /// What to benchmark.
 #[derive(Debug, Clone)]
@@ -36,6 +37,10 @@ pub struct BenchConfig {
     pub row_stride: Option<usize>,
     /// Also run the PyTorch baselines (CUDA only) and merge them into the report.
     pub torch: Option<torch::TorchConfig>,
+    /// Where measured matmul ceilings are kept per device and driver (None: measure each run).
+    pub ceiling_cache: Option<PathBuf>,
+    /// Measure the matmul ceilings again even when the cache has them.
+    pub fresh_ceilings: bool,
 }
 
 impl BenchConfig {
@@ -51,6 +56,8 @@ impl BenchConfig {
             timing: TimingOpts::default(),
             row_stride: None,
             torch: None,
+            ceiling_cache: None,
+            fresh_ceilings: false,
         }
     }
 
@@ -167,6 +174,15 @@ impl Timer<'_> {
         }
     }
 
+    /// The vendor matmul rates on this timer's device.
+    fn matmul(&mut self, device: &Device) -> Result<Vec<ceiling::MatmulCeiling>> {
+        match (self, device) {
+            (Timer::Cpu(t), _) => ceiling::cpu_matmul(t),
+            (Timer::Cuda(t), Device::Cuda(d)) => ceiling::cuda_matmul(d, t),
+            _ => unreachable!("the timer matches the device"),
+        }
+    }
+
     /// One line saying how times were taken, for the table's header.
     fn describe(&self, o: &TimingOpts) -> String {
         let mut s = format!(
@@ -274,14 +290,32 @@ pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<Ben
         Device::Cuda(d) => Timer::Cuda(CudaTimer::new(d)?),
     };
     progress(Event::Note("measuring the copy ceiling"));
+    // Ceilings are timed call by call, whatever --graph, --rotate or --repeat say.
+    let copy_opts = TimingOpts {
+        graph: None,
+        rotate: 1,
+        repeat: 1,
+        ..cfg.timing
+    };
     let copy: CopyCeiling = match (&mut timer, device) {
-        (Timer::Cpu(t), _) => ceiling::cpu_copy(t, &cfg.timing)?,
-        (Timer::Cuda(t), Device::Cuda(d)) => ceiling::cuda_copy(d, t, &cfg.timing)?,
+        (Timer::Cpu(t), _) => ceiling::cpu_copy(t, &copy_opts)?,
+        (Timer::Cuda(t), Device::Cuda(d)) => ceiling::cuda_copy(d, t, &copy_opts)?,
         _ => unreachable!("the timer matches the device"),
     };
+    progress(Event::Note(
+        "the matmul ceiling (measured once per device and driver)",
+    ));
+    let (ceilings, provenance) = ceiling::cached_or_measured(
+        device,
+        &mut || Ok(copy.clone()),
+        &mut || timer.matmul(device),
+        cfg.ceiling_cache.as_deref(),
+        cfg.fresh_ceilings,
+    )?;
     let seed = cfg.seed.unwrap_or_else(fresh_seed);
     let mut report = BenchReport::new(device, copy, seed, &cfg.timing);
     report.timing_note = timer.describe(&cfg.timing);
+    report.set_matmul(&ceilings, provenance);
     let points = cfg.points(kind);
     let total = points.len();
     progress(Event::Step { done: 0, total });
@@ -303,6 +337,37 @@ pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<Ben
     }
     report.fill_speedups();
     Ok(report)
+}
+
+/// A device's ceilings for `kernlab doctor`: from the cache at `cache` unless `fresh`, else
+/// measured now (copy and matmul, with do_bench's default timing) and kept there.
+pub fn device_ceilings(
+    device: &Device,
+    cache: Option<&Path>,
+    fresh: bool,
+) -> Result<(ceiling::Ceilings, ceiling::Provenance)> {
+    if let (false, Some(p)) = (fresh, cache) {
+        if let Some(c) = ceiling::load(p, &ceiling::device_key(device)) {
+            return Ok((c, ceiling::Provenance::Cached));
+        }
+    }
+    let mut timer = match device {
+        Device::Cpu => Timer::Cpu(CpuTimer::new()),
+        Device::Cuda(d) => Timer::Cuda(CudaTimer::new(d)?),
+    };
+    let opts = ceiling::ceiling_timing(true);
+    let copy = match (&mut timer, device) {
+        (Timer::Cpu(t), _) => ceiling::cpu_copy(t, &opts)?,
+        (Timer::Cuda(t), Device::Cuda(d)) => ceiling::cuda_copy(d, t, &opts)?,
+        _ => unreachable!("the timer matches the device"),
+    };
+    ceiling::cached_or_measured(
+        device,
+        &mut || Ok(copy.clone()),
+        &mut || timer.matmul(device),
+        cache,
+        true,
+    )
 }
 
 /// Run the PyTorch baselines for every (op, dtype) of the run, over the run's shapes, and

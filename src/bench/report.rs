@@ -2,7 +2,7 @@
 //! Every derived figure (GB/s, % of copy, TFLOP/s, speedup) is computed from the measured
 //! time and the counted bytes/FLOPs, never typed in.
 
-use super::ceiling::CopyCeiling;
+use super::ceiling::{fmt_flops, matmul_for, Ceilings, CopyCeiling, MatmulCeiling, Provenance};
 use super::harness::{within_noise, Measurement, TimingOpts};
 use crate::device::{Device, DeviceKind};
 use crate::dtype::DType;
@@ -103,6 +103,8 @@ pub struct Record {
     pub gbps: Option<f64>,
     pub pct_of_copy: Option<f64>,
     pub tflops: Option<f64>,
+    /// TFLOP/s against the vendor matmul rate for the dtype (exact f32 for f32, bf16 else).
+    pub pct_of_matmul: Option<f64>,
     /// manual's median time / this one's (same op, dtype and device).
     pub speedup_vs_manual: Option<f64>,
     /// The speedup is within the run-to-run spread (only known with `--repeat`).
@@ -169,6 +171,7 @@ impl Record {
             gbps: None,
             pct_of_copy: None,
             tflops: None,
+            pct_of_matmul: None,
             speedup_vs_manual: None,
             speedup_is_noise: false,
             note: None,
@@ -225,6 +228,13 @@ pub struct BenchReport {
     pub date: String,
     pub device: DeviceInfo,
     pub copy: CopyCeiling,
+    /// The vendor matmul rates (cuBLAS bf16 and exact f32; faer on the CPU).
+    pub matmul: Vec<MatmulCeiling>,
+    /// Where the matmul rates came from, and when they were measured.
+    pub matmul_provenance: Option<Provenance>,
+    pub matmul_measured_at: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub matmul_notes: Vec<String>,
     pub seed: u64,
     pub timing: TimingOpts,
     /// How the times were taken, in words (the table header's timing line).
@@ -246,12 +256,24 @@ impl BenchReport {
                 props: device.cuda().map(|d| d.props.clone()),
             },
             copy,
+            matmul: Vec::new(),
+            matmul_provenance: None,
+            matmul_measured_at: None,
+            matmul_notes: Vec::new(),
             seed,
             timing: *timing,
             timing_note: String::new(),
             torch_notes: Vec::new(),
             records: Vec::new(),
         }
+    }
+
+    /// Take the matmul ceilings (measured or cached) into the report.
+    pub fn set_matmul(&mut self, c: &Ceilings, p: Provenance) {
+        self.matmul = c.matmul.clone();
+        self.matmul_provenance = Some(p);
+        self.matmul_measured_at = Some(c.measured_at.clone());
+        self.matmul_notes = c.notes.clone();
     }
 
     /// Each record's speedup over kernlab's `manual` variant at the same op, dtype and shape,
@@ -267,12 +289,17 @@ impl BenchReport {
             })
             .collect();
         for r in &mut self.records {
+            if let (Some(t), Some(m)) = (r.tflops, matmul_for(&self.matmul, r.dtype)) {
+                r.pct_of_matmul = Some(100.0 * t / m.tflops);
+            }
             let base = manual
                 .iter()
                 .find(|(o, d, s, _, _)| *o == r.op && *d == r.dtype && *s == r.shape);
             if let (Some(t), Some((_, _, _, m, ms))) = (r.median_ms, base) {
                 r.speedup_vs_manual = Some(m / t);
-                r.speedup_is_noise = within_noise(*m, *ms, t, r.spread.unwrap_or(0.0));
+                // manual against itself is 1× exactly, not a measurement.
+                r.speedup_is_noise = r.tier != RecordTier::Kernlab(Tier::Manual)
+                    && within_noise(*m, *ms, t, r.spread.unwrap_or(0.0));
             }
         }
     }
@@ -296,6 +323,30 @@ impl BenchReport {
             "\ncopy ceiling {:.0} GB/s ({}, median of {} calls) · seed {}",
             self.copy.gbps, self.copy.how, self.copy.stats.calls, self.seed
         );
+        if !self.matmul.is_empty() {
+            h += &format!(
+                "\nmatmul ceiling {} ({}{}): {}",
+                if self.matmul_provenance == Some(Provenance::Cached) {
+                    "cached"
+                } else {
+                    "measured"
+                },
+                self.matmul_measured_at.as_deref().unwrap_or("?"),
+                if self.matmul_provenance == Some(Provenance::Cached) {
+                    "; --fresh-ceilings measures again"
+                } else {
+                    ""
+                },
+                self.matmul
+                    .iter()
+                    .map(|m| format!("{} {}³ {}", m.name, m.n, fmt_flops(m.tflops)))
+                    .collect::<Vec<_>>()
+                    .join(" · ")
+            );
+        }
+        for n in &self.matmul_notes {
+            h += &format!("\n{n}");
+        }
         if !self.timing_note.is_empty() {
             h += &format!("\n{}", self.timing_note);
         }
@@ -456,6 +507,7 @@ impl BenchReport {
                 o(r.gbps),
                 o(r.pct_of_copy),
                 o(r.tflops),
+                o(r.pct_of_matmul),
                 o(r.speedup_vs_manual),
                 r.note.clone().unwrap_or_default(),
             ];
@@ -501,6 +553,7 @@ pub const CSV_COLUMNS: &[&str] = &[
     "gbps",
     "pct_of_copy",
     "tflops",
+    "pct_of_matmul",
     "speedup_vs_manual",
     "note",
 ];
