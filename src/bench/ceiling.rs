@@ -365,8 +365,7 @@ pub fn store(path: &Path, key: &str, c: &Ceilings) -> Result<()> {
 }
 
 /// The ceilings of a device: from the cache unless `fresh` (or absent there), else `copy` with
-/// the matmul rates that `measure` measures now, kept in the cache when there is one. A
-/// missing vendor library is a note, not an error.
+/// the matmul rates that `measure` measures now, kept in the cache when there is one.
 pub fn cached_or_measured(
     device: &Device,
     copy: &mut dyn FnMut() -> Result<CopyCeiling>,
@@ -380,13 +379,15 @@ pub fn cached_or_measured(
     }
     let copy = copy()?;
     let mut notes = Vec::new();
+    // A matmul ceiling that cannot be measured (no cuBLAS, a cuBLAS error, too little
+    // memory) is a note, never the end of a bench run; and it is not kept, so the next run
+    // tries again.
     let matmul = match measure() {
         Ok(m) => m,
-        Err(e @ Error::MissingLibrary { .. }) => {
+        Err(e) => {
             notes.push(format!("no matmul ceiling: {e}"));
             Vec::new()
         }
-        Err(e) => return Err(e),
     };
     let c = Ceilings {
         device: key.clone(),
@@ -396,7 +397,7 @@ pub fn cached_or_measured(
         matmul,
         notes,
     };
-    if let Some(p) = cache {
+    if let (Some(p), false) = (cache, c.matmul.is_empty()) {
         if let Err(e) = store(p, &key, &c) {
             eprintln!(
                 "kernlab: could not keep the ceilings in {} ({e})",
@@ -467,7 +468,7 @@ mod tests {
         let (_, p) =
             cached_or_measured(&dev, &mut || Ok(copy()), &mut measure, Some(&path), false).unwrap();
         assert_eq!(p, Provenance::Measured);
-        // No cache: always measured; a missing library is a note.
+        // No cache: always measured; a missing library is a note, and nothing is kept.
         let (d, _) = cached_or_measured(
             &dev,
             &mut || Ok(copy()),
@@ -482,5 +483,15 @@ mod tests {
         )
         .unwrap();
         assert!(d.matmul.is_empty() && d.notes[0].contains("cuBLAS"));
+        let fresh_path = dir.path().join("none.json");
+        cached_or_measured(
+            &dev,
+            &mut || Ok(copy()),
+            &mut || Err(Error::Invalid("cublasCreate failed".into())),
+            Some(&fresh_path),
+            false,
+        )
+        .unwrap();
+        assert!(!fresh_path.exists());
     }
 }
