@@ -1,5 +1,5 @@
 //! Plots of a sweep: GB/s against the swept size, one line per variant, the copy ceiling
-//! dashed; PyTorch baselines dashed in their own colours. SVG or PNG by the file's extension.
+//! dashed; PyTorch baselines dashed too. SVG or PNG by the file's extension.
 //!
 //! Text is laid out (and drawn, in PNGs) with a font embedded in the binary — DejaVu Sans cut
 //! down to Latin-1 and a few symbols (`fonts/`, with its licence) — so no system font is needed.
@@ -15,6 +15,20 @@ static FONT: &[u8] = include_bytes!("fonts/DejaVuSans-subset.ttf");
 
 /// Plot size in pixels.
 pub const SIZE: (u32, u32) = (1100, 650);
+
+/// Tableau's ten categorical colours: distinct from one another, in print and on screen.
+const TABLEAU10: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
 
 /// One line of a plot.
 #[derive(Debug, Clone, PartialEq)]
@@ -167,16 +181,9 @@ where
             .label(label.as_str())
             .legend(move |(px, py)| PathElement::new(vec![(px, py), (px + 22, py)], style));
     }
-    let mut torch_i = 0;
     for (i, s) in spec.series.iter().enumerate() {
         let torch = s.tier == "torch";
-        let color = if torch {
-            torch_i += 1;
-            // Warm colours for PyTorch, far from the palette's first picks.
-            Palette99::pick(40 + 7 * torch_i).to_rgba()
-        } else {
-            Palette99::pick(i).to_rgba()
-        };
+        let color = TABLEAU10[i % TABLEAU10.len()];
         let style = color.stroke_width(2);
         let pts = s.points.clone();
         let drawn = if torch {
