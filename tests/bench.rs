@@ -500,3 +500,58 @@ fn the_real_baselines_script_runs_or_says_why_not() {
         bench::torch::Outcome::Failed(why) => panic!("the baselines script failed: {why}"),
     }
 }
+
+#[test]
+fn cuda_graph_replays_rotation_and_repeats_time_every_variant() {
+    let Some(dev) = crate::common::cuda() else {
+        return;
+    };
+    let mut cfg = BenchConfig::new(
+        vec![Op::Gelu, Op::Softmax],
+        vec![vec![512, 1000]],
+        vec![DType::F32, DType::BF16],
+    );
+    cfg.timing = bench::harness::TimingOpts {
+        warmup_ms: 2.0,
+        rep_ms: 10.0,
+        graph: Some(8),
+        rotate: 3,
+        repeat: 2,
+        ..Default::default()
+    };
+    let report = bench::run(&cfg, &dev, &mut |_| {}).unwrap();
+    assert!(
+        report.timing_note.contains("NOT flushed"),
+        "{}",
+        report.timing_note
+    );
+    assert!(!report.records.is_empty());
+    for r in &report.records {
+        if r.status == bench::Status::Unsupported {
+            continue;
+        }
+        assert_eq!(r.status, bench::Status::Ok, "{r:?}");
+        // Each timed replay is 8 calls.
+        assert_eq!(r.calls.unwrap() % 8, 0, "{r:?}");
+        assert!(r.median_ms.unwrap() > 0.0 && r.repeat_medians_ms.len() == 2);
+    }
+}
+
+#[test]
+fn cuda_ceilings_measure_cublas_bf16_and_exact_f32() {
+    let Some(dev) = crate::common::cuda() else {
+        return;
+    };
+    let (c, p) = bench::device_ceilings(&dev, None, true).unwrap();
+    assert_eq!(p, bench::ceiling::Provenance::Measured);
+    assert!(c.copy.gbps > 50.0, "{:?}", c.copy);
+    if !unsafe { cudarc::cublas::sys::is_culib_present() } {
+        assert!(c.notes[0].contains("cuBLAS"), "{:?}", c.notes);
+        return;
+    }
+    assert_eq!(c.matmul.len(), 2, "{c:?}");
+    let (bf16, f32) = (&c.matmul[0], &c.matmul[1]);
+    assert_eq!((bf16.dtype.as_str(), f32.dtype.as_str()), ("bf16", "f32"));
+    // Tensor cores: bf16 runs several times faster than exact f32 on any GPU with them.
+    assert!(bf16.tflops > 2.0 * f32.tflops && f32.tflops > 1.0, "{c:?}");
+}
