@@ -40,9 +40,9 @@ __device__ void gelu_v2_vec16(const T* __restrict__ x, T* __restrict__ y, i64 n)
 // v3_vec16_ilp — what changed: each block owns a contiguous tile of UNROLL·blockDim packs and
 // every thread issues its UNROLL 16-byte loads (blockDim packs apart, so each one is still
 // coalesced across the warp) before it computes or stores anything: UNROLL× the bytes in
-// flight per thread (Little's law: ~30 KB per SM must be in flight to cover HBM latency),
-// with streaming cache hints (no L1 allocation on load, evict-first on store). The grid is
-// n / (UNROLL·blockDim·pack) blocks.
+// flight per thread (Little's law: ~30 KB per SM must be in flight to cover HBM latency).
+// The grid is n / (UNROLL·blockDim·pack) blocks. (Streaming cache hints — no L1 allocation on
+// load, evict-first on store — measured slower on the H200: docs/perf-notes.md.)
 template <class T, int APPROX, int UNROLL>
 __device__ void gelu_v3_vec16_ilp(const T* __restrict__ x, T* __restrict__ y, i64 n) {
     constexpr int N = Pack<T>::N;
@@ -51,14 +51,14 @@ __device__ void gelu_v3_vec16_ilp(const T* __restrict__ x, T* __restrict__ y, i6
     if (base + (i64)(UNROLL - 1) * blockDim.x < packs) {
         uint4 raw[UNROLL];
         #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) raw[u] = ld_stream16(x + (base + u * blockDim.x) * N);
+        for (int u = 0; u < UNROLL; ++u) raw[u] = ld16(x + (base + u * blockDim.x) * N);
         #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             float v[N];
             unpack(raw[u], v, x);
             #pragma unroll
             for (int j = 0; j < N; ++j) v[j] = gelu<APPROX>(v[j]);
-            st_stream16(y + (base + u * blockDim.x) * N, pack(v, y));
+            st16(y + (base + u * blockDim.x) * N, pack(v, y));
         }
     } else {
         // The last, partial tile.
@@ -66,10 +66,10 @@ __device__ void gelu_v3_vec16_ilp(const T* __restrict__ x, T* __restrict__ y, i6
             const i64 p = base + (i64)u * blockDim.x;
             if (p >= packs) break;
             float v[N];
-            unpack(ld_stream16(x + p * N), v, x);
+            unpack(ld16(x + p * N), v, x);
             #pragma unroll
             for (int j = 0; j < N; ++j) v[j] = gelu<APPROX>(v[j]);
-            st_stream16(y + p * N, pack(v, y));
+            st16(y + p * N, pack(v, y));
         }
     }
     // The tail (n mod pack elements): the first threads of block 0.

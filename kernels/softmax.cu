@@ -54,7 +54,7 @@ template <class T, int VEC, int K> struct RowRegs {
         #pragma unroll
         for (int k = 0; k < K; ++k) {
             const int c0 = (k * stride + tid) * VEC;
-            if constexpr (PACKED) raw[k] = c0 < cols ? ld_stream16(row + c0) : neg_inf_pack<T>();
+            if constexpr (PACKED) raw[k] = c0 < cols ? ld16(row + c0) : neg_inf_pack<T>();
             else val[k] = c0 < cols ? to_f32(row[c0]) : KL_NEG_INF;
         }
     }
@@ -68,6 +68,31 @@ template <class T, int VEC, int K> struct RowRegs {
         } else {
             v[0] = val[k];
         }
+    }
+    // The max over this thread's slots (NaN-propagating; a NaN also reaches the sum).
+    __device__ __forceinline__ float max() const {
+        float m = KL_NEG_INF;
+        #pragma unroll
+        for (int k = 0; k < K; ++k) {
+            float v[VEC];
+            get(k, v, (const T*)nullptr);
+            #pragma unroll
+            for (int j = 0; j < VEC; ++j) m = fmax_nan(m, v[j]);
+        }
+        return m;
+    }
+    // Σ e^(x − m). With a finite m the −inf padding adds exactly 0; with m = −inf (a row of
+    // all −inf) every term is NaN, and so is every output, as PyTorch gives.
+    __device__ __forceinline__ float sum_exp(float m) const {
+        float s = 0.0f;
+        #pragma unroll
+        for (int k = 0; k < K; ++k) {
+            float v[VEC];
+            get(k, v, (const T*)nullptr);
+            #pragma unroll
+            for (int j = 0; j < VEC; ++j) s += fast_exp(v[j] - m);
+        }
+        return s;
     }
     // This thread's online-softmax state over its slots (a thread holding only padding has
     // max −inf and counts for nothing in the merge).
@@ -99,7 +124,7 @@ template <class T, int VEC, int K> struct RowRegs {
             get(k, v, (const T*)nullptr);
             #pragma unroll
             for (int j = 0; j < VEC; ++j) v[j] = fast_exp(v[j] - m) * inv;
-            if constexpr (PACKED) st_stream16(row + c0, pack(v, row));
+            if constexpr (PACKED) st16(row + c0, pack(v, row));
             else row[c0] = from_f32<T>(v[0]);
         }
     }
@@ -107,8 +132,7 @@ template <class T, int VEC, int K> struct RowRegs {
 
 // v2_warp_row — what changed: one warp per row (4 rows per 128-thread block), the whole row
 // held in registers (K slots of VEC elements per lane: cols ≤ 32·VEC·K), 16-byte loads, and
-// warp shuffles instead of shared memory: one read and one write of each element. Each lane
-// reduces its slots to an online (max, sum) state and the warp merges the states. For narrow
+// warp shuffles instead of shared memory: one read and one write of each element. For narrow
 // rows, where a block per row would leave most threads idle.
 template <class T, int VEC, int K>
 __device__ void softmax_v2_warp_row(const T* __restrict__ x, T* __restrict__ y, int rows,
@@ -118,22 +142,25 @@ __device__ void softmax_v2_warp_row(const T* __restrict__ x, T* __restrict__ y, 
     if (row >= rows) return;
     RowRegs<T, VEC, K> r;
     r.load(x + row * ldx, cols, lane, 32);
-    const MaxSum st = warp_maxsum(r.maxsum());
-    r.store(y + row * ldy, cols, lane, 32, st.m, 1.0f / st.s);
+    const float m = warp_max(r.max());
+    const float s = warp_sum(r.sum_exp(m));
+    r.store(y + row * ldy, cols, lane, 32, m, 1.0f / s);
 }
 
 // v3_block_regs — what changed: one block (up to 1024 threads) per row, the row in
 // registers across the block (cols ≤ blockDim·VEC·K: 32 768 f32 / 65 536 bf16 at K = 8),
-// 16-byte loads, and one merged (max, sum) block reduction with a single barrier (not a max
-// then a sum, four barriers): one read, one write, for rows too wide for a warp.
+// 16-byte loads, block reductions through shared memory: one read, one write, for rows too
+// wide for a warp. (A single merged (max, sum) reduction, one barrier instead of four, measured
+// no faster and cost registers: docs/perf-notes.md.)
 template <class T, int VEC, int K>
 __device__ void softmax_v3_block_regs(const T* __restrict__ x, T* __restrict__ y, int rows,
                                       int cols, i64 ldx, i64 ldy) {
-    __shared__ float scratch[64];
+    __shared__ float scratch[32];
     RowRegs<T, VEC, K> r;
     r.load(x + (i64)blockIdx.x * ldx, cols, threadIdx.x, blockDim.x);
-    const MaxSum st = block_maxsum(r.maxsum(), scratch);
-    r.store(y + (i64)blockIdx.x * ldy, cols, threadIdx.x, blockDim.x, st.m, 1.0f / st.s);
+    const float m = block_max(r.max(), scratch);
+    const float s = block_sum(r.sum_exp(m), scratch);
+    r.store(y + (i64)blockIdx.x * ldy, cols, threadIdx.x, blockDim.x, m, 1.0f / s);
 }
 
 // v4_online — what changed: any width. One block per row streams the row twice: pass 1

@@ -63,3 +63,8 @@ macro_rules! test_device {
         }
     };
 }
+
+/// Whether a CUDA GPU is present (no skip line, no failure).
+pub fn gpu_present() -> bool {
+    device::cuda_probe().is_ok()
+}
