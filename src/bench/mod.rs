@@ -1,5 +1,9 @@
-//! `kernlab bench`: validate every selected variant against the f64 reference on fresh random
-//! inputs, then time it, and put the figures against ceilings measured in the same run.
+//! `kernlab bench` and `kernlab sweep`: at every (op, shape, dtype) point, validate each selected
+//! variant against the f64 reference on fresh random inputs, then time it, and put the figures
+//! against ceilings: the copy bandwidth measured in the same run, the vendor matmul rate
+//! measured once per device and driver (`ceiling`). Optionally the PyTorch baselines join the
+//! same report (`torch`). Tables, JSON and CSV are in `report`, sweeps and plots in `sweep` and
+//! `plot`, the timers in `harness`.
 
 pub mod ceiling;
 pub mod harness;
@@ -481,7 +485,8 @@ fn measure_point(
             records.push(rec);
             continue;
         }
-        progress(Event::Note(&format!("{} {dtype}: validating", v.id())));
+        let what = format!("{} {dtype} {}", v.id(), report::shape_str(shape));
+        progress(Event::Note(&format!("{what}: validating")));
         let (check, y) = match validate_variant(v, &cfg.params, &inputs[0], &reference) {
             Ok(r) => r,
             Err(e @ (Error::UnsupportedShape { .. } | Error::NotContiguous { .. })) => {
@@ -506,7 +511,7 @@ fn measure_point(
             records.push(rec);
             continue;
         }
-        progress(Event::Note(&format!("{} {dtype}: timing", v.id())));
+        progress(Event::Note(&format!("{what}: timing")));
         let mut outputs = vec![y];
         for _ in 1..n_buf {
             outputs.push(Tensor::empty(shape, dtype, device)?);
