@@ -496,7 +496,12 @@ fn cmd_doctor(device: &str, fresh_ceilings: bool, out: &mut dyn Write) -> Result
     } else {
         writeln!(
             out,
-            "  no CUDA GPU here: the CPU's figures follow\n  {} · {} threads · last-level cache {} MiB",
+            "  {}: {} · {} threads · last-level cache {} MiB",
+            if spec == DeviceSpec::Cpu {
+                "the CPU"
+            } else {
+                "no CUDA GPU here, so the CPU"
+            },
             device::cpu_model_name(),
             rayon::current_num_threads(),
             bench::harness::cpu_llc_bytes() >> 20

@@ -154,7 +154,7 @@ fn doctor_shows_the_device_libraries_cache_and_ceilings() {
         "CUPTI:",
         "kernel cache:",
         "device: cpu",
-        "no CUDA GPU here",
+        "the CPU: ",
         "ceilings (",
         "copy ",
         "matmul ",
