@@ -392,6 +392,7 @@ impl BenchReport {
                     "tier",
                     "ms (median)",
                     "p20–p80",
+                    "min · calls",
                     "GB/s",
                     "% copy",
                     "× manual",
@@ -427,6 +428,11 @@ impl BenchReport {
                         Cell::new(median).set_alignment(CellAlignment::Right),
                         Cell::new(match (r.p20_ms, r.p80_ms) {
                             (Some(a), Some(b)) => format!("{a:.ms_digits$}–{b:.ms_digits$}"),
+                            _ => "—".into(),
+                        })
+                        .set_alignment(CellAlignment::Right),
+                        Cell::new(match (r.min_ms, r.calls) {
+                            (Some(m), Some(n)) => format!("{m:.ms_digits$} · {n}"),
                             _ => "—".into(),
                         })
                         .set_alignment(CellAlignment::Right),
