@@ -44,6 +44,9 @@ enum Cmd {
         #[arg(long)]
         op: Option<String>,
     },
+    /// Read what the compiler made of a variant's kernels: ptxas report, occupancy, a census
+    /// of the PTX (and SASS with --sass), the PTX itself with --ptx or --out
+    Inspect(InspectArgs),
     /// Show the device, the CUDA libraries that load, the kernel cache and the ceilings
     Doctor {
         #[arg(long, default_value = "auto")]
@@ -52,6 +55,97 @@ enum Cmd {
         #[arg(long)]
         fresh_ceilings: bool,
     },
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  kernlab inspect gelu --variant v1_naive,v3_vec16_ilp   # 4-byte vs 16-byte loads, side by side\n  kernlab inspect softmax --variant auto --dtype bf16 --sass\n  kernlab inspect gelu --variant v2_vec16 --kernel gelu_v2_vec16_tanh_f32 --out v2.ptx\n\nWorks without a GPU for everything NVRTC alone can answer (PTX, ptxas report, census);\noccupancy needs a GPU, the SASS census needs cuobjdump or nvdisasm on the PATH."
+)]
+struct InspectArgs {
+    /// gelu or softmax
+    op: String,
+    /// Comma-separated CUDA variants, compared side by side (default: every CUDA variant)
+    #[arg(long)]
+    variant: Option<String>,
+    /// f32, bf16 or f16
+    #[arg(long, default_value = "f32")]
+    dtype: String,
+    /// GeLU form whose kernels to show: tanh or erf
+    #[arg(long, default_value = "tanh")]
+    gelu: String,
+    /// NVRTC target, e.g. sm_80 or sm_90a (default: the GPU's own, else sm_90a)
+    #[arg(long)]
+    arch: Option<String>,
+    /// Only this kernel symbol
+    #[arg(long)]
+    kernel: Option<String>,
+    /// The GPU for occupancy: auto, cpu (none) or cuda:N
+    #[arg(long, default_value = "auto")]
+    device: String,
+    /// Threads per block for the occupancy figures (default 256)
+    #[arg(long)]
+    block: Option<u32>,
+    /// Disassemble the CUBIN (cuobjdump or nvdisasm) and census the SASS
+    #[arg(long)]
+    sass: bool,
+    /// Print each kernel's PTX in the report
+    #[arg(long)]
+    ptx: bool,
+    /// Print each kernel's SASS in the report (implies --sass)
+    #[arg(long)]
+    show_sass: bool,
+    /// Write the PTX (or, with --show-sass, the SASS) of the kernels to this file
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Print the report as JSON
+    #[arg(long)]
+    json: bool,
+}
+
+fn cmd_inspect(a: InspectArgs, out: &mut dyn Write) -> Result<()> {
+    use crate::inspect::{inspect, InspectRequest};
+    let op: Op = a.op.parse()?;
+    let dtype: DType = a.dtype.parse().map_err(anyhow::Error::msg)?;
+    let gelu: GeluApprox = a.gelu.parse().map_err(anyhow::Error::msg)?;
+    let device: DeviceSpec = a.device.parse().map_err(anyhow::Error::msg)?;
+    let mut req = InspectRequest::new(op, "");
+    req.variants = a
+        .variant
+        .as_deref()
+        .map(|v| {
+            v.split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    req.dtype = dtype;
+    req.params = Params { gelu };
+    req.arch = a.arch;
+    req.kernel = a.kernel;
+    req.device = device;
+    req.block_size = a.block;
+    req.sass = a.sass || a.show_sass;
+    req.show_ptx = a.ptx;
+    req.show_sass = a.show_sass;
+    let report = inspect(&req)?;
+    if a.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        write!(out, "{report}")?;
+    }
+    if let Some(path) = &a.out {
+        let text = if a.show_sass {
+            report.sass().ok_or_else(|| {
+                anyhow::anyhow!("no SASS: neither cuobjdump nor nvdisasm was found")
+            })?
+        } else {
+            report.ptx()
+        };
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
 }
 
 /// What `bench` and `sweep` share: dtypes, device, variants, timing, outputs.
@@ -564,6 +658,7 @@ where
         Cmd::Bench(a) => cmd_bench(a, out),
         Cmd::Sweep(a) => cmd_sweep(a, out),
         Cmd::List { json, op } => cmd_list(json, op, out),
+        Cmd::Inspect(a) => cmd_inspect(a, out),
         Cmd::Doctor {
             device,
             fresh_ceilings,

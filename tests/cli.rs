@@ -163,3 +163,45 @@ fn doctor_shows_the_device_libraries_cache_and_ceilings() {
         assert!(out.contains(want), "{want} missing in\n{out}");
     }
 }
+
+#[test]
+fn inspect_shows_the_load_width_difference_between_gelu_v1_and_v2() {
+    if !crate::common::nvrtc_or_skip() {
+        return;
+    }
+    let out = run(&[
+        "inspect",
+        "gelu",
+        "--variant",
+        "v1_naive,v2_vec16",
+        "--device",
+        "cpu",
+        "--json",
+    ])
+    .unwrap();
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let kernels = report["kernels"].as_array().unwrap();
+    assert_eq!(kernels.len(), 2, "{report}");
+    let widest = |i: usize| kernels[i]["widest_global_load_bytes"].as_u64();
+    assert_eq!(widest(0), Some(4), "v1 loads 4 bytes per instruction");
+    assert_eq!(widest(1), Some(16), "v2 loads 16 bytes per instruction");
+    let dir = tempfile::tempdir().unwrap();
+    let ptx = dir.path().join("v2.ptx");
+    let text = run(&[
+        "inspect",
+        "gelu",
+        "--variant",
+        "v2_vec16",
+        "--device",
+        "cpu",
+        "--out",
+        ptx.to_str().unwrap(),
+    ])
+    .unwrap();
+    assert!(text.contains("ptxas:"), "{text}");
+    assert!(std::fs::read_to_string(&ptx)
+        .unwrap()
+        .contains(".entry gelu_v2_vec16_tanh_f32"));
+    let e = run(&["inspect", "gelu", "--variant", "fused"]).unwrap_err();
+    assert!(e.contains("CPU"), "{e}");
+}
