@@ -671,6 +671,23 @@ class Bench:
             raise RuntimeError("do_bench returned nothing")
         return float(res), None, None
 
+    # -- the copy ceiling, PyTorch's side ----------------------------------------------------------
+    def copy_ceiling(self, nbytes):
+        """dst.copy_(src) of `nbytes` (a device-to-device memcpy for contiguous same-dtype
+        tensors), timed like every variant. kernlab times the same copy (cuMemcpyDtoDAsync of
+        1 GiB) for its ceiling, so the two figures compare one kernel under two harnesses."""
+        torch = self.torch
+        n = nbytes // 4
+        src = torch.randn(n, device=self.dev, dtype=torch.float32)
+        dst = torch.empty_like(src)
+        med, p20, p80 = self.time(lambda: dst.copy_(src))
+        if not torch.equal(dst, src):
+            raise RuntimeError("copy_ produced a different tensor")
+        del src, dst
+        torch.cuda.empty_cache()
+        return {"bytes": n * 4, "median_ms": med, "p20_ms": p20, "p80_ms": p80,
+                "gbps": 2.0 * n * 4 / (med * 1e-3) / 1e9}
+
     # -- one shape ----------------------------------------------------------------------------
     def poison_allocator(self, like):
         """Leave a freed, 0xFF-filled block (NaN in f32, bf16 and f16) of the output's size in
@@ -810,6 +827,12 @@ def run_benchmarks(torch, args):
 
     rc = EXIT_OK
     try:
+        if args.copy_bytes > 0:
+            doc["copy"] = bench.copy_ceiling(args.copy_bytes)
+            if not args.quiet:
+                c = doc["copy"]
+                print(f"{PROG}: copy_ of {c['bytes']} bytes: {c['median_ms']:.4f} ms, "
+                      f"{c['gbps']:.0f} GB/s (read + written)", file=sys.stderr, flush=True)
         for shape in args.shape_list:
             doc["records"].extend(bench.run_shape(shape, args.variant_list, log))
     except BaseException as e:  # keep what was measured, say the run is incomplete
@@ -1033,6 +1056,9 @@ def build_parser():
     p.add_argument("--compile-mode", default="default",
                    help="torch.compile mode (default, reduce-overhead, max-autotune, ...)")
     p.add_argument("--quiet", action="store_true", help="no per-variant progress on stderr")
+    p.add_argument("--copy-bytes", type=int, default=1 << 30,
+                   help="also time dst.copy_(src) of this many bytes, PyTorch's side of the copy "
+                        "ceiling (default 1 GiB; 0 skips it)")
     p.add_argument("--self-test", action="store_true",
                    help="check the parser, error measure and JSON writer without torch; exit 0 if ok")
     return p

@@ -418,6 +418,15 @@ fn add_torch_baselines(
                 if !report.torch_notes.contains(&line) {
                     report.torch_notes.push(line);
                 }
+                if let Some(copy) = torch::copy_comparison(&doc, report.copy.gbps) {
+                    if !report
+                        .torch_notes
+                        .iter()
+                        .any(|l| l.starts_with("copy, same GPU"))
+                    {
+                        report.torch_notes.push(copy);
+                    }
+                }
                 let records = torch::to_records(&doc, &shapes, &cfg.params, report.copy.gbps)?;
                 report.records.extend(records);
             }

@@ -51,7 +51,30 @@ pub struct TorchDoc {
     pub device: Option<String>,
     #[serde(default)]
     pub seed: Option<u64>,
+    /// PyTorch's `dst.copy_(src)` of 1 GiB timed by do_bench: the same copy kernlab times for
+    /// its ceiling, under the other harness.
+    #[serde(default)]
+    pub copy: Option<TorchCopy>,
     pub records: Vec<TorchRecord>,
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+pub struct TorchCopy {
+    pub bytes: u64,
+    pub median_ms: f64,
+    pub gbps: f64,
+}
+
+/// One line comparing PyTorch's copy_ with kernlab's copy ceiling of the same run.
+pub fn copy_comparison(doc: &TorchDoc, kernlab_gbps: f64) -> Option<String> {
+    let c = doc.copy.as_ref()?;
+    Some(format!(
+        "copy, same GPU, same run: PyTorch copy_ of {:.0} MiB (do_bench) {:.0} GB/s; kernlab's copy ceiling {:.0} GB/s ({:+.1}%)",
+        c.bytes as f64 / (1u64 << 20) as f64,
+        c.gbps,
+        kernlab_gbps,
+        100.0 * (kernlab_gbps / c.gbps - 1.0)
+    ))
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -281,6 +304,19 @@ pub fn describe(doc: &TorchDoc, script: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_copy_line_compares_both_harnesses() {
+        let doc = parse(r#"{"available": true, "copy": {"bytes": 1073741824, "median_ms": 0.5, "gbps": 4294.97}, "records": []}"#).unwrap();
+        let line = copy_comparison(&doc, 4251.0).unwrap();
+        assert!(
+            line.contains("1024 MiB") && line.contains("4295 GB/s") && line.contains("4251 GB/s"),
+            "{line}"
+        );
+        assert!(line.contains("-1.0%"), "{line}");
+        let none = parse(r#"{"available": true, "records": []}"#).unwrap();
+        assert!(copy_comparison(&none, 1.0).is_none());
+    }
 
     #[test]
     fn shapes_fold_to_rows_and_columns() {
