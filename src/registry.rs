@@ -33,6 +33,8 @@ pub struct Variant {
     /// 90 for v5's clusters, and for `auto`, which dispatches to them on sm_90+). CI checks
     /// its PTX for that architecture and newer.
     pub min_arch: u32,
+    /// Dispatching variants (`auto`): which variant they run for an input, shown by bench.
+    pub picks: Option<fn(&Tensor) -> &'static str>,
     pub run: RunFn,
 }
 
@@ -148,6 +150,7 @@ pub static VARIANTS: &[Variant] = &[
         symbols: None,
         vec16: false,
         min_arch: 80,
+        picks: None,
         run: gelu::run_reference,
     },
     Variant {
@@ -162,6 +165,7 @@ pub static VARIANTS: &[Variant] = &[
         symbols: None,
         vec16: false,
         min_arch: 80,
+        picks: None,
         run: gelu::run_manual_cpu,
     },
     Variant {
@@ -176,6 +180,7 @@ pub static VARIANTS: &[Variant] = &[
         symbols: Some(gelu::manual_symbols),
         vec16: false,
         min_arch: 80,
+        picks: None,
         run: gelu::run_manual_cuda,
     },
     Variant {
@@ -190,6 +195,7 @@ pub static VARIANTS: &[Variant] = &[
         symbols: Some(|dt| gelu::cuda_symbols("v1_naive")(dt)),
         vec16: false,
         min_arch: 80,
+        picks: None,
         run: gelu::run_v1_naive,
     },
     Variant {
@@ -204,6 +210,7 @@ pub static VARIANTS: &[Variant] = &[
         symbols: Some(|dt| gelu::cuda_symbols("v2_vec16")(dt)),
         vec16: true,
         min_arch: 80,
+        picks: None,
         run: gelu::run_v2_vec16,
     },
     Variant {
@@ -219,6 +226,7 @@ pub static VARIANTS: &[Variant] = &[
         symbols: Some(|dt| gelu::cuda_symbols("v3_vec16_ilp")(dt)),
         vec16: true,
         min_arch: 80,
+        picks: None,
         run: gelu::run_v3_vec16_ilp,
     },
     Variant {
@@ -233,6 +241,7 @@ pub static VARIANTS: &[Variant] = &[
         symbols: None,
         vec16: false,
         min_arch: 80,
+        picks: None,
         run: gelu::run_cpu_fused,
     },
     // ---------------------------------------------------------------- softmax
@@ -248,6 +257,7 @@ pub static VARIANTS: &[Variant] = &[
         symbols: None,
         vec16: false,
         min_arch: 80,
+        picks: None,
         run: softmax::run_reference,
     },
     Variant {
@@ -262,6 +272,7 @@ pub static VARIANTS: &[Variant] = &[
         symbols: None,
         vec16: false,
         min_arch: 80,
+        picks: None,
         run: softmax::run_manual_cpu,
     },
     Variant {
@@ -277,6 +288,7 @@ pub static VARIANTS: &[Variant] = &[
         symbols: Some(softmax::manual_symbols),
         vec16: false,
         min_arch: 80,
+        picks: None,
         run: softmax::run_manual_cuda,
     },
     Variant {
@@ -291,6 +303,7 @@ pub static VARIANTS: &[Variant] = &[
         symbols: Some(softmax::symbols_v1),
         vec16: false,
         min_arch: 80,
+        picks: None,
         run: softmax::run_v1_block_row,
     },
     Variant {
@@ -305,6 +318,7 @@ pub static VARIANTS: &[Variant] = &[
         symbols: Some(softmax::symbols_v2),
         vec16: true,
         min_arch: 80,
+        picks: None,
         run: softmax::run_v2_warp_row,
     },
     Variant {
@@ -319,6 +333,7 @@ pub static VARIANTS: &[Variant] = &[
         symbols: Some(softmax::symbols_v3),
         vec16: true,
         min_arch: 80,
+        picks: None,
         run: softmax::run_v3_block_regs,
     },
     Variant {
@@ -333,6 +348,7 @@ pub static VARIANTS: &[Variant] = &[
         symbols: Some(softmax::symbols_v4),
         vec16: true,
         min_arch: 80,
+        picks: None,
         run: softmax::run_v4_online,
     },
     Variant {
@@ -347,6 +363,7 @@ pub static VARIANTS: &[Variant] = &[
         symbols: Some(softmax::symbols_v5),
         vec16: true,
         min_arch: 90,
+        picks: None,
         run: softmax::run_v5_cluster,
     },
     Variant {
@@ -361,6 +378,7 @@ pub static VARIANTS: &[Variant] = &[
         symbols: Some(softmax::symbols_auto),
         vec16: true,
         min_arch: 90,
+        picks: Some(softmax::auto_choice),
         run: softmax::run_auto,
     },
     Variant {
@@ -375,6 +393,7 @@ pub static VARIANTS: &[Variant] = &[
         symbols: None,
         vec16: false,
         min_arch: 80,
+        picks: None,
         run: softmax::run_cpu_fused,
     },
 ];

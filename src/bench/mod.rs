@@ -521,6 +521,7 @@ fn measure_point(
             continue;
         }
         progress(Event::Note(&format!("{what}: timing")));
+        rec.picked = v.picks.map(|pick| pick(&inputs[0]).to_string());
         let mut outputs = vec![y];
         for _ in 1..n_buf {
             outputs.push(Tensor::empty(shape, dtype, device)?);

@@ -110,6 +110,8 @@ pub struct Record {
     /// The speedup is within the run-to-run spread (only known with `--repeat`).
     pub speedup_is_noise: bool,
     pub note: Option<String>,
+    /// For a dispatching variant (`auto`): the variant it ran.
+    pub picked: Option<String>,
 }
 
 impl Record {
@@ -175,6 +177,7 @@ impl Record {
             speedup_vs_manual: None,
             speedup_is_noise: false,
             note: None,
+            picked: None,
         }
     }
 
@@ -423,7 +426,10 @@ impl BenchReport {
                         (m, _) => f(m, ms_digits),
                     };
                     t.add_row(vec![
-                        Cell::new(&r.variant),
+                        Cell::new(match &r.picked {
+                            Some(p) => format!("{} → {p}", r.variant),
+                            None => r.variant.clone(),
+                        }),
                         Cell::new(r.tier.to_string()),
                         Cell::new(median).set_alignment(CellAlignment::Right),
                         Cell::new(match (r.p20_ms, r.p80_ms) {

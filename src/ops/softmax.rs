@@ -413,9 +413,9 @@ pub fn dispatch(dt: DType, cols: usize, vec: bool) -> &'static str {
     }
 }
 
-/// auto: the width dispatch over v2/v3/v4, and v5 (clusters) on sm_90+ for rows too wide
-/// for one block's registers but not for a cluster's.
-pub fn run_auto(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+/// The numbered version `auto` runs for this input: the width dispatch over v2/v3/v4, and v5
+/// (clusters) on sm_90+ where it measured faster than v4.
+pub fn auto_choice(x: &Tensor) -> &'static str {
     let (_, cols, ldx) = x.rows_cols();
     let pack = 16 / x.dtype().size();
     // Alignment of cuMemAlloc'd bases is 256 bytes, so the pack test is cols and strides.
@@ -425,11 +425,21 @@ pub fn run_auto(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         .cuda()
         .is_some_and(|d| d.props.compute_capability.0 >= 9);
     match dispatch(x.dtype(), cols, vec) {
+        "v4_online" if hopper && x.dtype() != DType::F32 && cols <= 131_072 => {
+            // Measured on the H200: v5 beats v4 only for 16-bit rows up to 131072 wide (bf16
+            // 1024×131072: 0.160 vs 0.191 ms); v4 wins for f32 and for wider rows.
+            "v5_cluster"
+        }
+        other => other,
+    }
+}
+
+/// auto: runs what [`auto_choice`] picks.
+pub fn run_auto(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    match auto_choice(x) {
         "v2_warp_row" => run_v2_warp_row(p, x, y),
         "v3_block_regs" => run_v3_block_regs(p, x, y),
-        // Measured on the H200: v5 beats v4 only for 16-bit rows up to 131072 wide (bf16
-        // 1024×131072: 0.169 vs 0.191 ms); v4 wins for f32 and for wider rows.
-        _ if hopper && x.dtype() != DType::F32 && cols <= 131_072 => run_v5_cluster(p, x, y),
+        "v5_cluster" => run_v5_cluster(p, x, y),
         _ => run_v4_online(p, x, y),
     }
 }
