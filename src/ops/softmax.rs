@@ -532,6 +532,17 @@ mod tests {
     }
 
     #[test]
+    fn auto_reports_the_version_it_runs() {
+        let t = |cols: usize, dt: DType| Tensor::empty(&[2, cols], dt, &crate::Device::Cpu).unwrap();
+        assert_eq!(auto_choice(&t(512, DType::F32)), "v2_warp_row");
+        assert_eq!(auto_choice(&t(4096, DType::F32)), "v3_block_regs");
+        assert_eq!(auto_choice(&t(65536, DType::BF16)), "v3_block_regs");
+        // Without a Hopper GPU (here: a CPU tensor) wide rows go to v4, never to v5.
+        assert_eq!(auto_choice(&t(100_000, DType::BF16)), "v4_online");
+        assert_eq!(auto_choice(&t(1001, DType::F32)), "v3_block_regs"); // odd: scalar v2 holds 256
+    }
+
+    #[test]
     fn v5_picks_small_ctas_and_the_smallest_cluster() {
         assert_eq!(v5_config(1024), Some((1, 256, 4))); // 4096 f32: one CTA of 256 × 4
         assert_eq!(v5_config(8192), Some((4, 256, 8))); // 32768 f32: 4 CTAs of 256 × 8
