@@ -197,11 +197,11 @@ __device__ void softmax_v4_online(const T* __restrict__ x, T* __restrict__ y, in
     const float m = st.m, inv = 1.0f / st.s;
     for (int c0 = threadIdx.x * VEC; c0 < cols; c0 += nt * VEC) {
         float v[VEC];
-        if (VEC > 1) unpack(ld_stream16(xr + c0), v, xr);
+        if (VEC > 1) unpack(ld16(xr + c0), v, xr);
         else v[0] = to_f32(xr[c0]);
         #pragma unroll
         for (int j = 0; j < VEC; ++j) v[j] = fast_exp(v[j] - m) * inv;
-        if (VEC > 1) st_stream16(yr + c0, pack(v, yr));
+        if (VEC > 1) st16(yr + c0, pack(v, yr));
         else yr[c0] = from_f32<T>(v[0]);
     }
 }
