@@ -114,6 +114,7 @@ pub fn run_manual_cuda(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         Some(c) => c,
         None => &mut *io.y,
     };
+    // b = tanh(0.79788456 * (x + 0.044715 * x * x * x))  or  erf(x * 0.70710678)
     match p.gelu {
         GeluApprox::Tanh => {
             launch!(
@@ -134,48 +135,35 @@ pub fn run_manual_cuda(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
                 [&b, &0.797_884_6f32, &mut a, &n]
             );
             launch!(dev, &ELEMENTWISE, "tanh_f32", cfg, [&a, &mut b, &n]);
-            launch!(
-                dev,
-                &ELEMENTWISE,
-                "add_scalar_f32",
-                cfg,
-                [&b, &1.0f32, &mut a, &n]
-            );
-            launch!(
-                dev,
-                &ELEMENTWISE,
-                "mul_scalar_f32",
-                cfg,
-                [xf, &0.5f32, &mut b, &n]
-            );
-            launch!(dev, &ELEMENTWISE, "mul_f32", cfg, [&b, &a, c, &n]);
         }
         GeluApprox::Erf => {
+            let k = std::f32::consts::FRAC_1_SQRT_2;
             launch!(
                 dev,
                 &ELEMENTWISE,
                 "mul_scalar_f32",
                 cfg,
-                [xf, &std::f32::consts::FRAC_1_SQRT_2, &mut a, &n]
+                [xf, &k, &mut a, &n]
             );
             launch!(dev, &ELEMENTWISE, "erf_f32", cfg, [&a, &mut b, &n]);
-            launch!(
-                dev,
-                &ELEMENTWISE,
-                "add_scalar_f32",
-                cfg,
-                [&b, &1.0f32, &mut a, &n]
-            );
-            launch!(
-                dev,
-                &ELEMENTWISE,
-                "mul_scalar_f32",
-                cfg,
-                [xf, &0.5f32, &mut b, &n]
-            );
-            launch!(dev, &ELEMENTWISE, "mul_f32", cfg, [&b, &a, c, &n]);
         }
     }
+    // y = 0.5 * x * (1 + b)
+    launch!(
+        dev,
+        &ELEMENTWISE,
+        "add_scalar_f32",
+        cfg,
+        [&b, &1.0f32, &mut a, &n]
+    );
+    launch!(
+        dev,
+        &ELEMENTWISE,
+        "mul_scalar_f32",
+        cfg,
+        [xf, &0.5f32, &mut b, &n]
+    );
+    launch!(dev, &ELEMENTWISE, "mul_f32", cfg, [&b, &a, c, &n]);
     if let Some(c) = &c_own {
         launch!(
             dev,
@@ -190,22 +178,17 @@ pub fn run_manual_cuda(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 
 /// Every kernel symbol the manual CUDA GeLU may launch for a dtype.
 pub fn manual_symbols(dt: DType) -> Vec<String> {
-    let mut v: Vec<String> = [
-        "mul_f32",
-        "add_f32",
-        "mul_scalar_f32",
-        "add_scalar_f32",
-        "tanh_f32",
-        "erf_f32",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    if dt != DType::F32 {
-        v.push(format!("cast_to_f32_{dt}"));
-        v.push(format!("cast_from_f32_{dt}"));
-    }
-    v
+    super::with_casts(
+        &[
+            "mul_f32",
+            "add_f32",
+            "mul_scalar_f32",
+            "add_scalar_f32",
+            "tanh_f32",
+            "erf_f32",
+        ],
+        dt,
+    )
 }
 
 // ---- hand-written CUDA ----------------------------------------------------------------------

@@ -116,6 +116,16 @@ impl FromStr for GeluApprox {
     }
 }
 
+/// The `manual` tier's kernel names, plus the casts in and out of f32 a 16-bit input needs.
+pub fn with_casts(names: &[&str], dt: crate::DType) -> Vec<String> {
+    let mut v: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+    if dt != crate::DType::F32 {
+        v.push(format!("cast_to_f32_{dt}"));
+        v.push(format!("cast_from_f32_{dt}"));
+    }
+    v
+}
+
 /// Op parameters that are not tensors.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct Params {

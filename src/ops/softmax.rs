@@ -136,21 +136,16 @@ pub fn run_manual_cuda(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 }
 
 pub fn manual_symbols(dt: DType) -> Vec<String> {
-    let mut v: Vec<String> = [
-        "row_max_f32",
-        "sub_rowvec_f32",
-        "exp_f32",
-        "row_sum_f32",
-        "div_rowvec_f32",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    if dt != DType::F32 {
-        v.push(format!("cast_to_f32_{dt}"));
-        v.push(format!("cast_from_f32_{dt}"));
-    }
-    v
+    super::with_casts(
+        &[
+            "row_max_f32",
+            "sub_rowvec_f32",
+            "exp_f32",
+            "row_sum_f32",
+            "div_rowvec_f32",
+        ],
+        dt,
+    )
 }
 
 // ---- hand-written CUDA ------------------------------------------------------------------------
@@ -533,7 +528,8 @@ mod tests {
 
     #[test]
     fn auto_reports_the_version_it_runs() {
-        let t = |cols: usize, dt: DType| Tensor::empty(&[2, cols], dt, &crate::Device::Cpu).unwrap();
+        let t =
+            |cols: usize, dt: DType| Tensor::empty(&[2, cols], dt, &crate::Device::Cpu).unwrap();
         assert_eq!(auto_choice(&t(512, DType::F32)), "v2_warp_row");
         assert_eq!(auto_choice(&t(4096, DType::F32)), "v3_block_regs");
         assert_eq!(auto_choice(&t(65536, DType::BF16)), "v3_block_regs");
