@@ -47,6 +47,9 @@ enum Cmd {
     /// Read what the compiler made of a variant's kernels: ptxas report, occupancy, a census
     /// of the PTX (and SASS with --sass), the PTX itself with --ptx or --out
     Inspect(InspectArgs),
+    /// Run one variant N times under CUPTI: every kernel, copy and launch call, as a table like
+    /// torch.profiler's (and a Chrome trace with --trace)
+    Profile(ProfileArgs),
     /// Show the device, the CUDA libraries that load, the kernel cache and the ceilings
     Doctor {
         #[arg(long, default_value = "auto")]
@@ -144,6 +147,77 @@ fn cmd_inspect(a: InspectArgs, out: &mut dyn Write) -> Result<()> {
         };
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
         eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  kernlab profile gelu --variant manual --shape 8192x8192     # 9 kernels per call\n  kernlab profile gelu --variant v2_vec16 --trace gelu.json   # 1 kernel; open in ui.perfetto.dev\n  kernlab profile softmax --variant manual --dtype bf16 --row-limit 5\n\nNeeds a CUDA GPU and CUPTI (libcupti.so). A warm-up call (validated against f64) runs outside\nthe recording; the same iterations are also timed without CUPTI, and the overhead is printed.\nkernlab's ranges are in the trace but are not NVTX ranges: Nsight does not show them."
+)]
+struct ProfileArgs {
+    /// gelu or softmax
+    op: String,
+    /// The variant (see `kernlab list`)
+    #[arg(long)]
+    variant: String,
+    /// Tensor shape, e.g. 8192x8192 (default: bench's default shape on a GPU)
+    #[arg(long)]
+    shape: Option<String>,
+    /// f32, bf16 or f16
+    #[arg(long, default_value = "f32")]
+    dtype: String,
+    /// GeLU form: tanh or erf
+    #[arg(long, default_value = "tanh")]
+    gelu: String,
+    /// auto, cuda or cuda:N
+    #[arg(long, default_value = "auto")]
+    device: String,
+    /// Recorded iterations (after one warm-up call outside the recording)
+    #[arg(long, default_value_t = 10)]
+    iters: usize,
+    /// Show at most this many rows
+    #[arg(long)]
+    row_limit: Option<usize>,
+    /// Write a Chrome trace-event file (Perfetto, chrome://tracing) to this path
+    #[arg(long, value_name = "PATH")]
+    trace: Option<PathBuf>,
+    /// Write the report with every record as JSON to this path
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    /// Seed for the random inputs (default: a fresh one, printed)
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+fn cmd_profile(a: ProfileArgs, out: &mut dyn Write) -> Result<()> {
+    use crate::profile;
+    let op: Op = a.op.parse()?;
+    let dtype: DType = a.dtype.parse().map_err(anyhow::Error::msg)?;
+    let gelu: GeluApprox = a.gelu.parse().map_err(anyhow::Error::msg)?;
+    let device: DeviceSpec = a.device.parse().map_err(anyhow::Error::msg)?;
+    let shape = match &a.shape {
+        Some(s) => parse_shape(s)?,
+        None => bench::default_shape(op, crate::DeviceKind::Cuda),
+    };
+    let req = profile::ProfileRequest {
+        op,
+        variant: a.variant.clone(),
+        shape,
+        dtype,
+        params: Params { gelu },
+        iters: a.iters,
+        seed: a.seed,
+        device,
+    };
+    let report = profile::run(&req, &mut |m| eprintln!("  … {m}"))?;
+    write!(out, "{}", report.render(a.row_limit))?;
+    if let Some(path) = &a.trace {
+        let trace = profile::trace::chrome_trace(&report.recording, &report.workload);
+        write_file(path, &serde_json::to_string(&trace)?)?;
+    }
+    if let Some(path) = &a.json {
+        write_file(path, &serde_json::to_string_pretty(&report)?)?;
     }
     Ok(())
 }
@@ -659,6 +733,7 @@ where
         Cmd::Sweep(a) => cmd_sweep(a, out),
         Cmd::List { json, op } => cmd_list(json, op, out),
         Cmd::Inspect(a) => cmd_inspect(a, out),
+        Cmd::Profile(a) => cmd_profile(a, out),
         Cmd::Doctor {
             device,
             fresh_ceilings,

@@ -10,6 +10,7 @@ pub mod error;
 pub mod inspect;
 pub mod kernels;
 pub mod ops;
+pub mod profile;
 pub mod registry;
 pub mod tensor;
 pub mod validate;

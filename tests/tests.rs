@@ -12,6 +12,9 @@ mod cli;
 mod inspect;
 /// Every op and variant against the f64 reference, one body for the CPU and CUDA.
 mod ops;
+/// `kernlab profile`: CUPTI record parsing, the key_averages table and the Chrome trace from
+/// recorded records; on the GPU, manual GeLU's 9 kernels per call against the fused one's 1.
+mod profile;
 /// NVRTC compiles every registered kernel for sm_80 and sm_90a; the PTX and ptxas report
 /// show what each variant claims.
 mod ptx;
