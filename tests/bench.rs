@@ -6,14 +6,7 @@ use kernlab::bench::report::CSV_COLUMNS;
 use kernlab::bench::{self, sweep, BenchConfig, Event};
 use kernlab::{DType, Device, Op};
 
-fn run_cli(args: &[&str]) -> Result<String, String> {
-    let mut out = Vec::new();
-    let mut argv = vec!["kernlab"];
-    argv.extend_from_slice(args);
-    kernlab::cli::run(argv, &mut out)
-        .map(|_| String::from_utf8(out.clone()).unwrap())
-        .map_err(|e| format!("{e:#}"))
-}
+use crate::common::run_cli;
 
 /// Split CSV text into records of fields (RFC 4180: quoted fields may hold commas, quotes
 /// and line breaks).

@@ -1,14 +1,7 @@
 //! The command line, driven through `kernlab::cli::run` (no binary path needed, so these run
 //! on the GPU machine too).
 
-fn run(args: &[&str]) -> Result<String, String> {
-    let mut out = Vec::new();
-    let mut argv = vec!["kernlab"];
-    argv.extend_from_slice(args);
-    kernlab::cli::run(argv, &mut out)
-        .map(|_| String::from_utf8(out.clone()).unwrap())
-        .map_err(|e| format!("{e:#}"))
-}
+use crate::common::run_cli as run;
 
 #[test]
 fn bad_arguments_get_clear_errors() {

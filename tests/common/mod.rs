@@ -68,3 +68,13 @@ macro_rules! test_device {
 pub fn gpu_present() -> bool {
     device::cuda_probe().is_ok()
 }
+
+/// Run the command line (`kernlab ARGS…`) in-process: its report, or its error as text.
+pub fn run_cli(args: &[&str]) -> Result<String, String> {
+    let mut out = Vec::new();
+    let mut argv = vec!["kernlab"];
+    argv.extend_from_slice(args);
+    kernlab::cli::run(argv, &mut out)
+        .map(|_| String::from_utf8(out).unwrap())
+        .map_err(|e| format!("{e:#}"))
+}
