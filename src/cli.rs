@@ -188,6 +188,10 @@ struct ProfileArgs {
     /// Seed for the random inputs (default: a fresh one, printed)
     #[arg(long)]
     seed: Option<u64>,
+    /// Synchronise after every kernel launch, as a loop that reads a value back each step
+    /// would: the table's "GPU busy" line and the trace show the GPU idling between launches
+    #[arg(long)]
+    sync_each_launch: bool,
 }
 
 fn cmd_profile(a: ProfileArgs, out: &mut dyn Write) -> Result<()> {
@@ -209,6 +213,7 @@ fn cmd_profile(a: ProfileArgs, out: &mut dyn Write) -> Result<()> {
         iters: a.iters,
         seed: a.seed,
         device,
+        sync_each_launch: a.sync_each_launch,
     };
     let report = profile::run(&req, &mut |m| eprintln!("  … {m}"))?;
     write!(out, "{}", report.render(a.row_limit))?;

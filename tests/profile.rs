@@ -101,6 +101,11 @@ fn table_reads_like_torch_key_averages_and_honours_row_limit() {
         "{full}"
     );
     assert!(full.contains("18 kernels"), "{full}");
+    // 2.8728 ms of kernels in the 2.8932 ms from the first start to the last end.
+    assert!(
+        full.contains("GPU busy 99.3% of the 2.893ms from the first kernel's start to the last one's end (20.400us idle)"),
+        "{full}"
+    );
     // mul_f32's row comes before tanh_f32's (more GPU time).
     assert!(full.find("mul_f32").unwrap() < full.find("tanh_f32").unwrap());
     let short = summary::render(&rec, 2, Some(2));
@@ -396,7 +401,7 @@ mod gpu {
     use super::*;
     use kernlab::{DType, DeviceSpec, GeluApprox, Op, Params};
 
-    fn profile(variant: &str) -> Option<profile::ProfileReport> {
+    fn profile(variant: &str, sync_each_launch: bool) -> Option<profile::ProfileReport> {
         crate::common::cuda()?;
         if let Err(why) = profile::cupti::available() {
             if std::env::var("KERNLAB_REQUIRE_GPU").as_deref() == Ok("1") {
@@ -416,6 +421,7 @@ mod gpu {
             iters: 4,
             seed: Some(7),
             device: DeviceSpec::Cuda(0),
+            sync_each_launch,
         };
         Some(profile::run(&req, &mut |_| {}).unwrap())
     }
@@ -423,7 +429,7 @@ mod gpu {
     /// One test, so the two recordings never overlap (CUPTI's state is process-wide).
     #[test]
     fn manual_gelu_launches_nine_kernels_per_call_and_fused_one() {
-        let Some(manual) = profile("manual") else {
+        let Some(manual) = profile("manual", false) else {
             return;
         };
         let rec = &manual.recording;
@@ -456,7 +462,7 @@ mod gpu {
         assert!(manual.overhead.plain_gpu_ms > 0.0 && manual.overhead.profiled_gpu_ms > 0.0);
         println!("{text}");
 
-        let fused = profile("v2_vec16").unwrap();
+        let fused = profile("v2_vec16", false).unwrap();
         let per = fused.recording.kernels_per_iteration();
         assert_eq!(per.len(), 4);
         for it in &per {
@@ -466,5 +472,29 @@ mod gpu {
         let v = trace::chrome_trace(&fused.recording, &fused.workload);
         assert!(v["traceEvents"].as_array().unwrap().len() > 4);
         println!("{}", fused.render(None));
+
+        // Synchronising after every launch leaves the GPU idle between kernels.
+        let synced = profile("manual", true).unwrap();
+        let busy = |r: &profile::ProfileReport| {
+            let k = &r.recording.kernels;
+            let span = k.iter().map(|k| k.end_ns).max().unwrap()
+                - k.iter().map(|k| k.start_ns).min().unwrap();
+            k.iter().map(|k| k.end_ns - k.start_ns).sum::<u64>() as f64 / span as f64
+        };
+        let (free, blocking) = (busy(&manual), busy(&synced));
+        assert!(
+            blocking < 0.9 * free,
+            "GPU busy {blocking:.3} with a sync per launch vs {free:.3} without"
+        );
+        let syncs = synced
+            .recording
+            .api
+            .iter()
+            .filter(|a| a.name.contains("Synchronize"))
+            .count();
+        assert!(syncs >= 9 * 4, "{syncs} synchronisations for 36 launches");
+        let text = synced.render(None);
+        assert!(text.contains("GPU busy"), "{text}");
+        println!("{text}");
     }
 }

@@ -51,6 +51,10 @@ pub struct CudaDevice {
     pub arch: String,
     modules: Mutex<HashMap<&'static str, LoadedModule>>,
     functions: Mutex<HashMap<String, CudaFunction>>,
+    /// Synchronise after every launch (`KERNLAB_LAUNCH_BLOCKING=1`, `profile --sync-each-launch`):
+    /// a fault then surfaces at the launch that caused it, and a profile shows the GPU idling
+    /// between launches as a host-synchronised loop makes it.
+    sync_each_launch: std::sync::atomic::AtomicBool,
 }
 
 fn drv(call: &str) -> impl FnOnce(DriverError) -> Error + '_ {
@@ -111,6 +115,9 @@ impl CudaDevice {
             props,
             modules: Mutex::new(HashMap::new()),
             functions: Mutex::new(HashMap::new()),
+            sync_each_launch: std::sync::atomic::AtomicBool::new(
+                std::env::var("KERNLAB_LAUNCH_BLOCKING").is_ok_and(|v| v == "1"),
+            ),
         }))
     }
 
@@ -134,6 +141,26 @@ impl CudaDevice {
         let entry = (module, Arc::new(compiled));
         mods.insert(src.file, entry.clone());
         Ok(entry)
+    }
+
+    /// Turn synchronising after every launch on or off (see `sync_each_launch`).
+    pub fn set_sync_each_launch(&self, on: bool) {
+        self.sync_each_launch
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Called by every launch right after it is enqueued: a no-op unless launches block.
+    pub fn after_launch(&self, kernel: &str) -> Result<()> {
+        if self
+            .sync_each_launch
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            self.sync().map_err(|e| Error::Launch {
+                kernel: kernel.to_string(),
+                err: format!("the kernel failed (launch-blocking mode): {e}"),
+            })?;
+        }
+        Ok(())
     }
 
     /// A kernel by name from a source file.

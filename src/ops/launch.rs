@@ -65,6 +65,7 @@ macro_rules! launch {
         // valid when the launch is enqueued, and a buffer dropped afterwards is freed
         // stream-ordered (cuMemFreeAsync on the same stream), after the kernel ran.
         unsafe { b.launch(cfg) }.map_err($crate::device::cuda::launch_err(name))?;
+        $dev.after_launch(name)?;
     }};
 }
 

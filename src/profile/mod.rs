@@ -229,6 +229,9 @@ pub struct ProfileRequest {
     pub iters: usize,
     pub seed: Option<u64>,
     pub device: DeviceSpec,
+    /// Synchronise after every kernel launch (both timed loops), as a loop that reads a
+    /// result back after each step would: the GPU then idles between launches.
+    pub sync_each_launch: bool,
 }
 
 /// A profiled run: the recording and what it ran on.
@@ -366,6 +369,7 @@ pub fn run(req: &ProfileRequest, note: &mut dyn FnMut(&str)) -> Result<ProfileRe
             .map_err(|e| Error::driver("cuEventElapsedTime", e))? as f64;
         Ok((wall, gpu))
     };
+    dev.set_sync_each_launch(req.sync_each_launch);
     note(&format!("{workload}: {} plain iterations", req.iters));
     let (plain_wall_ms, plain_gpu_ms) = timed(&mut |_, _| {})?;
     note(&format!("{workload}: {} iterations under CUPTI", req.iters));
@@ -387,6 +391,7 @@ pub fn run(req: &ProfileRequest, note: &mut dyn FnMut(&str)) -> Result<ProfileRe
         }
     });
     let t_end = cupti::timestamp_ns();
+    dev.set_sync_each_launch(false);
     let mut recording = session.stop()?;
     let (profiled_wall_ms, profiled_gpu_ms) = result?;
     ranges.insert(

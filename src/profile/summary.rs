@@ -286,6 +286,25 @@ pub fn render(rec: &Recording, iters: usize, row_limit: Option<usize>) -> String
         rec.kernels.len(),
         rec.memops.len()
     );
+    if let (Some(first), Some(last)) = (
+        rec.kernels.iter().map(|k| k.start_ns).min(),
+        rec.kernels.iter().map(|k| k.end_ns).max(),
+    ) {
+        let span = last.saturating_sub(first);
+        if span > 0 {
+            let busy: u64 = rec
+                .kernels
+                .iter()
+                .map(|k| k.end_ns.saturating_sub(k.start_ns))
+                .sum();
+            s += &format!(
+                "GPU busy {:.1}% of the {} from the first kernel's start to the last one's end ({} idle)\n",
+                100.0 * busy as f64 / span as f64,
+                fmt_ns(span),
+                fmt_ns(span.saturating_sub(busy))
+            );
+        }
+    }
     let per_iter: Vec<usize> = rec
         .kernels_per_iteration()
         .iter()
