@@ -24,6 +24,7 @@ extern "C" __global__ void add_scalar_f32(const float* a, float s, float* out, i
 extern "C" __global__ void tanh_f32(const float* a, float* out, i64 n) { KL_IDX out[i] = tanhf(a[i]); }
 extern "C" __global__ void erf_f32(const float* a, float* out, i64 n) { KL_IDX out[i] = erff(a[i]); }
 extern "C" __global__ void exp_f32(const float* a, float* out, i64 n) { KL_IDX out[i] = expf(a[i]); }
+extern "C" __global__ void log_f32(const float* a, float* out, i64 n) { KL_IDX out[i] = logf(a[i]); }
 
 // Row reductions over the last dimension (one block per row, as a generic reduction runs):
 // read rows·cols, write rows.

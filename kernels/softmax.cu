@@ -2,17 +2,25 @@
 // The list of versions and the choice among them live in the Rust registry
 // (src/ops/softmax.rs), not here.
 //
-// Every kernel takes (x, y, rows, cols, ldx, ldy): row r starts at x + r·ldx; only `cols`
-// elements of it are read. Minimum traffic: read rows·cols, write rows·cols elements.
+// Every kernel takes (x, y, rows, cols, ldx, ldy, lg): row r starts at x + r·ldx; only `cols`
+// elements of it are read; lg ≠ 0 writes log_softmax, x − (max + log Σ e^(x−max)), from the
+// same passes. Minimum traffic: read rows·cols, write rows·cols elements.
 // Semantics as PyTorch: a row of all −inf, or holding NaN or +inf, gives NaN outputs.
 #include "common.cuh"
+
+// One output element from the row's max m, inv = 1/Σ and ls = log Σ. log_softmax is
+// (x − m) − ls, not x − (m + ls): x − m is exact where x is near m, so the largest outputs
+// (the ones near 0) keep their precision.
+__device__ __forceinline__ float softmax_out(float x, float m, float inv, float ls, int lg) {
+    return lg ? (x - m) - ls : fast_exp(x - m) * inv;
+}
 
 // v1_block_row — the seeds' kernel: one block per row, three passes over the row
 // (max, Σ e^(x−max), write), scalar loads. Reads the row three times (the re-reads come
 // from L1/L2 for modest rows) and writes it once.
 template <class T>
 __device__ void softmax_v1_block_row(const T* __restrict__ x, T* __restrict__ y, int rows,
-                                     int cols, i64 ldx, i64 ldy) {
+                                     int cols, i64 ldx, i64 ldy, int lg) {
     __shared__ float scratch[32];
     const T* xr = x + (i64)blockIdx.x * ldx;
     T* yr = y + (i64)blockIdx.x * ldy;
@@ -22,9 +30,9 @@ __device__ void softmax_v1_block_row(const T* __restrict__ x, T* __restrict__ y,
     float s = 0.0f;
     for (int c = threadIdx.x; c < cols; c += blockDim.x) s += fast_exp(to_f32(xr[c]) - m);
     s = block_sum(s, scratch);
-    const float inv = 1.0f / s;
+    const float inv = 1.0f / s, ls = logf(s);
     for (int c = threadIdx.x; c < cols; c += blockDim.x)
-        yr[c] = from_f32<T>(fast_exp(to_f32(xr[c]) - m) * inv);
+        yr[c] = from_f32<T>(softmax_out(to_f32(xr[c]), m, inv, ls, lg));
 }
 
 // The register-resident kernels (v2, v3) keep the row as it came from memory — one uint4
@@ -115,7 +123,8 @@ template <class T, int VEC, int K> struct RowRegs {
         }
         return st;
     }
-    __device__ __forceinline__ void store(T* row, int cols, int tid, int stride, float m, float inv) const {
+    __device__ __forceinline__ void store(T* row, int cols, int tid, int stride, float m, float s, int lg) const {
+        const float inv = 1.0f / s, ls = logf(s);
         #pragma unroll
         for (int k = 0; k < K; ++k) {
             const int c0 = (k * stride + tid) * VEC;
@@ -123,7 +132,7 @@ template <class T, int VEC, int K> struct RowRegs {
             float v[VEC];
             get(k, v, (const T*)nullptr);
             #pragma unroll
-            for (int j = 0; j < VEC; ++j) v[j] = fast_exp(v[j] - m) * inv;
+            for (int j = 0; j < VEC; ++j) v[j] = softmax_out(v[j], m, inv, ls, lg);
             if constexpr (PACKED) st16(row + c0, pack(v, row));
             else row[c0] = from_f32<T>(v[0]);
         }
@@ -136,7 +145,7 @@ template <class T, int VEC, int K> struct RowRegs {
 // rows, where a block per row would leave most threads idle.
 template <class T, int VEC, int K>
 __device__ void softmax_v2_warp_row(const T* __restrict__ x, T* __restrict__ y, int rows,
-                                    int cols, i64 ldx, i64 ldy) {
+                                    int cols, i64 ldx, i64 ldy, int lg) {
     const int lane = threadIdx.x & 31;
     const i64 row = (i64)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (row >= rows) return;
@@ -144,7 +153,7 @@ __device__ void softmax_v2_warp_row(const T* __restrict__ x, T* __restrict__ y, 
     r.load(x + row * ldx, cols, lane, 32);
     const float m = warp_max(r.max());
     const float s = warp_sum(r.sum_exp(m));
-    r.store(y + row * ldy, cols, lane, 32, m, 1.0f / s);
+    r.store(y + row * ldy, cols, lane, 32, m, s, lg);
 }
 
 // v3_block_regs — what changed: one block (up to 1024 threads) per row, the row in
@@ -154,13 +163,13 @@ __device__ void softmax_v2_warp_row(const T* __restrict__ x, T* __restrict__ y, 
 // no faster and cost registers: docs/perf-notes.md.)
 template <class T, int VEC, int K>
 __device__ void softmax_v3_block_regs(const T* __restrict__ x, T* __restrict__ y, int rows,
-                                      int cols, i64 ldx, i64 ldy) {
+                                      int cols, i64 ldx, i64 ldy, int lg) {
     __shared__ float scratch[32];
     RowRegs<T, VEC, K> r;
     r.load(x + (i64)blockIdx.x * ldx, cols, threadIdx.x, blockDim.x);
     const float m = block_max(r.max(), scratch);
     const float s = block_sum(r.sum_exp(m), scratch);
-    r.store(y + (i64)blockIdx.x * ldy, cols, threadIdx.x, blockDim.x, m, 1.0f / s);
+    r.store(y + (i64)blockIdx.x * ldy, cols, threadIdx.x, blockDim.x, m, s, lg);
 }
 
 // v4_online — what changed: any width. One block per row streams the row twice: pass 1
@@ -170,7 +179,7 @@ __device__ void softmax_v3_block_regs(const T* __restrict__ x, T* __restrict__ y
 // (≈ 132 rows of up to ~100 K f32) the second read comes from L2.
 template <class T, int VEC>
 __device__ void softmax_v4_online(const T* __restrict__ x, T* __restrict__ y, int rows,
-                                  int cols, i64 ldx, i64 ldy) {
+                                  int cols, i64 ldx, i64 ldy, int lg) {
     __shared__ float sm_m[32], sm_s[32];
     const T* xr = x + (i64)blockIdx.x * ldx;
     T* yr = y + (i64)blockIdx.x * ldy;
@@ -194,13 +203,13 @@ __device__ void softmax_v4_online(const T* __restrict__ x, T* __restrict__ y, in
     const int nw = (nt + 31) >> 5;
     st = lane < nw ? MaxSum{sm_m[lane], sm_s[lane]} : MaxSum{KL_NEG_INF, 0.0f};
     st = warp_maxsum(st);
-    const float m = st.m, inv = 1.0f / st.s;
+    const float m = st.m, inv = 1.0f / st.s, ls = logf(st.s);
     for (int c0 = threadIdx.x * VEC; c0 < cols; c0 += nt * VEC) {
         float v[VEC];
         if (VEC > 1) unpack(ld16(xr + c0), v, xr);
         else v[0] = to_f32(xr[c0]);
         #pragma unroll
-        for (int j = 0; j < VEC; ++j) v[j] = fast_exp(v[j] - m) * inv;
+        for (int j = 0; j < VEC; ++j) v[j] = softmax_out(v[j], m, inv, ls, lg);
         if (VEC > 1) st16(yr + c0, pack(v, yr));
         else yr[c0] = from_f32<T>(v[0]);
     }
@@ -234,7 +243,7 @@ __device__ __forceinline__ MaxSum ld_peer_maxsum(const float* local, unsigned ra
 
 template <class T, int VEC, int K>
 __device__ void softmax_v5_cluster(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
-                                   i64 ldx, i64 ldy, int csize) {
+                                   i64 ldx, i64 ldy, int lg, int csize) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     __shared__ float scratch[64];
     __shared__ __align__(8) float state[2];
@@ -254,15 +263,15 @@ __device__ void softmax_v5_cluster(const T* __restrict__ x, T* __restrict__ y, i
     MaxSum mine = lane < csize ? ld_peer_maxsum(state, lane) : MaxSum{KL_NEG_INF, 0.0f};
     st = warp_maxsum(mine);
     cluster_sync_all();  // no CTA leaves (freeing its shared memory) while a peer still reads it
-    r.store(y + row * ldy + c0, n, threadIdx.x, blockDim.x, st.m, 1.0f / st.s);
+    r.store(y + row * ldy + c0, n, threadIdx.x, blockDim.x, st.m, st.s, lg);
 #else
     __trap();  // clusters need sm_90; the launcher refuses older devices before launching
 #endif
 }
 
 // ---- exported symbols ------------------------------------------------------------------
-#define KL_ARGS(T) const T* x, T* y, int rows, int cols, i64 ldx, i64 ldy
-#define KL_PASS x, y, rows, cols, ldx, ldy
+#define KL_ARGS(T) const T* x, T* y, int rows, int cols, i64 ldx, i64 ldy, int lg
+#define KL_PASS x, y, rows, cols, ldx, ldy, lg
 
 #define KL_V1(TN, T) \
     extern "C" __global__ void __launch_bounds__(1024) softmax_v1_block_row_##TN(KL_ARGS(T)) { softmax_v1_block_row<T>(KL_PASS); }

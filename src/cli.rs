@@ -123,7 +123,10 @@ fn cmd_inspect(a: InspectArgs, out: &mut dyn Write) -> Result<()> {
         })
         .unwrap_or_default();
     req.dtype = dtype;
-    req.params = Params { gelu };
+    req.params = Params {
+        gelu,
+        ..Params::default()
+    };
     req.arch = a.arch;
     req.kernel = a.kernel;
     req.device = device;
@@ -209,7 +212,10 @@ fn cmd_profile(a: ProfileArgs, out: &mut dyn Write) -> Result<()> {
         variant: a.variant.clone(),
         shape,
         dtype,
-        params: Params { gelu },
+        params: Params {
+            gelu,
+            ..Params::default()
+        },
         iters: a.iters,
         seed: a.seed,
         device,
@@ -230,6 +236,9 @@ fn cmd_profile(a: ProfileArgs, out: &mut dyn Write) -> Result<()> {
 /// What `bench` and `sweep` share: dtypes, device, variants, timing, outputs.
 #[derive(Args)]
 struct RunArgs {
+    /// Softmax: time log_softmax (x − max − log Σ e^(x−max)), from the same kernels
+    #[arg(long)]
+    log_softmax: bool,
     /// Comma-separated dtypes: f32, bf16, f16, or all
     #[arg(long, default_value = "f32")]
     dtype: String,
@@ -379,7 +388,10 @@ fn config(
         shapes,
         dtypes,
         variants,
-        params: Params { gelu },
+        params: Params {
+            gelu,
+            log_softmax: a.log_softmax,
+        },
         seed: a.seed,
         timing: TimingOpts {
             warmup_ms: a.warmup_ms,

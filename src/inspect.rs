@@ -1320,6 +1320,7 @@ $L__BB0_2:
         assert!(!tanh.contains(&"erf_f32".to_string()));
         assert!(tanh.contains(&"cast_to_f32_bf16".to_string()));
         let erf = Params {
+            log_softmax: false,
             gelu: GeluApprox::Erf,
         };
         let v1 = find_variant(Op::Gelu, "gelu/v1_naive").unwrap();

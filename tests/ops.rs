@@ -21,7 +21,7 @@ fn reference(op: Op, p: &Params, x: &Tensor) -> Vec<f64> {
     let (_, cols, _) = x.rows_cols();
     match op {
         Op::Gelu => gelu::reference(&x64, p),
-        Op::Softmax => softmax::reference(&x64, cols),
+        Op::Softmax => softmax::reference(&x64, cols, p),
     }
 }
 
@@ -87,7 +87,10 @@ const GELU_SHAPES: &[&[usize]] = &[
 
 fn gelu_matches_reference_on_awkward_shapes(dev: &Device) {
     for approx in [GeluApprox::Tanh, GeluApprox::Erf] {
-        let p = Params { gelu: approx };
+        let p = Params {
+            gelu: approx,
+            ..Params::default()
+        };
         for v in variants(Op::Gelu, dev) {
             for dt in DType::ALL {
                 for (i, shape) in GELU_SHAPES.iter().enumerate() {
@@ -132,7 +135,10 @@ fn gelu_handles_extreme_and_special_inputs(dev: &Device) {
         3.0,
     ];
     for approx in [GeluApprox::Tanh, GeluApprox::Erf] {
-        let p = Params { gelu: approx };
+        let p = Params {
+            gelu: approx,
+            ..Params::default()
+        };
         for v in variants(Op::Gelu, dev) {
             for dt in DType::ALL {
                 let x = Tensor::from_f64(&vals, &[1, vals.len()], dt).unwrap();
@@ -448,3 +454,71 @@ fn an_unwritten_element_fails_validation() {
     let (c, _) = validate_variant(&v, &p, &x, &r).unwrap();
     assert!(!c.passed && c.special_mismatches == 1, "{}", c.describe());
 }
+
+/// log_softmax from the same kernels: every variant against the f64 reference, the
+/// properties (logsumexp of each output row is 0, every output ≤ 0), and the special values
+/// (−inf entries stay −inf, a row of all −inf or holding NaN gives NaN).
+fn log_softmax_matches_reference(dev: &Device) {
+    let p = Params {
+        log_softmax: true,
+        ..Params::default()
+    };
+    let init = Init::NormalWithOutliers {
+        std: 2.0,
+        every: 50,
+        scale: 20.0,
+    };
+    let shapes: &[&[usize]] = &[
+        &[1, 1],
+        &[3, 33],
+        &[4096, 256],
+        &[3, 1025],
+        &[2, 4097],
+        &[2, 70000],
+        &[1823, 781],
+    ];
+    for v in variants(Op::Softmax, dev) {
+        for dt in DType::ALL {
+            for (i, shape) in shapes.iter().enumerate() {
+                let x = rand(shape, dt, init, 50 + i as u64);
+                let Some(y) = check(dev, v, &p, &x, "log_softmax") else {
+                    continue;
+                };
+                let cols = *shape.last().unwrap();
+                for row in y.chunks(cols) {
+                    assert!(
+                        row.iter().all(|&l| l <= 1e-6),
+                        "{}: log-probabilities must be ≤ 0",
+                        v.id()
+                    );
+                    let lse = row.iter().map(|&l| l.exp()).sum::<f64>().ln();
+                    assert!(
+                        lse.abs() <= 4.0 * dt.tolerance(),
+                        "{} {dt} {shape:?}: logsumexp {lse}",
+                        v.id()
+                    );
+                }
+            }
+            let ninf = f64::NEG_INFINITY;
+            let cols = 40;
+            let mut vals: Vec<f64> = (0..cols)
+                .map(|c| if c % 4 == 0 { ninf } else { c as f64 * 0.1 })
+                .collect();
+            vals.extend((0..cols).map(|_| ninf));
+            vals.extend((0..cols).map(|c| if c == 7 { f64::NAN } else { 1.0 }));
+            let x = Tensor::from_f64(&vals, &[3, cols], dt).unwrap();
+            let Some(y) = check(dev, v, &p, &x, "log_softmax special values") else {
+                continue;
+            };
+            assert!(y[..cols]
+                .iter()
+                .enumerate()
+                .all(|(c, &l)| (c % 4 == 0) == (l == ninf)));
+            assert!(y[cols..].iter().all(|l| l.is_nan()), "{}", v.id());
+        }
+    }
+}
+test_device!(
+    log_softmax_matches_reference,
+    super::log_softmax_matches_reference
+);

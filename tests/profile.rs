@@ -416,6 +416,7 @@ mod gpu {
             shape: vec![2048, 2048],
             dtype: DType::F32,
             params: Params {
+                log_softmax: false,
                 gelu: GeluApprox::Tanh,
             },
             iters: 4,

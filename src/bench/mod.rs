@@ -337,7 +337,14 @@ pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<Ben
         progress(Event::Step { done: i + 1, total });
     }
     if let Some(t) = &cfg.torch {
-        add_torch_baselines(cfg, t, device, &points, seed, &mut report, progress)?;
+        if cfg.params.log_softmax && cfg.ops.contains(&Op::Softmax) {
+            report.torch_notes.push(
+                "PyTorch baselines: skipped: baselines/torch_baselines.py has no log_softmax yet"
+                    .into(),
+            );
+        } else {
+            add_torch_baselines(cfg, t, device, &points, seed, &mut report, progress)?;
+        }
     }
     report.fill_speedups();
     Ok(report)
@@ -474,7 +481,7 @@ fn measure_point(
     let (_, cols, _) = x_host.rows_cols();
     let reference = match op {
         Op::Gelu => crate::ops::gelu::reference(&x64, &cfg.params),
-        Op::Softmax => crate::ops::softmax::reference(&x64, cols),
+        Op::Softmax => crate::ops::softmax::reference(&x64, cols, &cfg.params),
     };
     drop(x64);
     // `--rotate N`: N copies of the input and N outputs, cycled through call by call.

@@ -382,6 +382,8 @@ impl BenchReport {
                     "{op}{} {dt} {} — {} MB moved at minimum",
                     if op == Op::Gelu {
                         format!(" ({})", first.params.gelu.name())
+                    } else if first.params.log_softmax {
+                        " (log_softmax)".to_string()
                     } else {
                         String::new()
                     },

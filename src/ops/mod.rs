@@ -130,4 +130,6 @@ pub fn with_casts(names: &[&str], dt: crate::DType) -> Vec<String> {
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct Params {
     pub gelu: GeluApprox,
+    /// Softmax: write log_softmax (x − max − log Σ e^(x−max)) instead, from the same kernels.
+    pub log_softmax: bool,
 }

@@ -17,46 +17,59 @@ use crate::tensor::{CpuData, Tensor};
 use cudarc::driver::LaunchConfig;
 use rayon::prelude::*;
 
-/// The oracle: softmax of one row in f64, three passes exactly as the definition reads.
-pub fn reference_row(x: &[f64], out: &mut [f64]) {
+/// The oracle: softmax (or log_softmax) of one row in f64, three passes exactly as the
+/// definition reads: m = max, s = Σ e^(x−m), then e^(x−m)/s or (x − m) − ln s.
+pub fn reference_row(x: &[f64], out: &mut [f64], log: bool) {
     let m = x.iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b));
     let s: f64 = x.iter().map(|&v| (v - m).exp()).sum();
+    let ln_s = s.ln();
     for (o, &v) in out.iter_mut().zip(x) {
-        *o = (v - m).exp() / s;
+        *o = if log {
+            (v - m) - ln_s
+        } else {
+            (v - m).exp() / s
+        };
     }
 }
 
-pub fn reference(x: &[f64], cols: usize) -> Vec<f64> {
+pub fn reference(x: &[f64], cols: usize, p: &Params) -> Vec<f64> {
     let mut out = vec![0.0; x.len()];
     out.par_chunks_mut(cols)
         .zip(x.par_chunks(cols))
-        .for_each(|(o, r)| reference_row(r, o));
+        .for_each(|(o, r)| reference_row(r, o, p.log_softmax));
     out
 }
 
-pub fn run_reference(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+pub fn run_reference(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let (_, cols, _) = x.rows_cols();
-    let r = reference(&x.to_f64_vec()?, cols);
+    let r = reference(&x.to_f64_vec()?, cols, p);
     *y = Tensor::from_f64(&r, x.shape(), y.dtype())?;
     Ok(())
 }
 
 // ---- manual ---------------------------------------------------------------------------------
 /// CPU: `x_max = x.max(dim=-1)`, `x = x - x_max[:, None]`, `num = exp(x)`,
-/// `den = num.sum(dim=-1)`, `y = num / den[:, None]` — one parallel pass each.
-pub fn run_manual_cpu(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+/// `den = num.sum(dim=-1)`, `y = num / den[:, None]` — one parallel pass each
+/// (log_softmax: `y = x - log(den)[:, None]`).
+pub fn run_manual_cpu(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let (_, cols, _) = x.rows_cols();
     let x = prim::to_f32(x)?;
     let x_max = prim::row_reduce(&x, cols, f32::NEG_INFINITY, f32::max);
     let shifted = prim::broadcast_rows(&x, &x_max, cols, |a, m| a - m);
     let num = prim::map1(&shifted, f32::exp);
     let den = prim::row_sum(&num, cols);
-    let out = prim::broadcast_rows(&num, &den, cols, |a, d| a / d);
+    let out = if p.log_softmax {
+        let ln_den = prim::map1(&den, f32::ln);
+        prim::broadcast_rows(&shifted, &ln_den, cols, |a, l| a - l)
+    } else {
+        prim::broadcast_rows(&num, &den, cols, |a, d| a / d)
+    };
     prim::store_f32(y, &out)
 }
 
-/// CUDA: the same five ops, one launch each (plus casts for 16-bit inputs).
-pub fn run_manual_cuda(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+/// CUDA: the same five ops, one launch each (plus casts for 16-bit inputs); log_softmax
+/// replaces the divide by a log of the sums and a subtract (six launches).
+pub fn run_manual_cuda(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let (rows, cols, _) = x.rows_cols();
     let n = x.numel() as i64;
     let (rows_i, cols_i) = (rows as i32, cols as i32);
@@ -108,22 +121,35 @@ pub fn run_manual_cuda(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         per_row,
         [&b, &mut row_vec, &rows_i, &cols_i]
     );
+    // The last op: num / den, or (x − max) − log(den) for log_softmax.
+    let (last, lhs) = if p.log_softmax {
+        let rows_n = rows as i64;
+        let row_cfg = cfg_1d(rows as u64, 256)?;
+        let rv = &row_vec;
+        launch!(dev, &ELEMENTWISE, "log_f32", row_cfg, [rv, rv, &rows_n]);
+        ("sub_rowvec_f32", &a)
+    } else {
+        ("div_rowvec_f32", &b)
+    };
     if dt == DType::F32 {
         launch!(
             dev,
             &ELEMENTWISE,
-            "div_rowvec_f32",
+            last,
             cfg,
-            [&b, &row_vec, io.y, &n, &cols_i]
+            [lhs, &row_vec, io.y, &n, &cols_i]
         );
     } else {
+        // The f32 result goes to whichever temporary is not the left operand, then is cast.
+        let mut out = dev.alloc_bytes(n as usize * 4, "manual softmax result")?;
         launch!(
             dev,
             &ELEMENTWISE,
-            "div_rowvec_f32",
+            last,
             cfg,
-            [&b, &row_vec, &mut a, &n, &cols_i]
+            [lhs, &row_vec, &mut out, &n, &cols_i]
         );
+        let a = out;
         launch!(
             dev,
             &ELEMENTWISE,
@@ -138,6 +164,7 @@ pub fn run_manual_cuda(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 pub fn manual_symbols(dt: DType) -> Vec<String> {
     super::with_casts(
         &[
+            "log_f32",
             "row_max_f32",
             "sub_rowvec_f32",
             "exp_f32",
@@ -194,15 +221,15 @@ fn too_wide(variant: &str, cols: usize, max: usize) -> Error {
     }
 }
 
-/// Launch a row kernel with the (x, y, rows, cols, ldx, ldy) arguments they all take.
-fn launch_rows(io: CudaIo, r: &Rows, name: String, cfg: LaunchConfig) -> Result<()> {
-    let (rows, cols) = (r.rows as i32, r.cols as i32);
+/// Launch a row kernel with the (x, y, rows, cols, ldx, ldy, lg) arguments they all take.
+fn launch_rows(io: CudaIo, r: &Rows, p: &Params, name: String, cfg: LaunchConfig) -> Result<()> {
+    let (rows, cols, lg) = (r.rows as i32, r.cols as i32, p.log_softmax as i32);
     launch!(
         io.dev,
         &SOFTMAX,
         name,
         cfg,
-        [io.x, io.y, &rows, &cols, &r.ldx, &r.ldy]
+        [io.x, io.y, &rows, &cols, &r.ldx, &r.ldy, &lg]
     );
     Ok(())
 }
@@ -220,7 +247,7 @@ fn check_rows(x: &Tensor) -> Result<()> {
 }
 
 /// v1: one block per row, blockDim = the row width rounded up to a power of two (32..1024).
-pub fn run_v1_block_row(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+pub fn run_v1_block_row(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
     let io = cuda_io(x, y)?;
     let r = rows_of(x, &io);
@@ -230,7 +257,13 @@ pub fn run_v1_block_row(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         block_dim: (block, 1, 1),
         shared_mem_bytes: 0,
     };
-    launch_rows(io, &r, format!("softmax_v1_block_row_{}", x.dtype()), cfg)
+    launch_rows(
+        io,
+        &r,
+        p,
+        format!("softmax_v1_block_row_{}", x.dtype()),
+        cfg,
+    )
 }
 
 fn kind(vec: bool) -> &'static str {
@@ -242,7 +275,7 @@ fn kind(vec: bool) -> &'static str {
 }
 
 /// v2: one warp per row, 4 rows per block; K = the fewest slots per lane that hold the row.
-pub fn run_v2_warp_row(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+pub fn run_v2_warp_row(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
     let io = cuda_io(x, y)?;
     let r = rows_of(x, &io);
@@ -255,7 +288,7 @@ pub fn run_v2_warp_row(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         .ok_or_else(|| too_wide("v2_warp_row", r.cols, v2_max_cols(x.dtype(), r.vec)))?;
     let cfg = cfg_1d(r.rows as u64 * 32, 128)?;
     let name = format!("softmax_v2_warp_row_{}_k{k}_{}", kind(r.vec), x.dtype());
-    launch_rows(io, &r, name, cfg)
+    launch_rows(io, &r, p, name, cfg)
 }
 
 /// v3: one block per row. Four slots per thread (four 16-byte loads in flight) when that
@@ -263,7 +296,7 @@ pub fn run_v2_warp_row(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 /// to a warp. Small blocks let several rows share an SM, so one row's loads overlap another's
 /// reductions (one 1024-thread block per row with a slot each reached only 2.9 TB/s at
 /// 8192×4096 f32: see docs/perf-notes.md).
-pub fn run_v3_block_regs(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+pub fn run_v3_block_regs(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
     let io = cuda_io(x, y)?;
     let r = rows_of(x, &io);
@@ -278,7 +311,7 @@ pub fn run_v3_block_regs(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> 
         shared_mem_bytes: 0,
     };
     let name = format!("softmax_v3_block_regs_{}_k{k}_{}", kind(r.vec), x.dtype());
-    launch_rows(io, &r, name, cfg)
+    launch_rows(io, &r, p, name, cfg)
 }
 
 /// K (slots per thread) for v3: 4 — four loads in flight — unless the row is so short that
@@ -299,7 +332,7 @@ pub fn v3_slots_per_thread(slots: usize) -> Option<usize> {
 }
 
 /// v4: one block per row (up to 1024 threads), any width.
-pub fn run_v4_online(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+pub fn run_v4_online(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
     let io = cuda_io(x, y)?;
     let r = rows_of(x, &io);
@@ -311,7 +344,7 @@ pub fn run_v4_online(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         shared_mem_bytes: 0,
     };
     let name = format!("softmax_v4_online_{}_{}", kind(r.vec), x.dtype());
-    launch_rows(io, &r, name, cfg)
+    launch_rows(io, &r, p, name, cfg)
 }
 
 /// v5's shape for a row of `slots` packs: (cluster size C, threads per CTA, K slots per
@@ -344,7 +377,7 @@ pub fn v5_max_cols(dt: DType, vec: bool) -> usize {
 }
 
 /// v5: a thread-block cluster per row (Hopper), the row in the cluster's registers.
-pub fn run_v5_cluster(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+pub fn run_v5_cluster(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     use cudarc::driver::DevicePtr;
     check_rows(x)?;
     let io = cuda_io(x, y)?;
@@ -376,15 +409,22 @@ pub fn run_v5_cluster(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let (xp, _gx) = io.x.device_ptr(&io.dev.stream);
     let (yp, _gy) = io.y.device_ptr(&io.dev.stream);
     let (mut xp, mut yp) = (xp, yp);
-    let (mut rows, mut cols, mut ldx, mut ldy, mut cs) =
-        (r.rows as i32, r.cols as i32, r.ldx, r.ldy, c as i32);
-    let mut args: [*mut std::ffi::c_void; 7] = [
+    let (mut rows, mut cols, mut ldx, mut ldy, mut lg, mut cs) = (
+        r.rows as i32,
+        r.cols as i32,
+        r.ldx,
+        r.ldy,
+        p.log_softmax as i32,
+        c as i32,
+    );
+    let mut args: [*mut std::ffi::c_void; 8] = [
         &mut xp as *mut _ as *mut _,
         &mut yp as *mut _ as *mut _,
         &mut rows as *mut _ as *mut _,
         &mut cols as *mut _ as *mut _,
         &mut ldx as *mut _ as *mut _,
         &mut ldy as *mut _ as *mut _,
+        &mut lg as *mut _ as *mut _,
         &mut cs as *mut _ as *mut _,
     ];
     super::launch::launch_cluster(&io.dev, &f, &name, cfg, c as u32, &mut args)
@@ -467,9 +507,10 @@ pub fn symbols_auto(dt: DType) -> Vec<String> {
 }
 
 // ---- fused CPU ----------------------------------------------------------------------------------
-/// Rows in parallel; each row: max, Σ e^(x−max) into the output, scale — the row stays in cache.
-pub fn run_cpu_fused(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    fn go<T: Element>(x: &[T], y: &mut [T], cols: usize, ldx: usize) {
+/// Rows in parallel; each row: max, Σ e^(x−max) into the output, scale — the row stays in
+/// cache (log_softmax: (x − max) − ln Σ).
+pub fn run_cpu_fused(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    fn go<T: Element>(x: &[T], y: &mut [T], cols: usize, ldx: usize, log: bool) {
         let mut tmp_rows: Vec<&mut [T]> = y.chunks_mut(cols).collect();
         tmp_rows.par_iter_mut().enumerate().for_each_init(
             || vec![0.0f32; cols],
@@ -479,9 +520,18 @@ pub fn run_cpu_fused(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
                 for (b, v) in buf.iter_mut().zip(row) {
                     *b = (v.to_f32() - m).exp();
                 }
-                let inv = 1.0 / prim::sum_f32(buf);
-                for (o, b) in out.iter_mut().zip(buf.iter()) {
-                    *o = T::from_f32(b * inv);
+                let s = prim::sum_f32(buf);
+                if log {
+                    // (x − m) − ln Σ: x − m is exact near the max, where outputs are near 0.
+                    let ls = s.ln();
+                    for (o, v) in out.iter_mut().zip(row) {
+                        *o = T::from_f32((v.to_f32() - m) - ls);
+                    }
+                } else {
+                    let inv = 1.0 / s;
+                    for (o, b) in out.iter_mut().zip(buf.iter()) {
+                        *o = T::from_f32(b * inv);
+                    }
                 }
             },
         );
@@ -494,9 +544,9 @@ pub fn run_cpu_fused(_p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         .cpu_data_mut()
         .ok_or_else(|| Error::Invalid("cpu/fused needs CPU tensors".into()))?;
     match (xd, yd) {
-        (CpuData::F32(x), CpuData::F32(y)) => go(x, y, cols, ldx),
-        (CpuData::BF16(x), CpuData::BF16(y)) => go(x, y, cols, ldx),
-        (CpuData::F16(x), CpuData::F16(y)) => go(x, y, cols, ldx),
+        (CpuData::F32(x), CpuData::F32(y)) => go(x, y, cols, ldx, p.log_softmax),
+        (CpuData::BF16(x), CpuData::BF16(y)) => go(x, y, cols, ldx, p.log_softmax),
+        (CpuData::F16(x), CpuData::F16(y)) => go(x, y, cols, ldx, p.log_softmax),
         _ => return Err(Error::Invalid("input and output dtypes differ".into())),
     }
     Ok(())

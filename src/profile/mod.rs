@@ -322,7 +322,7 @@ pub fn run(req: &ProfileRequest, note: &mut dyn FnMut(&str)) -> Result<ProfileRe
     let (_, cols, _) = x_host.rows_cols();
     let reference = match req.op {
         Op::Gelu => crate::ops::gelu::reference(&x64, &req.params),
-        Op::Softmax => crate::ops::softmax::reference(&x64, cols),
+        Op::Softmax => crate::ops::softmax::reference(&x64, cols, &req.params),
     };
     drop(x64);
     let x = x_host.to_device(&device)?;
