@@ -35,6 +35,17 @@ __device__ void softmax_v1_block_row(const T* __restrict__ x, T* __restrict__ y,
         yr[c] = from_f32<T>(softmax_out(to_f32(xr[c]), m, inv, ls, lg));
 }
 
+// The online-softmax state of one pack: its max (NaN-propagating) and Σ e^(v − max).
+template <int VEC> __device__ __forceinline__ MaxSum pack_maxsum(const float* v) {
+    float pm = v[0];
+    #pragma unroll
+    for (int j = 1; j < VEC; ++j) pm = fmax_nan(pm, v[j]);
+    float ps = 0.0f;
+    #pragma unroll
+    for (int j = 0; j < VEC; ++j) ps += fast_exp(v[j] - pm);
+    return MaxSum{pm, ps};
+}
+
 // The register-resident kernels (v2, v3) keep the row as it came from memory — one uint4
 // (16 raw bytes) per slot when VEC is the pack width, one float per slot when VEC == 1 —
 // and unpack it again in each pass: a 16-bit row then costs half the registers of an
@@ -113,13 +124,7 @@ template <class T, int VEC, int K> struct RowRegs {
         for (int k = 0; k < K; ++k) {
             float v[VEC];
             get(k, v, (const T*)nullptr);
-            float pm = v[0];
-            #pragma unroll
-            for (int j = 1; j < VEC; ++j) pm = fmax_nan(pm, v[j]);
-            float ps = 0.0f;
-            #pragma unroll
-            for (int j = 0; j < VEC; ++j) ps += fast_exp(v[j] - pm);
-            st = maxsum_merge(st, MaxSum{pm, ps});
+            st = maxsum_merge(st, pack_maxsum<VEC>(v));
         }
         return st;
     }
@@ -189,13 +194,7 @@ __device__ void softmax_v4_online(const T* __restrict__ x, T* __restrict__ y, in
         float v[VEC];
         if (VEC > 1) unpack(ld16(xr + c0), v, xr);
         else v[0] = to_f32(xr[c0]);
-        float pm = v[0];
-        #pragma unroll
-        for (int j = 1; j < VEC; ++j) pm = fmax_nan(pm, v[j]);
-        float ps = 0.0f;
-        #pragma unroll
-        for (int j = 0; j < VEC; ++j) ps += fast_exp(v[j] - pm);
-        st = maxsum_merge(st, MaxSum{pm, ps});
+        st = maxsum_merge(st, pack_maxsum<VEC>(v));
     }
     st = warp_maxsum(st);
     if (lane == 0) { sm_m[warp] = st.m; sm_s[warp] = st.s; }
