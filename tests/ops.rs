@@ -293,6 +293,19 @@ fn softmax_strided_rows(dev: &Device) {
 }
 test_device!(softmax_strided_rows, super::softmax_strided_rows);
 
+/// A 2×8 input of `dt` on `dev`, uniform on [−1, 1).
+fn small_input(dt: DType, dev: &Device) -> Tensor {
+    Tensor::random(
+        &[2, 8],
+        dt,
+        Init::Uniform { lo: -1.0, hi: 1.0 },
+        1,
+        None,
+        dev,
+    )
+    .unwrap()
+}
+
 /// Bad input gets a clear error, never a panic or a silent wrong answer.
 fn bad_inputs_get_clear_errors(dev: &Device) {
     let p = Params::default();
@@ -307,15 +320,7 @@ fn bad_inputs_get_clear_errors(dev: &Device) {
                 v.id()
             );
             // shape and dtype mismatch
-            let x = Tensor::random(
-                &[2, 8],
-                DType::F32,
-                Init::Uniform { lo: -1.0, hi: 1.0 },
-                1,
-                None,
-                dev,
-            )
-            .unwrap();
+            let x = small_input(DType::F32, dev);
             let mut y = Tensor::empty(&[2, 9], DType::F32, dev).unwrap();
             assert!(
                 matches!(v.run(&p, &x, &mut y), Err(Error::ShapeMismatch { .. })),
@@ -333,15 +338,7 @@ fn bad_inputs_get_clear_errors(dev: &Device) {
                 dtypes: &[DType::F32],
                 ..*v
             };
-            let xb = Tensor::random(
-                &[2, 8],
-                DType::BF16,
-                Init::Uniform { lo: -1.0, hi: 1.0 },
-                1,
-                None,
-                dev,
-            )
-            .unwrap();
+            let xb = small_input(DType::BF16, dev);
             let mut yb = Tensor::empty(&[2, 8], DType::BF16, dev).unwrap();
             let e = only_f32.run(&p, &xb, &mut yb).unwrap_err();
             assert!(matches!(e, Error::UnsupportedDtype { .. }), "{e}");
@@ -356,15 +353,7 @@ fn bad_inputs_get_clear_errors(dev: &Device) {
         .iter()
         .filter(|v| v.device != dev.kind() && v.tier != Tier::Reference)
     {
-        let x = Tensor::random(
-            &[2, 8],
-            DType::F32,
-            Init::Uniform { lo: -1.0, hi: 1.0 },
-            1,
-            None,
-            dev,
-        )
-        .unwrap();
+        let x = small_input(DType::F32, dev);
         let mut y = Tensor::empty(&[2, 8], DType::F32, dev).unwrap();
         let e = v.run(&p, &x, &mut y).unwrap_err();
         assert!(matches!(e, Error::WrongDevice { .. }), "{}: {e}", v.id());
