@@ -10,10 +10,16 @@ pub struct KernelSource {
 }
 
 /// Headers every source may `#include "..."` (handed to NVRTC by name).
-pub static HEADERS: &[KernelSource] = &[KernelSource {
-    file: "common.cuh",
-    src: include_str!("../kernels/common.cuh"),
-}];
+pub static HEADERS: &[KernelSource] = &[
+    KernelSource {
+        file: "common.cuh",
+        src: include_str!("../kernels/common.cuh"),
+    },
+    KernelSource {
+        file: "matmul_common.cuh",
+        src: include_str!("../kernels/matmul_common.cuh"),
+    },
+];
 
 pub static GELU: KernelSource = KernelSource {
     file: "gelu.cu",
@@ -31,5 +37,17 @@ pub static ELEMENTWISE: KernelSource = KernelSource {
     src: include_str!("../kernels/elementwise.cu"),
 };
 
+/// Matmul / linear, numbered SIMT and `mma.sync` versions (v1–v5), one shared epilogue.
+pub static MATMUL: KernelSource = KernelSource {
+    file: "matmul.cu",
+    src: include_str!("../kernels/matmul.cu"),
+};
+
+/// Matmul / linear for Hopper (`sm_90a`): `wgmma` fed by TMA through an `mbarrier` pipeline.
+pub static MATMUL_SM90: KernelSource = KernelSource {
+    file: "matmul_sm90.cu",
+    src: include_str!("../kernels/matmul_sm90.cu"),
+};
+
 /// Every source file, for CI's compile-everything check and `kernlab inspect`.
-pub static ALL: &[&KernelSource] = &[&GELU, &SOFTMAX, &ELEMENTWISE];
+pub static ALL: &[&KernelSource] = &[&GELU, &SOFTMAX, &ELEMENTWISE, &MATMUL, &MATMUL_SM90];

@@ -3,6 +3,10 @@
 pub mod cpu_prims;
 pub mod gelu;
 pub mod launch;
+pub mod matmul;
+pub mod matmul_cuda;
+pub mod matmul_sm90;
+pub mod matmul_vendor;
 pub mod softmax;
 
 use serde::Serialize;
