@@ -1,26 +1,38 @@
 #!/usr/bin/env python3
-"""PyTorch / torch.compile / Triton baselines for kernlab's GeLU and softmax tables.
+"""PyTorch / torch.compile / Triton baselines for kernlab's GeLU, softmax, matmul and linear tables.
 
 kernlab times its own CUDA kernels; this script times the same op, shapes and dtype on the
 same GPU through PyTorch, so kernlab can merge the results as extra columns:
 
-  torch_manual   the CS336 lecture's eager compositions (one kernel per primitive op)
-  torch_native   torch.nn.functional.gelu / torch.softmax
-  torch_compile  torch.compile of the torch_manual function (compiled once per shape)
-  triton         the lecture's Triton kernels (1-D elementwise GeLU, one-row-per-program softmax)
+  torch_manual   the CS336 lecture's eager compositions (one kernel per primitive op); for
+                 linear: y = x @ w.t(), y = y + b, then the lecture's multi-op GeLU (none for
+                 matmul, where it would be torch_native again)
+  torch_native   torch.nn.functional.gelu / torch.softmax / a @ w.t() /
+                 F.gelu(F.linear(x, w, b), approximate=...)
+  torch_compile  torch.compile of the torch_manual function (gelu, softmax) or of the
+                 torch_native one (matmul, linear), compiled once per shape
+  triton         the lecture's Triton kernels (1-D elementwise GeLU, one-row-per-program
+                 softmax) and a tiled Triton GEMM (grouped tile order, masked edges, f32
+                 accumulation, bias + activation fused in the epilogue, autotuned)
 
-Every variant is first validated against a float64 reference (kernlab's error measure, see
-`rel_err_array`), and only a variant that passes is timed, with
-`triton.testing.do_bench` (median, p20, p80; L2 flushed before each call by do_bench).
+matmul and linear follow kernlab's contract c[M,N] = act(a[M,K] . w[N,K]^T + bias[N]), `w`
+stored as nn.Linear stores its weight; matmul has no bias and no activation. Their shapes are
+MxNxK. f32 GEMMs run with TF32 off (float32 matmul precision "highest"), recorded in the JSON.
+
+Every variant is first validated against a float64 reference (gelu/softmax: kernlab's
+element-wise error measure, see `rel_err_array`; matmul/linear: the relative L2 error of each
+checked output row, see `row_rel_l2_array`, on all rows or on a seeded sample of rows for large
+outputs), and only a variant that passes is timed, with `triton.testing.do_bench` (median,
+p20, p80; L2 flushed before each call by do_bench).
 
 Exit codes: 0 the run completed (individual records may still be "failed" or "error");
 1 an unexpected internal error (JSON with the records so far is still written when --json is
 given) or a failed --self-test; 2 bad command line; 3 baselines unavailable (no torch, no
 triton or no CUDA device): one line on stderr and, with --json, {"available": false, ...}.
 
-`--self-test` needs neither torch nor a GPU: it checks the shape parser, the error measure
-(a pure-Python mirror, plus the array version on NumPy / CPU torch where importable) and the
-JSON writer, then exits 0.
+`--self-test` needs neither torch nor a GPU: it checks the shape parsers, the error measures
+(pure-Python mirrors, plus the array versions on NumPy / CPU torch where importable), the GEMM
+accounting and row sampling, and the JSON writer and contract, then exits 0.
 """
 
 import argparse
@@ -37,9 +49,14 @@ EXIT_INTERNAL = 1
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
 
-OPS = ("gelu", "softmax")
+OPS = ("gelu", "softmax", "matmul", "linear")
+# c[M,N] = act(a[M,K] . w[N,K]^T + bias[N]); shapes MxNxK. matmul: no bias, no activation.
+GEMM_OPS = ("matmul", "linear")
 VARIANTS = ("torch_manual", "torch_native", "torch_compile", "triton")
 GELU_FORMS = ("tanh", "erf")
+# linear's --activation, named as kernlab's Activation (kebab-case); the kernel's ACTIVATION code.
+ACTIVATIONS = ("gelu-tanh", "gelu-erf", "none")
+ACTIVATION_CODES = {"none": 0, "gelu-tanh": 1, "gelu-erf": 2}
 
 # dtype name -> (torch dtype attribute, element size, tolerance, floor = smallest subnormal).
 # The tolerances and floors are kernlab's (src/dtype.rs): the output's rounding plus room for
@@ -58,6 +75,24 @@ TRITON_SOFTMAX_MAX_BLOCK = 131072
 TRITON_GELU_BLOCK = 1024
 # Rows handled at once when comparing on the GPU (bounds the float64 temporaries).
 MEASURE_CHUNK_ELEMS = 1 << 26
+
+# GEMM validation: every output row when the output is small (M <= GEMM_SAMPLE_ROWS or
+# M*N <= GEMM_FULL_CHECK_ELEMS), else GEMM_SAMPLE_ROWS rows (the first, the last and a seeded
+# random rest) against all N columns.
+GEMM_SAMPLE_ROWS = 64
+GEMM_FULL_CHECK_ELEMS = 1 << 22
+# The Triton GEMM's autotune list (H100/H200): (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, stages, warps).
+GEMM_CONFIGS = (
+    (128, 256, 64, 8, 3, 8),
+    (256, 128, 64, 8, 3, 8),
+    (128, 128, 64, 8, 4, 4),
+    (64, 128, 64, 8, 4, 4),
+    (128, 64, 32, 8, 4, 4),
+    (64, 64, 32, 8, 4, 4),
+)
+# Shared memory one block may use on sm_90 (227 KiB); configs whose operand ring would not fit
+# for the dtype are dropped before autotuning (f32 keeps the smaller tiles).
+GEMM_SMEM_LIMIT = 232448
 
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)  # PyTorch's kBeta = M_SQRT2 * M_2_SQRTPI * 0.5
 SQRT1_2 = math.sqrt(0.5)
@@ -137,6 +172,129 @@ def _triton_softmax_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, num_cols, B
     tl.store(y_ptr + row * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+def gemm_config_fits(cfg, elsize, limit=GEMM_SMEM_LIMIT):
+    """Whether a (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, stages, warps) config's ring of operand
+    tiles (stages x (a tile + w tile)) fits in one block's shared memory for `elsize`-byte
+    elements. An estimate: exact for the 16-bit wgmma path (Triton 3.9, sm_90); the f32 'ieee'
+    path keeps one stage fewer, but the f32 tiles this drops (128x128x64 and larger) would
+    spill their accumulator heavily anyway (ptxas: ~13 KB of stack per thread). Configs that
+    still do not fit are skipped by the autotuner itself (OutOfResources)."""
+    bm, bn, bk, _group, stages, _warps = cfg
+    return (bm * bk + bk * bn) * elsize * stages <= limit
+
+
+def gemm_configs_for(configs, elsize):
+    """The configs worth compiling for this element size; never none (the smallest ring)."""
+    keep = [c for c in configs if gemm_config_fits(c, elsize)]
+    if keep:
+        return keep
+    return [min(configs, key=lambda c: (c[0] * c[2] + c[2] * c[1]) * c[4])]
+
+
+def _config_tuple(cfg):
+    kw = cfg.kwargs
+    return (kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["GROUP_M"], cfg.num_stages, cfg.num_warps)
+
+
+def _gemm_prune(configs, named_args, **kwargs):
+    """triton.autotune's early_config_prune: drop the configs that cannot fit this dtype."""
+    a = named_args.get("a_ptr") if isinstance(named_args, dict) else None
+    elsize = a.element_size() if hasattr(a, "element_size") else 4
+    by_tuple = {_config_tuple(c): c for c in configs}
+    return [by_tuple[t] for t in gemm_configs_for(list(by_tuple), elsize)]
+
+
+def _gemm_autotuned(fn):
+    if triton is None:
+        return fn
+    configs = [
+        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g},
+                      num_stages=st, num_warps=w)
+        for bm, bn, bk, g, st, w in GEMM_CONFIGS
+    ]
+    return triton.autotune(configs=configs, key=["M", "N", "K"],
+                           prune_configs_by={"early_config_prune": _gemm_prune})(triton.jit(fn))
+
+
+@_gemm_autotuned
+def _triton_gemm_kernel(a_ptr, w_ptr, bias_ptr, c_ptr, M, N, K,
+                        stride_am, stride_ak, stride_wn, stride_wk, stride_cm, stride_cn,
+                        HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, DOT_MODE: tl.constexpr,
+                        WIDE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                        BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    """c[M,N] = act(a[M,K] . w[N,K]^T + bias[N]), one BLOCK_M x BLOCK_N tile of c per program.
+
+    ACTIVATION: 0 none, 1 GeLU tanh, 2 GeLU erf (kernlab's codes). DOT_MODE: 0 the dtype's
+    tensor-core dot (bf16/f16 in, f32 accumulate), 1 f32 with input_precision="ieee", 2 f32
+    with allow_tf32=False (Triton before input_precision). WIDE: 64-bit row/column offsets.
+    """
+    # Tile order: the programs of one band of GROUP_M tile-rows go down the band's column of
+    # tiles before moving one tile right, so programs running together share the same few
+    # rows of `a` and columns of `w^T` while those are still in L2.
+    pid = tl.program_id(0)
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    per_band = GROUP_M * tiles_n
+    first_m = (pid // per_band) * GROUP_M
+    band_rows = tl.minimum(tiles_m - first_m, GROUP_M)  # the last band may be shorter
+    in_band = pid % per_band
+    tile_m = first_m + in_band % band_rows
+    tile_n = in_band // band_rows
+
+    rows = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    if WIDE:
+        rows = rows.to(tl.int64)
+        cols = cols.to(tl.int64)
+    ks = tl.arange(0, BLOCK_K)
+    row_ok = rows < M
+    col_ok = cols < N
+    # a's tile is [BLOCK_M, BLOCK_K]; w's is read as w^T, [BLOCK_K, BLOCK_N] (K contiguous in both).
+    a_tile = a_ptr + rows[:, None] * stride_am + ks[None, :] * stride_ak
+    w_tile = w_ptr + ks[:, None] * stride_wk + cols[None, :] * stride_wn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k_ok = ks < K - k0  # the last K step may be partial; masked lanes add 0
+        a = tl.load(a_tile, mask=row_ok[:, None] & k_ok[None, :], other=0.0)
+        b = tl.load(w_tile, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
+        if DOT_MODE == 1:
+            acc = tl.dot(a, b, acc, input_precision="ieee")
+        elif DOT_MODE == 2:
+            acc = tl.dot(a, b, acc, allow_tf32=False)
+        else:
+            acc = tl.dot(a, b, acc)
+        a_tile += BLOCK_K * stride_ak
+        w_tile += BLOCK_K * stride_wk
+
+    # Epilogue on the f32 accumulator: bias, activation, one rounding to the output dtype.
+    if HAS_BIAS:
+        bias = tl.load(bias_ptr + cols, mask=col_ok, other=0.0).to(tl.float32)
+        acc = acc + bias[None, :]
+    if ACTIVATION == 1:
+        # 0.5 x (1 + tanh(u)) = x * sigmoid(2u) = x / (1 + exp(-2u)): no cancellation for
+        # x << 0 and no inf/inf (exp(-2u) = inf gives -0, exp(-2u) = 0 gives x).
+        u = 0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)
+        acc = acc / (1.0 + tl.exp(-2.0 * u))
+    elif ACTIVATION == 2:
+        acc = 0.5 * acc * (1.0 + tl.math.erf(acc * 0.7071067811865476))
+    c_tile = c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn
+    tl.store(c_tile, acc.to(c_ptr.dtype.element_ty), mask=row_ok[:, None] & col_ok[None, :])
+
+
+def triton_dot_mode(dtype_name):
+    """DOT_MODE for the GEMM kernel: exact f32 where the inputs are f32."""
+    if dtype_name != "f32":
+        return 0
+    try:
+        import inspect
+
+        if "input_precision" in inspect.signature(tl.dot).parameters:
+            return 1
+    except (TypeError, ValueError, AttributeError):
+        return 1
+    return 2
+
+
 def triton_erf_available():
     return triton is not None and hasattr(tl, "math") and hasattr(tl.math, "erf")
 
@@ -152,26 +310,72 @@ def softmax_num_warps(block_size):
 # ---------------------------------------------------------------------------------------------
 # Small pure helpers (no torch): shapes, the error measure's pure-Python mirror, JSON.
 # ---------------------------------------------------------------------------------------------
-def parse_shapes(text):
-    """'16384x16384,4096x256' -> [(16384, 16384), (4096, 256)]. Shapes are 2-D: rows x cols."""
+def parse_shapes(text, ndim=2):
+    """'16384x16384,4096x256' -> [(16384, 16384), (4096, 256)] (ndim 2: ROWSxCOLS, gelu and
+    softmax); with ndim 3, '8192x8192x8192,127x255x63' -> [(8192, 8192, 8192), (127, 255, 63)]
+    (MxNxK, matmul and linear)."""
+    form = "ROWSxCOLS" if ndim == 2 else "MxNxK"
+    example = "16384x16384,4096x256" if ndim == 2 else "8192x8192x8192,127x255x63"
     if text is None or not text.strip():
-        raise ValueError("no shapes given (expected e.g. 16384x16384,4096x256)")
+        raise ValueError(f"no shapes given (expected e.g. {example})")
     shapes = []
     for part in text.split(","):
         part = part.strip()
         if not part:
             raise ValueError(f"empty shape in '{text}'")
         dims = part.lower().replace("\u00d7", "x").split("x")
-        if len(dims) != 2:
-            raise ValueError(f"shape '{part}' is not ROWSxCOLS")
+        if len(dims) != ndim:
+            raise ValueError(f"shape '{part}' is not {form}")
         try:
-            r, c = (int(d.strip()) for d in dims)
+            vals = tuple(int(d.strip()) for d in dims)
         except ValueError:
             raise ValueError(f"shape '{part}' has a non-integer dimension") from None
-        if r <= 0 or c <= 0:
+        if any(v <= 0 for v in vals):
             raise ValueError(f"shape '{part}' has a dimension <= 0")
-        shapes.append((r, c))
+        shapes.append(vals)
     return shapes
+
+
+def shape_ndim(op):
+    return 3 if op in GEMM_OPS else 2
+
+
+def gemm_flops(m, n, k):
+    """2*M*N*K: one multiply and one add per term (bias and activation not counted)."""
+    return 2 * int(m) * int(n) * int(k)
+
+
+def gemm_bytes(m, n, k, dtype, bias):
+    """The minimum traffic: a and w read once, c written once, the bias read once."""
+    m, n, k = int(m), int(n), int(k)
+    return (m * k + n * k + m * n + (n if bias else 0)) * DTYPES[dtype][1]
+
+
+def record_bytes(op, dtype, shape):
+    if op in GEMM_OPS:
+        m, n, k = shape
+        return gemm_bytes(m, n, k, dtype, op == "linear")
+    rows, cols = shape
+    return 2 * int(rows) * int(cols) * DTYPES[dtype][1]  # input read once, output written once
+
+
+def sample_rows(m, n, seed, count=GEMM_SAMPLE_ROWS, full_elems=GEMM_FULL_CHECK_ELEMS):
+    """The output rows a GEMM is validated on (sorted): all M when M <= count or M*N <=
+    full_elems; else the first, the last and count-2 others drawn with `seed`."""
+    m, n = int(m), int(n)
+    if m <= count or m * n <= full_elems:
+        return list(range(m))
+    rng = random.Random(int(seed) * 1000003 + m)
+    rest = rng.sample(range(1, m - 1), count - 2)
+    return sorted([0, m - 1] + rest)
+
+
+def resolve_variants(op, variants):
+    """(variants to run, dropped) for an op: matmul has no torch_manual (it is a @ w.t(),
+    which is torch_native)."""
+    if op == "matmul":
+        return [v for v in variants if v != "torch_manual"], [v for v in variants if v == "torch_manual"]
+    return list(variants), []
 
 
 def parse_variants(text):
@@ -221,6 +425,33 @@ def rel_err_py(out_rows, ref_rows, floor):
     return max_err, mismatches
 
 
+def row_rel_l2_py(out_rows, ref_rows):
+    """The GEMM error measure in pure Python, mirroring `row_rel_l2_array`.
+
+    Returns (max_err, mismatches): the max over rows of ||out_r - ref_r||_2 / ||ref_r||_2
+    (the norms over the row's elements whose reference is finite and whose NaN/inf status is
+    right; the denominator at least MIN_POSITIVE), and the count of elements whose NaN/inf
+    status differs from the reference, as in `rel_err_py`.
+    """
+    max_err, mismatches = 0.0, 0
+    for o_row, r_row in zip(out_rows, ref_rows):
+        num = den = 0.0
+        for o, f in zip(o_row, r_row):
+            if math.isnan(f):
+                ok = math.isnan(o)
+            elif math.isinf(f):
+                ok = o == f
+            else:
+                ok = math.isfinite(o)
+            if not ok:
+                mismatches += 1
+            elif math.isfinite(f):
+                num += (o - f) ** 2
+                den += f * f
+        max_err = max(max_err, math.sqrt(num / max(den, MIN_POSITIVE)))
+    return max_err, mismatches
+
+
 class _TorchOps:
     """The array operations `rel_err_array` needs, on torch tensors (any device)."""
 
@@ -253,6 +484,12 @@ class _TorchOps:
 
     def max_all(self, a):
         return float(a.max().item()) if a.numel() else 0.0
+
+    def rowsum(self, a):
+        return a.sum(dim=-1, keepdim=True)
+
+    def sqrt(self, a):
+        return a.sqrt()
 
 
 class _NumpyOps:
@@ -288,6 +525,12 @@ class _NumpyOps:
     def max_all(self, a):
         return float(a.max()) if a.size else 0.0
 
+    def rowsum(self, a):
+        return a.sum(axis=-1, keepdims=True)
+
+    def sqrt(self, a):
+        return self.np.sqrt(a)
+
 
 def rel_err_array(ops, out, ref, floor):
     """kernlab's error measure on 2-D float64 arrays (rows on the last dim); see `rel_err_py`.
@@ -305,6 +548,21 @@ def rel_err_array(ops, out, ref, floor):
     den = ops.clamp_min(absref + ROW_SCALE * scale, MIN_POSITIVE)
     e = ops.where(fin & ok, num / den, 0.0)
     return ops.max_all(e), mismatches
+
+
+def row_rel_l2_array(ops, out, ref):
+    """The GEMM error measure on 2-D float64 arrays (one output row per row); see
+    `row_rel_l2_py`. Returns (max over rows of the relative L2 error, mismatches)."""
+    fin = ops.isfinite(ref)
+    ok = ops.where(ops.isnan(ref), ops.isnan(out),
+                   ops.where(ops.isinf(ref), out == ref, ops.isfinite(out)))
+    mismatches = ops.count(~ok)
+    use = fin & ok
+    d = ops.where(use, out - ref, 0.0)
+    r = ops.where(use, ref, 0.0)
+    num = ops.rowsum(d * d)
+    den = ops.clamp_min(ops.rowsum(r * r), MIN_POSITIVE)
+    return ops.max_all(ops.sqrt(num / den)), mismatches
 
 
 def _sanitize(obj):
@@ -352,6 +610,11 @@ def report_unavailable(reason, json_path):
 
 RECORD_KEYS = ("op", "variant", "tier", "dtype", "shape", "gelu", "status", "validated",
                "max_rel_err", "median_ms", "p20_ms", "p80_ms", "bytes", "gbps", "note")
+# Keys every matmul/linear record has besides RECORD_KEYS (gelu/softmax records written by
+# this version have them too, as null; older documents lack them).
+GEMM_RECORD_KEYS = ("activation", "bias", "flops", "tflops", "error_metric", "validated_rows",
+                    "max_elem_rel_err")
+ERROR_METRICS = {"elementwise": "elementwise_row_scaled", "gemm": "max_row_rel_l2"}
 TOP_KEYS = ("available", "torch_version", "triton_version", "device", "seed", "records")
 
 
@@ -383,12 +646,44 @@ def check_contract(doc):
         need(r["variant"] in VARIANTS, f"{where}: bad variant")
         need(r["tier"] == "torch", f"{where}: tier is not 'torch'")
         need(r["dtype"] in DTYPES, f"{where}: bad dtype")
-        need(isinstance(r["shape"], list) and len(r["shape"]) == 2
-             and all(isinstance(v, int) and v > 0 for v in r["shape"]), f"{where}: bad shape")
+        gemm = r["op"] in GEMM_OPS
+        need(isinstance(r["shape"], list) and len(r["shape"]) == shape_ndim(r["op"])
+             and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in r["shape"]),
+             f"{where}: bad shape (want {'[M, N, K]' if gemm else '[rows, cols]'})")
         if r["op"] == "gelu":
             need(r["gelu"] in GELU_FORMS, f"{where}: gelu op without tanh/erf")
         else:
-            need(r["gelu"] is None, f"{where}: softmax with a gelu form")
+            need(r["gelu"] is None, f"{where}: {r['op']} with a gelu form")
+        if gemm:
+            for k in GEMM_RECORD_KEYS:
+                need(k in r, f"{where}: missing key '{k}'")
+            if r["op"] == "matmul":
+                need(r["activation"] == "none" and r["bias"] is False,
+                     f"{where}: matmul with a bias or an activation")
+            else:
+                need(r["activation"] in ACTIVATIONS and r["bias"] is True,
+                     f"{where}: linear without a bias or with a bad activation")
+            need(r["variant"] != "torch_manual" or r["op"] == "linear",
+                 f"{where}: matmul has no torch_manual variant")
+            m, n, k = r["shape"]
+            need(r["flops"] == gemm_flops(m, n, k), f"{where}: flops is not 2*M*N*K")
+            need(r["bytes"] == record_bytes(r["op"], r["dtype"], r["shape"]),
+                 f"{where}: bytes is not (M*K + N*K + M*N [+ N]) * dtype size")
+            need(r["error_metric"] == ERROR_METRICS["gemm"], f"{where}: bad error_metric")
+            me = r["max_elem_rel_err"]
+            need(me is None or (isinstance(me, (int, float)) and not isinstance(me, bool)
+                                and math.isfinite(me)), f"{where}: bad max_elem_rel_err")
+            vr = r["validated_rows"]
+            need(vr is None or (isinstance(vr, int) and not isinstance(vr, bool) and 0 < vr <= m),
+                 f"{where}: bad validated_rows")
+            t = r["tflops"]
+            need(t is None or (isinstance(t, (int, float)) and not isinstance(t, bool)
+                               and math.isfinite(t)), f"{where}: 'tflops' is neither a finite number nor null")
+            if r["status"] == "ok":
+                need(t is not None, f"{where}: ok but 'tflops' is null")
+                need(vr is not None, f"{where}: ok but 'validated_rows' is null")
+            else:
+                need(t is None, f"{where}: {r['status']} but 'tflops' set")
         need(r["status"] in ("ok", "failed", "error"), f"{where}: bad status")
         need(isinstance(r["validated"], bool), f"{where}: 'validated' is not a bool")
         need(isinstance(r["bytes"], int) and r["bytes"] > 0, f"{where}: bad bytes")
@@ -406,14 +701,23 @@ def check_contract(doc):
             need(r["median_ms"] is None and r["gbps"] is None, f"{where}: {r['status']} but timed")
 
 
-def make_record(op, variant, dtype, shape, gelu):
-    rows, cols = shape
+def make_record(op, variant, dtype, shape, gelu, activation=None):
+    """A record in the "error" state (filled in by the run). `shape` is (rows, cols) for gelu
+    and softmax, (M, N, K) for matmul and linear; `activation` is linear's (matmul: none)."""
+    gemm = op in GEMM_OPS
+    flops = None
+    if gemm:
+        m, n, k = (int(v) for v in shape)
+        flops = gemm_flops(m, n, k)
+        activation = "none" if op == "matmul" else activation
+    else:
+        activation = None
     return {
         "op": op,
         "variant": variant,
         "tier": "torch",
         "dtype": dtype,
-        "shape": [int(rows), int(cols)],
+        "shape": [int(v) for v in shape],
         "gelu": gelu if op == "gelu" else None,
         "status": "error",
         "validated": False,
@@ -421,11 +725,18 @@ def make_record(op, variant, dtype, shape, gelu):
         "median_ms": None,
         "p20_ms": None,
         "p80_ms": None,
-        # input read once, output written once
-        "bytes": 2 * int(rows) * int(cols) * DTYPES[dtype][1],
+        "bytes": record_bytes(op, dtype, shape),
         "gbps": None,
         "note": None,
         "tolerance": DTYPES[dtype][2],
+        # matmul / linear (null for gelu and softmax):
+        "activation": activation,
+        "bias": (op == "linear") if gemm else None,
+        "flops": flops,
+        "tflops": None,
+        "error_metric": ERROR_METRICS["gemm" if gemm else "elementwise"],
+        "validated_rows": None,
+        "max_elem_rel_err": None,
     }
 
 
@@ -433,23 +744,25 @@ def _fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
 
+def shape_str(shape):
+    return "x".join(str(v) for v in shape)
+
+
 def format_table(records):
-    head = ("variant", "shape", "ms", "GB/s", "err", "status")
+    gemm = any(r["op"] in GEMM_OPS for r in records)
+    head = ("variant", "shape", "ms", "GB/s") + (("TFLOP/s",) if gemm else ()) + ("err", "status")
     rows = [head]
     for r in records:
-        tag = r["variant"]
-        rows.append((
-            tag,
-            f"{r['shape'][0]}x{r['shape'][1]}",
-            _fmt(r["median_ms"], ".4f"),
-            _fmt(r["gbps"], ".1f"),
-            _fmt(r["max_rel_err"], ".2e"),
-            r["status"],
-        ))
+        row = (r["variant"], shape_str(r["shape"]), _fmt(r["median_ms"], ".4f"), _fmt(r["gbps"], ".1f"))
+        if gemm:
+            row += (_fmt(r.get("tflops"), ".1f"),)
+        row += (_fmt(r["max_rel_err"], ".2e"), r["status"])
+        rows.append(row)
+    left = (0, 1, len(head) - 1)
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(head))]
     lines = []
     for j, row in enumerate(rows):
-        cells = [str(c).ljust(w) if i in (0, 1, 5) else str(c).rjust(w)
+        cells = [str(c).ljust(w) if i in left else str(c).rjust(w)
                  for i, (c, w) in enumerate(zip(row, widths))]
         lines.append("  ".join(cells).rstrip())
         if j == 0:
@@ -635,6 +948,286 @@ class Bench:
 
         return run, note
 
+    # -- matmul / linear: inputs, reference, measure, variants --------------------------------
+    def make_gemm_inputs(self, shape):
+        """a [M,K] ~ N(0,1), w [N,K] ~ N(0,1)/sqrt(K) (so a.w^T is O(1)), bias [N] ~ N(0,1)/2
+        for linear; drawn in float64 from --seed, rounded to the dtype, contiguous."""
+        torch = self.torch
+        m, n, k = shape
+        g = torch.Generator(device=self.dev)
+        g.manual_seed(self.args.seed)
+
+        def draw(dims, scale):
+            t64 = torch.randn(dims, generator=g, device=self.dev, dtype=torch.float64)
+            if scale != 1.0:
+                t64.mul_(scale)
+            t = t64.to(self.tdtype).contiguous()
+            del t64
+            if not bool(torch.isfinite(t).all()) or float(t.abs().max()) == 0.0:
+                raise RuntimeError("generated input is non-finite or all zero")
+            return t
+
+        a = draw((m, k), 1.0)
+        w = draw((n, k), 1.0 / math.sqrt(k))
+        b = draw((n,), 0.5) if self.args.op == "linear" else None
+        return a, w, b
+
+    def gemm_reference(self, a, w, b, rows):
+        """(row index tensor, float64 reference of those output rows) from the dtype-rounded
+        inputs, on the GPU: act(a[rows] . w^T + bias) in float64."""
+        torch = self.torch
+        idx = torch.tensor(rows, device=self.dev, dtype=torch.long)
+        a64 = a.index_select(0, idx).to(torch.float64)
+        w64 = w.to(torch.float64)
+        y = a64 @ w64.t()
+        del a64, w64
+        if b is not None:
+            y += b.to(torch.float64)
+        act = self.args.activation
+        if act == "gelu-tanh":
+            y = 0.5 * y * (1.0 + torch.tanh(SQRT_2_OVER_PI * (y + 0.044715 * y * y * y)))
+        elif act == "gelu-erf":
+            y = 0.5 * y * (1.0 + torch.erf(y * SQRT1_2))
+        return idx, y
+
+    def gemm_measure(self, out, idx, ref):
+        """(max row relative L2 error, mismatches, element-wise max_rel_err) of the checked
+        rows of `out` against the float64 `ref`."""
+        o = out.index_select(0, idx).to(self.torch.float64)
+        err, mism = row_rel_l2_array(self.ops, o, ref)
+        elem, _ = rel_err_array(self.ops, o, ref, self.floor)
+        return err, mism, elem
+
+    def gemm_manual_fn(self):
+        """linear as the lecture composes it eagerly: y = x @ w.t(); y = y + b; the multi-op
+        GeLU. The matmul rounds to the input dtype (what `@` returns); with --manual-precision
+        f32 (default) a 16-bit y is then cast to f32 for the bias add and GeLU, and the result
+        back at the end; with 'input' every op runs in the input dtype."""
+        torch = self.torch
+        act = self.args.activation
+        upcast = self.args.manual_precision == "f32" and self.tdtype != torch.float32
+
+        def gelu_manual(y):
+            if act == "gelu-tanh":
+                return 0.5 * y * (1 + torch.tanh(0.79788456 * (y + 0.044715 * y * y * y)))
+            if act == "gelu-erf":
+                return 0.5 * y * (1 + torch.erf(y * 0.7071067811865476))
+            return y
+
+        def manual(x, w, b):
+            y = x @ w.t()
+            if upcast:
+                y = y.float()
+            y = y + b
+            y = gelu_manual(y)
+            return y.to(x.dtype) if upcast else y
+
+        return manual
+
+    def gemm_native_fn(self):
+        torch = self.torch
+        F = torch.nn.functional
+        if self.args.op == "matmul":
+            def native(x, w, b):
+                return x @ w.t()
+        else:
+            act = self.args.activation
+            if act == "none":
+                def native(x, w, b):
+                    return F.linear(x, w, b)
+            else:
+                approx = "tanh" if act == "gelu-tanh" else "none"
+
+                def native(x, w, b):
+                    return F.gelu(F.linear(x, w, b), approximate=approx)
+        return native
+
+    def gemm_native_out_fn(self):
+        """torch_native with an out= (matmul only: torch.matmul has one, F.linear has not)."""
+        torch = self.torch
+        if self.args.op != "matmul":
+            return None
+
+        def native_out(x, w, b, out):
+            return torch.matmul(x, w.t(), out=out)
+
+        return native_out
+
+    def gemm_compile_fn(self):
+        torch = self.torch
+        try:
+            torch._dynamo.reset()  # a fresh, shape-specialised compile for every shape
+        except Exception:
+            pass
+        mode = None if self.args.compile_mode == "default" else self.args.compile_mode
+        return torch.compile(self.gemm_native_fn(), dynamic=False, mode=mode)
+
+    def gemm_triton_fn(self, shape):
+        """(fn(x, w, b, out=None), note) for the autotuned Triton GEMM."""
+        torch = self.torch
+        m, n, k = shape
+        act = ACTIVATION_CODES[self.args.activation] if self.args.op == "linear" else 0
+        if act == 2 and not triton_erf_available():
+            raise RuntimeError("tl.math.erf is not available in this Triton; erf epilogue skipped")
+        dot_mode = triton_dot_mode(self.args.dtype)
+        wide = max((m + 256) * k, (n + 256) * k, (m + 256) * n) >= 2 ** 31
+        kernel = _triton_gemm_kernel
+
+        def grid(meta):
+            return (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
+
+        def run(x, w, b, out=None):
+            c = torch.empty((m, n), device=x.device, dtype=x.dtype) if out is None else out
+            kernel[grid](x, w, c if b is None else b, c, m, n, k,
+                         x.stride(0), x.stride(1), w.stride(0), w.stride(1),
+                         c.stride(0), c.stride(1),
+                         HAS_BIAS=b is not None, ACTIVATION=act, DOT_MODE=dot_mode, WIDE=wide)
+            return c
+
+        parts = ["tiled GEMM, GROUP_M tile order, masked edges, f32 accumulation"]
+        if self.args.op == "linear":
+            parts.append(f"bias + {self.args.activation} fused in the epilogue")
+        if dot_mode:
+            parts.append("f32 inputs: tl.dot input_precision='ieee' (exact f32 on CUDA cores, slow)"
+                         if dot_mode == 1 else "f32 inputs: tl.dot allow_tf32=False (exact f32, slow)")
+        if wide:
+            parts.append("64-bit offsets")
+        return run, ", ".join(parts)
+
+    @staticmethod
+    def triton_best_config():
+        cfg = getattr(_triton_gemm_kernel, "best_config", None)
+        if cfg is None:
+            return None
+        try:
+            bm, bn, bk, g, st, w = _config_tuple(cfg)
+        except Exception:
+            return str(cfg)
+        return f"autotuned: BLOCK {bm}x{bn}x{bk}, GROUP_M {g}, {st} stages, {w} warps"
+
+    def run_gemm_shape(self, shape, variants, log):
+        torch = self.torch
+        a = self.args
+        m, n, k = shape
+        recs = {v: make_record(a.op, v, a.dtype, shape, None, a.activation) for v in variants}
+        try:
+            x, w, b = self.make_gemm_inputs(shape)
+            rows = sample_rows(m, n, a.seed)
+            idx, ref = self.gemm_reference(x, w, b, rows)
+        except Exception as e:
+            msg = f"input/reference: {first_line(e)}"
+            for r in recs.values():
+                r["note"] = msg
+            torch.cuda.empty_cache()
+            return list(recs.values())
+        checked = (f"checked all {m} rows" if len(rows) == m else
+                   f"checked {len(rows)} sampled rows (first, last, seeded random) x all {n} columns")
+        out_bytes = m * n * DTYPES[a.dtype][1]
+
+        fns = {}
+        for v in variants:
+            r = recs[v]
+            notes = []
+            try:
+                out_fn = None
+                if v == "torch_manual":
+                    fn = self.gemm_manual_fn()
+                    if self.tdtype != torch.float32:
+                        notes.append(f"x @ w.t() rounds to {a.dtype}; bias add and GeLU in f32 "
+                                     f"(y.float() ... .to(dtype))" if a.manual_precision == "f32"
+                                     else f"every op in {a.dtype} (--manual-precision input)")
+                elif v == "torch_native":
+                    fn = self.gemm_native_fn()
+                    out_fn = self.gemm_native_out_fn()
+                elif v == "torch_compile":
+                    fn = self.gemm_compile_fn()
+                    notes.append("torch.compile of the torch_native function, compiled once for "
+                                 "this shape (dynamic=False) before timing")
+                else:
+                    fn, tnote = self.gemm_triton_fn(shape)
+                    notes.append(tnote)
+                    out_fn = fn
+                    warm = torch.empty((m, n), device=self.dev, dtype=self.tdtype)
+                    fn(x, w, b, warm)  # the first call autotunes (every config writes c)
+                    del warm
+                    best = self.triton_best_config()
+                    if best:
+                        notes.append(best)
+
+                # Validate: a NaN-filled out= where the API has one, then the plain call (the
+                # one timed) on a poisoned allocator; the worst of the two counts.
+                outs = []
+                if out_fn is not None:
+                    o = torch.full((m, n), float("nan"), device=self.dev, dtype=self.tdtype)
+                    out_fn(x, w, b, o)
+                    outs.append(o)
+                self.poison_allocator(None, nbytes=out_bytes)
+                outs.append(fn(x, w, b))  # torch_compile compiles here, on its first call
+                torch.cuda.synchronize()
+                err = elem = 0.0
+                mism = 0
+                for o in outs:
+                    if tuple(o.shape) != (m, n) or o.dtype != self.tdtype:
+                        raise RuntimeError(f"output is {tuple(o.shape)} {o.dtype}, "
+                                           f"want {(m, n)} {self.tdtype}")
+                    e1, m1, el1 = self.gemm_measure(o, idx, ref)
+                    err, elem, mism = max(err, e1), max(elem, el1), mism + m1
+                del outs, o
+                notes.append(checked)
+                if mism:
+                    r["status"] = "failed"
+                    notes.append(f"{mism} elements NaN/inf where the reference is not (or the reverse)")
+                else:
+                    r["max_rel_err"] = err
+                    r["max_elem_rel_err"] = elem
+                    if err <= self.tol:
+                        r["status"] = "ok"
+                        r["validated"] = True
+                        r["validated_rows"] = len(rows)
+                        fns[v] = fn
+                    else:
+                        r["status"] = "failed"
+                        notes.append(f"max row relative L2 error {err:.3e} > tolerance {self.tol:.0e}")
+            except Exception as e:
+                r["status"] = "error"
+                r["validated"] = False
+                notes.append(first_line(e))
+                fns.pop(v, None)
+            r["note"] = "; ".join(notes) if notes else None
+            torch.cuda.empty_cache()
+
+        del ref, idx
+        torch.cuda.empty_cache()
+
+        for v in variants:
+            r = recs[v]
+            if v not in fns:
+                log(r)
+                continue
+            fn = fns[v]
+            try:
+                med, p20, p80 = self.time(lambda: fn(x, w, b))
+                r["median_ms"], r["p20_ms"], r["p80_ms"] = med, p20, p80
+                if med and med > 0:
+                    r["gbps"] = r["bytes"] / (med * 1e-3) / 1e9
+                    r["tflops"] = r["flops"] / (med * 1e-3) / 1e12
+                if p20 is None:
+                    extra = "do_bench gave no quantiles"
+                    r["note"] = f"{r['note']}; {extra}" if r["note"] else extra
+            except Exception as e:
+                r["status"] = "error"
+                r["validated"] = False
+                r["validated_rows"] = None
+                r["median_ms"] = r["p20_ms"] = r["p80_ms"] = r["gbps"] = r["tflops"] = None
+                extra = f"timing: {first_line(e)}"
+                r["note"] = f"{r['note']}; {extra}" if r["note"] else extra
+            torch.cuda.empty_cache()
+            log(r)
+
+        del x, w, b, fns
+        torch.cuda.empty_cache()
+        return [recs[v] for v in variants]
+
     # -- timing -------------------------------------------------------------------------------
     def _bench_kwargs(self):
         """do_bench's keywords for this Triton. In 3.x: do_bench(fn, warmup=25, rep=100,
@@ -689,12 +1282,13 @@ class Bench:
                 "gbps": 2.0 * n * 4 / (med * 1e-3) / 1e9}
 
     # -- one shape ----------------------------------------------------------------------------
-    def poison_allocator(self, like):
-        """Leave a freed, 0xFF-filled block (NaN in f32, bf16 and f16) of the output's size in
-        the caching allocator, so an output that lands there and is not fully written shows
-        up as NaN. Best effort: the op may be handed another block."""
+    def poison_allocator(self, like, nbytes=None):
+        """Leave a freed, 0xFF-filled block (NaN in f32, bf16 and f16) of the output's size
+        (`like`'s, or `nbytes`) in the caching allocator, so an output that lands there and is
+        not fully written shows up as NaN. Best effort: the op may be handed another block."""
         torch = self.torch
-        nbytes = like.numel() * like.element_size()
+        if nbytes is None:
+            nbytes = like.numel() * like.element_size()
         junk = torch.empty(nbytes, dtype=torch.uint8, device=self.dev)
         junk.fill_(0xFF)
         del junk
@@ -800,7 +1394,46 @@ class Bench:
         return [recs[v] for v in variants]
 
 
+def configure_matmul_precision(torch):
+    """TF32 off, float32 matmul precision "highest" (so f32 GEMMs are exact f32, as kernlab's
+    f32 kernels are); returns the settings as torch reports them afterwards, for the JSON. The
+    16-bit reduced-precision-reduction flags are left at PyTorch's defaults and recorded."""
+    settings = {}
+    errors = []
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = False
+    except Exception as e:
+        errors.append(f"allow_tf32: {first_line(e)}")
+    try:
+        torch.set_float32_matmul_precision("highest")
+    except Exception as e:
+        errors.append(f"set_float32_matmul_precision: {first_line(e)}")
+    probes = (
+        ("float32_matmul_precision", lambda: str(torch.get_float32_matmul_precision())),
+        ("cuda_matmul_allow_tf32", lambda: bool(torch.backends.cuda.matmul.allow_tf32)),
+        ("cuda_matmul_fp32_precision",  # the newer API's view (torch >= 2.9), else null
+         lambda: getattr(torch.backends.cuda.matmul, "fp32_precision", None)),
+        ("cudnn_allow_tf32", lambda: bool(torch.backends.cudnn.allow_tf32)),
+        ("allow_bf16_reduced_precision_reduction",
+         lambda: bool(torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction)),
+        ("allow_fp16_reduced_precision_reduction",
+         lambda: bool(torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction)),
+    )
+    for key, get in probes:
+        try:
+            settings[key] = get()
+        except Exception as e:
+            settings[key] = None
+            errors.append(f"{key}: {first_line(e)}")
+    if settings.get("cuda_matmul_allow_tf32") or settings.get("float32_matmul_precision") not in (None, "highest"):
+        errors.append("TF32 is still allowed: f32 GEMMs are not exact (validation will show it)")
+    if errors:
+        settings["errors"] = errors
+    return settings
+
+
 def run_benchmarks(torch, args):
+    matmul_settings = configure_matmul_precision(torch)
     bench = Bench(torch, args)
     doc = {
         "available": True,
@@ -813,16 +1446,26 @@ def run_benchmarks(torch, args):
         "warmup_ms": args.warmup_ms,
         "rep_ms": args.rep_ms,
         "manual_precision": args.manual_precision,
+        "compile_mode": args.compile_mode,
+        "matmul_settings": matmul_settings,
         "records": [],
     }
+    if args.op in GEMM_OPS:
+        doc["activation"] = args.activation
+        doc["gemm_validation"] = (f"max over checked rows of ||out - ref||_2 / ||ref||_2 against a "
+                                  f"float64 reference from the rounded inputs; all rows when "
+                                  f"M <= {GEMM_SAMPLE_ROWS} or M*N <= {GEMM_FULL_CHECK_ELEMS}, "
+                                  f"else {GEMM_SAMPLE_ROWS} rows")
 
     def log(r):
         if args.quiet:
             return
-        print(f"{PROG}: {r['op']}{'/' + r['gelu'] if r['gelu'] else ''} {r['dtype']} "
-              f"{r['shape'][0]}x{r['shape'][1]} {r['variant']}: {r['status']}"
+        form = r["gelu"] or (r.get("activation") if r["op"] == "linear" else None)
+        tflops = f" {_fmt(r.get('tflops'), '.1f')} TFLOP/s" if r["op"] in GEMM_OPS else ""
+        print(f"{PROG}: {r['op']}{'/' + form if form else ''} {r['dtype']} "
+              f"{shape_str(r['shape'])} {r['variant']}: {r['status']}"
               f" err {_fmt(r['max_rel_err'], '.2e')} median {_fmt(r['median_ms'], '.4f')} ms"
-              f" {_fmt(r['gbps'], '.1f')} GB/s" + (f" ({r['note']})" if r["note"] else ""),
+              f" {_fmt(r['gbps'], '.1f')} GB/s{tflops}" + (f" ({r['note']})" if r["note"] else ""),
               file=sys.stderr, flush=True)
 
     rc = EXIT_OK
@@ -833,8 +1476,9 @@ def run_benchmarks(torch, args):
                 c = doc["copy"]
                 print(f"{PROG}: copy_ of {c['bytes']} bytes: {c['median_ms']:.4f} ms, "
                       f"{c['gbps']:.0f} GB/s (read + written)", file=sys.stderr, flush=True)
+        run_shape = bench.run_gemm_shape if args.op in GEMM_OPS else bench.run_shape
         for shape in args.shape_list:
-            doc["records"].extend(bench.run_shape(shape, args.variant_list, log))
+            doc["records"].extend(run_shape(shape, args.variant_list, log))
     except BaseException as e:  # keep what was measured, say the run is incomplete
         doc["incomplete"] = first_line(e)
         print(f"{PROG}: run stopped early: {first_line(e)}", file=sys.stderr)
@@ -845,7 +1489,8 @@ def run_benchmarks(torch, args):
             raise
     if args.json:
         write_json(args.json, doc)
-    print(f"{args.op}{' (' + args.gelu + ')' if args.op == 'gelu' else ''} {args.dtype} on "
+    form = args.gelu if args.op == "gelu" else (args.activation if args.op == "linear" else None)
+    print(f"{args.op}{' (' + form + ')' if form else ''} {args.dtype} on "
           f"{doc['device']}, torch {doc['torch_version']}, triton {doc['triton_version']}, "
           f"seed {doc['seed']}")
     print(format_table(doc["records"]))
@@ -880,8 +1525,64 @@ def self_test():
     check(softmax_num_warps(1024) == 4 and softmax_num_warps(2048) == 8
           and softmax_num_warps(4096) == 16 and softmax_num_warps(131072) == 16, "num_warps")
 
-    # The error measure: hand-made cases (out_rows, ref_rows, dtype, want_err, want_mismatches).
+    # matmul / linear: MxNxK shapes, variants, accounting, row sampling, autotune configs.
+    check(parse_shapes("8192x8192x8192, 127X255x63,1x1x1", 3)
+          == [(8192, 8192, 8192), (127, 255, 63), (1, 1, 1)], "MxNxK shape list")
+    for bad in ("", "64x64", "4x4x4x4", "0x1x1", "1x-1x1", "ax1x1", "1x1x1,", "1.5x1x1"):
+        check(raises(parse_shapes, bad, 3), f"MxNxK shape '{bad}' accepted")
+    check([shape_ndim(o) for o in OPS] == [2, 2, 3, 3], "shape_ndim")
+    check(resolve_variants("matmul", list(VARIANTS))
+          == (["torch_native", "torch_compile", "triton"], ["torch_manual"]), "matmul variants")
+    check(resolve_variants("linear", list(VARIANTS)) == (list(VARIANTS), []), "linear variants")
+    check(resolve_variants("matmul", ["torch_manual"]) == ([], ["torch_manual"]), "matmul manual only")
+    check(gemm_flops(8192, 8192, 8192) == 2 * 8192 ** 3 and gemm_flops(127, 255, 63) == 4080510,
+          "gemm flops")
+    check(gemm_bytes(127, 255, 63, "bf16", True) == (127 * 63 + 255 * 63 + 127 * 255 + 255) * 2
+          and gemm_bytes(127, 255, 63, "bf16", False) == (127 * 63 + 255 * 63 + 127 * 255) * 2
+          and gemm_bytes(8192, 8192, 8192, "f32", True) == (3 * 8192 * 8192 + 8192) * 4
+          and gemm_bytes(1, 1, 1, "f16", False) == 6, "gemm bytes")
+    lin = make_record("linear", "triton", "bf16", (127, 255, 63), None, "gelu-erf")
+    mm = make_record("matmul", "torch_native", "f32", (8, 16, 32), None, "gelu-tanh")
+    check(lin["shape"] == [127, 255, 63] and lin["flops"] == 4080510 and lin["bias"] is True
+          and lin["activation"] == "gelu-erf" and lin["gelu"] is None
+          and lin["bytes"] == gemm_bytes(127, 255, 63, "bf16", True)
+          and lin["error_metric"] == "max_row_rel_l2", "linear record")
+    check(mm["activation"] == "none" and mm["bias"] is False and mm["flops"] == 2 * 8 * 16 * 32
+          and mm["bytes"] == (8 * 32 + 16 * 32 + 8 * 16) * 4 and mm["tolerance"] == 1e-4, "matmul record")
+    el = make_record("softmax", "triton", "f32", (4, 8), None, "gelu-tanh")
+    check(el["activation"] is None and el["bias"] is None and el["flops"] is None
+          and el["error_metric"] == "elementwise_row_scaled", "softmax record's gemm keys")
+    check(sample_rows(64, 1 << 20, 1) == list(range(64)), "small M: all rows")
+    check(sample_rows(4096, 1024, 1) == list(range(4096)), "small output: all rows")
+    rs = sample_rows(8192, 8192, 7)
+    check(len(rs) == GEMM_SAMPLE_ROWS and len(set(rs)) == len(rs) and rs == sorted(rs)
+          and rs[0] == 0 and rs[-1] == 8191 and all(0 <= v < 8192 for v in rs), "sampled rows")
+    check(sample_rows(8192, 8192, 7) == rs and sample_rows(8192, 8192, 8) != rs, "rows follow the seed")
+    check(ACTIVATION_CODES == {"none": 0, "gelu-tanh": 1, "gelu-erf": 2}, "kernlab's activation codes")
+    check(4 <= len(GEMM_CONFIGS) <= 6 and all(len(c) == 6 for c in GEMM_CONFIGS), "gemm configs")
+    check(gemm_configs_for(GEMM_CONFIGS, 2) == list(GEMM_CONFIGS), "16-bit keeps every config")
+    f32_cfgs = gemm_configs_for(GEMM_CONFIGS, 4)
+    check(f32_cfgs and all((c[0] * c[2] + c[2] * c[1]) * 4 * c[4] <= GEMM_SMEM_LIMIT for c in f32_cfgs)
+          and (128, 256, 64, 8, 3, 8) not in f32_cfgs, "f32 drops the big rings")
+    check(gemm_configs_for([(512, 512, 128, 8, 4, 8)], 4) == [(512, 512, 128, 8, 4, 8)],
+          "never no config")
+    check(triton_dot_mode("bf16") == 0 and triton_dot_mode("f16") == 0, "16-bit dot mode")
+
+    # The GEMM measure: max over rows of ||out - ref|| / ||ref||.
     inf, nan = float("inf"), float("nan")
+    row_cases = [
+        ("identical", [[1.0, -2.0], [3.0, 4.0]], [[1.0, -2.0], [3.0, 4.0]], 0.0, 0),
+        ("3-4-5", [[3.0, 4.5]], [[3.0, 4.0]], 0.1, 0),
+        ("worst row", [[3.0, 4.5], [1.0, 0.0]], [[3.0, 4.0], [1.0, 0.0]], 0.1, 0),
+        ("small row counts alone", [[1000.0, 0.0], [0.0, 0.011]], [[1000.0, 0.0], [0.0, 0.01]], 0.1, 0),
+        ("NaN for finite", [[nan, 1.0]], [[1.0, 1.0]], 0.0, 1),
+        ("inf for inf", [[inf, 1.0]], [[inf, 1.0]], 0.0, 0),
+        ("finite for inf", [[1.0, 2.0]], [[-inf, 2.0]], 0.0, 1),
+        ("zero row", [[0.0, 0.0]], [[0.0, 0.0]], 0.0, 0),
+        ("zero ref", [[1e-150, 0.0]], [[0.0, 0.0]], 1e-150 / math.sqrt(MIN_POSITIVE), 0),
+    ]
+
+    # The error measure: hand-made cases (out_rows, ref_rows, dtype, want_err, want_mismatches).
     f32, bf16, f16 = (DTYPES[k][3] for k in ("f32", "bf16", "f16"))
     cases = [
         ("identical", [[1.0, -2.0, 3.0, 0.5]], [[1.0, -2.0, 3.0, 0.5]], f32, 0.0, 0),
@@ -918,6 +1619,17 @@ def self_test():
         e, m = rel_err_py(o, r, floor)
         check(close(e, want_e) and m == want_m,
               f"rel_err_py {name}: got ({e!r}, {m}), want ({want_e!r}, {want_m})")
+    for name, o, r, want_e, want_m in row_cases:
+        e, m = row_rel_l2_py(o, r)
+        check(close(e, want_e) and m == want_m,
+              f"row_rel_l2_py {name}: got ({e!r}, {m}), want ({want_e!r}, {want_m})")
+    # TF32-like input rounding (2^-11 relative) fails the f32 tolerance; f32 rounding passes it.
+    rng0 = random.Random(99)
+    ref_row = [sum(rng0.gauss(0, 1) * rng0.gauss(0, 1) / 16.0 for _ in range(256)) for _ in range(64)]
+    check(row_rel_l2_py([[v * (1 + 2 ** -11 * rng0.choice((-1, 1))) for v in ref_row]], [ref_row])[0]
+          > DTYPES["f32"][2], "tf32-sized errors pass f32")
+    check(row_rel_l2_py([[v * (1 + 2 ** -24) for v in ref_row]], [ref_row])[0] <= DTYPES["f32"][2],
+          "f32 rounding fails f32")
 
     # Tolerance decisions as kernlab makes them.
     e, m = rel_err_py([[1.0 + 2e-4]], [[1.0]], f32)
@@ -962,6 +1674,15 @@ def self_test():
                 got = rel_err_array(ops, make(o), make(r), floor)
             check(close(got[0], want[0]) and got[1] == want[1],
                   f"rel_err_array[{bname}] {name}: got {got}, want {want}")
+        for name, o, r in [(c[0], c[1], c[2]) for c in row_cases] + [("random", rand_out, rand_ref)]:
+            want = row_rel_l2_py(o, r)
+            if np_mod is not None:
+                with np_mod.errstate(all="ignore"):
+                    got = row_rel_l2_array(ops, make(o), make(r))
+            else:
+                got = row_rel_l2_array(ops, make(o), make(r))
+            check(close(got[0], want[0]) and got[1] == want[1],
+                  f"row_rel_l2_array[{bname}] {name}: got {got}, want {want}")
 
     # JSON: the unavailable case, through the same function main uses.
     import contextlib
@@ -1010,15 +1731,62 @@ def self_test():
             failures.append(f"available JSON breaks the contract: {e}")
         check("triton" in format_table(doc2["records"]), "table")
 
-    # The recorded sample, where the repository has it.
-    sample = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir,
-                          "tests", "data", "torch_baselines_sample.json")
-    if os.path.exists(sample):
+        # A matmul/linear document, and records that break its rules.
+        g_ok = make_record("linear", "triton", "bf16", (127, 255, 63), None, "gelu-tanh")
+        g_ok.update(status="ok", validated=True, max_rel_err=1.1e-3, max_elem_rel_err=3.8e-3,
+                    validated_rows=127, median_ms=0.01, p20_ms=0.009, p80_ms=0.011,
+                    gbps=g_ok["bytes"] / 1e-5 / 1e9, tflops=g_ok["flops"] / 1e-5 / 1e12)
+        g_failed = make_record("matmul", "torch_native", "f32", (8192, 8192, 8192), None, None)
+        g_failed.update(status="failed", max_rel_err=4e-4, note="max row relative L2 error")
+        g_err = make_record("linear", "torch_manual", "f16", (1, 1, 1), None, "none")
+        gdoc = dict(full, records=[g_ok, g_failed, g_err],
+                    matmul_settings={"float32_matmul_precision": "highest",
+                                     "cuda_matmul_allow_tf32": False})
         try:
-            with open(sample) as f:
-                check_contract(json.load(f))
-        except (ValueError, OSError) as e:
-            failures.append(f"{os.path.normpath(sample)} breaks the contract: {e}")
+            check_contract(json.loads(json.dumps(gdoc)))
+        except ValueError as e:
+            failures.append(f"gemm JSON breaks the contract: {e}")
+        table = format_table(gdoc["records"])
+        check("TFLOP/s" in table and "127x255x63" in table and "8192x8192x8192" in table, "gemm table")
+        bad_cases = [
+            ("matmul torch_manual", dict(g_failed, variant="torch_manual")),
+            ("flops", dict(g_ok, flops=1)),
+            ("bytes", dict(g_ok, bytes=g_ok["bytes"] - 510)),
+            ("2-D gemm shape", dict(g_ok, shape=[127, 255])),
+            ("3-D softmax shape", dict(ok, shape=[1, 2, 3])),
+            ("matmul with bias", dict(g_failed, bias=True)),
+            ("linear without bias", dict(g_ok, bias=False)),
+            ("ok without tflops", dict(g_ok, tflops=None)),
+            ("failed with tflops", dict(g_failed, tflops=1.0)),
+            ("missing activation", {k: v for k, v in g_ok.items() if k != "activation"}),
+        ]
+        for what, rec in bad_cases:
+            check(raises(check_contract, dict(full, records=[rec])), f"contract accepts {what}")
+
+    # The recorded samples, where the repository has them.
+    for name in ("torch_baselines_sample.json", "torch_matmul_sample.json"):
+        sample = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir,
+                              "tests", "data", name)
+        if os.path.exists(sample):
+            try:
+                with open(sample) as f:
+                    check_contract(json.load(f))
+            except (ValueError, OSError) as e:
+                failures.append(f"{os.path.normpath(sample)} breaks the contract: {e}")
+
+    # The command line: MxNxK for matmul/linear, ROWSxCOLS for gelu/softmax, matmul's
+    # torch_manual alone is nothing to run (each of these stops in the parser, exit 2).
+    for argv in (["--op", "linear", "--shapes", "64x64", "--dtype", "bf16"],
+                 ["--op", "softmax", "--shapes", "64x64x64", "--dtype", "f32"],
+                 ["--op", "matmul", "--shapes", "8x8x8", "--dtype", "f16", "--variants", "torch_manual"],
+                 ["--op", "linear", "--shapes", "8x8x8", "--dtype", "f16", "--activation", "relu"]):
+        err = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(err):
+                rc = main(argv)
+        except SystemExit as e:
+            rc = e.code
+        check(rc == EXIT_USAGE, f"{' '.join(argv)}: exit {rc}, want {EXIT_USAGE}")
 
     for f in failures:
         print(f"self-test FAILED: {f}", file=sys.stderr)
@@ -1032,19 +1800,25 @@ def self_test():
 def build_parser():
     p = argparse.ArgumentParser(
         prog="torch_baselines.py",
-        description="Time PyTorch / torch.compile / Triton baselines of GeLU or softmax for "
-                    "kernlab, validated against a float64 reference first.",
+        description="Time PyTorch / torch.compile / Triton baselines of GeLU, softmax, matmul or "
+                    "linear for kernlab, validated against a float64 reference first.",
         epilog="exit codes: 0 run completed (records may be 'failed'/'error'); 1 internal "
                "error or self-test failure; 2 bad arguments; 3 baselines unavailable (no torch, "
                "no triton or no CUDA device).")
     p.add_argument("--op", choices=OPS, help="the op (required unless --self-test)")
-    p.add_argument("--shapes", help="comma-separated ROWSxCOLS list, e.g. 16384x16384,4096x256 "
-                                    "(softmax is over the last dim)")
+    p.add_argument("--shapes", help="comma-separated ROWSxCOLS list for gelu/softmax, e.g. "
+                                    "16384x16384,4096x256 (softmax is over the last dim); MxNxK "
+                                    "for matmul/linear, e.g. 8192x8192x8192,127x255x63 "
+                                    "(c[M,N] = act(a[M,K] . w[N,K]^T + bias[N]))")
     p.add_argument("--dtype", choices=tuple(DTYPES), help="element type (required unless --self-test)")
     p.add_argument("--gelu", choices=GELU_FORMS, default="tanh",
                    help="GeLU form: tanh approximation or exact erf (default tanh; ignored for softmax)")
-    p.add_argument("--variants", default=",".join(VARIANTS),
-                   help=f"comma-separated subset of {','.join(VARIANTS)} (default: all)")
+    p.add_argument("--activation", choices=ACTIVATIONS, default="gelu-tanh",
+                   help="linear's activation after the bias (default gelu-tanh; matmul has none, "
+                        "gelu/softmax ignore it)")
+    p.add_argument("--variants", default=None,
+                   help=f"comma-separated subset of {','.join(VARIANTS)} (default: all; matmul "
+                        f"has no torch_manual, which would be torch_native)")
     p.add_argument("--warmup-ms", type=float, default=25.0, help="do_bench warmup, ms (default 25)")
     p.add_argument("--rep-ms", type=float, default=100.0, help="do_bench repetition time, ms (default 100)")
     p.add_argument("--json", metavar="PATH", help="write the results (or the unavailable note) here")
@@ -1052,15 +1826,20 @@ def build_parser():
     p.add_argument("--manual-precision", choices=("f32", "input"), default="f32",
                    help="torch_manual/torch_compile on bf16/f16: 'f32' casts the input to f32 and "
                         "the result back (kernlab's manual tier does the same; default), 'input' "
-                        "runs every op in the input dtype")
+                        "runs every op in the input dtype. linear's torch_manual: the matmul "
+                        "always runs in the input dtype; this picks the precision of the bias "
+                        "add and GeLU after it")
     p.add_argument("--compile-mode", default="default",
-                   help="torch.compile mode (default, reduce-overhead, max-autotune, ...)")
+                   help="torch.compile mode (default, reduce-overhead, max-autotune, ...); "
+                        "torch_compile compiles torch_manual for gelu/softmax, torch_native for "
+                        "matmul/linear")
     p.add_argument("--quiet", action="store_true", help="no per-variant progress on stderr")
     p.add_argument("--copy-bytes", type=int, default=1 << 30,
                    help="also time dst.copy_(src) of this many bytes, PyTorch's side of the copy "
                         "ceiling (default 1 GiB; 0 skips it)")
     p.add_argument("--self-test", action="store_true",
-                   help="check the parser, error measure and JSON writer without torch; exit 0 if ok")
+                   help="check the parsers, error measures, GEMM accounting and JSON writer "
+                        "without torch; exit 0 if ok")
     return p
 
 
@@ -1073,16 +1852,27 @@ def main(argv=None):
     if missing:
         parser.error(f"the following arguments are required: {', '.join(missing)}")
     try:
-        args.shape_list = parse_shapes(args.shapes)
-        args.variant_list = parse_variants(args.variants)
+        args.shape_list = parse_shapes(args.shapes, shape_ndim(args.op))
+        asked = parse_variants(args.variants if args.variants is not None else ",".join(VARIANTS))
     except ValueError as e:
         parser.error(str(e))
+    args.variant_list, dropped = resolve_variants(args.op, asked)
+    if not args.variant_list:
+        parser.error(f"nothing to run: {args.op} has no {', '.join(dropped)} variant "
+                     f"(it would be torch_native)")
+    if dropped and args.variants is not None and not args.quiet:
+        print(f"{PROG}: {args.op} has no {', '.join(dropped)} variant (it would be torch_native); "
+              f"skipped", file=sys.stderr)
     if args.warmup_ms <= 0 or args.rep_ms <= 0:
         parser.error("--warmup-ms and --rep-ms must be > 0")
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(2 ** 31)
     if args.op != "gelu":
         args.gelu = None
+    if args.op == "matmul":
+        args.activation = "none"
+    elif args.op != "linear":
+        args.activation = None
 
     torch, reason = probe_environment()
     if torch is None:

@@ -51,3 +51,12 @@ extern "C" __global__ void sub_rowvec_f32(const float* a, const float* v, float*
 extern "C" __global__ void div_rowvec_f32(const float* a, const float* v, float* out, i64 n, int cols) {
     KL_IDX out[i] = a[i] / v[i / cols];
 }
+// Bias add for the manual linear: out[r, c] = x[r, c] + b[c], in the tensors' own dtype (as
+// eager PyTorch's `y + b` reads and writes bf16), f32 arithmetic.
+#define KL_BIAS(TN, T)                                                                              \
+    extern "C" __global__ void add_bias_##TN(const T* x, const T* b, T* out, i64 n, int cols) {     \
+        KL_IDX out[i] = from_f32<T>(to_f32(x[i]) + to_f32(b[i % cols]));                            \
+    }
+KL_BIAS(f32, float)
+KL_BIAS(bf16, bf16)
+KL_BIAS(f16, f16)

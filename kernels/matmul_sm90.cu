@@ -1,2 +1,379 @@
-// Matmul v6 (sm_90a wgmma + TMA): filled in by the Hopper work.
+// Matmul v6 for Hopper (sm_90a): wgmma.mma_async fed by TMA through an mbarrier pipeline.
+//
+// c[M,N] = act(a[M,K] · w[N,K]ᵀ + bias[N]), bf16 or f16 in, f32 accumulate, one store of c.
+//
+// Shape of the kernel
+// - One CTA per SM, persistent: it walks the output tiles t = blockIdx.x, + gridDim.x, …
+//   in a grouped order (GROUP_M tile rows share each band of w, so the CTAs running at the
+//   same time reuse a and w through L2).
+// - 384 threads, three warpgroups. Warpgroup 0 is the producer: it gives back registers
+//   (setmaxnreg.dec to 40) and one thread issues the TMA copies. Warpgroups 1 and 2 are the
+//   consumers (setmaxnreg.inc to 232); each owns 64 rows of the 128-row tile and all BN
+//   columns, so its accumulator is one m64nBNk16 wgmma fragment (BN/2 floats per thread).
+// - STAGES shared-memory stages, each one 128×64 tile of a and one BN×64 tile of w, written
+//   by TMA with the 128-byte swizzle (rows of 64 elements = 128 bytes, the 16-byte chunks of
+//   row r XOR-ed with r mod 8), which is the K-major layout wgmma reads with swizzle mode 1.
+// - Two mbarriers per stage. full[s]: the producer arrives once with expect_tx(stage bytes)
+//   and the TMA unit completes the transaction. empty[s]: lane 0 of each of the 8 consumer
+//   warps arrives once its wgmma reading the stage has finished (wgmma.wait_group).
+//   Use number u of a stage waits for phase parity u & 1 on full and (u & 1) ^ 1 on empty
+//   (a fresh barrier counts its "previous" phase, parity 1, as complete).
+// - The consumers keep one wgmma group in flight: issue the 4 k16 steps of stage kb, commit,
+//   wait until at most one group is pending (so kb − 1 is done), release kb − 1's stage.
+// - Tails: the tensor maps fill out-of-range rows and K columns with zeros, so any M and N
+//   work and K only needs a 16-byte row pitch (K multiple of 8; the launcher checks). The
+//   epilogue masks the stores.
+// - Epilogue straight from registers: wgmma's D fragment gives thread t of a warpgroup rows
+//   16·warp + lane/4 (+8) and columns 8·i + 2·(lane%4) (+1) for chunk i; mm_epilogue (bias,
+//   GeLU) is applied in f32 and pairs are stored as one 32-bit word when N is even.
+//
+// The Hopper body is compiled only for sm_90a (wgmma and setmaxnreg exist only there); for
+// every other target the kernels are a __trap() so that the symbols exist everywhere. The
+// launcher never launches them on anything but compute capability 9.0.
 #include "matmul_common.cuh"
+
+typedef unsigned long long u64;
+
+// A CUtensorMap as the driver encodes it (128 opaque bytes, 64-byte aligned); NVRTC has no
+// cuda.h. Passed by value as a __grid_constant__ kernel parameter, so TMA reads it in place.
+struct __align__(64) TmaDesc {
+    u64 opaque[16];
+};
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define KL_V6_HOPPER 1
+#else
+#define KL_V6_HOPPER 0
+#endif
+
+#if KL_V6_HOPPER
+// ---- shared memory, mbarrier, TMA ---------------------------------------------------------
+__device__ __forceinline__ u32 smem_addr(const void* p) {
+    u32 r;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
+    return r;
+}
+__device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+// Make the initialised barriers visible to the async proxy (the TMA unit) and the cluster.
+__device__ __forceinline__ void mbar_init_fence() {
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(u32 bar, u32 bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(u32 bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+// Wait until the phase of parity `parity` has completed.
+__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
+    u32 done;
+    do {
+        asm volatile(
+            "{ .reg .pred p;\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+            "selp.u32 %0, 1, 0, p; }"
+            : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+__device__ __forceinline__ void tma_prefetch_desc(const TmaDesc* d) {
+    asm volatile("prefetch.tensormap [%0];" ::"l"(d) : "memory");
+}
+// One 2-D box of the tensor map into shared memory; completes `bytes` on mbarrier `bar`.
+// x is the inner (K) coordinate in elements, y the row.
+__device__ __forceinline__ void tma_load_2d(u32 dst, const TmaDesc* d, int x, int y, u32 bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3}], [%4];"
+        ::"r"(dst), "l"(d), "r"(x), "r"(y), "r"(bar) : "memory");
+}
+
+// ---- wgmma -------------------------------------------------------------------------------
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() {
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void wg_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+// Pin the accumulator registers in program order (the compiler must not move reads of them
+// across a wgmma.wait_group, nor writes across the next wgmma.fence).
+template <int R> __device__ __forceinline__ void fence_regs(float (&d)[R]) {
+    #pragma unroll
+    for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+template <int R> __device__ __forceinline__ void setmaxnreg_inc() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R));
+}
+template <int R> __device__ __forceinline__ void setmaxnreg_dec() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(R));
+}
+
+// Shared-memory matrix descriptor for a K-major operand in the 128-byte swizzle: start
+// address >> 4 in bits 0–13, leading byte offset (unused for swizzled K-major; 1 by
+// convention) in bits 16–29, stride byte offset 1024 B >> 4 (eight 128-byte rows, one
+// swizzle atom) in bits 32–45, base offset 0 (tiles are 1024-byte aligned), swizzle mode 1
+// (128 B) in bits 62–63. A k16 step is 32 bytes along the row: +2 in the address field.
+__device__ __forceinline__ u64 desc_sw128(u32 addr) {
+    const u64 hi = (1ull << 62) | ((u64)(1024 >> 4) << 32) | ((u64)1 << 16);
+    return hi | (u64)((addr & 0x3FFFF) >> 4);
+}
+
+#define KL_D8(i)                                                                             \
+    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+        "+f"(d[i + 6]), "+f"(d[i + 7])
+
+// wgmma.mma_async m64nNk16, f32 += A(smem, K-major) · B(smem, K-major), tnspA = tnspB = 0,
+// scale-d = (acc != 0): 0 overwrites d (the first k-step of a tile).
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 da, u64 db, int acc, const bf16*) {
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "setp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+        " %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+        " %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+        " %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
+        " %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
+        " %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
+        " %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+        "%128, %129, p, 1, 1, 0, 0; }\n"
+        : KL_D8(0), KL_D8(8), KL_D8(16), KL_D8(24),
+          KL_D8(32), KL_D8(40), KL_D8(48), KL_D8(56),
+          KL_D8(64), KL_D8(72), KL_D8(80), KL_D8(88),
+          KL_D8(96), KL_D8(104), KL_D8(112), KL_D8(120)
+        : "l"(da), "l"(db), "r"(acc)
+        : "memory");
+}
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 da, u64 db, int acc, const f16*) {
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "setp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+        " %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+        " %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+        " %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
+        " %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
+        " %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
+        " %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+        "%128, %129, p, 1, 1, 0, 0; }\n"
+        : KL_D8(0), KL_D8(8), KL_D8(16), KL_D8(24),
+          KL_D8(32), KL_D8(40), KL_D8(48), KL_D8(56),
+          KL_D8(64), KL_D8(72), KL_D8(80), KL_D8(88),
+          KL_D8(96), KL_D8(104), KL_D8(112), KL_D8(120)
+        : "l"(da), "l"(db), "r"(acc)
+        : "memory");
+}
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 da, u64 db, int acc, const bf16*) {
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "setp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+        " %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+        " %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+        "%64, %65, p, 1, 1, 0, 0; }\n"
+        : KL_D8(0), KL_D8(8), KL_D8(16), KL_D8(24),
+          KL_D8(32), KL_D8(40), KL_D8(48), KL_D8(56)
+        : "l"(da), "l"(db), "r"(acc)
+        : "memory");
+}
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 da, u64 db, int acc, const f16*) {
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "setp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+        " %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+        " %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+        "%64, %65, p, 1, 1, 0, 0; }\n"
+        : KL_D8(0), KL_D8(8), KL_D8(16), KL_D8(24),
+          KL_D8(32), KL_D8(40), KL_D8(48), KL_D8(56)
+        : "l"(da), "l"(db), "r"(acc)
+        : "memory");
+}
+
+template <int BN> struct Wgmma;
+template <> struct Wgmma<256> {
+    template <class T>
+    static __device__ __forceinline__ void mma(float (&d)[128], u64 da, u64 db, int acc) {
+        wgmma_m64n256k16(d, da, db, acc, (const T*)nullptr);
+    }
+};
+template <> struct Wgmma<128> {
+    template <class T>
+    static __device__ __forceinline__ void mma(float (&d)[64], u64 da, u64 db, int acc) {
+        wgmma_m64n128k16(d, da, db, acc, (const T*)nullptr);
+    }
+};
+
+// Tile t of the grouped order: bands of `group_m` tile rows, column-major inside a band.
+__device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int group_m,
+                                            int& tm, int& tn) {
+    const int per_band = group_m * tiles_n;
+    const int band = t / per_band;
+    const int first = band * group_m;
+    const int rows = min(tiles_m - first, group_m);
+    const int r = t - band * per_band;
+    tm = first + r % rows;
+    tn = r / rows;
+}
+
+// Store two neighbouring outputs (row r, columns n and n + 1) after the epilogue. ACT is
+// the activation code as a constant, so each instantiation carries only its own math.
+template <class T, int ACT>
+__device__ __forceinline__ void store_pair(T* __restrict__ c, const T* __restrict__ bias, int M,
+                                          int N, int r, int n, float v0, float v1, bool pairs) {
+    if (r >= M || n >= N) return;
+    T* p = c + (i64)r * N + n;
+    const float e0 = mm_epilogue<T>(v0, bias, n, ACT);
+    if (pairs && n + 1 < N) {
+        // N even and n even: the pair is one aligned 32-bit word.
+        const float e1 = mm_epilogue<T>(v1, bias, n + 1, ACT);
+        *reinterpret_cast<u32*>(p) = pack_pair(e0, e1, (const T*)nullptr);
+    } else {
+        p[0] = from_f32<T>(e0);
+        if (n + 1 < N) p[1] = from_f32<T>(mm_epilogue<T>(v1, bias, n + 1, ACT));
+    }
+}
+
+// The epilogue of one consumer warpgroup's 64 × BN fragment. Fragment layout of wgmma's D
+// (m64nNk16, f32): for column chunk i (8 wide), d[4i], d[4i+1] sit at row 16·warp + lane/4,
+// columns 8i + 2·(lane%4) and +1; d[4i+2], d[4i+3] at the row 8 below.
+template <class T, int ACT, int R>
+__device__ __forceinline__ void store_fragment(const float (&d)[R], T* __restrict__ c,
+                                               const T* __restrict__ bias, int M, int N, int r0,
+                                               int n0, bool pairs) {
+    #pragma unroll
+    for (int i = 0; i < R / 4; ++i) {
+        store_pair<T, ACT>(c, bias, M, N, r0, n0 + 8 * i, d[4 * i], d[4 * i + 1], pairs);
+        store_pair<T, ACT>(c, bias, M, N, r0 + 8, n0 + 8 * i, d[4 * i + 2], d[4 * i + 3], pairs);
+    }
+}
+#endif  // KL_V6_HOPPER
+
+// Shared memory of one configuration: STAGES × (a tile + w tile), 1 KiB of alignment slack,
+// then the 2 × STAGES mbarriers. The launcher computes the same figure.
+template <int BN, int STAGES> struct V6Smem {
+    static constexpr int BM = 128, BK = 64;
+    static constexpr u32 A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2;
+    static constexpr u32 BYTES = STAGES * (A_BYTES + B_BYTES) + 1024 + 2 * STAGES * 8;
+};
+
+template <class T, int BN, int STAGES>
+__device__ __forceinline__ void v6_body(const TmaDesc* ta, const TmaDesc* tw, T* __restrict__ c,
+                                        const T* __restrict__ bias, int M, int N, int K, int act,
+                                        int group_m) {
+#if KL_V6_HOPPER
+    using S = V6Smem<BN, STAGES>;
+    constexpr int BM = S::BM, BK = S::BK, CONSUMERS = 2;
+    constexpr u32 A_BYTES = S::A_BYTES, B_BYTES = S::B_BYTES;
+    extern __shared__ unsigned char v6_smem[];
+    // Tiles must start on a 1024-byte boundary (the swizzle atom; descriptor base offset 0).
+    const u32 base = (smem_addr(v6_smem) + 1023u) & ~1023u;
+    const u32 sa = base, sb = base + STAGES * A_BYTES;
+    const u32 bars = sb + STAGES * B_BYTES;
+    auto full = [&](int s) { return bars + 8u * s; };
+    auto empty = [&](int s) { return bars + 8u * (STAGES + s); };
+
+    const int tid = threadIdx.x;
+    if (tid == 0) {
+        #pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full(s), 1);
+            mbar_init(empty(s), CONSUMERS * 4);
+        }
+        mbar_init_fence();
+    }
+    __syncthreads();
+
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+    const int tiles = tiles_m * tiles_n, nk = (K + BK - 1) / BK;
+    const int wg = tid / 128;
+
+    if (wg == 0) {
+        // Producer warpgroup: one thread drives TMA; the others leave.
+        setmaxnreg_dec<40>();
+        if (tid == 0) {
+            tma_prefetch_desc(ta);
+            tma_prefetch_desc(tw);
+            int s = 0;
+            u32 ph = 0;
+            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+                int tm, tn;
+                tile_coords(t, tiles_m, tiles_n, group_m, tm, tn);
+                for (int kb = 0; kb < nk; ++kb) {
+                    mbar_wait(empty(s), ph ^ 1u);
+                    mbar_expect_tx(full(s), A_BYTES + B_BYTES);
+                    tma_load_2d(sa + s * A_BYTES, ta, kb * BK, tm * BM, full(s));
+                    tma_load_2d(sb + s * B_BYTES, tw, kb * BK, tn * BN, full(s));
+                    if (++s == STAGES) { s = 0; ph ^= 1u; }
+                }
+            }
+        }
+    } else {
+        // Consumer warpgroups: 64 rows × BN columns each.
+        setmaxnreg_inc<232>();
+        const int cw = wg - 1, t = tid & 127, warp = t >> 5, lane = t & 31;
+        const bool pairs = (N & 1) == 0;
+        float d[BN / 2];
+        int s = 0;
+        u32 ph = 0;
+        for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            int tm, tn;
+            tile_coords(tile, tiles_m, tiles_n, group_m, tm, tn);
+            fence_regs(d);
+            int prev = 0;
+            for (int kb = 0; kb < nk; ++kb) {
+                mbar_wait(full(s), ph);
+                const u64 da = desc_sw128(sa + s * A_BYTES + cw * (64 * 128));
+                const u64 db = desc_sw128(sb + s * B_BYTES);
+                wg_fence();
+                #pragma unroll
+                for (int kk = 0; kk < BK / 16; ++kk)
+                    Wgmma<BN>::template mma<T>(d, da + 2 * kk, db + 2 * kk, (kb | kk) != 0);
+                wg_commit();
+                wg_wait<1>();  // the group of kb − 1 is done: its stage can be refilled
+                if (kb > 0 && lane == 0) mbar_arrive(empty(prev));
+                prev = s;
+                if (++s == STAGES) { s = 0; ph ^= 1u; }
+            }
+            wg_wait<0>();
+            fence_regs(d);
+            if (lane == 0) mbar_arrive(empty(prev));
+
+            const int r0 = tm * BM + cw * 64 + warp * 16 + (lane >> 2);
+            const int n0 = tn * BN + (lane & 3) * 2;
+            if (act == KL_ACT_GELU_TANH)
+                store_fragment<T, KL_ACT_GELU_TANH>(d, c, bias, M, N, r0, n0, pairs);
+            else if (act == KL_ACT_GELU_ERF)
+                store_fragment<T, KL_ACT_GELU_ERF>(d, c, bias, M, N, r0, n0, pairs);
+            else
+                store_fragment<T, KL_ACT_NONE>(d, c, bias, M, N, r0, n0, pairs);
+        }
+    }
+#else
+    __trap();
+#endif
+}
+
+// One entry point per (tile, stages, dtype); the launcher's Config names them.
+#define KL_V6_KERNEL(NAME, T, BN, STAGES)                                                   \
+    extern "C" __global__ void __launch_bounds__(384, 1)                                     \
+        NAME(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tw,         \
+             T* __restrict__ c, const T* __restrict__ bias, int M, int N, int K, int act,    \
+             int group_m) {                                                                  \
+        v6_body<T, BN, STAGES>(&ta, &tw, c, bias, M, N, K, act, group_m);                   \
+    }
+
+KL_V6_KERNEL(matmul_v6_128x256x64_s4_bf16, bf16, 256, 4)
+KL_V6_KERNEL(matmul_v6_128x256x64_s4_f16, f16, 256, 4)
+KL_V6_KERNEL(matmul_v6_128x128x64_s6_bf16, bf16, 128, 6)
+KL_V6_KERNEL(matmul_v6_128x128x64_s6_f16, f16, 128, 6)

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 #[command(
     name = "kernlab",
     version,
-    about = "A laboratory for GPU kernels: GeLU and softmax in every tier, validated against f64, then timed",
+    about = "A laboratory for GPU kernels: GeLU, softmax, matmul and linear in every tier, validated against f64, then timed",
     long_about = "kernlab runs every variant of an op — the lecture's manual composition of primitive \
 kernels, numbered hand-written CUDA versions, fused CPU loops — validates each against an f64 \
 reference on fresh random inputs, and only then times it, against the copy bandwidth measured on \
@@ -30,7 +30,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Validate, then time, every variant of an op (both ops when none is named)
+    /// Validate, then time, every variant of an op (every op when none is named)
     Bench(BenchArgs),
     /// Validate and time every variant of one op over a range of sizes: a table of GB/s,
     /// and a plot with --plot
@@ -50,6 +50,9 @@ enum Cmd {
     /// Run one variant N times under CUPTI: every kernel, copy and launch call, as a table like
     /// torch.profiler's (and a Chrome trace with --trace)
     Profile(ProfileArgs),
+    /// Measure every configuration of the tunable versions on one shape (each validated
+    /// first) and keep the winners in the autotune cache, which default dispatch then uses
+    Autotune(AutotuneArgs),
     /// Show the device, the CUDA libraries that load, the kernel cache and the ceilings
     Doctor {
         #[arg(long, default_value = "auto")]
@@ -156,15 +159,16 @@ fn cmd_inspect(a: InspectArgs, out: &mut dyn Write) -> Result<()> {
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  kernlab profile gelu --variant manual --shape 8192x8192     # 9 kernels per call\n  kernlab profile gelu --variant v2_vec16 --trace gelu.json   # 1 kernel; open in ui.perfetto.dev\n  kernlab profile softmax --variant manual --dtype bf16 --row-limit 5\n\nNeeds a CUDA GPU and CUPTI (libcupti.so). A warm-up call (validated against f64) runs outside\nthe recording; the same iterations are also timed without CUPTI, and the overhead is printed.\nkernlab's ranges are in the trace but are not NVTX ranges: Nsight does not show them."
+    after_help = "Examples:\n  kernlab profile gelu --variant manual --shape 8192x8192     # 9 kernels per call\n  kernlab profile gelu --variant v2_vec16 --trace gelu.json   # 1 kernel; open in ui.perfetto.dev\n  kernlab profile softmax --variant manual --dtype bf16 --row-limit 5\n  kernlab profile matmul --variant cublas --shape 2048x2048x2048   # which cuBLAS kernel runs\n\nNeeds a CUDA GPU and CUPTI (libcupti.so). A warm-up call (validated against f64) runs outside\nthe recording; the same iterations are also timed without CUPTI, and the overhead is printed.\nkernlab's ranges are in the trace, and are NVTX ranges too where libnvToolsExt loads (Nsight\nSystems then shows them; `kernlab doctor` says whether it does)."
 )]
 struct ProfileArgs {
-    /// gelu or softmax
+    /// gelu, softmax, matmul or linear
     op: String,
     /// The variant (see `kernlab list`)
     #[arg(long)]
     variant: String,
-    /// Tensor shape, e.g. 8192x8192 (default: bench's default shape on a GPU)
+    /// Tensor shape, e.g. 8192x8192, or M×N×K for matmul/linear (default: bench's default
+    /// shape on a GPU)
     #[arg(long)]
     shape: Option<String>,
     /// f32, bf16 or f16
@@ -173,6 +177,9 @@ struct ProfileArgs {
     /// GeLU form: tanh or erf
     #[arg(long, default_value = "tanh")]
     gelu: String,
+    /// Linear: the epilogue's activation: gelu-tanh, gelu-erf or none
+    #[arg(long, default_value = "gelu-tanh")]
+    activation: String,
     /// auto, cuda or cuda:N
     #[arg(long, default_value = "auto")]
     device: String,
@@ -214,6 +221,7 @@ fn cmd_profile(a: ProfileArgs, out: &mut dyn Write) -> Result<()> {
         dtype,
         params: Params {
             gelu,
+            act: a.activation.parse().map_err(anyhow::Error::msg)?,
             ..Params::default()
         },
         iters: a.iters,
@@ -233,12 +241,220 @@ fn cmd_profile(a: ProfileArgs, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
+#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  kernlab autotune matmul --shape 8192x8192x8192 --dtype bf16\n  kernlab autotune linear --shape 4096x4096x1024 --variants v5_mma,v6_wgmma\n  kernlab autotune softmax --shape 4096x1280 --dtype f32\n\nmatmul/linear: every configuration (tiles, stages, warps, GROUP_M) of v3_regs, v4_grouped,\nv5_mma and v6_wgmma (sm_90). softmax: which of v2/v3/v4/v5 `auto` should run. Entries are keyed\nby device, op, variant, dtype and shape bucket (each size rounded up to a power of two), kept in\nautotune.json beside the kernel cache (KERNLAB_CACHE_DIR), written atomically."
+)]
+struct AutotuneArgs {
+    /// matmul, linear or softmax
+    op: String,
+    /// The shape to tune on: M×N×K for matmul/linear (default 8192x8192x8192), ROWSxCOLS for
+    /// softmax (default 8192x4096); repeat for several
+    #[arg(long)]
+    shape: Vec<String>,
+    /// f32, bf16 or f16 (default: bf16 for matmul/linear, f32 for softmax); comma list
+    #[arg(long)]
+    dtype: Option<String>,
+    /// Only these versions (comma list)
+    #[arg(long)]
+    variants: Option<String>,
+    /// Linear: the epilogue's activation: gelu-tanh, gelu-erf or none
+    #[arg(long, default_value = "gelu-tanh")]
+    activation: String,
+    /// cuda or cuda:N
+    #[arg(long, default_value = "auto")]
+    device: String,
+    /// Warm-up duration per candidate, ms
+    #[arg(long, default_value_t = 10.0)]
+    warmup_ms: f64,
+    /// Measurement duration per candidate, ms
+    #[arg(long, default_value_t = 50.0)]
+    rep_ms: f64,
+    /// Measure, show, but do not write the cache
+    #[arg(long)]
+    dry_run: bool,
+    /// Write every trial as JSON to this path
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+}
+
+fn cmd_autotune(a: AutotuneArgs, out: &mut dyn Write) -> Result<()> {
+    use crate::autotune;
+    let op: Op = a.op.parse()?;
+    if !op.is_gemm() && op != Op::Softmax {
+        bail!("{op} has nothing to tune: autotune takes matmul, linear or softmax");
+    }
+    let dtypes =
+        parse_dtypes(
+            a.dtype
+                .as_deref()
+                .unwrap_or(if op.is_gemm() { "bf16" } else { "f32" }),
+        )?;
+    let shapes = if a.shape.is_empty() {
+        vec![bench::default_shape(op, crate::DeviceKind::Cuda)]
+    } else {
+        a.shape
+            .iter()
+            .map(|s| parse_shape(s))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    for s in &shapes {
+        if op.is_gemm() && s.len() != 3 {
+            bail!(
+                "{op} tunes on M×N×K shapes (e.g. 8192x8192x8192), not {}",
+                bench::report::shape_str(s)
+            );
+        }
+    }
+    if a.warmup_ms < 0.0 || a.rep_ms <= 0.0 {
+        bail!("--warmup-ms must be ≥ 0 and --rep-ms > 0");
+    }
+    let spec: DeviceSpec = a.device.parse().map_err(anyhow::Error::msg)?;
+    let (dev, line) = Device::open(spec)?;
+    let Some(d) = dev.cuda().cloned() else {
+        bail!("autotune measures CUDA kernels and needs a GPU; this machine has none (the CPU variants have nothing to tune)");
+    };
+    eprintln!("{line}");
+    let only: Option<Vec<String>> = a.variants.as_deref().map(|v| {
+        v.split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    });
+    let params = Params {
+        act: a.activation.parse().map_err(anyhow::Error::msg)?,
+        ..Params::default()
+    };
+    let timing = TimingOpts {
+        warmup_ms: a.warmup_ms,
+        rep_ms: a.rep_ms,
+        ..TimingOpts::default()
+    };
+    let cache = if a.dry_run {
+        None
+    } else {
+        autotune::cache_path()
+    };
+    let mut reports = Vec::new();
+    for shape in &shapes {
+        for &dt in &dtypes {
+            let candidates = if op.is_gemm() {
+                crate::ops::matmul_auto::candidates(op, dt, &d, only.as_deref())?
+            } else {
+                crate::ops::softmax::AUTO_CANDIDATES
+                    .iter()
+                    .filter(|v| only.as_ref().is_none_or(|o| o.iter().any(|n| n == *v)))
+                    .filter(|v| **v != "v5_cluster" || d.props.compute_capability.0 >= 9)
+                    .map(|&v| autotune::Candidate {
+                        variant: v,
+                        config: String::new(),
+                        run: Box::new(move |p, x, y| crate::ops::softmax::run_named(v, p, x[0], y)),
+                    })
+                    .collect()
+            };
+            let bar = progress_bar();
+            let r = autotune::tune(
+                &d,
+                op,
+                dt,
+                shape,
+                &params,
+                candidates,
+                &timing,
+                cache.as_deref(),
+                &mut |done, total, what| {
+                    bar.set_length(total as u64);
+                    bar.set_position(done as u64);
+                    bar.set_message(what.to_string());
+                },
+            );
+            bar.finish_and_clear();
+            let r = r?;
+            write_tune_report(&r, out)?;
+            reports.push(r);
+        }
+    }
+    if let Some(path) = &a.json {
+        write_file(path, &serde_json::to_string_pretty(&reports)?)?;
+    }
+    Ok(())
+}
+
+fn write_tune_report(r: &crate::autotune::TuneReport, out: &mut dyn Write) -> Result<()> {
+    let gemm = r.op.is_gemm();
+    writeln!(
+        out,
+        "\nautotune {} {} {} (bucket {}) on {}",
+        r.op,
+        r.dtype,
+        bench::report::shape_str(&r.shape),
+        r.bucket,
+        r.device
+    )?;
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(vec![
+        "variant",
+        "config",
+        "ms (median)",
+        if gemm { "TFLOP/s" } else { "GB/s" },
+        "max rel err",
+        "note",
+    ]);
+    let mut trials: Vec<_> = r.trials.iter().collect();
+    trials.sort_by(|a, b| {
+        a.median_ms
+            .unwrap_or(f64::INFINITY)
+            .total_cmp(&b.median_ms.unwrap_or(f64::INFINITY))
+    });
+    for tr in trials {
+        let fmt =
+            |v: Option<f64>, p: usize| v.map(|v| format!("{v:.p$}")).unwrap_or_else(|| "—".into());
+        t.add_row(vec![
+            tr.variant.clone(),
+            tr.config.clone(),
+            fmt(tr.median_ms, 4),
+            if gemm {
+                fmt(tr.tflops, 1)
+            } else {
+                fmt(tr.gbps, 0)
+            },
+            tr.max_rel_err
+                .map(|e| format!("{e:.1e}"))
+                .unwrap_or_else(|| "—".into()),
+            tr.note.clone().unwrap_or_default(),
+        ]);
+    }
+    writeln!(out, "{t}")?;
+    for (k, e) in &r.stored {
+        writeln!(
+            out,
+            "{} {}: {} {} ({:.4} ms)",
+            match &r.cache {
+                Some(_) => "cached",
+                None => "would cache (dry run)",
+            },
+            k.rsplit(" | ").nth(2).unwrap_or(k),
+            e.variant,
+            e.config,
+            e.median_ms
+        )?;
+    }
+    if let Some(p) = &r.cache {
+        writeln!(out, "autotune cache: {}", p.display())?;
+    }
+    Ok(())
+}
+
 /// What `bench` and `sweep` share: dtypes, device, variants, timing, outputs.
 #[derive(Args)]
 struct RunArgs {
     /// Softmax: time log_softmax (x − max − log Σ e^(x−max)), from the same kernels
     #[arg(long)]
     log_softmax: bool,
+    /// Linear: the activation after the bias in the fused epilogue: gelu-tanh, gelu-erf or none
+    #[arg(long, default_value = "gelu-tanh")]
+    activation: String,
     /// Comma-separated dtypes: f32, bf16, f16, or all
     #[arg(long, default_value = "f32")]
     dtype: String,
@@ -291,11 +507,12 @@ struct RunArgs {
 
 #[derive(Args)]
 struct BenchArgs {
-    /// gelu, softmax or all
+    /// gelu, softmax, matmul, linear, a comma list of them, or all
     #[arg(default_value = "all")]
     op: String,
-    /// Tensor shape, e.g. 16384x16384 (softmax runs over the last dimension); repeat the flag
-    /// for several shapes. Default: the lecture's sizes on a GPU, smaller ones on the CPU
+    /// Tensor shape, e.g. 16384x16384 (softmax runs over the last dimension), or M×N×K for
+    /// matmul and linear (8192x8192x8192: a [M,K] · w[N,K]ᵀ); repeat the flag for several
+    /// shapes. Default: the lecture's sizes on a GPU, smaller ones on the CPU
     #[arg(long)]
     shape: Vec<String>,
     /// Row stride in elements for the input (softmax on strided rows); default: contiguous
@@ -316,8 +533,12 @@ Default sweep: softmax --rows 4096 --cols 256..12672:128 and gelu --numel 2^20..
 GPU; softmax --rows 1024 --cols 256..4096:256 and gelu --numel 2^16..2^22:x2 on the CPU."
 )]
 struct SweepArgs {
-    /// gelu or softmax
+    /// gelu, softmax, matmul or linear
     op: String,
+    /// matmul / linear: square sizes M = N = K (SIZES; a range without a step doubles:
+    /// 1024..16384 is 1024, 2048, … 16384). The table and plot show TFLOP/s
+    #[arg(long, value_name = "SIZES")]
+    square: Option<String>,
     /// Rows (SIZES): softmax rows, or the leading dimension of a 2-D GeLU input
     #[arg(long, value_name = "SIZES")]
     rows: Option<String>,
@@ -391,6 +612,7 @@ fn config(
         params: Params {
             gelu,
             log_softmax: a.log_softmax,
+            act: a.activation.parse().map_err(anyhow::Error::msg)?,
         },
         seed: a.seed,
         timing: TimingOpts {
@@ -497,14 +719,24 @@ fn cmd_sweep(a: SweepArgs, out: &mut dyn Write) -> Result<()> {
     for spec in [&a.rows, &a.cols, &a.numel].into_iter().flatten() {
         bench::sweep::parse_sizes(spec)?;
     }
+    if op.is_gemm() && (a.rows.is_some() || a.cols.is_some() || a.numel.is_some()) {
+        bail!("{op} sweeps square sizes M = N = K: use --square (e.g. --square 1024..16384)");
+    }
+    if !op.is_gemm() && a.square.is_some() {
+        bail!("--square is for matmul and linear; {op} sweeps --rows/--cols or --numel");
+    }
     let (mut cfg, dev, line) = config(&a.run, vec![op], Vec::new())?;
-    let plan = bench::sweep::plan_for(
-        op,
-        dev.kind(),
-        a.rows.as_deref(),
-        a.cols.as_deref(),
-        a.numel.as_deref(),
-    )?;
+    let plan = if op.is_gemm() {
+        bench::sweep::plan_square(dev.kind(), a.square.as_deref())?
+    } else {
+        bench::sweep::plan_for(
+            op,
+            dev.kind(),
+            a.rows.as_deref(),
+            a.cols.as_deref(),
+            a.numel.as_deref(),
+        )?
+    };
     cfg.shapes = plan.shapes.clone();
     eprintln!("{line}");
     let bar = progress_bar();
@@ -534,7 +766,8 @@ fn cmd_sweep(a: SweepArgs, out: &mut dyn Write) -> Result<()> {
     writeln!(out, "{}", report.header())?;
     writeln!(
         out,
-        "\n{title}: GB/s (minimum bytes / median time) against {}\n{}",
+        "\n{title}: {} against {}\n{}",
+        plan.axis.metric(),
         plan.axis.label(),
         bench::sweep::table(&report, &plan)
     )?;
@@ -570,8 +803,7 @@ fn cmd_sweep(a: SweepArgs, out: &mut dyn Write) -> Result<()> {
 
 fn cmd_list(json: bool, op: Option<String>, out: &mut dyn Write) -> Result<()> {
     let op = op.map(|o| o.parse::<Op>()).transpose()?;
-    let rows: Vec<_> = registry::VARIANTS
-        .iter()
+    let rows: Vec<_> = registry::all()
         .filter(|v| op.is_none_or(|o| v.op == o))
         .map(|v| v.info())
         .collect();
@@ -632,6 +864,7 @@ fn cmd_doctor(device: &str, fresh_ceilings: bool, out: &mut dyn Write) -> Result
             cudarc::cublaslt::sys::is_culib_present()
         }),
         ("CUPTI", unsafe { cudarc::cupti::sys::is_culib_present() }),
+        ("NVTX (libnvToolsExt)", crate::profile::nvtx::available()),
     ] {
         writeln!(
             out,
@@ -655,6 +888,15 @@ fn cmd_doctor(device: &str, fresh_ceilings: bool, out: &mut dyn Write) -> Result
             )?;
         }
         None => writeln!(out, "kernel cache: off")?,
+    }
+    match crate::autotune::cache_path() {
+        Some(p) => writeln!(
+            out,
+            "autotune cache: {} ({})",
+            p.display(),
+            crate::autotune::describe_file(&p)
+        )?,
+        None => writeln!(out, "autotune cache: off")?,
     }
     let (dev, line) = Device::open(spec)?;
     writeln!(out, "{line}")?;
@@ -751,6 +993,7 @@ where
         Cmd::List { json, op } => cmd_list(json, op, out),
         Cmd::Inspect(a) => cmd_inspect(a, out),
         Cmd::Profile(a) => cmd_profile(a, out),
+        Cmd::Autotune(a) => cmd_autotune(a, out),
         Cmd::Doctor {
             device,
             fresh_ceilings,

@@ -21,7 +21,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::KernelSource;
 use crate::ops::{GeluApprox, Op, Params};
-use crate::registry::{self, Variant, VARIANTS};
+use crate::registry::{self, Variant};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -956,9 +956,7 @@ impl fmt::Display for InspectReport {
 
 /// The CUDA variants of an op (those with kernels to inspect).
 fn cuda_variants(op: Op) -> impl Iterator<Item = &'static Variant> {
-    VARIANTS
-        .iter()
-        .filter(move |v| v.op == op && v.source.is_some() && v.symbols.is_some())
+    registry::all().filter(move |v| v.op == op && v.source.is_some() && v.symbols.is_some())
 }
 
 /// Look a variant up among those with CUDA kernels, with an error that lists them.
@@ -979,9 +977,8 @@ pub fn find_variant(op: Op, name: &str) -> Result<&'static Variant> {
         Err(e) => {
             let bare = name.trim();
             let bare = bare.strip_prefix(&format!("{op}/")).unwrap_or(bare);
-            if let Some(v) = VARIANTS
-                .iter()
-                .find(|v| v.op == op && v.name == bare && v.source.is_none())
+            if let Some(v) =
+                registry::all().find(|v| v.op == op && v.name == bare && v.source.is_none())
             {
                 return Err(Error::Invalid(format!(
                     "{} runs on the CPU: it has no CUDA kernel to inspect (CUDA variants of {op}: {})",
@@ -1320,8 +1317,8 @@ $L__BB0_2:
         assert!(!tanh.contains(&"erf_f32".to_string()));
         assert!(tanh.contains(&"cast_to_f32_bf16".to_string()));
         let erf = Params {
-            log_softmax: false,
             gelu: GeluApprox::Erf,
+            ..Params::default()
         };
         let v1 = find_variant(Op::Gelu, "gelu/v1_naive").unwrap();
         assert_eq!(

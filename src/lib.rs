@@ -2,6 +2,7 @@
 //! tier of the CS336 kernels lecture, validated against an f64 reference, then timed against
 //! ceilings measured on the same device.
 
+pub mod autotune;
 pub mod bench;
 pub mod cli;
 pub mod device;

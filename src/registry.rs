@@ -5,12 +5,24 @@
 use crate::device::DeviceKind;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::{KernelSource, ELEMENTWISE, GELU, SOFTMAX};
+use crate::kernels::{KernelSource, ELEMENTWISE, GELU, MATMUL, MATMUL_SM90, SOFTMAX};
+use crate::ops::matmul::{self, Gemm, GemmFn};
 use crate::ops::{gelu, softmax, Op, Params, Tier};
+use crate::ops::{matmul_auto, matmul_cuda, matmul_sm90, matmul_vendor};
 use crate::tensor::Tensor;
 use serde::Serialize;
 
 pub type RunFn = fn(&Params, &Tensor, &mut Tensor) -> Result<()>;
+/// A dispatching variant's choice for these inputs (shown by bench as `picked`).
+pub type PickFn = fn(&Params, &[&Tensor]) -> String;
+
+/// How a variant computes: an elementwise / row op `y = f(x)`, or a GEMM
+/// `c = act(a·wᵀ + bias)` (matmul, linear).
+#[derive(Clone, Copy)]
+pub enum Kernel {
+    Unary(RunFn),
+    Gemm(GemmFn),
+}
 pub type SymbolsFn = fn(DType) -> Vec<String>;
 
 /// One row of the registry.
@@ -34,8 +46,11 @@ pub struct Variant {
     /// its PTX for that architecture and newer.
     pub min_arch: u32,
     /// Dispatching variants (`auto`): which variant they run for an input, shown by bench.
-    pub picks: Option<fn(&Tensor) -> &'static str>,
-    pub run: RunFn,
+    pub picks: Option<PickFn>,
+    /// PTX instructions the variant claims (CI checks each appears in its kernels' PTX for
+    /// `min_arch`), e.g. `mma.sync` for tensor-core versions.
+    pub ptx_claims: &'static [&'static str],
+    pub run: Kernel,
 }
 
 #[derive(Serialize)]
@@ -68,20 +83,35 @@ impl Variant {
     }
 
     /// Check the inputs (device, dtype, shape, layout) with a clear error, then run.
-    /// `y` must be a contiguous tensor of x's shape and dtype on the same device.
-    pub fn run(&self, p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-        let (op, var) = (self.op.to_string(), self.name.to_string());
-        if x.numel() == 0 {
-            return Err(Error::EmptyTensor {
-                op,
-                shape: x.shape().to_vec(),
-            });
+    /// Unary ops take one input `x` and write `y`, a contiguous tensor of x's shape and dtype
+    /// on the same device. GEMMs take `[a, w]` or `[a, w, bias]` and write `y` `[M, N]`.
+    pub fn run(&self, p: &Params, inputs: &[&Tensor], y: &mut Tensor) -> Result<()> {
+        match self.run {
+            Kernel::Unary(f) => {
+                let [x] = inputs else {
+                    return Err(Error::Invalid(format!(
+                        "{} takes one input tensor, got {}",
+                        self.id(),
+                        inputs.len()
+                    )));
+                };
+                self.check_unary(x, y)?;
+                f(p, x, y)
+            }
+            Kernel::Gemm(f) => {
+                let g = self.gemm_args(p, inputs, y)?;
+                f(&g, y)
+            }
         }
-        if !self.dtypes.contains(&x.dtype()) {
+    }
+
+    fn check_dtype_device(&self, t: &Tensor) -> Result<()> {
+        let (op, var) = (self.op.to_string(), self.name.to_string());
+        if !self.dtypes.contains(&t.dtype()) {
             return Err(Error::UnsupportedDtype {
                 op,
                 variant: var,
-                dtype: x.dtype(),
+                dtype: t.dtype(),
                 supported: self
                     .dtypes
                     .iter()
@@ -90,16 +120,36 @@ impl Variant {
                     .join(", "),
             });
         }
-        for t in [x, &*y] {
-            if t.device_kind() != self.device {
-                return Err(Error::WrongDevice {
-                    op,
-                    variant: var,
-                    wants: self.device.to_string(),
-                    got: t.device_kind().to_string(),
-                });
-            }
+        if t.device_kind() != self.device {
+            return Err(Error::WrongDevice {
+                op,
+                variant: var,
+                wants: self.device.to_string(),
+                got: t.device_kind().to_string(),
+            });
         }
+        Ok(())
+    }
+
+    fn not_contiguous(&self, t: &Tensor) -> Error {
+        Error::NotContiguous {
+            op: self.op.to_string(),
+            variant: self.name.to_string(),
+            shape: t.shape().to_vec(),
+            strides: t.strides().to_vec(),
+        }
+    }
+
+    fn check_unary(&self, x: &Tensor, y: &Tensor) -> Result<()> {
+        let op = self.op.to_string();
+        if x.numel() == 0 {
+            return Err(Error::EmptyTensor {
+                op,
+                shape: x.shape().to_vec(),
+            });
+        }
+        self.check_dtype_device(x)?;
+        self.check_dtype_device(y)?;
         if x.shape() != y.shape() || x.dtype() != y.dtype() {
             return Err(Error::ShapeMismatch {
                 op,
@@ -113,27 +163,243 @@ impl Variant {
             });
         }
         if !y.is_contiguous() {
-            return Err(Error::NotContiguous {
-                op,
-                variant: var,
-                shape: y.shape().to_vec(),
-                strides: y.strides().to_vec(),
-            });
+            return Err(self.not_contiguous(y));
         }
         let layout_ok = x.is_contiguous() || (self.strided_rows && x.is_row_strided());
         if !layout_ok {
-            return Err(Error::NotContiguous {
+            return Err(self.not_contiguous(x));
+        }
+        Ok(())
+    }
+
+    /// The checked GEMM operands of a call (see `run`):
+    /// `[a, w]` or `[a, w, bias]`: a `[M, K]`, w `[N, K]` (a Linear weight), bias `[N]`,
+    /// y `[M, N]`, one dtype, one device, all contiguous; matmul takes no bias and no
+    /// activation.
+    pub fn gemm_args<'a>(&self, p: &Params, inputs: &[&'a Tensor], y: &Tensor) -> Result<Gemm<'a>> {
+        let op = self.op.to_string();
+        let (a, w, bias) = match inputs {
+            [a, w] => (*a, *w, None),
+            [a, w, b] => (*a, *w, Some(*b)),
+            _ => {
+                return Err(Error::Invalid(format!(
+                    "{} takes [a, w] or [a, w, bias], got {} tensors",
+                    self.id(),
+                    inputs.len()
+                )))
+            }
+        };
+        let act = match self.op {
+            Op::Linear => p.act,
+            _ => matmul::Activation::None,
+        };
+        if self.op == Op::Matmul && bias.is_some() {
+            return Err(Error::Invalid(
+                "matmul takes no bias; use linear for a fused bias (and activation)".into(),
+            ));
+        }
+        let (m, n, k) = matmul::dims(&op, a, w)?;
+        if let Some(b) = bias {
+            if b.shape() != [n] {
+                return Err(Error::ShapeMismatch {
+                    op,
+                    why: format!("bias must be [N] = [{n}], got {:?}", b.shape()),
+                });
+            }
+        }
+        if m == 0 || n == 0 || k == 0 {
+            return Err(Error::EmptyTensor {
                 op,
-                variant: var,
-                shape: x.shape().to_vec(),
-                strides: x.strides().to_vec(),
+                shape: vec![m, n, k],
             });
         }
-        (self.run)(p, x, y)
+        for t in [Some(a), Some(w), bias, Some(y)].into_iter().flatten() {
+            self.check_dtype_device(t)?;
+            if t.dtype() != a.dtype() {
+                return Err(Error::ShapeMismatch {
+                    op,
+                    why: format!(
+                        "every operand must have one dtype: a is {}, got a {} tensor",
+                        a.dtype(),
+                        t.dtype()
+                    ),
+                });
+            }
+            if !t.is_contiguous() {
+                return Err(self.not_contiguous(t));
+            }
+        }
+        if y.shape() != [m, n] {
+            return Err(Error::ShapeMismatch {
+                op,
+                why: format!("output must be [M, N] = [{m}, {n}], got {:?}", y.shape()),
+            });
+        }
+        Ok(Gemm {
+            a,
+            w,
+            bias,
+            act,
+            m,
+            n,
+            k,
+        })
     }
 }
 
 const ALL_DTYPES: &[DType] = &[DType::F32, DType::BF16, DType::F16];
+const HALF_DTYPES: &[DType] = &[DType::BF16, DType::F16];
+
+/// A matmul or linear row (both ops share every kernel; linear adds the epilogue).
+#[allow(clippy::too_many_arguments)]
+const fn gemm(
+    op: Op,
+    name: &'static str,
+    tier: Tier,
+    device: DeviceKind,
+    dtypes: &'static [DType],
+    summary: &'static str,
+    source: Option<&'static KernelSource>,
+    symbols: Option<SymbolsFn>,
+    min_arch: u32,
+    ptx_claims: &'static [&'static str],
+    run: GemmFn,
+) -> Variant {
+    Variant {
+        op,
+        name,
+        tier,
+        device,
+        dtypes,
+        summary,
+        strided_rows: false,
+        source,
+        symbols,
+        vec16: false,
+        min_arch,
+        picks: None,
+        ptx_claims,
+        run: Kernel::Gemm(run),
+    }
+}
+
+/// Every kernel `auto` may launch from kernels/matmul.cu (v6's live in matmul_sm90.cu, which
+/// CI checks under v6's own row).
+fn matmul_auto_symbols(dt: DType) -> Vec<String> {
+    let mut v = matmul_cuda::symbols("v4_grouped", dt);
+    if dt != DType::F32 {
+        v.extend(matmul_cuda::symbols("v5_mma", dt));
+    }
+    v
+}
+
+/// The rows every GEMM op has, in the lecture's order.
+macro_rules! gemm_rows {
+    ($op:expr) => {
+        [
+            gemm($op, "reference", Tier::Reference, DeviceKind::Cpu, ALL_DTYPES,
+                "f64 dot products on the CPU (sampled rows for large shapes): the oracle",
+                None, None, 80, &[], matmul::run_reference),
+            gemm($op, "v1_naive", Tier::Cuda, DeviceKind::Cuda, ALL_DTYPES,
+                "the lecture's kernel: one thread per output, dot product from global memory",
+                Some(&MATMUL), Some(|dt| matmul_cuda::symbols("v1_naive", dt)), 80, &[],
+                matmul_cuda::run_v1),
+            gemm($op, "v2_smem", Tier::Cuda, DeviceKind::Cuda, ALL_DTYPES,
+                "shared-memory tiles: each input element loaded once per tile, reused by a tile row/column",
+                Some(&MATMUL), Some(|dt| matmul_cuda::symbols("v2_smem", dt)), 80, &[],
+                matmul_cuda::run_v2),
+            gemm($op, "v3_regs", Tier::Cuda, DeviceKind::Cuda, ALL_DTYPES,
+                "2-D register blocking (a micro-tile per thread), 16-byte loads, row-major tile order",
+                Some(&MATMUL), Some(|dt| matmul_cuda::symbols("v3_regs", dt)), 80, &[],
+                matmul_auto::run_v3),
+            gemm($op, "v4_grouped", Tier::Cuda, DeviceKind::Cuda, ALL_DTYPES,
+                "v3 with the grouped (L2-friendly) tile order, GROUP_M tile rows per group",
+                Some(&MATMUL), Some(|dt| matmul_cuda::symbols("v4_grouped", dt)), 80, &[],
+                matmul_auto::run_v4),
+            gemm($op, "v5_mma", Tier::Cuda, DeviceKind::Cuda, HALF_DTYPES,
+                "tensor cores: mma.sync m16n8k16, ldmatrix, a cp.async multi-stage pipeline (sm_80+)",
+                Some(&MATMUL), Some(|dt| matmul_cuda::symbols("v5_mma", dt)), 80,
+                &["mma.sync", "ldmatrix", "cp.async"], matmul_auto::run_v5),
+            gemm($op, "v6_wgmma", Tier::Cuda, DeviceKind::Cuda, HALF_DTYPES,
+                "Hopper: wgmma fed by TMA into swizzled shared memory, mbarrier pipeline, warp-specialised (sm_90a)",
+                Some(&MATMUL_SM90), Some(matmul_sm90::symbols), 90,
+                &["wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier"], matmul_auto::run_v6),
+            Variant {
+                picks: Some(|p, x| matmul_auto::label_inputs($op, p, x)),
+                ..gemm($op, "auto", Tier::Cuda, DeviceKind::Cuda, ALL_DTYPES,
+                "the autotuned (version, configuration) for the device, dtype and shape bucket, else v6 on sm_90 / v5 / v4 (f32)",
+                Some(&MATMUL), Some(matmul_auto_symbols), 80, &[], matmul_auto::run_auto)
+            },
+            gemm($op, "cublaslt", Tier::Vendor, DeviceKind::Cuda, ALL_DTYPES,
+                "cuBLASLt matmul with its fused epilogue (bias, GELU), heuristic algorithm cached",
+                None, None, 80, &[], matmul_vendor::run_cublaslt),
+            gemm($op, "faer", Tier::Cpu, DeviceKind::Cpu, ALL_DTYPES,
+                "faer's f32 matmul (rayon, cache-blocked SIMD), then the epilogue in one pass",
+                None, None, 80, &[], matmul::run_cpu_faer),
+        ]
+    };
+}
+
+static GEMM_MATMUL: [Variant; 10] = gemm_rows!(Op::Matmul);
+static GEMM_LINEAR: [Variant; 10] = gemm_rows!(Op::Linear);
+
+/// Rows only one GEMM op has: cuBLAS (no epilogue) for matmul; the manual composition for
+/// linear.
+static GEMM_EXTRA: &[Variant] = &[
+    gemm(
+        Op::Matmul,
+        "cublas",
+        Tier::Vendor,
+        DeviceKind::Cuda,
+        ALL_DTYPES,
+        "cuBLAS: exact-f32 sgemm, bf16/f16 GemmEx with f32 accumulation",
+        None,
+        None,
+        80,
+        &[],
+        matmul_vendor::run_cublas,
+    ),
+    gemm(
+        Op::Linear,
+        "manual",
+        Tier::Manual,
+        DeviceKind::Cpu,
+        ALL_DTYPES,
+        "eager composition: faer product, then the bias add, then the manual GeLU, one pass each",
+        None,
+        None,
+        80,
+        &[],
+        matmul::run_manual_cpu,
+    ),
+    gemm(
+        Op::Linear,
+        "manual",
+        Tier::Manual,
+        DeviceKind::Cuda,
+        ALL_DTYPES,
+        "eager composition: cuBLAS product, bias-add kernel, then the manual GeLU's launches",
+        Some(&ELEMENTWISE),
+        Some(matmul::manual_symbols),
+        80,
+        &[],
+        matmul::run_manual_cuda,
+    ),
+];
+
+/// Every registered variant, GEMMs included, in the registry's order.
+pub fn all() -> impl Iterator<Item = &'static Variant> {
+    VARIANTS
+        .iter()
+        .chain(GEMM_MATMUL.iter())
+        .chain(GEMM_EXTRA.iter().filter(|v| v.op == Op::Matmul))
+        .chain(
+            GEMM_EXTRA
+                .iter()
+                .filter(|v| v.op == Op::Linear && v.tier == Tier::Manual),
+        )
+        .chain(GEMM_LINEAR.iter())
+}
 
 /// Every variant kernlab has. Order: op, then the lecture's order of tiers and versions.
 pub static VARIANTS: &[Variant] = &[
@@ -151,7 +417,8 @@ pub static VARIANTS: &[Variant] = &[
         vec16: false,
         min_arch: 80,
         picks: None,
-        run: gelu::run_reference,
+        ptx_claims: &[],
+        run: Kernel::Unary(gelu::run_reference),
     },
     Variant {
         op: Op::Gelu,
@@ -166,7 +433,8 @@ pub static VARIANTS: &[Variant] = &[
         vec16: false,
         min_arch: 80,
         picks: None,
-        run: gelu::run_manual_cpu,
+        ptx_claims: &[],
+        run: Kernel::Unary(gelu::run_manual_cpu),
     },
     Variant {
         op: Op::Gelu,
@@ -181,7 +449,8 @@ pub static VARIANTS: &[Variant] = &[
         vec16: false,
         min_arch: 80,
         picks: None,
-        run: gelu::run_manual_cuda,
+        ptx_claims: &[],
+        run: Kernel::Unary(gelu::run_manual_cuda),
     },
     Variant {
         op: Op::Gelu,
@@ -196,7 +465,8 @@ pub static VARIANTS: &[Variant] = &[
         vec16: false,
         min_arch: 80,
         picks: None,
-        run: gelu::run_v1_naive,
+        ptx_claims: &[],
+        run: Kernel::Unary(gelu::run_v1_naive),
     },
     Variant {
         op: Op::Gelu,
@@ -211,7 +481,8 @@ pub static VARIANTS: &[Variant] = &[
         vec16: true,
         min_arch: 80,
         picks: None,
-        run: gelu::run_v2_vec16,
+        ptx_claims: &[],
+        run: Kernel::Unary(gelu::run_v2_vec16),
     },
     Variant {
         op: Op::Gelu,
@@ -227,7 +498,8 @@ pub static VARIANTS: &[Variant] = &[
         vec16: true,
         min_arch: 80,
         picks: None,
-        run: gelu::run_v3_vec16_ilp,
+        ptx_claims: &[],
+        run: Kernel::Unary(gelu::run_v3_vec16_ilp),
     },
     Variant {
         op: Op::Gelu,
@@ -242,7 +514,8 @@ pub static VARIANTS: &[Variant] = &[
         vec16: false,
         min_arch: 80,
         picks: None,
-        run: gelu::run_cpu_fused,
+        ptx_claims: &[],
+        run: Kernel::Unary(gelu::run_cpu_fused),
     },
     // ---------------------------------------------------------------- softmax
     Variant {
@@ -258,7 +531,8 @@ pub static VARIANTS: &[Variant] = &[
         vec16: false,
         min_arch: 80,
         picks: None,
-        run: softmax::run_reference,
+        ptx_claims: &[],
+        run: Kernel::Unary(softmax::run_reference),
     },
     Variant {
         op: Op::Softmax,
@@ -273,7 +547,8 @@ pub static VARIANTS: &[Variant] = &[
         vec16: false,
         min_arch: 80,
         picks: None,
-        run: softmax::run_manual_cpu,
+        ptx_claims: &[],
+        run: Kernel::Unary(softmax::run_manual_cpu),
     },
     Variant {
         op: Op::Softmax,
@@ -289,7 +564,8 @@ pub static VARIANTS: &[Variant] = &[
         vec16: false,
         min_arch: 80,
         picks: None,
-        run: softmax::run_manual_cuda,
+        ptx_claims: &[],
+        run: Kernel::Unary(softmax::run_manual_cuda),
     },
     Variant {
         op: Op::Softmax,
@@ -304,7 +580,8 @@ pub static VARIANTS: &[Variant] = &[
         vec16: false,
         min_arch: 80,
         picks: None,
-        run: softmax::run_v1_block_row,
+        ptx_claims: &[],
+        run: Kernel::Unary(softmax::run_v1_block_row),
     },
     Variant {
         op: Op::Softmax,
@@ -319,7 +596,8 @@ pub static VARIANTS: &[Variant] = &[
         vec16: true,
         min_arch: 80,
         picks: None,
-        run: softmax::run_v2_warp_row,
+        ptx_claims: &[],
+        run: Kernel::Unary(softmax::run_v2_warp_row),
     },
     Variant {
         op: Op::Softmax,
@@ -334,7 +612,8 @@ pub static VARIANTS: &[Variant] = &[
         vec16: true,
         min_arch: 80,
         picks: None,
-        run: softmax::run_v3_block_regs,
+        ptx_claims: &[],
+        run: Kernel::Unary(softmax::run_v3_block_regs),
     },
     Variant {
         op: Op::Softmax,
@@ -349,7 +628,8 @@ pub static VARIANTS: &[Variant] = &[
         vec16: true,
         min_arch: 80,
         picks: None,
-        run: softmax::run_v4_online,
+        ptx_claims: &[],
+        run: Kernel::Unary(softmax::run_v4_online),
     },
     Variant {
         op: Op::Softmax,
@@ -364,7 +644,8 @@ pub static VARIANTS: &[Variant] = &[
         vec16: true,
         min_arch: 90,
         picks: None,
-        run: softmax::run_v5_cluster,
+        ptx_claims: &[],
+        run: Kernel::Unary(softmax::run_v5_cluster),
     },
     Variant {
         op: Op::Softmax,
@@ -372,14 +653,15 @@ pub static VARIANTS: &[Variant] = &[
         tier: Tier::Cuda,
         device: DeviceKind::Cuda,
         dtypes: ALL_DTYPES,
-        summary: "width dispatch: v2 for narrow rows, v3 for medium, v5 (sm_90) then v4 for wide",
+        summary: "the autotuned choice for the device, dtype and shape bucket, else the width dispatch: v2 narrow, v3 medium, v5 (sm_90) then v4 wide",
         strided_rows: true,
         source: Some(&SOFTMAX),
         symbols: Some(softmax::symbols_auto),
         vec16: true,
         min_arch: 90,
-        picks: Some(softmax::auto_choice),
-        run: softmax::run_auto,
+        picks: Some(|_, x| softmax::auto_label(x[0])),
+        ptx_claims: &[],
+        run: Kernel::Unary(softmax::run_auto),
     },
     Variant {
         op: Op::Softmax,
@@ -394,15 +676,14 @@ pub static VARIANTS: &[Variant] = &[
         vec16: false,
         min_arch: 80,
         picks: None,
-        run: softmax::run_cpu_fused,
+        ptx_claims: &[],
+        run: Kernel::Unary(softmax::run_cpu_fused),
     },
 ];
 
 /// The variants of an op on a device (the reference included).
 pub fn variants_for(op: Op, device: DeviceKind) -> impl Iterator<Item = &'static Variant> {
-    VARIANTS
-        .iter()
-        .filter(move |v| v.op == op && (v.device == device || v.tier == Tier::Reference))
+    all().filter(move |v| v.op == op && (v.device == device || v.tier == Tier::Reference))
 }
 
 /// Look a variant up by name for an op and device.
@@ -423,8 +704,7 @@ pub fn find(op: Op, name: &str, device: DeviceKind) -> Result<&'static Variant> 
 
 /// The reference variant of an op.
 pub fn reference(op: Op) -> &'static Variant {
-    VARIANTS
-        .iter()
+    all()
         .find(|v| v.op == op && v.tier == Tier::Reference)
         .expect("every op registers a reference")
 }

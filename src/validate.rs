@@ -4,7 +4,8 @@
 //!     err_i = max(0, |out_i − ref_i| − floor(dtype)) / (|ref_i| + 1e-3 · max_j∈r |ref_j|)
 //! — relative error, except that values three decades below their row's largest are judged
 //! against that decade (GeLU(x) ≈ 0 for x ≪ 0, tiny probabilities in wide softmax rows), and
-//! the format's own subnormal step is forgiven. Special values must match exactly: NaN where
+//! the format's own subnormal step is forgiven. GEMMs are judged per row instead
+//! ([`compare_rows_l2`]). Special values must match exactly: NaN where
 //! the reference has NaN and nowhere else, ±inf where it has ±inf. NaN never passes.
 
 use crate::dtype::DType;
@@ -140,9 +141,75 @@ pub fn compare(out: &[f64], reference: &[f64], cols: usize, dtype: DType) -> Che
     }
 }
 
+/// The GEMM check: each row's ‖out − ref‖₂ / ‖ref‖₂, the largest over the rows against the
+/// dtype's tolerance, with special values matched as in [`compare`]. An element-wise measure
+/// suits GEMMs badly: an output near zero is a sum of K products that cancel, so its error is
+/// the products' rounding (≈ ε·√K·‖a_i‖·‖w_j‖), not a fraction of its own size; exact f32 at
+/// K = 8192 reaches 1e-3 element-wise while its row error is ~1e-7 (and TF32's ~3e-4 still fails).
+pub fn compare_rows_l2(out: &[f64], reference: &[f64], cols: usize, dtype: DType) -> Check {
+    assert_eq!(out.len(), reference.len(), "compare: lengths differ");
+    let cols = cols.max(1);
+    let elementwise = compare(out, reference, cols, dtype);
+    let (max_err, worst_row) = out
+        .par_chunks(cols)
+        .zip(reference.par_chunks(cols))
+        .enumerate()
+        .map(|(r, (o, f))| {
+            let (mut num, mut den) = (0.0f64, 0.0f64);
+            for (&o, &f) in o.iter().zip(f).filter(|(_, f)| f.is_finite()) {
+                num += (o - f) * (o - f);
+                den += f * f;
+            }
+            let e = if den > 0.0 {
+                (num / den).sqrt()
+            } else {
+                num.sqrt()
+            };
+            (if e.is_nan() { f64::INFINITY } else { e }, r)
+        })
+        .reduce(|| (0.0, 0), |a, b| if b.0 > a.0 { b } else { a });
+    let tolerance = dtype.tolerance();
+    let special = elementwise.special_mismatches;
+    Check {
+        passed: special == 0 && max_err <= tolerance,
+        max_rel_err: if special > 0 { f64::INFINITY } else { max_err },
+        rel_l2: elementwise.rel_l2,
+        tolerance,
+        special_mismatches: special,
+        worst: if special > 0 {
+            elementwise.worst
+        } else {
+            // The worst row's worst element, for the report.
+            let row = &reference[worst_row * cols..(worst_row + 1) * cols];
+            let o = &out[worst_row * cols..(worst_row + 1) * cols];
+            (0..cols)
+                .max_by(|&i, &j| (o[i] - row[i]).abs().total_cmp(&(o[j] - row[j]).abs()))
+                .map(|j| (worst_row * cols + j, o[j], row[j]))
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gemm_rows_are_judged_by_their_l2_error() {
+        // A row with a near-zero element off by 1e-6: element-wise 1e-3, row L2 ~4e-7.
+        let r = vec![1.0, -2.0, 1e-7, 1.5];
+        let o = vec![1.0, -2.0, 1.1e-6, 1.5];
+        assert!(!compare(&o, &r, 4, DType::F32).passed);
+        let c = compare_rows_l2(&o, &r, 4, DType::F32);
+        assert!(c.passed, "{}", c.describe());
+        // TF32-sized errors (3e-4 of the row) fail f32 but pass bf16.
+        let o2: Vec<f64> = r.iter().map(|v| v * (1.0 + 3e-4)).collect();
+        assert!(!compare_rows_l2(&o2, &r, 4, DType::F32).passed);
+        assert!(compare_rows_l2(&o2, &r, 4, DType::BF16).passed);
+        // NaN never passes.
+        let mut o3 = r.clone();
+        o3[1] = f64::NAN;
+        assert!(!compare_rows_l2(&o3, &r, 4, DType::BF16).passed);
+    }
 
     #[test]
     fn identical_outputs_pass_with_zero_error() {

@@ -553,3 +553,30 @@ fn cuda_ceilings_measure_cublas_bf16_and_exact_f32() {
     // Tensor cores: bf16 runs several times faster than exact f32 on any GPU with them.
     assert!(bf16.tflops > 2.0 * f32.tflops && f32.tflops > 1.0, "{c:?}");
 }
+
+const TORCH_MATMUL_SAMPLE: &str = include_str!("data/torch_matmul_sample.json");
+
+#[test]
+fn the_torch_baselines_gemm_records_map_to_kernlab_shapes_and_flops() {
+    let doc = bench::torch::parse(TORCH_MATMUL_SAMPLE).unwrap();
+    let shapes = vec![vec![8192, 8192, 8192], vec![127, 255, 63]];
+    let params = kernlab::Params {
+        act: kernlab::ops::matmul::Activation::GeluTanh,
+        ..kernlab::Params::default()
+    };
+    let recs = bench::torch::to_records(&doc, &shapes, &params, 4000.0).unwrap();
+    assert!(!recs.is_empty());
+    for (r, raw) in recs.iter().zip(doc.records.iter()) {
+        assert_eq!(r.op, Op::Linear);
+        assert_eq!(r.shape, raw.shape, "M×N×K kept as kernlab's shape");
+        assert!(shapes.contains(&r.shape));
+        let [m, n, k] = [r.shape[0], r.shape[1], r.shape[2]];
+        assert_eq!(r.flops, 2.0 * (m * n * k) as f64);
+        assert_eq!(r.bytes, raw.bytes, "bytes agree with the script's count");
+        assert_eq!(r.params.act, kernlab::ops::matmul::Activation::GeluTanh);
+        assert_eq!(raw.error_metric.as_deref(), Some("max_row_rel_l2"));
+        if let (Some(ms), Some(t)) = (r.median_ms, r.tflops) {
+            assert!((t - r.flops / (ms * 1e-3) / 1e12).abs() < 1e-9 * t);
+        }
+    }
+}

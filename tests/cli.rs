@@ -13,7 +13,29 @@ fn bad_arguments_get_clear_errors() {
         (&["bench", "--shape", "0x4"], "at least 1"),
         (
             &["bench", "gelux"],
-            "unknown op 'gelux' (known: gelu, softmax)",
+            "unknown op 'gelux' (known: gelu, softmax, matmul, linear)",
+        ),
+        (
+            &["bench", "linear", "--device", "cpu", "--activation", "relu"],
+            "unknown activation 'relu'",
+        ),
+        (
+            &["bench", "matmul", "--device", "cpu", "--shape", "8x8"],
+            "M×N×K",
+        ),
+        (
+            &["sweep", "matmul", "--device", "cpu", "--cols", "8..16:8"],
+            "use --square",
+        ),
+        (
+            &["sweep", "softmax", "--device", "cpu", "--square", "64"],
+            "--square is for matmul",
+        ),
+        (&["autotune", "gelu"], "nothing to tune"),
+        (&["autotune", "matmul", "--device", "cpu"], "needs a GPU"),
+        (
+            &["autotune", "matmul", "--device", "cpu", "--shape", "8x8"],
+            "M×N×K",
         ),
         (
             &["bench", "softmax", "--device", "cpu", "--variants", "v9"],
@@ -57,7 +79,7 @@ fn bad_arguments_get_clear_errors() {
 fn list_json_holds_every_registry_row() {
     let out = run(&["list", "--json"]).unwrap();
     let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
-    assert_eq!(rows.len(), kernlab::registry::VARIANTS.len());
+    assert_eq!(rows.len(), kernlab::registry::all().count());
     for r in &rows {
         for key in ["op", "variant", "tier", "device", "dtypes", "summary"] {
             assert!(r.get(key).is_some(), "{key} missing in {r}");

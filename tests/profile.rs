@@ -416,8 +416,8 @@ mod gpu {
             shape: vec![2048, 2048],
             dtype: DType::F32,
             params: Params {
-                log_softmax: false,
                 gelu: GeluApprox::Tanh,
+                ..Params::default()
             },
             iters: 4,
             seed: Some(7),

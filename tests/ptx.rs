@@ -1,7 +1,7 @@
 use crate::common::nvrtc_or_skip;
 use kernlab::device::nvrtc::{self, ptx_entry_body};
 use kernlab::kernels;
-use kernlab::registry::VARIANTS;
+use kernlab::registry;
 use kernlab::DType;
 
 const ARCHS: [&str; 2] = ["sm_80", "sm_90a"];
@@ -34,7 +34,7 @@ fn every_registered_kernel_compiles_for_sm80_and_sm90a_with_no_spills() {
         let compiled = compile_all(arch);
         let mut checked = 0;
         let mut log_missing = 0;
-        for v in VARIANTS {
+        for v in registry::all() {
             let (Some(src), Some(symbols)) = (v.source, v.symbols) else {
                 continue;
             };
@@ -105,6 +105,17 @@ fn every_registered_kernel_compiles_for_sm80_and_sm90a_with_no_spills() {
                             "{} claims 16-byte loads but {sym} ({arch}) has no ld.global*.v4",
                             v.id()
                         );
+                    }
+                    // Instructions the variant claims (mma.sync, wgmma, TMA...) are in each of
+                    // its own kernels (a fallback kernel of another version is exempt).
+                    if sym.contains(v.name) {
+                        for claim in v.ptx_claims {
+                            assert!(
+                                body.contains(claim),
+                                "{} claims `{claim}` but {sym} ({arch}) has none in its PTX",
+                                v.id()
+                            );
+                        }
                     }
                     checked += 1;
                 }

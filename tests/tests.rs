@@ -10,6 +10,8 @@ mod bench;
 mod cli;
 /// `kernlab inspect`: the PTX census on real NVRTC output, the SASS census on recorded listings.
 mod inspect;
+/// Matmul and linear: every variant against f64, every epilogue, odd shapes, bad operands.
+mod matmul;
 /// Every op and variant against the f64 reference, one body for the CPU and CUDA.
 mod ops;
 /// `kernlab profile`: CUPTI record parsing, the key_averages table and the Chrome trace from

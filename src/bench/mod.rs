@@ -70,10 +70,22 @@ impl BenchConfig {
     pub fn points(&self, device: DeviceKind) -> Vec<Point> {
         let mut out = Vec::new();
         for (oi, &op) in self.ops.iter().enumerate() {
+            // GEMMs take M×N×K shapes; with several ops, other shapes are not theirs (and a
+            // GEMM named alone with the wrong shapes gets make_inputs' clear error).
+            let fits: Vec<Vec<usize>> = self
+                .shapes
+                .iter()
+                .filter(|s| !op.is_gemm() || s.len() == 3)
+                .cloned()
+                .collect();
             let shapes = if self.shapes.is_empty() {
                 vec![default_shape(op, device)]
-            } else {
+            } else if fits.is_empty() && self.ops.len() > 1 {
+                continue;
+            } else if fits.is_empty() {
                 self.shapes.clone()
+            } else {
+                fits
             };
             for (si, shape) in shapes.into_iter().enumerate() {
                 for &dtype in &self.dtypes {
@@ -119,12 +131,20 @@ pub fn default_shape(op: Op, device: DeviceKind) -> Vec<usize> {
         (Op::Softmax, DeviceKind::Cuda) => vec![8192, 4096],
         (Op::Gelu, DeviceKind::Cpu) => vec![2048, 2048],
         (Op::Softmax, DeviceKind::Cpu) => vec![2048, 1024],
+        // M×N×K: the lecture's 8192³ on a GPU; 1024³ keeps the CPU's f64 check quick.
+        (Op::Matmul | Op::Linear, DeviceKind::Cuda) => vec![8192, 8192, 8192],
+        (Op::Matmul | Op::Linear, DeviceKind::Cpu) => vec![1024, 1024, 1024],
     }
 }
 
-/// The inputs each op is validated and timed on: never zeros; softmax rows carry outliers.
+/// The inputs each op is validated and timed on: never zeros; softmax rows carry outliers;
+/// GEMM operands are made by [`make_inputs`] (this is `a`'s distribution).
 pub fn default_init(op: Op) -> Init {
     match op {
+        Op::Matmul | Op::Linear => Init::Normal {
+            mean: 0.0,
+            std: 1.0,
+        },
         Op::Gelu => Init::Normal {
             mean: 0.0,
             std: 2.0,
@@ -140,13 +160,157 @@ pub fn default_init(op: Op) -> Init {
 /// Minimum bytes a variant must move: the input read once, the output written once.
 pub fn min_bytes(op: Op, shape: &[usize], dtype: DType) -> usize {
     let n: usize = shape.iter().product();
-    match op {
-        Op::Gelu | Op::Softmax => 2 * n * dtype.size(),
+    match (op, shape) {
+        (Op::Matmul, &[m, n, k]) => (m * k + n * k + m * n) * dtype.size(),
+        (Op::Linear, &[m, n, k]) => (m * k + n * k + m * n + n) * dtype.size(),
+        _ => 2 * n * dtype.size(),
     }
 }
 
+/// FLOPs of one call: 2·M·N·K for a GEMM (the epilogue's few per output not counted, as
+/// every GEMM benchmark counts), the op's formula per element otherwise.
 pub fn flops(op: Op, shape: &[usize]) -> f64 {
-    shape.iter().product::<usize>() as f64 * op.flops_per_element()
+    match (op.is_gemm(), shape) {
+        (true, &[m, n, k]) => 2.0 * m as f64 * n as f64 * k as f64,
+        _ => shape.iter().product::<usize>() as f64 * op.flops_per_element(),
+    }
+}
+
+/// The output's shape: the input's for elementwise and row ops, `[M, N]` for a GEMM `M×N×K`.
+pub fn out_shape(op: Op, shape: &[usize]) -> Vec<usize> {
+    match (op.is_gemm(), shape) {
+        (true, &[m, n, _]) => vec![m, n],
+        _ => shape.to_vec(),
+    }
+}
+
+/// The host inputs of one point: `[x]`, or for a GEMM `M×N×K` `[a, w]` (`[a, w, bias]` for
+/// linear): a ~ N(0, 1), w ~ N(0, 1/K) so outputs are O(1) whatever K, bias ~ N(0, 0.5).
+pub fn make_inputs(
+    op: Op,
+    shape: &[usize],
+    dtype: DType,
+    seed: u64,
+    row_stride: Option<usize>,
+) -> Result<Vec<Tensor>> {
+    let cpu = Device::Cpu;
+    if !op.is_gemm() {
+        return Ok(vec![Tensor::random(
+            shape,
+            dtype,
+            default_init(op),
+            seed,
+            row_stride,
+            &cpu,
+        )?]);
+    }
+    let &[m, n, k] = shape else {
+        return Err(Error::BadShape {
+            shape: format!("{shape:?}"),
+            why: format!("{op} takes M×N×K (three sizes), e.g. 8192x8192x8192"),
+        });
+    };
+    if row_stride.is_some() {
+        return Err(Error::Invalid(format!(
+            "--row-stride applies to softmax and GeLU rows, not to {op}"
+        )));
+    }
+    let normal = |std: f64| Init::Normal { mean: 0.0, std };
+    let mut v = vec![
+        Tensor::random(&[m, k], dtype, normal(1.0), seed, None, &cpu)?,
+        Tensor::random(
+            &[n, k],
+            dtype,
+            normal(1.0 / (k.max(1) as f64).sqrt()),
+            seed ^ 0x5eed_0001,
+            None,
+            &cpu,
+        )?,
+    ];
+    if op == Op::Linear {
+        v.push(Tensor::random(
+            &[n],
+            dtype,
+            normal(0.5),
+            seed ^ 0x5eed_0002,
+            None,
+            &cpu,
+        )?);
+    }
+    Ok(v)
+}
+
+/// What a variant's output is compared with: f64 values of chosen rows of the output.
+#[derive(Debug, Clone)]
+pub struct Reference {
+    pub values: Vec<f64>,
+    /// The output rows `values` holds (row-major, `cols` each); None: every row.
+    pub rows: Option<Vec<usize>>,
+    pub cols: usize,
+}
+
+impl Reference {
+    /// The rows of a full output that this reference covers.
+    pub fn select(&self, out: Vec<f64>) -> Vec<f64> {
+        match &self.rows {
+            None => out,
+            Some(rows) => rows
+                .iter()
+                .flat_map(|&r| out[r * self.cols..(r + 1) * self.cols].iter().copied())
+                .collect(),
+        }
+    }
+    /// One line for reports: `all 1024 rows` or `64 sampled rows of 8192`.
+    pub fn describe(&self, total_rows: usize) -> String {
+        match &self.rows {
+            Some(r) if r.len() < total_rows => {
+                format!(
+                    "{} sampled rows of {total_rows} (first and last included)",
+                    r.len()
+                )
+            }
+            _ => format!("all {total_rows} rows"),
+        }
+    }
+}
+
+/// The f64 oracle for a point's host inputs (a GEMM too large for a full f64 product gets
+/// sampled rows, see `matmul::reference_rows`).
+pub fn make_reference(op: Op, inputs: &[Tensor], p: &Params, seed: u64) -> Result<Reference> {
+    match op {
+        Op::Gelu | Op::Softmax => {
+            let x = &inputs[0];
+            let x64 = x.to_f64_vec()?;
+            let (_, cols, _) = x.rows_cols();
+            let values = match op {
+                Op::Gelu => crate::ops::gelu::reference(&x64, p),
+                _ => crate::ops::softmax::reference(&x64, cols, p),
+            };
+            Ok(Reference {
+                values,
+                rows: None,
+                cols,
+            })
+        }
+        Op::Matmul | Op::Linear => {
+            let (m, n, k) = crate::ops::matmul::dims(op.name(), &inputs[0], &inputs[1])?;
+            let rows = crate::ops::matmul::reference_rows(m, n, k, seed);
+            let a = inputs[0].to_f64_vec()?;
+            let w = inputs[1].to_f64_vec()?;
+            let b = inputs.get(2).map(|b| b.to_f64_vec()).transpose()?;
+            let act = if op == Op::Linear {
+                p.act
+            } else {
+                crate::ops::matmul::Activation::None
+            };
+            let values = crate::ops::matmul::reference(&a, &w, b.as_deref(), (n, k), &rows, act);
+            Ok(Reference {
+                values,
+                rows: (rows.len() < m).then_some(rows),
+                cols: n,
+            })
+        }
+    }
 }
 
 fn select_variants(
@@ -233,22 +397,49 @@ impl Timer<'_> {
     }
 }
 
-/// Run a variant once into a NaN-poisoned output and compare it with the reference.
+/// Run a unary variant once into a NaN-poisoned output and compare it with the reference.
 pub fn validate_variant(
     v: &Variant,
     p: &Params,
     x: &Tensor,
     reference: &[f64],
 ) -> Result<(Check, Tensor)> {
-    let mut y = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    let (_, cols, _) = x.rows_cols();
+    let r = Reference {
+        values: reference.to_vec(),
+        rows: None,
+        cols,
+    };
+    validate_inputs(v, p, &[x], &r)
+}
+
+/// Run a variant once on `inputs` into a NaN-poisoned output and compare the reference's
+/// rows with it.
+pub fn validate_inputs(
+    v: &Variant,
+    p: &Params,
+    inputs: &[&Tensor],
+    reference: &Reference,
+) -> Result<(Check, Tensor)> {
+    let x = inputs[0];
+    let shape = if v.op.is_gemm() && inputs.len() >= 2 {
+        vec![x.shape()[0], inputs[1].shape()[0]]
+    } else {
+        x.shape().to_vec()
+    };
+    let mut y = Tensor::empty(&shape, x.dtype(), &x.device())?;
     y.poison_nan()?;
-    v.run(p, x, &mut y)?;
+    v.run(p, inputs, &mut y)?;
     if let Some(d) = x.device().cuda() {
         d.sync()?;
     }
-    let out = y.to_f64_vec()?;
-    let (_, cols, _) = x.rows_cols();
-    Ok((validate::compare(&out, reference, cols, x.dtype()), y))
+    let out = reference.select(y.to_f64_vec()?);
+    let check = if v.op.is_gemm() {
+        validate::compare_rows_l2(&out, &reference.values, reference.cols, x.dtype())
+    } else {
+        validate::compare(&out, &reference.values, reference.cols, x.dtype())
+    };
+    Ok((check, y))
 }
 
 /// A fresh seed from the OS (time and address entropy through a hasher).
@@ -468,28 +659,17 @@ fn measure_point(
         "{op} {dtype} {}: making inputs and the f64 reference",
         report::shape_str(shape)
     )));
-    let x_host = Tensor::random(
-        shape,
-        dtype,
-        default_init(op),
-        seed,
-        cfg.row_stride,
-        &Device::Cpu,
-    )?;
-    // The reference's f64 values (not rounded to the dtype) are the oracle.
-    let x64 = x_host.to_f64_vec()?;
-    let (_, cols, _) = x_host.rows_cols();
-    let reference = match op {
-        Op::Gelu => crate::ops::gelu::reference(&x64, &cfg.params),
-        Op::Softmax => crate::ops::softmax::reference(&x64, cols, &cfg.params),
-    };
-    drop(x64);
-    // `--rotate N`: N copies of the input and N outputs, cycled through call by call.
+    let host = make_inputs(op, shape, dtype, seed, cfg.row_stride)?;
+    // The reference's f64 values (of the inputs rounded to the dtype) are the oracle.
+    let reference = make_reference(op, &host, &cfg.params, seed)?;
+    // `--rotate N`: N copies of the inputs and N outputs, cycled through call by call.
     let n_buf = cfg.timing.rotate.max(1);
     let inputs = (0..n_buf)
-        .map(|_| x_host.to_device(device))
-        .collect::<Result<Vec<_>>>()?;
-    drop(x_host);
+        .map(|_| host.iter().map(|t| t.to_device(device)).collect())
+        .collect::<Result<Vec<Vec<Tensor>>>>()?;
+    drop(host);
+    let input_refs: Vec<Vec<&Tensor>> = inputs.iter().map(|b| b.iter().collect()).collect();
+    let y_shape = out_shape(op, shape);
     let mut records = Vec::new();
     for v in &variants {
         let mut rec = Record::new(op, v, device, dtype, shape, &cfg.params, seed);
@@ -502,8 +682,10 @@ fn measure_point(
             continue;
         }
         let what = format!("{} {dtype} {}", v.id(), report::shape_str(shape));
+        // Nsight Systems shows each variant's validation and timing under its name.
+        let _range = crate::profile::nvtx::range(&what);
         progress(Event::Note(&format!("{what}: validating")));
-        let (check, y) = match validate_variant(v, &cfg.params, &inputs[0], &reference) {
+        let (check, y) = match validate_inputs(v, &cfg.params, &input_refs[0], &reference) {
             Ok(r) => r,
             Err(e @ (Error::UnsupportedShape { .. } | Error::NotContiguous { .. })) => {
                 rec.status = Status::Unsupported;
@@ -528,17 +710,23 @@ fn measure_point(
             continue;
         }
         progress(Event::Note(&format!("{what}: timing")));
-        rec.picked = v.picks.map(|pick| pick(&inputs[0]).to_string());
+        rec.picked = v.picks.map(|pick| pick(&cfg.params, &input_refs[0]));
+        if let Some(rows) = &reference.rows {
+            rec.note = Some(format!(
+                "validated on {}",
+                reference.describe(y_shape[0].max(rows.len()))
+            ));
+        }
         let mut outputs = vec![y];
         for _ in 1..n_buf {
-            outputs.push(Tensor::empty(shape, dtype, device)?);
+            outputs.push(Tensor::empty(&y_shape, dtype, device)?);
         }
         let p = cfg.params;
         let mut k = 0usize;
         let mut call = || {
             let i = k % n_buf;
             k += 1;
-            v.run(&p, &inputs[i], &mut outputs[i])
+            v.run(&p, &input_refs[i], &mut outputs[i])
         };
         let timing = &cfg.timing;
         match harness::repeated(timing, &mut || timer.time(timing, &mut call)) {

@@ -107,6 +107,10 @@ pub struct Record {
     pub pct_of_matmul: Option<f64>,
     /// manual's median time / this one's (same op, dtype and device).
     pub speedup_vs_manual: Option<f64>,
+    /// GEMMs: this record's TFLOP/s against the vendor variant of the same point in the same
+    /// run (cuBLAS for matmul, cuBLASLt with its fused epilogue for linear), in %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pct_of_vendor: Option<f64>,
     /// The speedup is within the run-to-run spread (only known with `--repeat`).
     pub speedup_is_noise: bool,
     pub note: Option<String>,
@@ -175,6 +179,7 @@ impl Record {
             tflops: None,
             pct_of_matmul: None,
             speedup_vs_manual: None,
+            pct_of_vendor: None,
             speedup_is_noise: false,
             note: None,
             picked: None,
@@ -291,7 +296,29 @@ impl BenchReport {
                     .map(|t| (r.op, r.dtype, r.shape.clone(), t, r.spread.unwrap_or(0.0)))
             })
             .collect();
+        // The vendor's time at each GEMM point: cuBLAS for matmul, cuBLASLt for linear.
+        let vendor: Vec<(Op, DType, Vec<usize>, f64)> = self
+            .records
+            .iter()
+            .filter(|r| {
+                r.tier == RecordTier::Kernlab(Tier::Vendor)
+                    && r.status == Status::Ok
+                    && matches!(
+                        (r.op, r.variant.as_str()),
+                        (Op::Matmul, "cublas") | (Op::Linear, "cublaslt")
+                    )
+            })
+            .filter_map(|r| r.median_ms.map(|t| (r.op, r.dtype, r.shape.clone(), t)))
+            .collect();
         for r in &mut self.records {
+            if let (Some(t), Some((_, _, _, v))) = (
+                r.median_ms,
+                vendor
+                    .iter()
+                    .find(|(o, d, s, _)| *o == r.op && *d == r.dtype && *s == r.shape),
+            ) {
+                r.pct_of_vendor = Some(100.0 * v / t);
+            }
             if let (Some(t), Some(m)) = (r.tflops, matmul_for(&self.matmul, r.dtype)) {
                 r.pct_of_matmul = Some(100.0 * t / m.tflops);
             }
@@ -378,17 +405,28 @@ impl BenchReport {
                     .iter()
                     .find(|r| r.op == op && r.dtype == dt && r.shape == shape)
                     .expect("a group comes from a record");
+                let gemm = op.is_gemm();
                 let title = format!(
-                    "{op}{} {dt} {} — {} MB moved at minimum",
+                    "{op}{} {dt} {} — {}",
                     if op == Op::Gelu {
                         format!(" ({})", first.params.gelu.name())
                     } else if first.params.log_softmax {
                         " (log_softmax)".to_string()
+                    } else if op == crate::ops::Op::Linear {
+                        format!(" (bias + {})", first.params.act.name())
                     } else {
                         String::new()
                     },
                     shape_str(&shape),
-                    first.bytes as f64 / 1e6
+                    if gemm {
+                        format!(
+                            "M×N×K, {:.2} TFLOP per call (2·M·N·K), {:.0} MB at minimum",
+                            first.flops / 1e12,
+                            first.bytes as f64 / 1e6
+                        )
+                    } else {
+                        format!("{} MB moved at minimum", first.bytes as f64 / 1e6)
+                    }
                 );
                 let mut t = Table::new();
                 t.load_preset(UTF8_FULL_CONDENSED);
@@ -398,8 +436,8 @@ impl BenchReport {
                     "ms (median)",
                     "p20–p80",
                     "min · calls",
-                    "GB/s",
-                    "% copy",
+                    if gemm { "TFLOP/s" } else { "GB/s" },
+                    if gemm { "% vendor" } else { "% copy" },
                     "× manual",
                     "max rel err",
                     "status",
@@ -444,9 +482,20 @@ impl BenchReport {
                             _ => "—".into(),
                         })
                         .set_alignment(CellAlignment::Right),
-                        Cell::new(r.gbps.map(fmt_gbps).unwrap_or_else(|| "—".into()))
+                        Cell::new(if gemm {
+                            r.tflops
+                                .map(|t| match t {
+                                    t if t >= 10.0 => format!("{t:.1}"),
+                                    t if t >= 0.1 => format!("{t:.2}"),
+                                    t => format!("{t:.4}"),
+                                })
+                                .unwrap_or_else(|| "—".into())
+                        } else {
+                            r.gbps.map(fmt_gbps).unwrap_or_else(|| "—".into())
+                        })
+                        .set_alignment(CellAlignment::Right),
+                        Cell::new(f(if gemm { r.pct_of_vendor } else { r.pct_of_copy }, 1))
                             .set_alignment(CellAlignment::Right),
-                        Cell::new(f(r.pct_of_copy, 1)).set_alignment(CellAlignment::Right),
                         Cell::new(
                             r.speedup_vs_manual
                                 .map(|s| {

@@ -118,6 +118,8 @@ pub enum Axis {
     Rows { cols: usize },
     /// Element count (1-D tensors, or rows and columns both swept).
     Numel,
+    /// Square GEMMs, M = N = K swept (matmul, linear); the figure is TFLOP/s.
+    Square,
 }
 
 impl Axis {
@@ -126,6 +128,30 @@ impl Axis {
             Axis::Cols { .. } => *shape.last().unwrap_or(&1),
             Axis::Rows { .. } => shape[..shape.len().saturating_sub(1)].iter().product(),
             Axis::Numel => shape.iter().product(),
+            Axis::Square => shape[0],
+        }
+    }
+
+    /// Square GEMM sweeps show TFLOP/s; the others GB/s.
+    pub fn is_flops(&self) -> bool {
+        matches!(self, Axis::Square)
+    }
+
+    /// The figure a sweep shows for a record: TFLOP/s for GEMMs, GB/s for the rest.
+    pub fn value(&self, r: &Record) -> Option<f64> {
+        if self.is_flops() {
+            r.tflops
+        } else {
+            r.gbps
+        }
+    }
+
+    /// How the table and plot name that figure.
+    pub fn metric(&self) -> &'static str {
+        if self.is_flops() {
+            "TFLOP/s (2·M·N·K / median time)"
+        } else {
+            "GB/s (minimum bytes / median time)"
         }
     }
 
@@ -134,6 +160,7 @@ impl Axis {
             Axis::Cols { rows } => format!("columns (rows = {rows})"),
             Axis::Rows { cols } => format!("rows (columns = {cols})"),
             Axis::Numel => "elements".into(),
+            Axis::Square => "M = N = K".into(),
         }
     }
 
@@ -143,6 +170,7 @@ impl Axis {
             Axis::Cols { .. } => "cols",
             Axis::Rows { .. } => "rows",
             Axis::Numel => "elements",
+            Axis::Square => "size",
         }
     }
 }
@@ -223,6 +251,11 @@ pub fn plan_for(
     numel: Option<&str>,
 ) -> Result<SweepPlan> {
     use crate::{DeviceKind, Op};
+    if op.is_gemm() {
+        return Err(Error::Invalid(format!(
+            "{op} sweeps square sizes: use --square (e.g. --square 1024..16384:x2)"
+        )));
+    }
     let default_rows = match device {
         DeviceKind::Cuda => "4096",
         DeviceKind::Cpu => "1024",
@@ -233,6 +266,7 @@ pub fn plan_for(
             (Op::Softmax, DeviceKind::Cpu) => plan(Some("1024"), Some("256..4096:256"), None),
             (Op::Gelu, DeviceKind::Cuda) => plan(None, None, Some("2^20..2^28:x2")),
             (Op::Gelu, DeviceKind::Cpu) => plan(None, None, Some("2^16..2^22:x2")),
+            (Op::Matmul | Op::Linear, _) => unreachable!("GEMMs returned above"),
         },
         (r, c, None) => plan(
             Some(r.unwrap_or(default_rows)),
@@ -241,6 +275,38 @@ pub fn plan_for(
         ),
         (r, c, n) => plan(r, c, n),
     }
+}
+
+/// A square GEMM sweep, M = N = K over `spec` (a range without a step doubles:
+/// `1024..16384` is `1024..16384:x2`); none given: 1024…16384 on a GPU, 128…1024 on the CPU.
+pub fn plan_square(device: crate::DeviceKind, spec: Option<&str>) -> Result<SweepPlan> {
+    let spec = match spec {
+        Some(s) => s
+            .split(',')
+            .map(|item| {
+                if item.contains("..") && !item.contains(':') {
+                    format!("{}:x2", item.trim())
+                } else {
+                    item.trim().to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+        None => match device {
+            crate::DeviceKind::Cuda => "1024..16384:x2".into(),
+            crate::DeviceKind::Cpu => "128..1024:x2".into(),
+        },
+    };
+    let sizes = parse_sizes(&spec)?;
+    let (lo, hi) = (
+        sizes.iter().copied().min().unwrap_or(1),
+        sizes.iter().copied().max().unwrap_or(1),
+    );
+    Ok(SweepPlan {
+        shapes: sizes.iter().map(|&s| vec![s, s, s]).collect(),
+        axis: Axis::Square,
+        log_x: hi as f64 / lo.max(1) as f64 >= 8.0,
+    })
 }
 
 /// One line per (variant, tier, dtype), in the order the report holds them.
@@ -285,7 +351,7 @@ pub fn plot_spec(report: &BenchReport, plan: &SweepPlan, title: &str) -> PlotSpe
                 .unwrap_or_default(),
             tier: k.1.to_string(),
             points: records_of(report, k)
-                .filter_map(|r| Some((plan.axis.x(&r.shape) as f64, r.gbps?)))
+                .filter_map(|r| Some((plan.axis.x(&r.shape) as f64, plan.axis.value(r)?)))
                 .collect(),
         })
         .filter(|s| !s.points.is_empty())
@@ -293,13 +359,27 @@ pub fn plot_spec(report: &BenchReport, plan: &SweepPlan, title: &str) -> PlotSpe
     PlotSpec {
         title: title.to_string(),
         x_label: plan.axis.label(),
-        y_label: "GB/s (minimum bytes / median time)".into(),
+        y_label: plan.axis.metric().into(),
         log_x: plan.log_x,
         series,
-        hlines: vec![(
-            format!("copy ceiling {:.0} GB/s", report.copy.gbps),
-            report.copy.gbps,
-        )],
+        hlines: if plan.axis.is_flops() {
+            report
+                .matmul
+                .iter()
+                .filter(|m| {
+                    report
+                        .records
+                        .iter()
+                        .any(|r| r.dtype.to_string() == m.dtype)
+                })
+                .map(|m| (format!("{} {:.0} TFLOP/s", m.name, m.tflops), m.tflops))
+                .collect()
+        } else {
+            vec![(
+                format!("copy ceiling {:.0} GB/s", report.copy.gbps),
+                report.copy.gbps,
+            )]
+        },
     }
 }
 
@@ -345,7 +425,7 @@ pub fn table(report: &BenchReport, plan: &SweepPlan) -> Table {
         for r in &row {
             let cell = match r {
                 None => Cell::new("—"),
-                Some(r) => match (r.status, r.gbps) {
+                Some(r) => match (r.status, plan.axis.value(r)) {
                     (Status::Ok, Some(g)) => {
                         let is_best = best.is_some_and(|b| std::ptr::eq(*b, *r));
                         let noise = !is_best
@@ -357,8 +437,16 @@ pub fn table(report: &BenchReport, plan: &SweepPlan) -> Table {
                                     r.spread.unwrap_or(0.0),
                                 )
                             });
-                        let c =
-                            Cell::new(format!("{}{}", fmt_gbps(g), if noise { " ~" } else { "" }));
+                        let v = if plan.axis.is_flops() {
+                            if g >= 10.0 {
+                                format!("{g:.1}")
+                            } else {
+                                format!("{g:.3}")
+                            }
+                        } else {
+                            fmt_gbps(g)
+                        };
+                        let c = Cell::new(format!("{v}{}", if noise { " ~" } else { "" }));
                         if is_best {
                             c.fg(Color::Green)
                         } else {

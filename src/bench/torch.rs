@@ -85,6 +85,15 @@ pub struct TorchRecord {
     pub dtype: String,
     pub shape: Vec<usize>,
     pub gelu: Option<String>,
+    /// matmul / linear: the epilogue's activation (kernlab's names).
+    #[serde(default)]
+    pub activation: Option<String>,
+    /// matmul / linear: the rows checked against f64, and how `max_rel_err` was measured
+    /// (`max_row_rel_l2`, as kernlab judges GEMMs, or `elementwise_row_scaled`).
+    #[serde(default)]
+    pub validated_rows: Option<usize>,
+    #[serde(default)]
+    pub error_metric: Option<String>,
     pub status: String,
     pub validated: bool,
     pub max_rel_err: Option<f64>,
@@ -130,14 +139,21 @@ pub fn to_records(
         let shape = shapes
             .iter()
             .find(|s| {
-                let (r, c) = script_shape(s);
-                t.shape == [r, c]
+                if op.is_gemm() {
+                    t.shape == **s
+                } else {
+                    let (r, c) = script_shape(s);
+                    t.shape == [r, c]
+                }
             })
             .cloned()
             .unwrap_or_else(|| t.shape.clone());
         let mut p = *params;
         if let Some(g) = &t.gelu {
             p.gelu = g.parse().map_err(crate::Error::Invalid)?;
+        }
+        if let Some(a) = &t.activation {
+            p.act = a.parse().map_err(crate::Error::Invalid)?;
         }
         let mut r = Record::blank(
             op,
@@ -217,6 +233,13 @@ pub fn run_script(
     let shapes_arg = shapes
         .iter()
         .map(|s| {
+            if op.is_gemm() {
+                return s
+                    .iter()
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join("x");
+            }
             let (r, c) = script_shape(s);
             format!("{r}x{c}")
         })
@@ -234,6 +257,9 @@ pub fn run_script(
         .arg("--quiet");
     if op == Op::Gelu {
         cmd.args(["--gelu", params.gelu.name()]);
+    }
+    if op == Op::Linear {
+        cmd.args(["--activation", params.act.name()]);
     }
     // torch numbers devices among the visible ones, as kernlab does: pick the same one.
     if ordinal != 0 {

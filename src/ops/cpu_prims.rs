@@ -65,6 +65,24 @@ pub fn row_reduce(
         .collect()
 }
 
+/// out[r, c] = f(a[r, c], v[c]) (a bias add: `y + b` with b broadcast over rows).
+pub fn broadcast_cols(
+    a: &[f32],
+    v: &[f32],
+    cols: usize,
+    f: impl Fn(f32, f32) -> f32 + Sync,
+) -> Vec<f32> {
+    let mut out = vec![0.0f32; a.len()];
+    out.par_chunks_mut(cols)
+        .zip(a.par_chunks(cols))
+        .for_each(|(o, a)| {
+            o.iter_mut()
+                .zip(a.iter().zip(v))
+                .for_each(|(o, (&a, &v))| *o = f(a, v))
+        });
+    out
+}
+
 /// out[r, c] = f(a[r, c], v[r]).
 pub fn broadcast_rows(
     a: &[f32],

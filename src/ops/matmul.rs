@@ -92,3 +92,228 @@ pub fn dims(op: &str, a: &Tensor, w: &Tensor) -> Result<(usize, usize, usize)> {
     }
     Ok((sa[0], sw[0], sa[1]))
 }
+
+// ---- reference and validation rows ------------------------------------------------------
+
+/// Above this many multiply-adds the f64 reference covers sampled rows only.
+pub const FULL_REFERENCE_MACS: f64 = (1u64 << 31) as f64;
+
+/// The rows of `c` the f64 reference computes: all of them when `M·N·K` is small enough,
+/// else the first and last rows (edge tiles), and rows spread over the middle (at least 16,
+/// as many as fit in [`FULL_REFERENCE_MACS`]), picked from `seed`.
+pub fn reference_rows(m: usize, n: usize, k: usize, seed: u64) -> Vec<usize> {
+    let macs = m as f64 * n as f64 * k as f64;
+    if macs <= FULL_REFERENCE_MACS {
+        return (0..m).collect();
+    }
+    let per_row = n as f64 * k as f64;
+    let want = ((FULL_REFERENCE_MACS / per_row) as usize).clamp(16, m);
+    let mut rows = vec![0, m - 1];
+    let mut s = seed | 1;
+    while rows.len() < want {
+        // xorshift64*: deterministic, spread over [0, m).
+        s ^= s >> 12;
+        s ^= s << 25;
+        s ^= s >> 27;
+        let r = (s.wrapping_mul(0x2545_f491_4f6c_dd1d) % m as u64) as usize;
+        rows.push(r);
+    }
+    rows.sort_unstable();
+    rows.dedup();
+    rows
+}
+
+/// The epilogue in f64: bias, then the activation, as PyTorch defines them.
+pub fn epilogue_f64(v: f64, act: Activation) -> f64 {
+    use super::gelu::reference_f64;
+    match act {
+        Activation::None => v,
+        Activation::GeluTanh => reference_f64(v, super::GeluApprox::Tanh),
+        Activation::GeluErf => reference_f64(v, super::GeluApprox::Erf),
+    }
+}
+
+/// The oracle on chosen rows: `act(a·wᵀ + bias)` in f64 from the inputs' exact (already
+/// rounded to their dtype) values; row-major `[rows.len(), N]`.
+pub fn reference(
+    a: &[f64],
+    w: &[f64],
+    bias: Option<&[f64]>,
+    (n, k): (usize, usize),
+    rows: &[usize],
+    act: Activation,
+) -> Vec<f64> {
+    use rayon::prelude::*;
+    let mut out = vec![0.0; rows.len() * n];
+    out.par_chunks_mut(n).zip(rows).for_each(|(o, &i)| {
+        let ai = &a[i * k..(i + 1) * k];
+        for (j, oj) in o.iter_mut().enumerate() {
+            let wj = &w[j * k..(j + 1) * k];
+            let dot: f64 = ai.iter().zip(wj).map(|(x, y)| x * y).sum();
+            *oj = epilogue_f64(dot + bias.map_or(0.0, |b| b[j]), act);
+        }
+    });
+    out
+}
+
+/// The reference variant: every row in f64, rounded to c's dtype.
+pub fn run_reference(g: &Gemm, c: &mut Tensor) -> Result<()> {
+    let a = g.a.to_f64_vec()?;
+    let w = g.w.to_f64_vec()?;
+    let b = g.bias.map(|b| b.to_f64_vec()).transpose()?;
+    let rows: Vec<usize> = (0..g.m).collect();
+    let r = reference(&a, &w, b.as_deref(), (g.n, g.k), &rows, g.act);
+    *c = Tensor::from_f64(&r, &[g.m, g.n], c.dtype())?;
+    Ok(())
+}
+
+// ---- CPU: faer ---------------------------------------------------------------------------
+
+/// `a·wᵀ` in f32 with faer (rayon-parallel, cache-blocked, SIMD), row-major `[M, N]`.
+fn faer_f32(a: &[f32], w: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
+    let mut c = vec![0.0f32; m * n];
+    let av = faer::MatRef::from_row_major_slice(a, m, k);
+    let wv = faer::MatRef::from_row_major_slice(w, n, k);
+    let cv = faer::MatMut::from_row_major_slice_mut(&mut c, m, n);
+    faer::linalg::matmul::matmul(
+        cv,
+        faer::Accum::Replace,
+        av,
+        wv.transpose(),
+        1.0f32,
+        faer::Par::rayon(0),
+    );
+    c
+}
+
+/// `cpu/faer`: the product with faer in f32 (16-bit inputs widened once), then the fused
+/// epilogue in one parallel pass while storing.
+pub fn run_cpu_faer(g: &Gemm, c: &mut Tensor) -> Result<()> {
+    use super::cpu_prims as prim;
+    use rayon::prelude::*;
+    let a = prim::to_f32(g.a)?;
+    let w = prim::to_f32(g.w)?;
+    let mut out = faer_f32(&a, &w, g.m, g.n, g.k);
+    let bias = g.bias.map(prim::to_f32).transpose()?;
+    let approx = match g.act {
+        Activation::GeluErf => Some(super::GeluApprox::Erf),
+        Activation::GeluTanh => Some(super::GeluApprox::Tanh),
+        Activation::None => None,
+    };
+    // One pass, rows in parallel; the branch on the epilogue is hoisted out of the loop.
+    fn pass(out: &mut [f32], n: usize, f: impl Fn(f32, usize) -> f32 + Sync) {
+        out.par_chunks_mut(n.max(1) * 64.max(1)).for_each(|rows| {
+            for row in rows.chunks_mut(n.max(1)) {
+                for (j, v) in row.iter_mut().enumerate() {
+                    *v = f(*v, j);
+                }
+            }
+        });
+    }
+    use super::gelu::gelu_f32;
+    match (bias.as_deref(), approx) {
+        (None, None) => {}
+        (Some(b), None) => pass(&mut out, g.n, |x, j| x + b[j]),
+        (None, Some(ap)) => pass(&mut out, g.n, |x, _| gelu_f32(x, ap)),
+        (Some(b), Some(ap)) => pass(&mut out, g.n, |x, j| gelu_f32(x + b[j], ap)),
+    }
+    prim::store_f32(c, &out)
+}
+
+/// `manual` on the CPU: the lecture's eager composition — the product (faer), then the bias
+/// add, then the manual GeLU (one parallel pass per primitive op, f32 temporaries).
+pub fn run_manual_cpu(g: &Gemm, c: &mut Tensor) -> Result<()> {
+    use super::cpu_prims as prim;
+    let a = prim::to_f32(g.a)?;
+    let w = prim::to_f32(g.w)?;
+    let mut y = faer_f32(&a, &w, g.m, g.n, g.k);
+    if let Some(b) = g.bias {
+        let b = prim::to_f32(b)?;
+        y = prim::broadcast_cols(&y, &b, g.n, |x, b| x + b);
+    }
+    let y = match g.act {
+        Activation::None => y,
+        Activation::GeluTanh => super::gelu::manual_tanh_f32(&y),
+        Activation::GeluErf => super::gelu::manual_erf_f32(&y),
+    };
+    prim::store_f32(c, &y)
+}
+
+// ---- manual on CUDA ----------------------------------------------------------------------
+
+/// `manual` on CUDA, as eager PyTorch runs `gelu(x @ w.t() + b)`: the product (cuBLAS, one
+/// launch), the bias add (one launch, in the dtype), then the lecture's manual GeLU (one
+/// launch per primitive op, f32 intermediates). Each step writes its result to memory.
+pub fn run_manual_cuda(g: &Gemm, c: &mut Tensor) -> Result<()> {
+    use super::{gelu, GeluApprox, Params};
+    let dev =
+        g.a.device()
+            .cuda()
+            .cloned()
+            .ok_or_else(|| Error::Invalid("manual CUDA linear was handed CPU tensors".into()))?;
+    let device = g.a.device();
+    let plain = Gemm {
+        bias: None,
+        act: Activation::None,
+        ..*g
+    };
+    let approx = match g.act {
+        Activation::None => None,
+        Activation::GeluTanh => Some(GeluApprox::Tanh),
+        Activation::GeluErf => Some(GeluApprox::Erf),
+    };
+    if g.bias.is_none() && approx.is_none() {
+        return super::matmul_vendor::run_cublas(&plain, c);
+    }
+    let mut prod = Tensor::empty(&[g.m, g.n], g.dtype(), &device)?;
+    super::matmul_vendor::run_cublas(&plain, &mut prod)?;
+    let biased = match g.bias {
+        None => prod,
+        Some(b) => {
+            let mut out = if approx.is_none() {
+                None
+            } else {
+                Some(Tensor::empty(&[g.m, g.n], g.dtype(), &device)?)
+            };
+            {
+                let dst = out.as_mut().unwrap_or(c);
+                let n = (g.m * g.n) as i64;
+                let cols = g.n as i32;
+                let cfg = super::launch::cfg_1d(n as u64, 256)?;
+                let (x, bb) = (
+                    prod.cuda_buf()
+                        .ok_or_else(|| Error::Invalid("not on CUDA".into()))?,
+                    b.cuda_buf()
+                        .ok_or_else(|| Error::Invalid("bias not on CUDA".into()))?,
+                );
+                let y = dst
+                    .cuda_buf_mut()
+                    .ok_or_else(|| Error::Invalid("output not on CUDA".into()))?;
+                crate::launch!(
+                    dev,
+                    &crate::kernels::ELEMENTWISE,
+                    format!("add_bias_{}", g.dtype()),
+                    cfg,
+                    [x, bb, y, &n, &cols]
+                );
+            }
+            match out {
+                None => return Ok(()),
+                Some(t) => t,
+            }
+        }
+    };
+    let p = Params {
+        gelu: approx.unwrap_or_default(),
+        ..Params::default()
+    };
+    gelu::run_manual_cuda(&p, &biased, c)
+}
+
+/// The kernels `manual` on CUDA launches besides cuBLAS's own: the bias add and the manual
+/// GeLU's primitives (both GeLU forms).
+pub fn manual_symbols(dt: DType) -> Vec<String> {
+    let mut v = vec![format!("add_bias_{dt}")];
+    v.extend(super::gelu::manual_symbols(dt));
+    v
+}

@@ -4,6 +4,7 @@ pub mod cpu_prims;
 pub mod gelu;
 pub mod launch;
 pub mod matmul;
+pub mod matmul_auto;
 pub mod matmul_cuda;
 pub mod matmul_sm90;
 pub mod matmul_vendor;
@@ -19,15 +20,25 @@ use std::str::FromStr;
 pub enum Op {
     Gelu,
     Softmax,
+    /// `c = a·b` with `b = wᵀ` (w `[N, K]`, a Linear weight's layout): shape `M×N×K`.
+    Matmul,
+    /// `y = act(x·wᵀ + bias)`, the fused epilogue: shape `M×N×K`.
+    Linear,
 }
 
 impl Op {
-    pub const ALL: [Op; 2] = [Op::Gelu, Op::Softmax];
+    pub const ALL: [Op; 4] = [Op::Gelu, Op::Softmax, Op::Matmul, Op::Linear];
     pub fn name(self) -> &'static str {
         match self {
             Op::Gelu => "gelu",
             Op::Softmax => "softmax",
+            Op::Matmul => "matmul",
+            Op::Linear => "linear",
         }
+    }
+    /// Matmul and linear: inputs `[a, w(, bias)]`, shape `M×N×K`, compute-bound.
+    pub fn is_gemm(self) -> bool {
+        matches!(self, Op::Matmul | Op::Linear)
     }
     /// FLOPs per element, counted as PyTorch's formula spells them (for TFLOP/s figures).
     pub fn flops_per_element(self) -> f64 {
@@ -36,6 +47,8 @@ impl Op {
             Op::Gelu => 9.0,
             // max, subtract, exp, sum, divide
             Op::Softmax => 5.0,
+            // GEMMs count 2·M·N·K (see bench::flops), not per element.
+            Op::Matmul | Op::Linear => 0.0,
         }
     }
 }
@@ -52,6 +65,8 @@ impl FromStr for Op {
         match s.to_ascii_lowercase().as_str() {
             "gelu" => Ok(Op::Gelu),
             "softmax" => Ok(Op::Softmax),
+            "matmul" | "gemm" => Ok(Op::Matmul),
+            "linear" => Ok(Op::Linear),
             other => Err(crate::error::Error::UnknownOp(
                 other.to_string(),
                 Op::ALL
@@ -74,6 +89,8 @@ pub enum Tier {
     Manual,
     /// Hand-written CUDA C, numbered versions.
     Cuda,
+    /// The vendor's library (cuBLAS, cuBLASLt).
+    Vendor,
     /// Fused, multi-threaded CPU loops.
     Cpu,
 }
@@ -84,6 +101,7 @@ impl fmt::Display for Tier {
             Tier::Reference => "reference",
             Tier::Manual => "manual",
             Tier::Cuda => "cuda",
+            Tier::Vendor => "vendor",
             Tier::Cpu => "cpu",
         })
     }
@@ -136,4 +154,6 @@ pub struct Params {
     pub gelu: GeluApprox,
     /// Softmax: write log_softmax (x − max − log Σ e^(x−max)) instead, from the same kernels.
     pub log_softmax: bool,
+    /// Linear: the epilogue's activation after the bias (matmul ignores it).
+    pub act: matmul::Activation,
 }

@@ -448,9 +448,48 @@ pub fn dispatch(dt: DType, cols: usize, vec: bool) -> &'static str {
     }
 }
 
-/// The numbered version `auto` runs for this input: the width dispatch over v2/v3/v4, and v5
-/// (clusters) on sm_90+ where it measured faster than v4.
+/// The versions `auto` chooses among (and `kernlab autotune softmax` measures).
+pub const AUTO_CANDIDATES: [&str; 4] = ["v2_warp_row", "v3_block_regs", "v4_online", "v5_cluster"];
+
+/// Run one of [`AUTO_CANDIDATES`] by name.
+pub fn run_named(name: &str, p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    match name {
+        "v2_warp_row" => run_v2_warp_row(p, x, y),
+        "v3_block_regs" => run_v3_block_regs(p, x, y),
+        "v5_cluster" => run_v5_cluster(p, x, y),
+        "v4_online" => run_v4_online(p, x, y),
+        other => Err(Error::Invalid(format!("softmax has no version '{other}'"))),
+    }
+}
+
+/// The numbered version `auto` runs for this input: the choice `kernlab autotune softmax`
+/// cached for this device, dtype and shape bucket when there is one, else the heuristic.
 pub fn auto_choice(x: &Tensor) -> &'static str {
+    if let Some(d) = x.device().cuda() {
+        if let Some(e) =
+            crate::autotune::lookup(d, super::Op::Softmax, "auto", x.dtype(), x.shape())
+        {
+            if let Some(v) = AUTO_CANDIDATES.iter().find(|v| **v == e.variant) {
+                return v;
+            }
+        }
+    }
+    heuristic_choice(x)
+}
+
+/// What bench shows as `auto`'s pick: the version, and whether the autotune cache chose it.
+pub fn auto_label(x: &Tensor) -> String {
+    let (c, h) = (auto_choice(x), heuristic_choice(x));
+    if c == h {
+        c.to_string()
+    } else {
+        format!("{c} (autotuned)")
+    }
+}
+
+/// The width heuristic: the dispatch over v2/v3/v4, and v5 (clusters) on sm_90+ where it
+/// measured faster than v4.
+pub fn heuristic_choice(x: &Tensor) -> &'static str {
     let (_, cols, ldx) = x.rows_cols();
     let pack = 16 / x.dtype().size();
     // Alignment of cuMemAlloc'd bases is 256 bytes, so the pack test is cols and strides.
@@ -470,12 +509,15 @@ pub fn auto_choice(x: &Tensor) -> &'static str {
 }
 
 /// auto: runs what [`auto_choice`] picks.
+/// A tuned choice that cannot take this exact shape (a bucket spans widths) falls back to the
+/// heuristic.
 pub fn run_auto(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    match auto_choice(x) {
-        "v2_warp_row" => run_v2_warp_row(p, x, y),
-        "v3_block_regs" => run_v3_block_regs(p, x, y),
-        "v5_cluster" => run_v5_cluster(p, x, y),
-        _ => run_v4_online(p, x, y),
+    let choice = auto_choice(x);
+    match run_named(choice, p, x, y) {
+        Err(Error::UnsupportedShape { .. }) if choice != heuristic_choice(x) => {
+            run_named(heuristic_choice(x), p, x, y)
+        }
+        r => r,
     }
 }
 

@@ -13,10 +13,11 @@
 //!   outside the recording, N plain iterations (the overhead's baseline), then N recorded ones.
 //!
 //! kernlab's ranges (the workload, each iteration) are recorded on the host with CUPTI's clock
-//! and written to the trace; they are not NVTX ranges (cudarc's `nvtx` feature is off), so
-//! Nsight Systems does not show them. The profiler never runs during `bench`.
+//! and written to the trace, and emitted as NVTX ranges too (`nvtx`) where libnvToolsExt
+//! loads, so Nsight Systems shows them. The profiler never runs during `bench`.
 
 pub mod cupti;
+pub mod nvtx;
 pub mod summary;
 pub mod trace;
 
@@ -259,8 +260,10 @@ impl ProfileReport {
         );
         s += &summary::render(&self.recording, self.iters, row_limit);
         s += &format!("{}\n", self.overhead);
-        s += "kernlab ranges (workload, iterations) are in --trace; they are not NVTX ranges, so \
-              Nsight does not show them\n";
+        s += &format!(
+            "kernlab ranges (workload, iterations) are in --trace; {}\n",
+            nvtx::describe()
+        );
         s
     }
 }
@@ -310,25 +313,16 @@ pub fn run(req: &ProfileRequest, note: &mut dyn FnMut(&str)) -> Result<ProfileRe
         }
     );
     note(&format!("{workload}: making inputs and the f64 reference"));
-    let x_host = Tensor::random(
-        &req.shape,
-        req.dtype,
-        bench::default_init(req.op),
-        seed,
-        None,
-        &crate::Device::Cpu,
-    )?;
-    let x64 = x_host.to_f64_vec()?;
-    let (_, cols, _) = x_host.rows_cols();
-    let reference = match req.op {
-        Op::Gelu => crate::ops::gelu::reference(&x64, &req.params),
-        Op::Softmax => crate::ops::softmax::reference(&x64, cols, &req.params),
-    };
-    drop(x64);
-    let x = x_host.to_device(&device)?;
-    drop(x_host);
+    let host = bench::make_inputs(req.op, &req.shape, req.dtype, seed, None)?;
+    let reference = bench::make_reference(req.op, &host, &req.params, seed)?;
+    let inputs = host
+        .iter()
+        .map(|t| t.to_device(&device))
+        .collect::<Result<Vec<_>>>()?;
+    drop(host);
+    let x: Vec<&Tensor> = inputs.iter().collect();
     note(&format!("{workload}: warm-up call, validated"));
-    let (check, mut y) = bench::validate_variant(v, &req.params, &x, &reference)?;
+    let (check, mut y) = bench::validate_inputs(v, &req.params, &x, &reference)?;
     drop(reference);
     if !check.passed {
         return Err(Error::Validation {
@@ -376,12 +370,16 @@ pub fn run(req: &ProfileRequest, note: &mut dyn FnMut(&str)) -> Result<ProfileRe
     let session = cupti::Session::start()?;
     let mut ranges = Vec::with_capacity(req.iters + 1);
     let mut open = 0u64;
+    let whole = nvtx::range(&workload);
+    let mut iter_range: Option<nvtx::Range> = None;
     let t_start = cupti::timestamp_ns();
     let result = timed(&mut |i, starting| {
         let now = cupti::timestamp_ns();
         if starting {
             open = now;
+            iter_range = Some(nvtx::range(&format!("iter {i}")));
         } else {
+            iter_range = None;
             ranges.push(RangeRecord {
                 name: format!("iter {i}"),
                 depth: 1,
@@ -391,6 +389,8 @@ pub fn run(req: &ProfileRequest, note: &mut dyn FnMut(&str)) -> Result<ProfileRe
         }
     });
     let t_end = cupti::timestamp_ns();
+    drop(iter_range);
+    whole.end();
     dev.set_sync_each_launch(false);
     let mut recording = session.stop()?;
     let (profiled_wall_ms, profiled_gpu_ms) = result?;

@@ -1,0 +1,230 @@
+//! Default dispatch for the GEMM ops: each tunable version runs the configuration
+//! `kernlab autotune` cached for this device, op, dtype and shape bucket, else its heuristic
+//! default; `auto` runs the cached overall winner, else a heuristic choice of version.
+
+use super::matmul::{Activation, Gemm};
+use super::{matmul_cuda, matmul_sm90, Op};
+use crate::autotune::{self, Candidate, Entry};
+use crate::device::CudaDevice;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+
+/// The versions with a configuration space, in the lecture's order.
+pub const TUNABLE: [&str; 4] = ["v3_regs", "v4_grouped", "v5_mma", "v6_wgmma"];
+
+fn op_of(g: &Gemm) -> Op {
+    if g.bias.is_some() || g.act != Activation::None {
+        Op::Linear
+    } else {
+        Op::Matmul
+    }
+}
+
+fn dev_of(g: &Gemm) -> Option<std::sync::Arc<CudaDevice>> {
+    g.a.device().cuda().cloned()
+}
+
+/// The cached entry for `variant` at this GEMM's bucket: the op's own tuning first, then the
+/// other GEMM op's (matmul and linear share kernels; only the epilogue differs).
+pub fn cached(g: &Gemm, variant: &str) -> Option<Entry> {
+    let dev = dev_of(g)?;
+    let shape = [g.m, g.n, g.k];
+    let op = op_of(g);
+    let other = if op == Op::Linear {
+        Op::Matmul
+    } else {
+        Op::Linear
+    };
+    autotune::lookup(&dev, op, variant, g.dtype(), &shape)
+        .or_else(|| autotune::lookup(&dev, other, variant, g.dtype(), &shape))
+}
+
+/// Every configuration of a tunable version for a dtype, by name.
+pub fn config_names(variant: &str, dt: DType) -> Vec<String> {
+    match variant {
+        "v6_wgmma" => matmul_sm90::configs(dt)
+            .iter()
+            .map(|c| c.name.to_string())
+            .collect(),
+        v => matmul_cuda::configs(v, dt)
+            .iter()
+            .map(|c| c.name.to_string())
+            .collect(),
+    }
+}
+
+/// Run a tunable version in the named configuration.
+pub fn run_config(variant: &str, config: &str, g: &Gemm, c: &mut Tensor) -> Result<()> {
+    let unknown = || {
+        Error::Invalid(format!(
+            "{variant} has no configuration '{config}' for {} (known: {})",
+            g.dtype(),
+            config_names(variant, g.dtype()).join(", ")
+        ))
+    };
+    match variant {
+        "v6_wgmma" => {
+            let cfg = matmul_sm90::configs(g.dtype())
+                .into_iter()
+                .find(|c| c.name == config)
+                .ok_or_else(unknown)?;
+            matmul_sm90::run_with(&cfg, g, c)
+        }
+        v => {
+            let cfg = matmul_cuda::configs(v, g.dtype())
+                .into_iter()
+                .find(|c| c.name == config)
+                .ok_or_else(unknown)?;
+            matmul_cuda::run_with(v, &cfg, g, c)
+        }
+    }
+}
+
+/// A tunable version's default run: its cached configuration, else its own heuristic.
+fn run_tuned(
+    variant: &str,
+    g: &Gemm,
+    c: &mut Tensor,
+    fallback: fn(&Gemm, &mut Tensor) -> Result<()>,
+) -> Result<()> {
+    match cached(g, variant) {
+        Some(e) if config_names(variant, g.dtype()).contains(&e.config) => {
+            run_config(variant, &e.config, g, c)
+        }
+        _ => fallback(g, c),
+    }
+}
+
+pub fn run_v3(g: &Gemm, c: &mut Tensor) -> Result<()> {
+    run_tuned("v3_regs", g, c, matmul_cuda::run_v3)
+}
+pub fn run_v4(g: &Gemm, c: &mut Tensor) -> Result<()> {
+    run_tuned("v4_grouped", g, c, matmul_cuda::run_v4)
+}
+pub fn run_v5(g: &Gemm, c: &mut Tensor) -> Result<()> {
+    run_tuned("v5_mma", g, c, matmul_cuda::run_v5)
+}
+pub fn run_v6(g: &Gemm, c: &mut Tensor) -> Result<()> {
+    run_tuned("v6_wgmma", g, c, matmul_sm90::run_v6)
+}
+
+/// Whether the Hopper version can take this GEMM: sm_90, a 16-bit dtype, and rows whose byte
+/// length TMA accepts (a multiple of 16 bytes).
+pub fn v6_fits(g: &Gemm) -> bool {
+    let hopper = dev_of(g).is_some_and(|d| d.props.compute_capability.0 == 9);
+    hopper && g.dtype() != DType::F32 && (g.k * g.dtype().size()).is_multiple_of(16)
+}
+
+/// `auto`'s heuristic when nothing is cached: Hopper's wgmma where it fits, else the
+/// mma.sync version for 16-bit inputs, else (f32) the grouped register-blocked version.
+pub fn heuristic(g: &Gemm) -> &'static str {
+    if v6_fits(g) {
+        "v6_wgmma"
+    } else if g.dtype() != DType::F32 {
+        "v5_mma"
+    } else {
+        "v4_grouped"
+    }
+}
+
+/// What `auto` runs for this GEMM: `(version, configuration or "", from the cache?)`.
+pub fn choice(g: &Gemm) -> (String, String, bool) {
+    if let Some(e) = cached(g, "auto") {
+        let fits = e.variant != "v6_wgmma" || v6_fits(g);
+        if fits && config_names(&e.variant, g.dtype()).contains(&e.config) {
+            return (e.variant, e.config, true);
+        }
+    }
+    let v = heuristic(g);
+    let cfg = cached(g, v).map(|e| e.config).unwrap_or_default();
+    (v.to_string(), cfg, false)
+}
+
+/// What bench shows as `auto`'s pick.
+pub fn label(g: &Gemm) -> String {
+    let (v, cfg, tuned) = choice(g);
+    let mut s = v;
+    if !cfg.is_empty() {
+        s += &format!(" {cfg}");
+    }
+    if tuned {
+        s += " (autotuned)";
+    }
+    s
+}
+
+/// `label` from the raw inputs `[a, w(, bias)]` (no output needed), for bench's `picked`.
+pub fn label_inputs(op: Op, p: &super::Params, x: &[&Tensor]) -> String {
+    let (Some(a), Some(w)) = (x.first(), x.get(1)) else {
+        return "(no operands)".into();
+    };
+    match super::matmul::dims(op.name(), a, w) {
+        Ok((m, n, k)) => label(&Gemm {
+            a,
+            w,
+            bias: x.get(2).copied(),
+            act: if op == Op::Linear {
+                p.act
+            } else {
+                Activation::None
+            },
+            m,
+            n,
+            k,
+        }),
+        Err(e) => format!("(none: {e})"),
+    }
+}
+
+pub fn run_auto(g: &Gemm, c: &mut Tensor) -> Result<()> {
+    let (v, cfg, _) = choice(g);
+    if !cfg.is_empty() {
+        return run_config(&v, &cfg, g, c);
+    }
+    match v.as_str() {
+        "v6_wgmma" => matmul_sm90::run_v6(g, c),
+        "v5_mma" => matmul_cuda::run_v5(g, c),
+        _ => matmul_cuda::run_v4(g, c),
+    }
+}
+
+/// Every (version, configuration) `kernlab autotune` measures for this dtype on this device,
+/// as candidates the tuner can run (`only`: restrict to these versions).
+pub fn candidates(
+    op: Op,
+    dt: DType,
+    dev: &CudaDevice,
+    only: Option<&[String]>,
+) -> Result<Vec<Candidate>> {
+    let mut out = Vec::new();
+    for v in TUNABLE {
+        if only.is_some_and(|o| !o.iter().any(|n| n == v)) {
+            continue;
+        }
+        let variant = crate::registry::find(op, v, crate::DeviceKind::Cuda)?;
+        if !variant.dtypes.contains(&dt)
+            || variant.min_arch / 10 > dev.props.compute_capability.0 as u32
+        {
+            continue;
+        }
+        for name in config_names(v, dt) {
+            let cfg = name.clone();
+            out.push(Candidate {
+                variant: v,
+                config: name,
+                run: Box::new(move |p, x, y| {
+                    let g = variant.gemm_args(p, x, y)?;
+                    run_config(v, &cfg, &g, y)
+                }),
+            });
+        }
+    }
+    if out.is_empty() {
+        return Err(Error::Invalid(format!(
+            "no tunable {op} version takes {dt} on this device (tunable: {})",
+            TUNABLE.join(", ")
+        )));
+    }
+    Ok(out)
+}

@@ -1,0 +1,242 @@
+//! Matmul and linear: every variant against the f64 reference on square, rectangular, odd,
+//! K = 1, tall-skinny and short-wide shapes, every dtype, every (bias, activation) pair; the
+//! errors a caller can hit. One body per behaviour; `test_device!` makes a CPU and a CUDA test.
+
+use crate::test_device;
+use kernlab::bench::{self, validate_inputs};
+use kernlab::error::Error;
+use kernlab::ops::matmul::{self, Activation};
+use kernlab::registry::{self, Variant};
+use kernlab::tensor::Tensor;
+use kernlab::{DType, Device, Init, Op, Params, Tier};
+
+fn variants(op: Op, dev: &Device) -> Vec<&'static Variant> {
+    registry::variants_for(op, dev.kind())
+        .filter(|v| v.tier != Tier::Reference)
+        .collect()
+}
+
+/// M×N×K shapes: square, rectangular, odd everywhere (127×255×63), K = 1, tall-skinny,
+/// short-wide, sizes just past a tile, and K a multiple of 8 but not of the tile depth.
+const SHAPES: &[[usize; 3]] = &[
+    [1, 1, 1],
+    [64, 64, 64],
+    [127, 255, 63],
+    [3, 5, 1],
+    [129, 257, 136],
+    [1000, 24, 40],
+    [16, 1000, 72],
+    [256, 384, 520],
+    [200, 136, 2048],
+];
+
+/// A variant may decline an input only for a documented reason: TMA needs K·size to be a
+/// multiple of 16 bytes (v6), cuBLASLt has only the tanh GeLU, and Hopper kernels need sm_90.
+fn may_refuse(v: &Variant, k: usize, dt: DType, act: Activation, e: &Error) -> bool {
+    let s = e.to_string();
+    match (v.name, e) {
+        ("v6_wgmma", Error::UnsupportedShape { .. }) => {
+            !(k * dt.size()).is_multiple_of(16) || s.contains("sm_90")
+        }
+        ("cublaslt", _) => act == Activation::GeluErf && s.contains("erf"),
+        _ => false,
+    }
+}
+
+/// Validate `v` on fresh inputs of shape `m×n×k` (bias dropped when `bias` is false).
+fn check(dev: &Device, v: &Variant, dt: DType, shape: [usize; 3], act: Activation, bias: bool) {
+    let p = Params {
+        act,
+        ..Params::default()
+    };
+    let seed = 7 + shape.iter().sum::<usize>() as u64;
+    let mut host = bench::make_inputs(v.op, &shape, dt, seed, None).unwrap();
+    if !bias {
+        host.truncate(2);
+    }
+    let reference = bench::make_reference(v.op, &host, &p, seed).unwrap();
+    let inputs: Vec<Tensor> = host.iter().map(|t| t.to_device(dev).unwrap()).collect();
+    let x: Vec<&Tensor> = inputs.iter().collect();
+    let what = format!("{} {dt} {:?} act {} bias {bias}", v.id(), shape, act.name());
+    match validate_inputs(v, &p, &x, &reference) {
+        Ok((c, _)) => assert!(c.passed, "{what}: {}", c.describe()),
+        Err(e) if may_refuse(v, shape[2], dt, act, &e) => {}
+        Err(e) => panic!("{what}: {e}"),
+    }
+}
+
+fn matmul_matches_reference(dev: &Device) {
+    for v in variants(Op::Matmul, dev) {
+        for &dt in v.dtypes {
+            for &s in SHAPES {
+                check(dev, v, dt, s, Activation::None, false);
+            }
+        }
+    }
+}
+test_device!(matmul_matches_reference, super::matmul_matches_reference);
+
+fn linear_matches_reference_for_every_epilogue(dev: &Device) {
+    let acts = [Activation::None, Activation::GeluTanh, Activation::GeluErf];
+    for v in variants(Op::Linear, dev) {
+        for &dt in v.dtypes {
+            for (i, &s) in SHAPES.iter().enumerate() {
+                // Every (bias, activation) pair on a few shapes; one pair on the rest.
+                for (j, &act) in acts.iter().enumerate() {
+                    for bias in [true, false] {
+                        if i < 3 || (j + i) % 3 == 0 && bias == (i % 2 == 0) {
+                            check(dev, v, dt, s, act, bias);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+test_device!(
+    linear_matches_reference_for_every_epilogue,
+    super::linear_matches_reference_for_every_epilogue
+);
+
+/// The tensor-core versions on a shape with many tiles in each direction and a deep K, where
+/// a pipeline or tile-order mistake would show; bf16 and f16.
+fn tensor_core_versions_on_a_large_shape(dev: &Device) {
+    if dev.cuda().is_none() {
+        return;
+    }
+    for v in variants(Op::Linear, dev) {
+        for &dt in v.dtypes {
+            check(dev, v, dt, [1024, 768, 2048], Activation::GeluTanh, true);
+        }
+    }
+}
+test_device!(
+    tensor_core_versions_on_a_large_shape,
+    super::tensor_core_versions_on_a_large_shape
+);
+
+fn rand(shape: &[usize], dt: DType, dev: &Device) -> Tensor {
+    Tensor::random(shape, dt, Init::Uniform { lo: -1.0, hi: 1.0 }, 3, None, dev).unwrap()
+}
+
+/// Bad operands get a clear error, never a panic or a wrong answer.
+fn bad_operands_get_clear_errors(dev: &Device) {
+    for op in [Op::Matmul, Op::Linear] {
+        let p = Params::default();
+        for v in variants(op, dev) {
+            let dt = v.dtypes[0];
+            let a = rand(&[4, 8], dt, dev);
+            let w = rand(&[6, 8], dt, dev);
+            let b = rand(&[6], dt, dev);
+            let mut c = Tensor::empty(&[4, 6], dt, dev).unwrap();
+            // K disagrees
+            let w_bad = rand(&[6, 7], dt, dev);
+            let e = v.run(&p, &[&a, &w_bad], &mut c).unwrap_err();
+            assert!(matches!(e, Error::ShapeMismatch { .. }), "{}: {e}", v.id());
+            assert!(e.to_string().contains("same K"), "{e}");
+            // wrong output shape
+            let mut c_bad = Tensor::empty(&[4, 5], dt, dev).unwrap();
+            let e = v.run(&p, &[&a, &w], &mut c_bad).unwrap_err();
+            assert!(matches!(e, Error::ShapeMismatch { .. }), "{}: {e}", v.id());
+            // empty
+            let a0 = Tensor::empty(&[0, 8], dt, dev).unwrap();
+            let mut c0 = Tensor::empty(&[0, 6], dt, dev).unwrap();
+            let e = v.run(&p, &[&a0, &w], &mut c0).unwrap_err();
+            assert!(matches!(e, Error::EmptyTensor { .. }), "{}: {e}", v.id());
+            // mixed dtypes
+            let other = if dt == DType::F32 {
+                DType::BF16
+            } else {
+                DType::F32
+            };
+            let w_other = rand(&[6, 8], other, dev);
+            let e = v.run(&p, &[&a, &w_other], &mut c).unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    Error::ShapeMismatch { .. } | Error::UnsupportedDtype { .. }
+                ),
+                "{}: {e}",
+                v.id()
+            );
+            // the wrong number of operands
+            let e = v.run(&p, &[&a], &mut c).unwrap_err();
+            assert!(e.to_string().contains("[a, w]"), "{}: {e}", v.id());
+            match op {
+                Op::Matmul => {
+                    let e = v.run(&p, &[&a, &w, &b], &mut c).unwrap_err();
+                    assert!(e.to_string().contains("no bias"), "{}: {e}", v.id());
+                }
+                _ => {
+                    let b_bad = rand(&[5], dt, dev);
+                    let e = v.run(&p, &[&a, &w, &b_bad], &mut c).unwrap_err();
+                    assert!(
+                        e.to_string().contains("bias must be [N]"),
+                        "{}: {e}",
+                        v.id()
+                    );
+                }
+            }
+            // an f32-only copy of the row refuses bf16 with both names in the message
+            let only_f32 = Variant {
+                dtypes: &[DType::F32],
+                ..*v
+            };
+            let (ab, wb) = (
+                rand(&[4, 8], DType::BF16, dev),
+                rand(&[6, 8], DType::BF16, dev),
+            );
+            let mut cb = Tensor::empty(&[4, 6], DType::BF16, dev).unwrap();
+            let e = only_f32.run(&p, &[&ab, &wb], &mut cb).unwrap_err();
+            assert!(matches!(e, Error::UnsupportedDtype { .. }), "{e}");
+        }
+    }
+}
+test_device!(
+    bad_operands_get_clear_errors,
+    super::bad_operands_get_clear_errors
+);
+
+#[test]
+fn large_shapes_are_validated_on_sampled_rows_including_the_edges() {
+    let rows = matmul::reference_rows(8192, 8192, 8192, 42);
+    assert_eq!(rows.first(), Some(&0));
+    assert_eq!(rows.last(), Some(&8191));
+    assert!(rows.len() >= 16 && rows.len() <= 64, "{}", rows.len());
+    assert!(rows.windows(2).all(|w| w[0] < w[1]));
+    // small problems: every row
+    assert_eq!(matmul::reference_rows(127, 255, 63, 1).len(), 127);
+}
+
+#[test]
+fn the_f64_epilogue_is_pytorchs() {
+    // gelu(1) tanh form = 0.8411919906; erf form = 0.8413447461
+    assert!((matmul::epilogue_f64(1.0, Activation::GeluTanh) - 0.841_191_990_6).abs() < 1e-9);
+    assert!((matmul::epilogue_f64(1.0, Activation::GeluErf) - 0.841_344_746_1).abs() < 1e-9);
+    assert_eq!(matmul::epilogue_f64(-3.5, Activation::None), -3.5);
+    // bias, then activation
+    let a = [1.0, 2.0];
+    let w = [0.5, 0.25, -1.0, 1.0];
+    let r = matmul::reference(&a, &w, Some(&[0.0, -1.0]), (2, 2), &[0], Activation::None);
+    assert_eq!(r, vec![1.0, 0.0]);
+}
+
+#[test]
+fn gemm_accounting() {
+    // bytes: a, w, c (and the bias for linear), each once; FLOPs 2·M·N·K
+    assert_eq!(
+        bench::min_bytes(Op::Matmul, &[2, 3, 4], DType::BF16),
+        (2 * 4 + 3 * 4 + 2 * 3) * 2
+    );
+    assert_eq!(
+        bench::min_bytes(Op::Linear, &[2, 3, 4], DType::F32),
+        (2 * 4 + 3 * 4 + 2 * 3 + 3) * 4
+    );
+    assert_eq!(bench::flops(Op::Matmul, &[2, 3, 4]), 48.0);
+    assert_eq!(bench::out_shape(Op::Linear, &[2, 3, 4]), vec![2, 3]);
+    let e = match bench::make_inputs(Op::Matmul, &[4, 4], DType::F32, 1, None) {
+        Err(e) => e,
+        Ok(_) => panic!("a 2-D shape for matmul must be refused"),
+    };
+    assert!(e.to_string().contains("M×N×K"), "{e}");
+}
