@@ -377,3 +377,231 @@ KL_V6_KERNEL(matmul_v6_128x256x64_s4_bf16, bf16, 256, 4)
 KL_V6_KERNEL(matmul_v6_128x256x64_s4_f16, f16, 256, 4)
 KL_V6_KERNEL(matmul_v6_128x128x64_s6_bf16, bf16, 128, 6)
 KL_V6_KERNEL(matmul_v6_128x128x64_s6_f16, f16, 128, 6)
+
+// =========================================================================================
+// Matmul v7 (v7_wgmma_tma_store): v6 with an asynchronous epilogue.
+//
+// Same producer, mainloop and tile order as v6. The difference is the store of c: v6 writes
+// each consumer's 64 × BN fragment from registers to global memory with 4-byte stores, so the
+// tensor cores idle while a tile's worth of c goes out. Here each consumer warpgroup
+// - waits until its previous TMA store has finished reading its C buffer in shared memory
+//   (the thread that issued it runs cp.async.bulk.wait_group.read 0, then a named barrier),
+// - applies mm_epilogue in registers, converts to T and writes its sub-tile into that buffer
+//   in the layout of the c tensor map: 64-column chunks of 64 rows × 128 bytes with the
+//   128-byte swizzle (16-byte chunk q of row r stored at position q ^ (r mod 8)), which also
+//   makes the 4-byte shared stores of a warp conflict-free (8 rows × 4 words hit 32 banks),
+// - fences the generic-proxy writes for the async proxy (fence.proxy.async.shared::cta),
+//   syncs the warpgroup (bar.sync 1 + consumer, 128), and one thread issues one
+//   cp.async.bulk.tensor store per in-range 64 × 64 chunk and commits them as one bulk group,
+// - and goes straight on to the next tile's mainloop while the TMA unit writes c.
+// The c tensor map clips rows ≥ M and columns ≥ N, so edge tiles need no masking (bias is
+// only read for columns < N). It needs N·sizeof(T) to be a multiple of 16 and c 16-byte
+// aligned; the launcher falls back to v6 otherwise.
+// =========================================================================================
+
+#if KL_V6_HOPPER
+// One 2-D box from shared memory to the tensor map at (x = column, y = row), tracked by the
+// issuing thread's bulk async-groups.
+__device__ __forceinline__ void tma_store_2d(const TmaDesc* d, u32 src, int x, int y) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+                 ::"l"(d), "r"(x), "r"(y), "r"(src) : "memory");
+}
+__device__ __forceinline__ void bulk_commit() {
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+// Wait until at most N of this thread's bulk groups still read their shared-memory source.
+template <int N> __device__ __forceinline__ void bulk_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+// Wait until at most N of this thread's bulk groups are still incomplete (writes done).
+template <int N> __device__ __forceinline__ void bulk_wait_all() {
+    asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
+}
+// Order this thread's generic-proxy shared-memory writes before later async-proxy (TMA) reads.
+__device__ __forceinline__ void fence_proxy_async_smem() {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+// Named barrier over the 128 threads of one consumer warpgroup (id 0 is __syncthreads).
+__device__ __forceinline__ void wg_bar_sync(int id) {
+    asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory");
+}
+__device__ __forceinline__ void st_shared_u32(u32 addr, u32 v) {
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+
+// Write one consumer's 64 × BN fragment, after the epilogue, into its C buffer `cbuf`
+// (BN/64 chunks of 64 rows × 128 bytes, 128-byte swizzle). Fragment layout as in v6: for
+// column chunk i (8 wide), d[4i], d[4i+1] sit at row r = 16·warp + lane/4, columns
+// 8i + 2·(lane%4) and +1; d[4i+2], d[4i+3] at row r + 8 (same r mod 8). Those two columns
+// are 4 bytes of the 16-byte chunk i mod 8 of the 64-column chunk i / 8.
+template <class T, int ACT, int R>
+__device__ __forceinline__ void v7_stage_fragment(const float (&d)[R], u32 cbuf,
+                                                  const T* __restrict__ bias, int N, int n_tile,
+                                                  int warp, int lane) {
+    const int r = warp * 16 + (lane >> 2);
+    const u32 word = 4u * (lane & 3);
+    const u32 row0 = cbuf + r * 128u + word, row8 = row0 + 8u * 128u;
+    const int sw = r & 7;
+    #pragma unroll
+    for (int i = 0; i < R / 4; ++i) {
+        const int n = n_tile + 8 * i + 2 * (lane & 3);
+        float e0 = 0.f, e1 = 0.f, e2 = 0.f, e3 = 0.f;
+        if (n < N) {  // N is a multiple of 8 here, so n + 1 < N as well
+            e0 = mm_epilogue<T>(d[4 * i], bias, n, ACT);
+            e1 = mm_epilogue<T>(d[4 * i + 1], bias, n + 1, ACT);
+            e2 = mm_epilogue<T>(d[4 * i + 2], bias, n, ACT);
+            e3 = mm_epilogue<T>(d[4 * i + 3], bias, n + 1, ACT);
+        }
+        const u32 off = (u32)(i / 8) * (64u * 128u) + ((u32)((i & 7) ^ sw) << 4);
+        st_shared_u32(row0 + off, pack_pair(e0, e1, (const T*)nullptr));
+        st_shared_u32(row8 + off, pack_pair(e2, e3, (const T*)nullptr));
+    }
+}
+#endif  // KL_V6_HOPPER
+
+// Shared memory of one v7 configuration: STAGES × (a tile + w tile), two C buffers (one per
+// consumer, 64 × BN × 2 bytes), 1 KiB of alignment slack, then the 2 × STAGES mbarriers. The
+// launcher computes the same figure (Config::smem_bytes_v7).
+template <int BN, int STAGES> struct V7Smem {
+    static constexpr int BM = 128, BK = 64;
+    static constexpr u32 A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2;
+    static constexpr u32 C_BYTES = 64 * BN * 2;
+    static constexpr u32 BYTES = STAGES * (A_BYTES + B_BYTES) + 2 * C_BYTES + 1024 + 2 * STAGES * 8;
+};
+
+template <class T, int BN, int STAGES>
+__device__ __forceinline__ void v7_body(const TmaDesc* ta, const TmaDesc* tw, const TmaDesc* tc,
+                                        const T* __restrict__ bias, int M, int N, int K, int act,
+                                        int group_m) {
+#if KL_V6_HOPPER
+    using S = V7Smem<BN, STAGES>;
+    constexpr int BM = S::BM, BK = S::BK, CONSUMERS = 2;
+    constexpr u32 A_BYTES = S::A_BYTES, B_BYTES = S::B_BYTES, C_BYTES = S::C_BYTES;
+    extern __shared__ unsigned char v7_smem[];
+    // Tiles and C buffers start on 1024-byte boundaries (the 128-byte swizzle atom).
+    const u32 base = (smem_addr(v7_smem) + 1023u) & ~1023u;
+    const u32 sa = base, sb = base + STAGES * A_BYTES;
+    const u32 sc = sb + STAGES * B_BYTES;
+    const u32 bars = sc + 2 * C_BYTES;
+    auto full = [&](int s) { return bars + 8u * s; };
+    auto empty = [&](int s) { return bars + 8u * (STAGES + s); };
+
+    const int tid = threadIdx.x;
+    if (tid == 0) {
+        #pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full(s), 1);
+            mbar_init(empty(s), CONSUMERS * 4);
+        }
+        mbar_init_fence();
+    }
+    __syncthreads();
+
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+    const int tiles = tiles_m * tiles_n, nk = (K + BK - 1) / BK;
+    const int wg = tid / 128;
+
+    if (wg == 0) {
+        // Producer warpgroup: as in v6.
+        setmaxnreg_dec<40>();
+        if (tid == 0) {
+            tma_prefetch_desc(ta);
+            tma_prefetch_desc(tw);
+            int s = 0;
+            u32 ph = 0;
+            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+                int tm, tn;
+                tile_coords(t, tiles_m, tiles_n, group_m, tm, tn);
+                for (int kb = 0; kb < nk; ++kb) {
+                    mbar_wait(empty(s), ph ^ 1u);
+                    mbar_expect_tx(full(s), A_BYTES + B_BYTES);
+                    tma_load_2d(sa + s * A_BYTES, ta, kb * BK, tm * BM, full(s));
+                    tma_load_2d(sb + s * B_BYTES, tw, kb * BK, tn * BN, full(s));
+                    if (++s == STAGES) { s = 0; ph ^= 1u; }
+                }
+            }
+        }
+    } else {
+        // Consumer warpgroups: 64 rows × BN columns each, stored through their C buffer.
+        setmaxnreg_inc<232>();
+        const int cw = wg - 1, t = tid & 127, warp = t >> 5, lane = t & 31;
+        const u32 cbuf = sc + cw * C_BYTES;
+        const int bar_id = 1 + cw;
+        if (t == 0) tma_prefetch_desc(tc);
+        float d[BN / 2];
+        int s = 0;
+        u32 ph = 0;
+        for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            int tm, tn;
+            tile_coords(tile, tiles_m, tiles_n, group_m, tm, tn);
+            fence_regs(d);
+            int prev = 0;
+            for (int kb = 0; kb < nk; ++kb) {
+                mbar_wait(full(s), ph);
+                const u64 da = desc_sw128(sa + s * A_BYTES + cw * (64 * 128));
+                const u64 db = desc_sw128(sb + s * B_BYTES);
+                wg_fence();
+                #pragma unroll
+                for (int kk = 0; kk < BK / 16; ++kk)
+                    Wgmma<BN>::template mma<T>(d, da + 2 * kk, db + 2 * kk, (kb | kk) != 0);
+                wg_commit();
+                wg_wait<1>();  // the group of kb − 1 is done: its stage can be refilled
+                if (kb > 0 && lane == 0) mbar_arrive(empty(prev));
+                prev = s;
+                if (++s == STAGES) { s = 0; ph ^= 1u; }
+            }
+            wg_wait<0>();
+            fence_regs(d);
+            if (lane == 0) mbar_arrive(empty(prev));
+
+            // The previous tile's store must have read the C buffer before it is rewritten.
+            // Only the issuing thread can wait on its bulk groups; the barrier passes that on.
+            if (t == 0) bulk_wait_read<0>();
+            wg_bar_sync(bar_id);
+
+            const int n_tile = tn * BN;
+            if (act == KL_ACT_GELU_TANH)
+                v7_stage_fragment<T, KL_ACT_GELU_TANH>(d, cbuf, bias, N, n_tile, warp, lane);
+            else if (act == KL_ACT_GELU_ERF)
+                v7_stage_fragment<T, KL_ACT_GELU_ERF>(d, cbuf, bias, N, n_tile, warp, lane);
+            else
+                v7_stage_fragment<T, KL_ACT_NONE>(d, cbuf, bias, N, n_tile, warp, lane);
+
+            // Every writer makes its writes visible to the async proxy, then one thread
+            // stores the sub-tile; the others go on to the next tile's mainloop.
+            fence_proxy_async_smem();
+            wg_bar_sync(bar_id);
+            if (t == 0) {
+                const int row = tm * BM + cw * 64;
+                if (row < M) {
+                    #pragma unroll
+                    for (int j = 0; j < BN / 64; ++j) {
+                        const int col = n_tile + 64 * j;
+                        if (col < N) tma_store_2d(tc, cbuf + j * (64u * 128u), col, row);
+                    }
+                }
+                bulk_commit();
+            }
+        }
+        // Shared memory must outlive the last store's reads; wait for full completion.
+        if (t == 0) bulk_wait_all<0>();
+    }
+#else
+    __trap();
+#endif
+}
+
+// One entry point per (tile, stages, dtype); the launcher's Config names them
+// (Config::symbol_v7). Parameters as v6, with c replaced by its tensor map.
+#define KL_V7_KERNEL(NAME, T, BN, STAGES)                                                   \
+    extern "C" __global__ void __launch_bounds__(384, 1)                                     \
+        NAME(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tw,         \
+             const __grid_constant__ TmaDesc tc, const T* __restrict__ bias, int M, int N,   \
+             int K, int act, int group_m) {                                                  \
+        v7_body<T, BN, STAGES>(&ta, &tw, &tc, bias, M, N, K, act, group_m);                 \
+    }
+
+KL_V7_KERNEL(matmul_v7_128x256x64_s3_bf16, bf16, 256, 3)
+KL_V7_KERNEL(matmul_v7_128x256x64_s3_f16, f16, 256, 3)
+KL_V7_KERNEL(matmul_v7_128x128x64_s5_bf16, bf16, 128, 5)
+KL_V7_KERNEL(matmul_v7_128x128x64_s5_f16, f16, 128, 5)

@@ -324,6 +324,10 @@ macro_rules! gemm_rows {
                 "Hopper: wgmma fed by TMA into swizzled shared memory, mbarrier pipeline, warp-specialised (sm_90a)",
                 Some(&MATMUL_SM90), Some(matmul_sm90::symbols), 90,
                 &["wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier"], matmul_auto::run_v6),
+            gemm($op, "v7_wgmma_tma_store", Tier::Cuda, DeviceKind::Cuda, HALF_DTYPES,
+                "v6 with an asynchronous epilogue: the tile goes through shared memory and leaves by TMA store while the next tile computes (sm_90a)",
+                Some(&MATMUL_SM90), Some(matmul_sm90::symbols_v7), 90,
+                &["wgmma.mma_async", "cp.async.bulk.tensor", "cp.async.bulk.commit_group"], matmul_auto::run_v7),
             Variant {
                 picks: Some(|p, x| matmul_auto::label_inputs($op, p, x)),
                 ..gemm($op, "auto", Tier::Cuda, DeviceKind::Cuda, ALL_DTYPES,
@@ -340,8 +344,8 @@ macro_rules! gemm_rows {
     };
 }
 
-static GEMM_MATMUL: [Variant; 10] = gemm_rows!(Op::Matmul);
-static GEMM_LINEAR: [Variant; 10] = gemm_rows!(Op::Linear);
+static GEMM_MATMUL: [Variant; 11] = gemm_rows!(Op::Matmul);
+static GEMM_LINEAR: [Variant; 11] = gemm_rows!(Op::Linear);
 
 /// Rows only one GEMM op has: cuBLAS (no epilogue) for matmul; the manual composition for
 /// linear.

@@ -35,7 +35,7 @@ const SHAPES: &[[usize; 3]] = &[
 fn may_refuse(v: &Variant, k: usize, dt: DType, act: Activation, e: &Error) -> bool {
     let s = e.to_string();
     match (v.name, e) {
-        ("v6_wgmma", Error::UnsupportedShape { .. }) => {
+        ("v6_wgmma" | "v7_wgmma_tma_store", Error::UnsupportedShape { .. }) => {
             !(k * dt.size()).is_multiple_of(16) || s.contains("sm_90")
         }
         ("cublaslt", _) => act == Activation::GeluErf && s.contains("erf"),

@@ -202,7 +202,7 @@ pub fn run_cpu_faer(g: &Gemm, c: &mut Tensor) -> Result<()> {
     };
     // One pass, rows in parallel; the branch on the epilogue is hoisted out of the loop.
     fn pass(out: &mut [f32], n: usize, f: impl Fn(f32, usize) -> f32 + Sync) {
-        out.par_chunks_mut(n.max(1) * 64.max(1)).for_each(|rows| {
+        out.par_chunks_mut(n.max(1) * 64).for_each(|rows| {
             for row in rows.chunks_mut(n.max(1)) {
                 for (j, v) in row.iter_mut().enumerate() {
                     *v = f(*v, j);

@@ -11,7 +11,13 @@ use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
 /// The versions with a configuration space, in the lecture's order.
-pub const TUNABLE: [&str; 4] = ["v3_regs", "v4_grouped", "v5_mma", "v6_wgmma"];
+pub const TUNABLE: [&str; 5] = [
+    "v3_regs",
+    "v4_grouped",
+    "v5_mma",
+    "v6_wgmma",
+    "v7_wgmma_tma_store",
+];
 
 fn op_of(g: &Gemm) -> Op {
     if g.bias.is_some() || g.act != Activation::None {
@@ -47,6 +53,10 @@ pub fn config_names(variant: &str, dt: DType) -> Vec<String> {
             .iter()
             .map(|c| c.name.to_string())
             .collect(),
+        "v7_wgmma_tma_store" => matmul_sm90::configs_v7(dt)
+            .iter()
+            .map(|c| c.name.to_string())
+            .collect(),
         v => matmul_cuda::configs(v, dt)
             .iter()
             .map(|c| c.name.to_string())
@@ -70,6 +80,13 @@ pub fn run_config(variant: &str, config: &str, g: &Gemm, c: &mut Tensor) -> Resu
                 .find(|c| c.name == config)
                 .ok_or_else(unknown)?;
             matmul_sm90::run_with(&cfg, g, c)
+        }
+        "v7_wgmma_tma_store" => {
+            let cfg = matmul_sm90::configs_v7(g.dtype())
+                .into_iter()
+                .find(|c| c.name == config)
+                .ok_or_else(unknown)?;
+            matmul_sm90::run_with_v7(&cfg, g, c)
         }
         v => {
             let cfg = matmul_cuda::configs(v, g.dtype())
@@ -108,6 +125,9 @@ pub fn run_v5(g: &Gemm, c: &mut Tensor) -> Result<()> {
 pub fn run_v6(g: &Gemm, c: &mut Tensor) -> Result<()> {
     run_tuned("v6_wgmma", g, c, matmul_sm90::run_v6)
 }
+pub fn run_v7(g: &Gemm, c: &mut Tensor) -> Result<()> {
+    run_tuned("v7_wgmma_tma_store", g, c, matmul_sm90::run_v7)
+}
 
 /// Whether the Hopper version can take this GEMM: sm_90, a 16-bit dtype, and rows whose byte
 /// length TMA accepts (a multiple of 16 bytes).
@@ -131,7 +151,7 @@ pub fn heuristic(g: &Gemm) -> &'static str {
 /// What `auto` runs for this GEMM: `(version, configuration or "", from the cache?)`.
 pub fn choice(g: &Gemm) -> (String, String, bool) {
     if let Some(e) = cached(g, "auto") {
-        let fits = e.variant != "v6_wgmma" || v6_fits(g);
+        let fits = !e.variant.starts_with("v6") && !e.variant.starts_with("v7") || v6_fits(g);
         if fits && config_names(&e.variant, g.dtype()).contains(&e.config) {
             return (e.variant, e.config, true);
         }
@@ -183,6 +203,7 @@ pub fn run_auto(g: &Gemm, c: &mut Tensor) -> Result<()> {
         return run_config(&v, &cfg, g, c);
     }
     match v.as_str() {
+        "v7_wgmma_tma_store" => matmul_sm90::run_v7(g, c),
         "v6_wgmma" => matmul_sm90::run_v6(g, c),
         "v5_mma" => matmul_cuda::run_v5(g, c),
         _ => matmul_cuda::run_v4(g, c),

@@ -336,6 +336,263 @@ pub fn run_with(cfg: &Config, g: &Gemm, c: &mut Tensor) -> Result<()> {
     Ok(())
 }
 
+// ---- v7: v6 with an asynchronous (TMA store) epilogue -----------------------------------
+
+/// The v7 variant name used in error messages.
+const VARIANT_V7: &str = "v7_wgmma_tma_store";
+
+impl Config {
+    /// The v7 kernel this configuration launches for `dt` (bf16 or f16).
+    pub fn symbol_v7(&self, dt: DType) -> String {
+        format!(
+            "matmul_v7_{}x{}x{}_s{}_{}",
+            self.bm, self.bn, self.bk, self.stages, dt
+        )
+    }
+
+    /// Dynamic shared memory of the v7 kernel (`V7Smem` in the .cu): the stages, two C
+    /// buffers of 64 × bn 16-bit values (one per consumer warpgroup), 1 KiB of alignment
+    /// slack and 2 × stages mbarriers.
+    pub fn smem_bytes_v7(&self) -> u32 {
+        self.stages * (self.bm + self.bn) * self.bk * 2
+            + 2 * 64 * self.bn * 2
+            + 1024
+            + 2 * self.stages * 8
+    }
+}
+
+/// Every v7 configuration, the default first. The (bm, bn, bk, stages) shapes must match the
+/// `KL_V7_KERNEL` instantiations in `kernels/matmul_sm90.cu`. The 128×256 tile has one stage
+/// fewer than v6's (3 × 48 KiB + 64 KiB of C buffers = 208 KiB), the 128×128 tile 5 stages
+/// (160 KiB + 32 KiB).
+pub const CONFIGS_V7: &[Config] = &[
+    cfg("128x256x64_s3_g8", 256, 3, 8),
+    cfg("128x256x64_s3_g4", 256, 3, 4),
+    cfg("128x256x64_s3_g16", 256, 3, 16),
+    cfg("128x128x64_s5_g8", 128, 5, 8),
+    cfg("128x128x64_s5_g4", 128, 5, 4),
+    cfg("128x128x64_s5_g16", 128, 5, 16),
+];
+
+/// The configurations `run_with_v7` accepts for `dt` (none for f32).
+pub fn configs_v7(dt: DType) -> Vec<Config> {
+    if supports(dt) {
+        CONFIGS_V7.to_vec()
+    } else {
+        Vec::new()
+    }
+}
+
+/// Every kernel `run_v7` or `run_with_v7` may launch for `dt`: the v7 kernels, plus v6's
+/// default kernels, which they fall back to when c cannot take a TMA store.
+pub fn symbols_v7(dt: DType) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    let fallback = [CONFIGS[0], CONFIGS[3]];
+    let names = configs_v7(dt)
+        .iter()
+        .map(|c| c.symbol_v7(dt))
+        .chain(
+            fallback
+                .iter()
+                .filter(|_| supports(dt))
+                .map(|c| c.symbol(dt)),
+        )
+        .collect::<Vec<_>>();
+    for s in names {
+        if !v.contains(&s) {
+            v.push(s);
+        }
+    }
+    v
+}
+
+/// The configuration `run_v7` uses: the 128×256 tile when it fills every SM at least once,
+/// else the 128×128 tile.
+pub fn default_config_v7(m: usize, n: usize, sm_count: u32) -> Config {
+    let big = CONFIGS_V7[0];
+    if big.tiles(m, n) >= sm_count as usize {
+        big
+    } else {
+        CONFIGS_V7[3]
+    }
+}
+
+/// v7 with the default configuration (a `GemmFn`). Falls back to v6 when c's rows are not
+/// a multiple of 16 bytes (N not a multiple of 8) or c is not 16-byte aligned.
+pub fn run_v7(g: &Gemm, c: &mut Tensor) -> Result<()> {
+    let dev = device_of(g)?;
+    let cfg = default_config_v7(g.m, g.n, dev.props.sm_count);
+    run_with_v7(&cfg, g, c)
+}
+
+fn unsupported_v7(why: String) -> Error {
+    Error::UnsupportedShape {
+        op: "matmul".into(),
+        variant: VARIANT_V7.into(),
+        why,
+    }
+}
+
+/// Everything v7 needs that the registry's checks do not cover (v6's limits), as one error.
+fn check_v7(cfg: &Config, dev: &CudaDevice, g: &Gemm) -> Result<()> {
+    let dt = g.dtype();
+    if !supports(dt) {
+        return Err(Error::UnsupportedDtype {
+            op: "matmul".into(),
+            variant: VARIANT_V7.into(),
+            dtype: dt,
+            supported: "bf16, f16".into(),
+        });
+    }
+    if dev.props.compute_capability != (9, 0) {
+        let (ma, mi) = dev.props.compute_capability;
+        return Err(unsupported_v7(format!(
+            "needs a Hopper GPU (compute capability 9.0, sm_90a: wgmma, TMA, setmaxnreg); \
+             {} is compute capability {ma}.{mi} (use v5)",
+            dev.props.name
+        )));
+    }
+    if !CONFIGS_V7
+        .iter()
+        .any(|c| (c.bm, c.bn, c.bk, c.stages) == (cfg.bm, cfg.bn, cfg.bk, cfg.stages))
+        || cfg.group_m == 0
+    {
+        return Err(Error::Invalid(format!(
+            "matmul v7: configuration {cfg:?} is not one of the compiled tile shapes"
+        )));
+    }
+    if g.m == 0 || g.n == 0 || g.k == 0 {
+        return Err(unsupported_v7(format!(
+            "{}×{}×{}: every dimension must be at least 1",
+            g.m, g.n, g.k
+        )));
+    }
+    if !g.k.is_multiple_of(8) {
+        return Err(unsupported_v7(format!(
+            "K = {} is not a multiple of 8: the TMA tensor maps need rows of a and w to start \
+             on 16-byte boundaries (K·2 bytes a multiple of 16); use v5 for this shape",
+            g.k
+        )));
+    }
+    let lim = i32::MAX as usize;
+    if g.m > lim || g.n > lim || g.k > lim || cfg.tiles(g.m, g.n) > lim {
+        return Err(unsupported_v7(format!(
+            "{}×{}×{}: M, N, K and the tile count must each be below 2^31",
+            g.m, g.n, g.k
+        )));
+    }
+    let smem = cfg.smem_bytes_v7() as usize;
+    if smem > dev.props.max_smem_per_block_optin {
+        return Err(unsupported_v7(format!(
+            "configuration {} needs {smem} bytes of shared memory per block; {} allows {}",
+            cfg.name, dev.props.name, dev.props.max_smem_per_block_optin
+        )));
+    }
+    Ok(())
+}
+
+/// Whether c can be written by the TMA store: its row pitch N·size a multiple of 16 bytes
+/// and its buffer 16-byte aligned (what `cuTensorMapEncodeTiled` requires).
+fn c_fits_tma(g: &Gemm, c: &Tensor) -> Result<bool> {
+    let dev = device_of(g)?;
+    let buf = c
+        .cuda_buf()
+        .ok_or_else(|| Error::Invalid("matmul v7: c is not on CUDA".into()))?;
+    let (ptr, _guard) = buf.device_ptr(&dev.stream);
+    Ok((g.n * g.dtype().size()).is_multiple_of(16) && ptr.is_multiple_of(16))
+}
+
+/// v7 with an explicit configuration (for autotuning). Where c cannot take a TMA store
+/// (N·size not a multiple of 16 bytes, or c not 16-byte aligned) it runs v6's default
+/// configuration instead, so every shape v6 accepts gives a correct result.
+pub fn run_with_v7(cfg: &Config, g: &Gemm, c: &mut Tensor) -> Result<()> {
+    let dev = device_of(g)?;
+    check_v7(cfg, &dev, g)?;
+    if !c_fits_tma(g, c)? {
+        return run_v6(g, c);
+    }
+    let dt = g.dtype();
+    let name = cfg.symbol_v7(dt);
+    let not_cuda = |what: &str| Error::Invalid(format!("matmul v7: {what} is not on CUDA"));
+    let a_buf = g.a.cuda_buf().ok_or_else(|| not_cuda("a"))?;
+    let w_buf = g.w.cuda_buf().ok_or_else(|| not_cuda("w"))?;
+    let bias_buf = match g.bias {
+        Some(b) => Some(b.cuda_buf().ok_or_else(|| not_cuda("bias"))?),
+        None => None,
+    };
+    let c_buf = c.cuda_buf_mut().ok_or_else(|| not_cuda("c"))?;
+
+    let (a_ptr, _ga) = a_buf.device_ptr(&dev.stream);
+    let (w_ptr, _gw) = w_buf.device_ptr(&dev.stream);
+    let bias = bias_buf.map(|b| b.device_ptr(&dev.stream));
+    let mut bias_ptr: u64 = bias.as_ref().map_or(0, |(p, _)| *p);
+    let (c_ptr, _gc) = c_buf.device_ptr_mut(&dev.stream);
+    if !a_ptr.is_multiple_of(16) || !w_ptr.is_multiple_of(16) || !c_ptr.is_multiple_of(16) {
+        return Err(unsupported_v7(
+            "a, w and c must start on 16-byte boundaries (TMA); use v5 for these buffers".into(),
+        ));
+    }
+
+    let mut ta = tensor_map(a_ptr, g.m, g.k, cfg.bm, dt, "a")?;
+    let mut tw = tensor_map(w_ptr, g.n, g.k, cfg.bn, dt, "w")?;
+    // c as [M, N] in boxes of 64 rows × 64 columns (128 bytes, the swizzle span): one box
+    // per 64-column chunk of a consumer's 64 × bn sub-tile; the store clips rows ≥ M and
+    // columns ≥ N.
+    let mut tc = tensor_map(c_ptr, g.m, g.n, 64, dt, "c")?;
+    let (mut m, mut n, mut k) = (g.m as i32, g.n as i32, g.k as i32);
+    let mut act = g.act.code();
+    let mut group_m = cfg.group_m as i32;
+
+    let tiles = cfg.tiles(g.m, g.n);
+    let grid = tiles.min(dev.props.sm_count.max(1) as usize) as u32;
+    let smem = cfg.smem_bytes_v7();
+
+    let f = dev.function(&MATMUL_SM90, &name)?;
+    f.set_attribute(
+        sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        smem as i32,
+    )
+    .map_err(launch_err(&name))?;
+    dev.ctx
+        .bind_to_thread()
+        .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+    // The kernel's parameters, in order: (ta, tw, tc, bias, M, N, K, act, group_m).
+    let mut args: [*mut c_void; 9] = [
+        &mut ta as *mut sys::CUtensorMap as *mut c_void,
+        &mut tw as *mut sys::CUtensorMap as *mut c_void,
+        &mut tc as *mut sys::CUtensorMap as *mut c_void,
+        &mut bias_ptr as *mut u64 as *mut c_void,
+        &mut m as *mut i32 as *mut c_void,
+        &mut n as *mut i32 as *mut c_void,
+        &mut k as *mut i32 as *mut c_void,
+        &mut act as *mut i32 as *mut c_void,
+        &mut group_m as *mut i32 as *mut c_void,
+    ];
+    // SAFETY: `args` point at live values whose types match the kernel's parameters
+    // (CUtensorMap ×3, the bias pointer as u64, five ints); the buffers they name stay valid
+    // on this stream until the kernel has run, and the guards above are held until the
+    // launch is enqueued.
+    unsafe {
+        sys::cuLaunchKernel(
+            f.cu_function(),
+            grid,
+            1,
+            1,
+            THREADS,
+            1,
+            1,
+            smem,
+            dev.stream.cu_stream(),
+            args.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    }
+    .result()
+    .map_err(launch_err(&name))?;
+    dev.after_launch(&name)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -370,5 +627,40 @@ mod tests {
     fn default_config_by_size() {
         assert_eq!(default_config(8192, 8192, 132).name, "128x256x64_s4_g8");
         assert_eq!(default_config(512, 512, 132).name, "128x128x64_s6_g8");
+    }
+
+    #[test]
+    fn v7_symbols_configs_and_smem() {
+        assert!(symbols_v7(DType::F32).is_empty());
+        assert!(configs_v7(DType::F32).is_empty());
+        assert_eq!(
+            symbols_v7(DType::BF16),
+            vec![
+                "matmul_v7_128x256x64_s3_bf16",
+                "matmul_v7_128x128x64_s5_bf16",
+                "matmul_v6_128x256x64_s4_bf16",
+                "matmul_v6_128x128x64_s6_bf16"
+            ]
+        );
+        assert_eq!(symbols_v7(DType::F16).len(), 4);
+        assert_eq!(configs_v7(DType::F16).len(), CONFIGS_V7.len());
+        for c in CONFIGS_V7 {
+            assert!(
+                c.smem_bytes_v7() <= 232_448,
+                "{} needs {}",
+                c.name,
+                c.smem_bytes_v7()
+            );
+        }
+        assert_eq!(
+            CONFIGS_V7[0].smem_bytes_v7(),
+            3 * 49_152 + 65_536 + 1024 + 48
+        );
+        assert_eq!(
+            CONFIGS_V7[3].smem_bytes_v7(),
+            5 * 32_768 + 32_768 + 1024 + 80
+        );
+        assert_eq!(default_config_v7(8192, 8192, 132).name, "128x256x64_s3_g8");
+        assert_eq!(default_config_v7(512, 512, 132).name, "128x128x64_s5_g8");
     }
 }
