@@ -260,10 +260,7 @@ impl ProfileReport {
         );
         s += &summary::render(&self.recording, self.iters, row_limit);
         s += &format!("{}\n", self.overhead);
-        s += &format!(
-            "kernlab ranges (workload, iterations) are in --trace; {}\n",
-            nvtx::describe()
-        );
+        s += &format!("{}\n", nvtx::describe());
         s
     }
 }

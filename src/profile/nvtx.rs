@@ -15,9 +15,11 @@ pub fn available() -> bool {
 /// One line for reports: whether ranges reach NVTX tools.
 pub fn describe() -> &'static str {
     if available() {
-        "NVTX ranges emitted (libnvToolsExt loaded): Nsight Systems shows the workload and each iteration"
+        "kernlab ranges (workload, iterations) are in --trace, and emitted as NVTX ranges \
+         (libnvToolsExt loaded): Nsight Systems shows them"
     } else {
-        "no NVTX ranges: libnvToolsExt did not load; kernlab's ranges are in --trace only"
+        "kernlab ranges (workload, iterations) are in --trace only: libnvToolsExt did not \
+         load, so no NVTX ranges are emitted"
     }
 }
 
