@@ -551,6 +551,10 @@ struct SweepArgs {
     /// Plot GB/s against the swept size to this file, .svg or .png
     #[arg(long, value_name = "PATH")]
     plot: Option<PathBuf>,
+    /// With --rows/--cols: at most this many elements per input (e.g. 2^28): wide rows get
+    /// fewer rows (rows = min(ROWS, N / cols)), so a sweep to millions of columns fits memory
+    #[arg(long, value_name = "N")]
+    max_elements: Option<String>,
     #[command(flatten)]
     run: RunArgs,
 }
@@ -737,6 +741,16 @@ fn cmd_sweep(a: SweepArgs, out: &mut dyn Write) -> Result<()> {
             a.numel.as_deref(),
         )?
     };
+    let mut plan = plan;
+    if let Some(cap) = &a.max_elements {
+        let cap = *bench::sweep::parse_sizes(cap)?
+            .first()
+            .ok_or_else(|| anyhow::anyhow!("--max-elements needs a number"))?;
+        if op.is_gemm() || a.numel.is_some() {
+            bail!("--max-elements applies to --rows/--cols sweeps");
+        }
+        bench::sweep::cap_elements(&mut plan, cap);
+    }
     cfg.shapes = plan.shapes.clone();
     eprintln!("{line}");
     let bar = progress_bar();

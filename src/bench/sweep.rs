@@ -120,12 +120,14 @@ pub enum Axis {
     Numel,
     /// Square GEMMs, M = N = K swept (matmul, linear); the figure is TFLOP/s.
     Square,
+    /// Row width swept; `rows` rows, fewer where rows × cols would pass `cap` elements.
+    ColsCapped { rows: usize, cap: usize },
 }
 
 impl Axis {
     pub fn x(&self, shape: &[usize]) -> usize {
         match self {
-            Axis::Cols { .. } => *shape.last().unwrap_or(&1),
+            Axis::Cols { .. } | Axis::ColsCapped { .. } => *shape.last().unwrap_or(&1),
             Axis::Rows { .. } => shape[..shape.len().saturating_sub(1)].iter().product(),
             Axis::Numel => shape.iter().product(),
             Axis::Square => shape[0],
@@ -161,13 +163,16 @@ impl Axis {
             Axis::Rows { cols } => format!("rows (columns = {cols})"),
             Axis::Numel => "elements".into(),
             Axis::Square => "M = N = K".into(),
+            Axis::ColsCapped { rows, cap } => {
+                format!("columns (rows = {rows}, fewer where rows × cols > {cap})")
+            }
         }
     }
 
     /// The column header of the size column in the sweep table.
     pub fn short(&self) -> &'static str {
         match self {
-            Axis::Cols { .. } => "cols",
+            Axis::Cols { .. } | Axis::ColsCapped { .. } => "cols",
             Axis::Rows { .. } => "rows",
             Axis::Numel => "elements",
             Axis::Square => "size",
@@ -274,6 +279,24 @@ pub fn plan_for(
             None,
         ),
         (r, c, n) => plan(r, c, n),
+    }
+}
+
+/// Cap every shape of a rows × cols plan at `cap` elements by taking fewer rows (at least
+/// one): wide rows keep their width and lose rows. The axis then says so.
+pub fn cap_elements(plan: &mut SweepPlan, cap: usize) {
+    let mut capped = false;
+    for s in plan.shapes.iter_mut() {
+        if let [rows, cols] = s.as_mut_slice() {
+            let most = (cap / (*cols).max(1)).max(1);
+            if *rows > most {
+                *rows = most;
+                capped = true;
+            }
+        }
+    }
+    if let (true, Axis::Cols { rows }) = (capped, plan.axis) {
+        plan.axis = Axis::ColsCapped { rows, cap };
     }
 }
 
@@ -506,6 +529,21 @@ mod tests {
             let e = parse_sizes(bad).unwrap_err().to_string();
             assert!(e.contains(why), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn capped_plans_keep_the_width_and_drop_rows() {
+        let mut p = plan(Some("4096"), Some("1024,1048576"), None).unwrap();
+        cap_elements(&mut p, 1 << 28);
+        assert_eq!(p.shapes, vec![vec![4096, 1024], vec![256, 1048576]]);
+        assert!(p.axis.label().contains("fewer where"));
+        let mut q = plan(Some("4"), Some("8"), None).unwrap();
+        cap_elements(&mut q, 1 << 28);
+        assert_eq!(
+            q.axis,
+            Axis::Cols { rows: 4 },
+            "nothing capped, axis unchanged"
+        );
     }
 
     #[test]
