@@ -214,6 +214,53 @@ __device__ void softmax_v4_online(const T* __restrict__ x, T* __restrict__ y, in
     }
 }
 
+// v4, peeled — what changed: rows that do not start on a 16-byte boundary (any odd width in
+// a contiguous tensor: row r starts at r·cols elements) still move 16-byte packs. Each row's
+// first `head` elements (up to its first 16-byte boundary) and last `tail` ones are scalar,
+// done by the first threads; the body in between is packs. The x and y rows must be equally
+// misaligned (row strides equal modulo the pack, bases 16-byte aligned: the launcher checks).
+template <class T>
+__device__ void softmax_v4_peel(const T* __restrict__ x, T* __restrict__ y, int rows,
+                                int cols, i64 ldx, i64 ldy, int lg) {
+    constexpr int VEC = Pack<T>::N;
+    __shared__ float sm_m[32], sm_s[32];
+    const T* xr = x + (i64)blockIdx.x * ldx;
+    T* yr = y + (i64)blockIdx.x * ldy;
+    const int nt = blockDim.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int head = (int)(((16u - (unsigned)((unsigned long long)xr & 15u)) & 15u) / sizeof(T));
+    if (head > cols) head = cols;
+    const int tail0 = head + ((cols - head) / VEC) * VEC;  // scalar again from here
+    const int n_scalar = head + (cols - tail0);
+    MaxSum st{KL_NEG_INF, 0.0f};
+    for (int i = threadIdx.x; i < n_scalar; i += nt) {
+        const int c = i < head ? i : tail0 + (i - head);
+        st = maxsum_add(st, to_f32(xr[c]));
+    }
+    for (int c0 = head + threadIdx.x * VEC; c0 < tail0; c0 += nt * VEC) {
+        float v[VEC];
+        unpack(ld16(xr + c0), v, xr);
+        st = maxsum_merge(st, pack_maxsum<VEC>(v));
+    }
+    st = warp_maxsum(st);
+    if (lane == 0) { sm_m[warp] = st.m; sm_s[warp] = st.s; }
+    __syncthreads();
+    const int nw = (nt + 31) >> 5;
+    st = lane < nw ? MaxSum{sm_m[lane], sm_s[lane]} : MaxSum{KL_NEG_INF, 0.0f};
+    st = warp_maxsum(st);
+    const float m = st.m, inv = 1.0f / st.s, ls = logf(st.s);
+    for (int i = threadIdx.x; i < n_scalar; i += nt) {
+        const int c = i < head ? i : tail0 + (i - head);
+        yr[c] = from_f32<T>(softmax_out(to_f32(xr[c]), m, inv, ls, lg));
+    }
+    for (int c0 = head + threadIdx.x * VEC; c0 < tail0; c0 += nt * VEC) {
+        float v[VEC];
+        unpack(ld16(xr + c0), v, xr);
+        #pragma unroll
+        for (int j = 0; j < VEC; ++j) v[j] = softmax_out(v[j], m, inv, ls, lg);
+        st16(yr + c0, pack(v, yr));
+    }
+}
+
 // v5_cluster — what changed: a row is split across a thread-block cluster of C CTAs (C ≤ 16,
 // Hopper), each holding its 1/C of the row in registers (as v3 does a whole row). Each CTA
 // reduces its part to one (max, sum) state, publishes it in its shared memory, and after a
@@ -298,7 +345,9 @@ __device__ void softmax_v5_cluster(const T* __restrict__ x, T* __restrict__ y, i
     extern "C" __global__ void __launch_bounds__(1024) softmax_v4_online_vec_##TN(KL_ARGS(T)) { \
         softmax_v4_online<T, Pack<T>::N>(KL_PASS); }                                             \
     extern "C" __global__ void __launch_bounds__(1024) softmax_v4_online_scalar_##TN(KL_ARGS(T)) { \
-        softmax_v4_online<T, 1>(KL_PASS); }
+        softmax_v4_online<T, 1>(KL_PASS); }                                                      \
+    extern "C" __global__ void __launch_bounds__(1024) softmax_v4_online_peel_##TN(KL_ARGS(T)) { \
+        softmax_v4_peel<T>(KL_PASS); }
 
 #define KL_V5(TN, T, K)                                                                              \
     extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v5_cluster_vec_k##K##_##TN(KL_ARGS(T), int csize) { \

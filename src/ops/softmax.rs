@@ -336,14 +336,25 @@ pub fn run_v4_online(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
     let io = cuda_io(x, y)?;
     let r = rows_of(x, &io);
-    let width = if r.vec { r.pack } else { 1 };
+    // Rows that are not pack-aligned but equally misaligned in x and y (contiguous rows of an
+    // odd width) take the peeled kernel: scalar head and tail, 16-byte packs between.
+    let peel = !r.vec
+        && r.cols >= 4 * r.pack
+        && (r.ldx - r.ldy) % r.pack as i64 == 0
+        && aligned16(&io.dev, io.x)
+        && aligned16(&io.dev, io.y);
+    let width = if r.vec || peel { r.pack } else { 1 };
     let threads = (r.cols.div_ceil(width).div_ceil(32) * 32).clamp(32, 1024) as u32;
     let cfg = LaunchConfig {
         grid_dim: (r.rows as u32, 1, 1),
         block_dim: (threads, 1, 1),
         shared_mem_bytes: 0,
     };
-    let name = format!("softmax_v4_online_{}_{}", kind(r.vec), x.dtype());
+    let name = if peel {
+        format!("softmax_v4_online_peel_{}", x.dtype())
+    } else {
+        format!("softmax_v4_online_{}_{}", kind(r.vec), x.dtype())
+    };
     launch_rows(io, &r, p, name, cfg)
 }
 
@@ -499,7 +510,9 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
         .cuda()
         .is_some_and(|d| d.props.compute_capability.0 >= 9);
     match dispatch(x.dtype(), cols, vec) {
-        "v4_online" if hopper && x.dtype() != DType::F32 && cols <= 131_072 => {
+        // Without 16-byte packs v5 takes its scalar path: bf16 65537 measured 549 GB/s against
+        // v4's 1098 (before v4 could peel), so v5 only where packs apply.
+        "v4_online" if hopper && vec && x.dtype() != DType::F32 && cols <= 131_072 => {
             // Measured on the H200: v5 beats v4 only for 16-bit rows up to 131072 wide (bf16
             // 1024×131072: 0.160 vs 0.191 ms); v4 wins for f32 and for wider rows.
             "v5_cluster"
@@ -535,7 +548,7 @@ pub fn symbols_v3(dt: DType) -> Vec<String> {
         .collect()
 }
 pub fn symbols_v4(dt: DType) -> Vec<String> {
-    ["vec", "scalar"]
+    ["vec", "scalar", "peel"]
         .iter()
         .map(|v| format!("softmax_v4_online_{v}_{dt}"))
         .collect()
