@@ -420,8 +420,12 @@ impl BenchReport {
                     shape_str(&shape),
                     if gemm {
                         format!(
-                            "M×N×K, {:.2} TFLOP per call (2·M·N·K), {:.0} MB at minimum",
-                            first.flops / 1e12,
+                            "M×N×K, {} per call (2·M·N·K), {:.0} MB at minimum",
+                            if first.flops >= 1e12 {
+                                format!("{:.2} TFLOP", first.flops / 1e12)
+                            } else {
+                                format!("{:.2} GFLOP", first.flops / 1e9)
+                            },
                             first.bytes as f64 / 1e6
                         )
                     } else {
