@@ -185,10 +185,10 @@ __device__ void softmax_v3_block_regs(const T* __restrict__ x, T* __restrict__ y
 template <class T, int VEC>
 __device__ void softmax_v4_online(const T* __restrict__ x, T* __restrict__ y, int rows,
                                   int cols, i64 ldx, i64 ldy, int lg) {
-    __shared__ float sm_m[32], sm_s[32];
+    __shared__ float scratch[64];
     const T* xr = x + (i64)blockIdx.x * ldx;
     T* yr = y + (i64)blockIdx.x * ldy;
-    const int nt = blockDim.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int nt = blockDim.x;
     MaxSum st{KL_NEG_INF, 0.0f};
     for (int c0 = threadIdx.x * VEC; c0 < cols; c0 += nt * VEC) {
         float v[VEC];
@@ -196,12 +196,7 @@ __device__ void softmax_v4_online(const T* __restrict__ x, T* __restrict__ y, in
         else v[0] = to_f32(xr[c0]);
         st = maxsum_merge(st, pack_maxsum<VEC>(v));
     }
-    st = warp_maxsum(st);
-    if (lane == 0) { sm_m[warp] = st.m; sm_s[warp] = st.s; }
-    __syncthreads();
-    const int nw = (nt + 31) >> 5;
-    st = lane < nw ? MaxSum{sm_m[lane], sm_s[lane]} : MaxSum{KL_NEG_INF, 0.0f};
-    st = warp_maxsum(st);
+    st = block_maxsum(st, scratch);
     const float m = st.m, inv = 1.0f / st.s, ls = logf(st.s);
     for (int c0 = threadIdx.x * VEC; c0 < cols; c0 += nt * VEC) {
         float v[VEC];
@@ -223,10 +218,10 @@ template <class T>
 __device__ void softmax_v4_peel(const T* __restrict__ x, T* __restrict__ y, int rows,
                                 int cols, i64 ldx, i64 ldy, int lg) {
     constexpr int VEC = Pack<T>::N;
-    __shared__ float sm_m[32], sm_s[32];
+    __shared__ float scratch[64];
     const T* xr = x + (i64)blockIdx.x * ldx;
     T* yr = y + (i64)blockIdx.x * ldy;
-    const int nt = blockDim.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int nt = blockDim.x;
     int head = (int)(((16u - (unsigned)((unsigned long long)xr & 15u)) & 15u) / sizeof(T));
     if (head > cols) head = cols;
     const int tail0 = head + ((cols - head) / VEC) * VEC;  // scalar again from here
@@ -241,12 +236,7 @@ __device__ void softmax_v4_peel(const T* __restrict__ x, T* __restrict__ y, int 
         unpack(ld16(xr + c0), v, xr);
         st = maxsum_merge(st, pack_maxsum<VEC>(v));
     }
-    st = warp_maxsum(st);
-    if (lane == 0) { sm_m[warp] = st.m; sm_s[warp] = st.s; }
-    __syncthreads();
-    const int nw = (nt + 31) >> 5;
-    st = lane < nw ? MaxSum{sm_m[lane], sm_s[lane]} : MaxSum{KL_NEG_INF, 0.0f};
-    st = warp_maxsum(st);
+    st = block_maxsum(st, scratch);
     const float m = st.m, inv = 1.0f / st.s, ls = logf(st.s);
     for (int i = threadIdx.x; i < n_scalar; i += nt) {
         const int c = i < head ? i : tail0 + (i - head);
