@@ -90,19 +90,19 @@ fn supports(dt: DType) -> bool {
     matches!(dt, DType::BF16 | DType::F16)
 }
 
-/// The configurations `run_with` accepts for `dt` (none for f32).
-pub fn configs(dt: DType) -> Vec<Config> {
+/// `list` for a 16-bit `dt`, nothing for f32.
+fn for_dtype(list: &[Config], dt: DType) -> Vec<Config> {
     if supports(dt) {
-        CONFIGS.to_vec()
+        list.to_vec()
     } else {
         Vec::new()
     }
 }
 
-/// Every kernel `run_v6` or `run_with` may launch for `dt`.
-pub fn symbols(dt: DType) -> Vec<String> {
+/// `names` in order, each once (configurations differing only in GROUP_M share a kernel).
+fn unique(names: impl Iterator<Item = String>) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
-    for s in configs(dt).iter().map(|c| c.symbol(dt)) {
+    for s in names {
         if !v.contains(&s) {
             v.push(s);
         }
@@ -110,15 +110,31 @@ pub fn symbols(dt: DType) -> Vec<String> {
     v
 }
 
-/// The configuration `run_v6` uses: the 128×256 tile when it fills every SM at least once,
-/// else the 128×128 tile (twice the CTAs for small products).
-pub fn default_config(m: usize, n: usize, sm_count: u32) -> Config {
-    let big = CONFIGS[0];
+/// The default of a configuration list (big tile first, the 128×128 tile at index 3): the
+/// 128×256 tile when it fills every SM at least once, else the 128×128 tile (twice the CTAs
+/// for small products).
+fn default_in(list: &[Config], m: usize, n: usize, sm_count: u32) -> Config {
+    let big = list[0];
     if big.tiles(m, n) >= sm_count as usize {
         big
     } else {
-        CONFIGS[3]
+        list[3]
     }
+}
+
+/// The configurations `run_with` accepts for `dt` (none for f32).
+pub fn configs(dt: DType) -> Vec<Config> {
+    for_dtype(CONFIGS, dt)
+}
+
+/// Every kernel `run_v6` or `run_with` may launch for `dt`.
+pub fn symbols(dt: DType) -> Vec<String> {
+    unique(configs(dt).iter().map(|c| c.symbol(dt)))
+}
+
+/// The configuration `run_v6` uses (see `default_in`).
+pub fn default_config(m: usize, n: usize, sm_count: u32) -> Config {
+    default_in(CONFIGS, m, n, sm_count)
 }
 
 /// v6 with the default configuration (a `GemmFn`).
@@ -128,11 +144,42 @@ pub fn run_v6(g: &Gemm, c: &mut Tensor) -> Result<()> {
     run_with(&cfg, g, c)
 }
 
-fn unsupported(why: String) -> Error {
-    Error::UnsupportedShape {
-        op: "matmul".into(),
-        variant: VARIANT.into(),
-        why,
+/// What tells v6 and v7 apart on the host: the name in errors, the compiled tile shapes, and
+/// whether c leaves through a TMA store (a third tensor map, a C buffer in shared memory).
+#[derive(Clone, Copy)]
+struct Version {
+    variant: &'static str,
+    configs: &'static [Config],
+    tma_store: bool,
+}
+
+const V6: Version = Version {
+    variant: VARIANT,
+    configs: CONFIGS,
+    tma_store: false,
+};
+
+impl Version {
+    fn unsupported(&self, why: String) -> Error {
+        Error::UnsupportedShape {
+            op: "matmul".into(),
+            variant: self.variant.into(),
+            why,
+        }
+    }
+    fn symbol(&self, cfg: &Config, dt: DType) -> String {
+        if self.tma_store {
+            cfg.symbol_v7(dt)
+        } else {
+            cfg.symbol(dt)
+        }
+    }
+    fn smem_bytes(&self, cfg: &Config) -> u32 {
+        if self.tma_store {
+            cfg.smem_bytes_v7()
+        } else {
+            cfg.smem_bytes()
+        }
     }
 }
 
@@ -140,45 +187,47 @@ fn device_of(g: &Gemm) -> Result<std::sync::Arc<CudaDevice>> {
     g.a.device()
         .cuda()
         .cloned()
-        .ok_or_else(|| Error::Invalid("matmul v6 was handed a CPU tensor".into()))
+        .ok_or_else(|| Error::Invalid("matmul v6/v7 (wgmma) was handed a CPU tensor".into()))
 }
 
-/// Everything v6 needs that the registry's checks do not cover, as one clear error.
-fn check(cfg: &Config, dev: &CudaDevice, g: &Gemm) -> Result<()> {
+/// Everything v6 or v7 needs that the registry's checks do not cover, as one clear error.
+fn check(ver: Version, cfg: &Config, dev: &CudaDevice, g: &Gemm) -> Result<()> {
     let dt = g.dtype();
     if !supports(dt) {
         return Err(Error::UnsupportedDtype {
             op: "matmul".into(),
-            variant: VARIANT.into(),
+            variant: ver.variant.into(),
             dtype: dt,
             supported: "bf16, f16".into(),
         });
     }
     if dev.props.compute_capability != (9, 0) {
         let (ma, mi) = dev.props.compute_capability;
-        return Err(unsupported(format!(
+        return Err(ver.unsupported(format!(
             "needs a Hopper GPU (compute capability 9.0, sm_90a: wgmma, TMA, setmaxnreg); \
              {} is compute capability {ma}.{mi} (use v5)",
             dev.props.name
         )));
     }
-    if !CONFIGS
+    if !ver
+        .configs
         .iter()
         .any(|c| (c.bm, c.bn, c.bk, c.stages) == (cfg.bm, cfg.bn, cfg.bk, cfg.stages))
         || cfg.group_m == 0
     {
         return Err(Error::Invalid(format!(
-            "matmul v6: configuration {cfg:?} is not one of the compiled tile shapes"
+            "matmul {}: configuration {cfg:?} is not one of the compiled tile shapes",
+            ver.variant
         )));
     }
     if g.m == 0 || g.n == 0 || g.k == 0 {
-        return Err(unsupported(format!(
+        return Err(ver.unsupported(format!(
             "{}×{}×{}: every dimension must be at least 1",
             g.m, g.n, g.k
         )));
     }
     if !g.k.is_multiple_of(8) {
-        return Err(unsupported(format!(
+        return Err(ver.unsupported(format!(
             "K = {} is not a multiple of 8: the TMA tensor maps need rows of a and w to start \
              on 16-byte boundaries (K·2 bytes a multiple of 16); use v5 for this shape",
             g.k
@@ -186,14 +235,14 @@ fn check(cfg: &Config, dev: &CudaDevice, g: &Gemm) -> Result<()> {
     }
     let lim = i32::MAX as usize;
     if g.m > lim || g.n > lim || g.k > lim || cfg.tiles(g.m, g.n) > lim {
-        return Err(unsupported(format!(
+        return Err(ver.unsupported(format!(
             "{}×{}×{}: M, N, K and the tile count must each be below 2^31",
             g.m, g.n, g.k
         )));
     }
-    let smem = cfg.smem_bytes() as usize;
+    let smem = ver.smem_bytes(cfg) as usize;
     if smem > dev.props.max_smem_per_block_optin {
-        return Err(unsupported(format!(
+        return Err(ver.unsupported(format!(
             "configuration {} needs {smem} bytes of shared memory per block; {} allows {}",
             cfg.name, dev.props.name, dev.props.max_smem_per_block_optin
         )));
@@ -254,10 +303,19 @@ fn tensor_map(
 /// v6 with an explicit configuration (for autotuning).
 pub fn run_with(cfg: &Config, g: &Gemm, c: &mut Tensor) -> Result<()> {
     let dev = device_of(g)?;
-    check(cfg, &dev, g)?;
+    check(V6, cfg, &dev, g)?;
+    launch(V6, cfg, &dev, g, c)
+}
+
+/// Build the tensor maps and launch a checked configuration of v6 or v7. v6's third
+/// parameter is c's pointer, v7's is c's tensor map (boxes of 64 rows × 64 columns, the
+/// 128-byte swizzle span: one box per 64-column chunk of a consumer's 64 × bn sub-tile; the
+/// store clips rows ≥ M and columns ≥ N).
+fn launch(ver: Version, cfg: &Config, dev: &CudaDevice, g: &Gemm, c: &mut Tensor) -> Result<()> {
     let dt = g.dtype();
-    let name = cfg.symbol(dt);
-    let not_cuda = |what: &str| Error::Invalid(format!("matmul v6: {what} is not on CUDA"));
+    let name = ver.symbol(cfg, dt);
+    let not_cuda =
+        |what: &str| Error::Invalid(format!("matmul {}: {what} is not on CUDA", ver.variant));
     let a_buf = g.a.cuda_buf().ok_or_else(|| not_cuda("a"))?;
     let w_buf = g.w.cuda_buf().ok_or_else(|| not_cuda("w"))?;
     let bias_buf = match g.bias {
@@ -271,24 +329,41 @@ pub fn run_with(cfg: &Config, g: &Gemm, c: &mut Tensor) -> Result<()> {
     let bias = bias_buf.map(|b| b.device_ptr(&dev.stream));
     let mut bias_ptr: u64 = bias.as_ref().map_or(0, |(p, _)| *p);
     let (c_ptr, _gc) = c_buf.device_ptr_mut(&dev.stream);
-    if !a_ptr.is_multiple_of(16) || !w_ptr.is_multiple_of(16) || !c_ptr.is_multiple_of(4) {
-        return Err(unsupported(
+    let (c_align, align_why) = if ver.tma_store {
+        (
+            16,
+            "a, w and c must start on 16-byte boundaries (TMA); use v5 for these buffers",
+        )
+    } else {
+        (
+            4,
             "a and w must start on 16-byte boundaries (TMA) and c on a 4-byte boundary; \
-             use v5 for these buffers"
-                .into(),
-        ));
+             use v5 for these buffers",
+        )
+    };
+    if !a_ptr.is_multiple_of(16) || !w_ptr.is_multiple_of(16) || !c_ptr.is_multiple_of(c_align) {
+        return Err(ver.unsupported(align_why.into()));
     }
 
     let mut ta = tensor_map(a_ptr, g.m, g.k, cfg.bm, dt, "a")?;
     let mut tw = tensor_map(w_ptr, g.n, g.k, cfg.bn, dt, "w")?;
     let mut c_arg: u64 = c_ptr;
+    let mut tc = if ver.tma_store {
+        Some(tensor_map(c_ptr, g.m, g.n, 64, dt, "c")?)
+    } else {
+        None
+    };
+    let c_param: *mut c_void = match tc.as_mut() {
+        Some(map) => map as *mut sys::CUtensorMap as *mut c_void,
+        None => &mut c_arg as *mut u64 as *mut c_void,
+    };
     let (mut m, mut n, mut k) = (g.m as i32, g.n as i32, g.k as i32);
     let mut act = g.act.code();
     let mut group_m = cfg.group_m as i32;
 
     let tiles = cfg.tiles(g.m, g.n);
     let grid = tiles.min(dev.props.sm_count.max(1) as usize) as u32;
-    let smem = cfg.smem_bytes();
+    let smem = ver.smem_bytes(cfg);
 
     let f = dev.function(&MATMUL_SM90, &name)?;
     f.set_attribute(
@@ -299,11 +374,11 @@ pub fn run_with(cfg: &Config, g: &Gemm, c: &mut Tensor) -> Result<()> {
     dev.ctx
         .bind_to_thread()
         .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
-    // The kernel's parameters, in order: (ta, tw, c, bias, M, N, K, act, group_m).
+    // The kernel's parameters, in order: (ta, tw, c or tc, bias, M, N, K, act, group_m).
     let mut args: [*mut c_void; 9] = [
         &mut ta as *mut sys::CUtensorMap as *mut c_void,
         &mut tw as *mut sys::CUtensorMap as *mut c_void,
-        &mut c_arg as *mut u64 as *mut c_void,
+        c_param,
         &mut bias_ptr as *mut u64 as *mut c_void,
         &mut m as *mut i32 as *mut c_void,
         &mut n as *mut i32 as *mut c_void,
@@ -312,9 +387,10 @@ pub fn run_with(cfg: &Config, g: &Gemm, c: &mut Tensor) -> Result<()> {
         &mut group_m as *mut i32 as *mut c_void,
     ];
     // SAFETY: `args` point at live values whose types match the kernel's parameters
-    // (CUtensorMap ×2, pointers as u64, five ints); the buffers they name stay valid on this
-    // stream until the kernel has run (see `launch!`), and the guards above are held until
-    // the launch is enqueued.
+    // (CUtensorMap ×2, then c as a u64 pointer (v6) or a third CUtensorMap (v7), the bias
+    // pointer as u64, five ints); the buffers they name stay valid on this stream until the
+    // kernel has run (see `launch!`), and the guards above are held until the launch is
+    // enqueued.
     unsafe {
         sys::cuLaunchKernel(
             f.cu_function(),
@@ -340,6 +416,12 @@ pub fn run_with(cfg: &Config, g: &Gemm, c: &mut Tensor) -> Result<()> {
 
 /// The v7 variant name used in error messages.
 const VARIANT_V7: &str = "v7_wgmma_tma_store";
+
+const V7: Version = Version {
+    variant: VARIANT_V7,
+    configs: CONFIGS_V7,
+    tma_store: true,
+};
 
 impl Config {
     /// The v7 kernel this configuration launches for `dt` (bf16 or f16).
@@ -376,45 +458,24 @@ pub const CONFIGS_V7: &[Config] = &[
 
 /// The configurations `run_with_v7` accepts for `dt` (none for f32).
 pub fn configs_v7(dt: DType) -> Vec<Config> {
-    if supports(dt) {
-        CONFIGS_V7.to_vec()
-    } else {
-        Vec::new()
-    }
+    for_dtype(CONFIGS_V7, dt)
 }
 
 /// Every kernel `run_v7` or `run_with_v7` may launch for `dt`: the v7 kernels, plus v6's
 /// default kernels, which they fall back to when c cannot take a TMA store.
 pub fn symbols_v7(dt: DType) -> Vec<String> {
-    let mut v: Vec<String> = Vec::new();
     let fallback = [CONFIGS[0], CONFIGS[3]];
-    let names = configs_v7(dt)
-        .iter()
-        .map(|c| c.symbol_v7(dt))
-        .chain(
-            fallback
-                .iter()
-                .filter(|_| supports(dt))
-                .map(|c| c.symbol(dt)),
-        )
-        .collect::<Vec<_>>();
-    for s in names {
-        if !v.contains(&s) {
-            v.push(s);
-        }
-    }
-    v
+    unique(
+        configs_v7(dt)
+            .iter()
+            .map(|c| c.symbol_v7(dt))
+            .chain(for_dtype(&fallback, dt).iter().map(|c| c.symbol(dt))),
+    )
 }
 
-/// The configuration `run_v7` uses: the 128×256 tile when it fills every SM at least once,
-/// else the 128×128 tile.
+/// The configuration `run_v7` uses (see `default_in`).
 pub fn default_config_v7(m: usize, n: usize, sm_count: u32) -> Config {
-    let big = CONFIGS_V7[0];
-    if big.tiles(m, n) >= sm_count as usize {
-        big
-    } else {
-        CONFIGS_V7[3]
-    }
+    default_in(CONFIGS_V7, m, n, sm_count)
 }
 
 /// v7 with the default configuration (a `GemmFn`). Falls back to v6 when c's rows are not
@@ -423,72 +484,6 @@ pub fn run_v7(g: &Gemm, c: &mut Tensor) -> Result<()> {
     let dev = device_of(g)?;
     let cfg = default_config_v7(g.m, g.n, dev.props.sm_count);
     run_with_v7(&cfg, g, c)
-}
-
-fn unsupported_v7(why: String) -> Error {
-    Error::UnsupportedShape {
-        op: "matmul".into(),
-        variant: VARIANT_V7.into(),
-        why,
-    }
-}
-
-/// Everything v7 needs that the registry's checks do not cover (v6's limits), as one error.
-fn check_v7(cfg: &Config, dev: &CudaDevice, g: &Gemm) -> Result<()> {
-    let dt = g.dtype();
-    if !supports(dt) {
-        return Err(Error::UnsupportedDtype {
-            op: "matmul".into(),
-            variant: VARIANT_V7.into(),
-            dtype: dt,
-            supported: "bf16, f16".into(),
-        });
-    }
-    if dev.props.compute_capability != (9, 0) {
-        let (ma, mi) = dev.props.compute_capability;
-        return Err(unsupported_v7(format!(
-            "needs a Hopper GPU (compute capability 9.0, sm_90a: wgmma, TMA, setmaxnreg); \
-             {} is compute capability {ma}.{mi} (use v5)",
-            dev.props.name
-        )));
-    }
-    if !CONFIGS_V7
-        .iter()
-        .any(|c| (c.bm, c.bn, c.bk, c.stages) == (cfg.bm, cfg.bn, cfg.bk, cfg.stages))
-        || cfg.group_m == 0
-    {
-        return Err(Error::Invalid(format!(
-            "matmul v7: configuration {cfg:?} is not one of the compiled tile shapes"
-        )));
-    }
-    if g.m == 0 || g.n == 0 || g.k == 0 {
-        return Err(unsupported_v7(format!(
-            "{}×{}×{}: every dimension must be at least 1",
-            g.m, g.n, g.k
-        )));
-    }
-    if !g.k.is_multiple_of(8) {
-        return Err(unsupported_v7(format!(
-            "K = {} is not a multiple of 8: the TMA tensor maps need rows of a and w to start \
-             on 16-byte boundaries (K·2 bytes a multiple of 16); use v5 for this shape",
-            g.k
-        )));
-    }
-    let lim = i32::MAX as usize;
-    if g.m > lim || g.n > lim || g.k > lim || cfg.tiles(g.m, g.n) > lim {
-        return Err(unsupported_v7(format!(
-            "{}×{}×{}: M, N, K and the tile count must each be below 2^31",
-            g.m, g.n, g.k
-        )));
-    }
-    let smem = cfg.smem_bytes_v7() as usize;
-    if smem > dev.props.max_smem_per_block_optin {
-        return Err(unsupported_v7(format!(
-            "configuration {} needs {smem} bytes of shared memory per block; {} allows {}",
-            cfg.name, dev.props.name, dev.props.max_smem_per_block_optin
-        )));
-    }
-    Ok(())
 }
 
 /// Whether c can be written by the TMA store: its row pitch N·size a multiple of 16 bytes
@@ -507,90 +502,11 @@ fn c_fits_tma(g: &Gemm, c: &Tensor) -> Result<bool> {
 /// configuration instead, so every shape v6 accepts gives a correct result.
 pub fn run_with_v7(cfg: &Config, g: &Gemm, c: &mut Tensor) -> Result<()> {
     let dev = device_of(g)?;
-    check_v7(cfg, &dev, g)?;
+    check(V7, cfg, &dev, g)?;
     if !c_fits_tma(g, c)? {
         return run_v6(g, c);
     }
-    let dt = g.dtype();
-    let name = cfg.symbol_v7(dt);
-    let not_cuda = |what: &str| Error::Invalid(format!("matmul v7: {what} is not on CUDA"));
-    let a_buf = g.a.cuda_buf().ok_or_else(|| not_cuda("a"))?;
-    let w_buf = g.w.cuda_buf().ok_or_else(|| not_cuda("w"))?;
-    let bias_buf = match g.bias {
-        Some(b) => Some(b.cuda_buf().ok_or_else(|| not_cuda("bias"))?),
-        None => None,
-    };
-    let c_buf = c.cuda_buf_mut().ok_or_else(|| not_cuda("c"))?;
-
-    let (a_ptr, _ga) = a_buf.device_ptr(&dev.stream);
-    let (w_ptr, _gw) = w_buf.device_ptr(&dev.stream);
-    let bias = bias_buf.map(|b| b.device_ptr(&dev.stream));
-    let mut bias_ptr: u64 = bias.as_ref().map_or(0, |(p, _)| *p);
-    let (c_ptr, _gc) = c_buf.device_ptr_mut(&dev.stream);
-    if !a_ptr.is_multiple_of(16) || !w_ptr.is_multiple_of(16) || !c_ptr.is_multiple_of(16) {
-        return Err(unsupported_v7(
-            "a, w and c must start on 16-byte boundaries (TMA); use v5 for these buffers".into(),
-        ));
-    }
-
-    let mut ta = tensor_map(a_ptr, g.m, g.k, cfg.bm, dt, "a")?;
-    let mut tw = tensor_map(w_ptr, g.n, g.k, cfg.bn, dt, "w")?;
-    // c as [M, N] in boxes of 64 rows × 64 columns (128 bytes, the swizzle span): one box
-    // per 64-column chunk of a consumer's 64 × bn sub-tile; the store clips rows ≥ M and
-    // columns ≥ N.
-    let mut tc = tensor_map(c_ptr, g.m, g.n, 64, dt, "c")?;
-    let (mut m, mut n, mut k) = (g.m as i32, g.n as i32, g.k as i32);
-    let mut act = g.act.code();
-    let mut group_m = cfg.group_m as i32;
-
-    let tiles = cfg.tiles(g.m, g.n);
-    let grid = tiles.min(dev.props.sm_count.max(1) as usize) as u32;
-    let smem = cfg.smem_bytes_v7();
-
-    let f = dev.function(&MATMUL_SM90, &name)?;
-    f.set_attribute(
-        sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        smem as i32,
-    )
-    .map_err(launch_err(&name))?;
-    dev.ctx
-        .bind_to_thread()
-        .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
-    // The kernel's parameters, in order: (ta, tw, tc, bias, M, N, K, act, group_m).
-    let mut args: [*mut c_void; 9] = [
-        &mut ta as *mut sys::CUtensorMap as *mut c_void,
-        &mut tw as *mut sys::CUtensorMap as *mut c_void,
-        &mut tc as *mut sys::CUtensorMap as *mut c_void,
-        &mut bias_ptr as *mut u64 as *mut c_void,
-        &mut m as *mut i32 as *mut c_void,
-        &mut n as *mut i32 as *mut c_void,
-        &mut k as *mut i32 as *mut c_void,
-        &mut act as *mut i32 as *mut c_void,
-        &mut group_m as *mut i32 as *mut c_void,
-    ];
-    // SAFETY: `args` point at live values whose types match the kernel's parameters
-    // (CUtensorMap ×3, the bias pointer as u64, five ints); the buffers they name stay valid
-    // on this stream until the kernel has run, and the guards above are held until the
-    // launch is enqueued.
-    unsafe {
-        sys::cuLaunchKernel(
-            f.cu_function(),
-            grid,
-            1,
-            1,
-            THREADS,
-            1,
-            1,
-            smem,
-            dev.stream.cu_stream(),
-            args.as_mut_ptr(),
-            std::ptr::null_mut(),
-        )
-    }
-    .result()
-    .map_err(launch_err(&name))?;
-    dev.after_launch(&name)?;
-    Ok(())
+    launch(V7, cfg, &dev, g, c)
 }
 
 #[cfg(test)]
