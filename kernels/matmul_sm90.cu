@@ -257,6 +257,84 @@ __device__ __forceinline__ void store_fragment(const float (&d)[R], T* __restric
         store_pair<T, ACT>(c, bias, M, N, r0 + 8, n0 + 8 * i, d[4 * i + 2], d[4 * i + 3], pairs);
     }
 }
+// What v6 and v7 share. Barriers sit after the tiles: full[s] at bars + 8·s, empty[s] at
+// bars + 8·(STAGES + s).
+template <int STAGES> __device__ __forceinline__ u32 bar_full(u32 bars, int s) { return bars + 8u * s; }
+template <int STAGES> __device__ __forceinline__ u32 bar_empty(u32 bars, int s) {
+    return bars + 8u * (STAGES + s);
+}
+
+// Thread 0 initialises every stage's barriers (full: the producer's one arrival with its
+// transaction bytes; empty: lane 0 of each of the 8 consumer warps), then the CTA syncs.
+template <int STAGES> __device__ __forceinline__ void pipeline_init(u32 bars, int tid) {
+    constexpr int CONSUMERS = 2;
+    if (tid == 0) {
+        #pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(bar_full<STAGES>(bars, s), 1);
+            mbar_init(bar_empty<STAGES>(bars, s), CONSUMERS * 4);
+        }
+        mbar_init_fence();
+    }
+    __syncthreads();
+}
+
+// The producer warpgroup: it gives its registers back; one thread drives TMA, loading every
+// k-block of every tile this CTA owns into the stages as the consumers free them.
+template <int BN, int STAGES>
+__device__ __forceinline__ void produce(const TmaDesc* ta, const TmaDesc* tw, u32 sa, u32 sb,
+                                        u32 bars, int tid, int tiles, int tiles_m, int tiles_n,
+                                        int nk, int group_m) {
+    constexpr int BM = 128, BK = 64;
+    constexpr u32 A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2;
+    setmaxnreg_dec<40>();
+    if (tid == 0) {
+        tma_prefetch_desc(ta);
+        tma_prefetch_desc(tw);
+        int s = 0;
+        u32 ph = 0;
+        for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+            int tm, tn;
+            tile_coords(t, tiles_m, tiles_n, group_m, tm, tn);
+            for (int kb = 0; kb < nk; ++kb) {
+                mbar_wait(bar_empty<STAGES>(bars, s), ph ^ 1u);
+                mbar_expect_tx(bar_full<STAGES>(bars, s), A_BYTES + B_BYTES);
+                tma_load_2d(sa + s * A_BYTES, ta, kb * BK, tm * BM, bar_full<STAGES>(bars, s));
+                tma_load_2d(sb + s * B_BYTES, tw, kb * BK, tn * BN, bar_full<STAGES>(bars, s));
+                if (++s == STAGES) { s = 0; ph ^= 1u; }
+            }
+        }
+    }
+}
+
+// One consumer warpgroup's main loop over a tile's k-blocks: its 64 rows × BN columns
+// accumulate in d; each stage is released once the wgmma group that read it is done.
+// (s, ph) carry the pipeline position from tile to tile.
+template <class T, int BN, int STAGES, int R>
+__device__ __forceinline__ void consume_tile(float (&d)[R], u32 sa, u32 sb, u32 bars, int cw,
+                                             int lane, int nk, int& s, u32& ph) {
+    constexpr int BM = 128, BK = 64;
+    constexpr u32 A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2;
+    fence_regs(d);
+    int prev = 0;
+    for (int kb = 0; kb < nk; ++kb) {
+        mbar_wait(bar_full<STAGES>(bars, s), ph);
+        const u64 da = desc_sw128(sa + s * A_BYTES + cw * (64 * 128));
+        const u64 db = desc_sw128(sb + s * B_BYTES);
+        wg_fence();
+        #pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk)
+            Wgmma<BN>::template mma<T>(d, da + 2 * kk, db + 2 * kk, (kb | kk) != 0);
+        wg_commit();
+        wg_wait<1>();  // the group of kb − 1 is done: its stage can be refilled
+        if (kb > 0 && lane == 0) mbar_arrive(bar_empty<STAGES>(bars, prev));
+        prev = s;
+        if (++s == STAGES) { s = 0; ph ^= 1u; }
+    }
+    wg_wait<0>();
+    fence_regs(d);
+    if (lane == 0) mbar_arrive(bar_empty<STAGES>(bars, prev));
+}
 #endif  // KL_V6_HOPPER
 
 // Shared memory of one configuration: STAGES × (a tile + w tile), 1 KiB of alignment slack,
@@ -273,51 +351,22 @@ __device__ __forceinline__ void v6_body(const TmaDesc* ta, const TmaDesc* tw, T*
                                         int group_m) {
 #if KL_V6_HOPPER
     using S = V6Smem<BN, STAGES>;
-    constexpr int BM = S::BM, BK = S::BK, CONSUMERS = 2;
+    constexpr int BM = S::BM, BK = S::BK;
     constexpr u32 A_BYTES = S::A_BYTES, B_BYTES = S::B_BYTES;
     extern __shared__ unsigned char v6_smem[];
     // Tiles must start on a 1024-byte boundary (the swizzle atom; descriptor base offset 0).
     const u32 base = (smem_addr(v6_smem) + 1023u) & ~1023u;
     const u32 sa = base, sb = base + STAGES * A_BYTES;
     const u32 bars = sb + STAGES * B_BYTES;
-    auto full = [&](int s) { return bars + 8u * s; };
-    auto empty = [&](int s) { return bars + 8u * (STAGES + s); };
-
     const int tid = threadIdx.x;
-    if (tid == 0) {
-        #pragma unroll
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full(s), 1);
-            mbar_init(empty(s), CONSUMERS * 4);
-        }
-        mbar_init_fence();
-    }
-    __syncthreads();
+    pipeline_init<STAGES>(bars, tid);
 
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
     const int tiles = tiles_m * tiles_n, nk = (K + BK - 1) / BK;
     const int wg = tid / 128;
 
     if (wg == 0) {
-        // Producer warpgroup: one thread drives TMA; the others leave.
-        setmaxnreg_dec<40>();
-        if (tid == 0) {
-            tma_prefetch_desc(ta);
-            tma_prefetch_desc(tw);
-            int s = 0;
-            u32 ph = 0;
-            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-                int tm, tn;
-                tile_coords(t, tiles_m, tiles_n, group_m, tm, tn);
-                for (int kb = 0; kb < nk; ++kb) {
-                    mbar_wait(empty(s), ph ^ 1u);
-                    mbar_expect_tx(full(s), A_BYTES + B_BYTES);
-                    tma_load_2d(sa + s * A_BYTES, ta, kb * BK, tm * BM, full(s));
-                    tma_load_2d(sb + s * B_BYTES, tw, kb * BK, tn * BN, full(s));
-                    if (++s == STAGES) { s = 0; ph ^= 1u; }
-                }
-            }
-        }
+        produce<BN, STAGES>(ta, tw, sa, sb, bars, tid, tiles, tiles_m, tiles_n, nk, group_m);
     } else {
         // Consumer warpgroups: 64 rows × BN columns each.
         setmaxnreg_inc<232>();
@@ -329,25 +378,7 @@ __device__ __forceinline__ void v6_body(const TmaDesc* ta, const TmaDesc* tw, T*
         for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
             int tm, tn;
             tile_coords(tile, tiles_m, tiles_n, group_m, tm, tn);
-            fence_regs(d);
-            int prev = 0;
-            for (int kb = 0; kb < nk; ++kb) {
-                mbar_wait(full(s), ph);
-                const u64 da = desc_sw128(sa + s * A_BYTES + cw * (64 * 128));
-                const u64 db = desc_sw128(sb + s * B_BYTES);
-                wg_fence();
-                #pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk)
-                    Wgmma<BN>::template mma<T>(d, da + 2 * kk, db + 2 * kk, (kb | kk) != 0);
-                wg_commit();
-                wg_wait<1>();  // the group of kb − 1 is done: its stage can be refilled
-                if (kb > 0 && lane == 0) mbar_arrive(empty(prev));
-                prev = s;
-                if (++s == STAGES) { s = 0; ph ^= 1u; }
-            }
-            wg_wait<0>();
-            fence_regs(d);
-            if (lane == 0) mbar_arrive(empty(prev));
+            consume_tile<T, BN, STAGES>(d, sa, sb, bars, cw, lane, nk, s, ph);
 
             const int r0 = tm * BM + cw * 64 + warp * 16 + (lane >> 2);
             const int n0 = tn * BN + (lane & 3) * 2;
@@ -475,7 +506,7 @@ __device__ __forceinline__ void v7_body(const TmaDesc* ta, const TmaDesc* tw, co
                                         int group_m) {
 #if KL_V6_HOPPER
     using S = V7Smem<BN, STAGES>;
-    constexpr int BM = S::BM, BK = S::BK, CONSUMERS = 2;
+    constexpr int BM = S::BM, BK = S::BK;
     constexpr u32 A_BYTES = S::A_BYTES, B_BYTES = S::B_BYTES, C_BYTES = S::C_BYTES;
     extern __shared__ unsigned char v7_smem[];
     // Tiles and C buffers start on 1024-byte boundaries (the 128-byte swizzle atom).
@@ -483,44 +514,15 @@ __device__ __forceinline__ void v7_body(const TmaDesc* ta, const TmaDesc* tw, co
     const u32 sa = base, sb = base + STAGES * A_BYTES;
     const u32 sc = sb + STAGES * B_BYTES;
     const u32 bars = sc + 2 * C_BYTES;
-    auto full = [&](int s) { return bars + 8u * s; };
-    auto empty = [&](int s) { return bars + 8u * (STAGES + s); };
-
     const int tid = threadIdx.x;
-    if (tid == 0) {
-        #pragma unroll
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full(s), 1);
-            mbar_init(empty(s), CONSUMERS * 4);
-        }
-        mbar_init_fence();
-    }
-    __syncthreads();
+    pipeline_init<STAGES>(bars, tid);
 
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
     const int tiles = tiles_m * tiles_n, nk = (K + BK - 1) / BK;
     const int wg = tid / 128;
 
     if (wg == 0) {
-        // Producer warpgroup: as in v6.
-        setmaxnreg_dec<40>();
-        if (tid == 0) {
-            tma_prefetch_desc(ta);
-            tma_prefetch_desc(tw);
-            int s = 0;
-            u32 ph = 0;
-            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-                int tm, tn;
-                tile_coords(t, tiles_m, tiles_n, group_m, tm, tn);
-                for (int kb = 0; kb < nk; ++kb) {
-                    mbar_wait(empty(s), ph ^ 1u);
-                    mbar_expect_tx(full(s), A_BYTES + B_BYTES);
-                    tma_load_2d(sa + s * A_BYTES, ta, kb * BK, tm * BM, full(s));
-                    tma_load_2d(sb + s * B_BYTES, tw, kb * BK, tn * BN, full(s));
-                    if (++s == STAGES) { s = 0; ph ^= 1u; }
-                }
-            }
-        }
+        produce<BN, STAGES>(ta, tw, sa, sb, bars, tid, tiles, tiles_m, tiles_n, nk, group_m);
     } else {
         // Consumer warpgroups: 64 rows × BN columns each, stored through their C buffer.
         setmaxnreg_inc<232>();
@@ -534,25 +536,7 @@ __device__ __forceinline__ void v7_body(const TmaDesc* ta, const TmaDesc* tw, co
         for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
             int tm, tn;
             tile_coords(tile, tiles_m, tiles_n, group_m, tm, tn);
-            fence_regs(d);
-            int prev = 0;
-            for (int kb = 0; kb < nk; ++kb) {
-                mbar_wait(full(s), ph);
-                const u64 da = desc_sw128(sa + s * A_BYTES + cw * (64 * 128));
-                const u64 db = desc_sw128(sb + s * B_BYTES);
-                wg_fence();
-                #pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk)
-                    Wgmma<BN>::template mma<T>(d, da + 2 * kk, db + 2 * kk, (kb | kk) != 0);
-                wg_commit();
-                wg_wait<1>();  // the group of kb − 1 is done: its stage can be refilled
-                if (kb > 0 && lane == 0) mbar_arrive(empty(prev));
-                prev = s;
-                if (++s == STAGES) { s = 0; ph ^= 1u; }
-            }
-            wg_wait<0>();
-            fence_regs(d);
-            if (lane == 0) mbar_arrive(empty(prev));
+            consume_tile<T, BN, STAGES>(d, sa, sb, bars, cw, lane, nk, s, ph);
 
             // The previous tile's store must have read the C buffer before it is rewritten.
             // Only the issuing thread can wait on its bulk groups; the barrier passes that on.
