@@ -55,6 +55,8 @@ pub struct CudaDevice {
     /// a fault then surfaces at the launch that caused it, and a profile shows the GPU idling
     /// between launches as a host-synchronised loop makes it.
     sync_each_launch: std::sync::atomic::AtomicBool,
+    /// Device buffers kept for the device's lifetime, zeroed when made (by name).
+    workspaces: Mutex<HashMap<&'static str, CudaSlice<u8>>>,
 }
 
 fn drv(call: &str) -> impl FnOnce(DriverError) -> Error + '_ {
@@ -115,6 +117,7 @@ impl CudaDevice {
             props,
             modules: Mutex::new(HashMap::new()),
             functions: Mutex::new(HashMap::new()),
+            workspaces: Mutex::new(HashMap::new()),
             sync_each_launch: std::sync::atomic::AtomicBool::new(
                 std::env::var("KERNLAB_LAUNCH_BLOCKING").is_ok_and(|v| v == "1"),
             ),
@@ -210,6 +213,26 @@ impl CudaDevice {
             local_bytes: get(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
             static_smem_bytes: get(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
         })
+    }
+
+    /// Run `f` with the workspace `name`: at least `bytes` of device memory that stays
+    /// allocated between calls and was zeroed when it was made (a larger request makes a new,
+    /// zeroed one). Kernels that keep state there (softmax v6's epoch and slots) rely on it
+    /// being theirs alone: kernlab runs one stream per device, and the lock is held while
+    /// `f` enqueues.
+    pub fn with_workspace<R>(
+        &self,
+        name: &'static str,
+        bytes: usize,
+        f: impl FnOnce(&mut CudaSlice<u8>) -> Result<R>,
+    ) -> Result<R> {
+        let mut ws = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
+        if ws.get(name).is_none_or(|b| b.len() < bytes) {
+            let mut b = self.alloc_bytes(bytes, name)?;
+            self.memset_pattern(&mut b, 1, 0, bytes)?;
+            ws.insert(name, b);
+        }
+        f(ws.get_mut(name).expect("inserted above"))
     }
 
     /// Allocate `bytes` of device memory, with a clear out-of-memory error.

@@ -69,6 +69,23 @@ macro_rules! launch {
     }};
 }
 
+/// Launch a kernel cooperatively (cuLaunchCooperativeKernel): the driver refuses a grid whose
+/// blocks cannot all be resident at once, so blocks may wait on one another.
+#[macro_export]
+macro_rules! launch_cooperative {
+    ($dev:expr, $src:expr, $name:expr, $cfg:expr, [$($arg:expr),* $(,)?]) => {{
+        use cudarc::driver::PushKernelArg;
+        let name: &str = &$name;
+        let f = $dev.function($src, name)?;
+        let mut b = $dev.stream.launch_builder(&f);
+        $( b.arg($arg); )*
+        let cfg: cudarc::driver::LaunchConfig = $cfg;
+        // SAFETY: as for `launch!`.
+        unsafe { b.launch_cooperative(cfg) }.map_err($crate::device::cuda::launch_err(name))?;
+        $dev.after_launch(name)?;
+    }};
+}
+
 /// Launch a kernel in thread-block clusters of `cluster` CTAs along x (Hopper and later),
 /// through cuLaunchKernelEx. `args` are pointers to each kernel argument's value.
 pub fn launch_cluster(
