@@ -147,18 +147,32 @@ template <class T, int VEC, int K> struct RowRegs {
 // v2_warp_row — what changed: one warp per row (4 rows per 128-thread block), the whole row
 // held in registers (K slots of VEC elements per lane: cols ≤ 32·VEC·K), 16-byte loads, and
 // warp shuffles instead of shared memory: one read and one write of each element. For narrow
-// rows, where a block per row would leave most threads idle.
-template <class T, int VEC, int K>
+// rows, where a block per row would leave most threads idle. Rows of at most 16 slots take
+// W = 4, 8 or 16 lanes each (several rows per warp, K = 1), so no lane idles on a 32-column
+// bf16 row (4 packs).
+template <int W> __device__ __forceinline__ float group_max(float v) {
+    #pragma unroll
+    for (int o = W / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+template <int W> __device__ __forceinline__ float group_sum(float v) {
+    #pragma unroll
+    for (int o = W / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+template <class T, int VEC, int K, int W>
 __device__ void softmax_v2_warp_row(const T* __restrict__ x, T* __restrict__ y, int rows,
                                     int cols, i64 ldx, i64 ldy, int lg) {
-    const int lane = threadIdx.x & 31;
-    const i64 row = (i64)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (row >= rows) return;
+    const int lane = threadIdx.x & (W - 1);
+    const i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / W;
+    // Lanes past the last row still take part in the shuffles (a warp may hold several
+    // rows), holding only −inf padding, and store nothing.
+    const bool live = row < rows;
     RowRegs<T, VEC, K> r;
-    r.load(x + row * ldx, cols, lane, 32);
-    const float m = warp_max(r.max());
-    const float s = warp_sum(r.sum_exp(m));
-    r.store(y + row * ldy, cols, lane, 32, m, s, lg);
+    r.load(x + (live ? row : 0) * ldx, live ? cols : 0, lane, W);
+    const float m = group_max<W>(r.max());
+    const float s = group_sum<W>(r.sum_exp(m));
+    if (live) r.store(y + row * ldy, cols, lane, W, m, s, lg);
 }
 
 // v3_block_regs — what changed: one block (up to 1024 threads) per row, the row in
@@ -305,6 +319,130 @@ __device__ void softmax_v5_cluster(const T* __restrict__ x, T* __restrict__ y, i
 #endif
 }
 
+// v6_split — what changed: a row is split across G CTAs that need not form a cluster, so
+// a row of any width up to the whole GPU's registers (≈ 264 CTAs × 64 KB: 4 Mi f32) stays on
+// chip: one read, one write. Each CTA holds its chunk in registers (as v3 does a whole row),
+// reduces it to one (max, sum), publishes that in a global slot with a release store, waits
+// (acquire loads) for the other G − 1 slots of its row, merges them and writes its chunk.
+// The grid is persistent: groups of G CTAs, each group taking rows g, g + groups, …, all
+// resident at once (a cooperative launch checks it), so the wait cannot deadlock.
+// Slots are double-buffered by row parity: a CTA can run at most one row ahead of a slower
+// peer (it waits for that peer's state of the current row), so it never overwrites a slot
+// the peer still has to read. Each slot carries a sequence number (epoch, row counter); the
+// epoch lives in the workspace and the last CTA to finish bumps it, so the next launch —
+// or the next replay of a captured graph — never mistakes an old state for a new one.
+// Rows that do not start on a 16-byte boundary but are equally misaligned in x and y get a
+// scalar head and tail (held by CTA 0 of the group), as in v4's peeled kernel.
+// Measured on the H200 (docs/perf-notes.md): 2.8–3.1 TB/s for f32 rows up to 2 MB, against
+// v4's 2.7; each row's wait for the slowest peer keeps it short of v3's 4.0.
+struct __align__(16) SplitSlot { float m, s; unsigned long long seq; };
+struct SplitHeader { unsigned epoch, done; };
+
+__device__ __forceinline__ void split_publish(SplitSlot* slot, MaxSum st, unsigned long long seq) {
+    asm volatile("st.relaxed.gpu.global.v2.f32 [%0], {%1, %2};" :: "l"(slot), "f"(st.m), "f"(st.s) : "memory");
+    asm volatile("st.release.gpu.global.u64 [%0], %1;" :: "l"(&slot->seq), "l"(seq) : "memory");
+}
+__device__ __forceinline__ MaxSum split_wait(const SplitSlot* slot, unsigned long long seq) {
+    unsigned long long v;
+    do {
+        asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(&slot->seq) : "memory");
+    } while (v != seq);
+    MaxSum r;
+    asm volatile("ld.relaxed.gpu.global.v2.f32 {%0, %1}, [%2];" : "=f"(r.m), "=f"(r.s) : "l"(slot) : "memory");
+    return r;
+}
+
+// Where CTA `rank` of the G splitting a row works: the row's scalar head (up to its first
+// 16-byte boundary) and tail, and this CTA's part [p0, p0 + n) of the packed body.
+struct SplitPart { int head, tail0, p0, n; };
+template <class T, int VEC>
+__device__ __forceinline__ SplitPart split_part(const T* xr, int cols, int G, int rank) {
+    int head = 0;
+    if constexpr (VEC > 1) {
+        head = (int)(((16u - (unsigned)((unsigned long long)xr & 15u)) & 15u) / sizeof(T));
+        head = min(head, cols);
+    }
+    const int packs = (cols - head) / VEC;
+    const int chunk = (packs + G - 1) / G;
+    const int p0 = min(packs, rank * chunk);
+    return SplitPart{head, head + packs * VEC, p0, (min(packs, p0 + chunk) - p0) * VEC};
+}
+
+// The last CTA out bumps the epoch (and resets the count) for the next launch. Every CTA
+// read the epoch before counting itself done, so none can see the new one.
+__device__ __forceinline__ void split_finish(SplitHeader* hdr) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd(&hdr->done, 1u) == gridDim.x - 1) {
+            hdr->done = 0;
+            __threadfence();
+            atomicAdd(&hdr->epoch, 1u);
+        }
+    }
+}
+
+template <class T, int VEC, int K>
+__device__ void softmax_v6_split(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
+                                 i64 ldx, i64 ldy, int lg, int G, SplitHeader* hdr,
+                                 SplitSlot* slots) {
+    __shared__ float scratch[2][64];
+    __shared__ unsigned epoch_s;
+    const int groups = gridDim.x / G;
+    const int g = blockIdx.x / G, rank = blockIdx.x % G;
+    if (threadIdx.x == 0) {
+        unsigned e;
+        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(e) : "l"(&hdr->epoch) : "memory");
+        epoch_s = e;
+    }
+    __syncthreads();
+    const unsigned epoch = epoch_s;
+    i64 row = g;
+    RowRegs<T, VEC, K> cur;
+    // A row's part is recomputed where needed (a few integer ops) rather than kept.
+    auto load_part = [&](RowRegs<T, VEC, K>& regs, i64 r) {
+        const SplitPart p = split_part<T, VEC>(x + r * ldx, cols, G, rank);
+        regs.load(x + r * ldx + p.head + (i64)p.p0 * VEC, p.n, threadIdx.x, blockDim.x);
+    };
+    if (g < groups && row < rows) load_part(cur, row);
+    for (unsigned iter = 0; g < groups && row < rows; row += groups, ++iter) {
+        const T* xr = x + row * ldx;
+        const SplitPart pc = split_part<T, VEC>(xr, cols, G, rank);
+        // CTA 0 of the group also does the scalar head and tail, one element per thread; it
+        // reads its element again to write it rather than keep it (a register it lacks).
+        MaxSum st = cur.maxsum();
+        if (rank == 0 && threadIdx.x < pc.head + (cols - pc.tail0))
+            st = maxsum_add(st, to_f32(xr[threadIdx.x < pc.head ? threadIdx.x : pc.tail0 + (threadIdx.x - pc.head)]));
+        st = block_maxsum(st, scratch[0]);
+        SplitSlot* s = slots + (size_t)(iter & 1) * gridDim.x;
+        const unsigned long long seq = ((unsigned long long)epoch << 32) | (iter + 1);
+        if (G > 1 && threadIdx.x == 0) split_publish(s + blockIdx.x, st, seq);
+        const i64 next = row + groups;
+        if (G > 1) {
+            MaxSum all{KL_NEG_INF, 0.0f};
+            for (int q = threadIdx.x; q < G; q += blockDim.x)
+                all = maxsum_merge(all, split_wait(s + g * G + q, seq));
+            st = block_maxsum(all, scratch[1]);
+        }
+        {
+            // The row's geometry again, from an opaque copy of the row index so that the
+            // compiler recomputes it rather than keep it in registers through the exchange.
+            i64 rr = row;
+            asm volatile("" : "+l"(rr));
+            const T* xq = x + rr * ldx;
+            T* yq = y + rr * ldy;
+            const SplitPart pq = split_part<T, VEC>(xq, cols, G, rank);
+            cur.store(yq + pq.head + (i64)pq.p0 * VEC, pq.n, threadIdx.x, blockDim.x, st.m, st.s, lg);
+            if (rank == 0 && threadIdx.x < pq.head + (cols - pq.tail0)) {
+                const int c = threadIdx.x < pq.head ? threadIdx.x : pq.tail0 + (threadIdx.x - pq.head);
+                yq[c] = from_f32<T>(softmax_out(to_f32(xq[c]), st.m, 1.0f / st.s, logf(st.s), lg));
+            }
+        }
+        if (next < rows) load_part(cur, next);
+    }
+    split_finish(hdr);
+}
+
 // ---- exported symbols ------------------------------------------------------------------
 #define KL_ARGS(T) const T* x, T* y, int rows, int cols, i64 ldx, i64 ldy, int lg
 #define KL_PASS x, y, rows, cols, ldx, ldy, lg
@@ -314,9 +452,15 @@ __device__ void softmax_v5_cluster(const T* __restrict__ x, T* __restrict__ y, i
 
 #define KL_V2(TN, T, K)                                                                        \
     extern "C" __global__ void __launch_bounds__(128) softmax_v2_warp_row_vec_k##K##_##TN(KL_ARGS(T)) { \
-        softmax_v2_warp_row<T, Pack<T>::N, K>(KL_PASS); }                                          \
+        softmax_v2_warp_row<T, Pack<T>::N, K, 32>(KL_PASS); }                                      \
     extern "C" __global__ void __launch_bounds__(128) softmax_v2_warp_row_scalar_k##K##_##TN(KL_ARGS(T)) { \
-        softmax_v2_warp_row<T, 1, K>(KL_PASS); }
+        softmax_v2_warp_row<T, 1, K, 32>(KL_PASS); }
+// Several rows per warp: W lanes a row, one slot each.
+#define KL_V2W(TN, T, W)                                                                       \
+    extern "C" __global__ void __launch_bounds__(128) softmax_v2_warp_row_vec_w##W##_##TN(KL_ARGS(T)) { \
+        softmax_v2_warp_row<T, Pack<T>::N, 1, W>(KL_PASS); }                                       \
+    extern "C" __global__ void __launch_bounds__(128) softmax_v2_warp_row_scalar_w##W##_##TN(KL_ARGS(T)) { \
+        softmax_v2_warp_row<T, 1, 1, W>(KL_PASS); }
 
 // v3's K = 8 instances run 1024-thread blocks holding 128 KB rows: one block per SM, so they
 // may take all 64 registers (launch bounds (1024, 1)); the smaller K run several blocks per
@@ -345,12 +489,30 @@ __device__ void softmax_v5_cluster(const T* __restrict__ x, T* __restrict__ y, i
     extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v5_cluster_scalar_k##K##_##TN(KL_ARGS(T), int csize) { \
         softmax_v5_cluster<T, 1, K>(KL_PASS, csize); }
 
+
+// Two CTAs of 512 threads per SM (64 registers) on sm_90; sm_80's code needs a few more
+// registers than that for the f32 kernel, so one CTA per SM there rather than spills.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define KL_V6_MIN_BLOCKS 1
+#else
+#define KL_V6_MIN_BLOCKS 2
+#endif
+#define KL_V6_ONE(NAME, TN, T, VEC)                                                              \
+    extern "C" __global__ void __launch_bounds__(512, KL_V6_MIN_BLOCKS) NAME##_##TN(                                 \
+        KL_ARGS(T), int ctas_per_row, SplitHeader* hdr, SplitSlot* slots) {                           \
+        softmax_v6_split<T, VEC, 8>(KL_PASS, ctas_per_row, hdr, slots); }
+#define KL_V6(TN, T)                                                  \
+    KL_V6_ONE(softmax_v6_split_vec, TN, T, Pack<T>::N)                \
+    KL_V6_ONE(softmax_v6_split_scalar, TN, T, 1)
+
 #define KL_ALL(TN, T)                                                        \
     KL_V1(TN, T)                                                             \
     KL_V2(TN, T, 1) KL_V2(TN, T, 2) KL_V2(TN, T, 4) KL_V2(TN, T, 8)          \
+    KL_V2W(TN, T, 4) KL_V2W(TN, T, 8) KL_V2W(TN, T, 16)                      \
     KL_V3(TN, T, 1) KL_V3(TN, T, 2) KL_V3(TN, T, 4) KL_V3(TN, T, 8)          \
     KL_V4(TN, T)                                                             \
-    KL_V5(TN, T, 2) KL_V5(TN, T, 4) KL_V5(TN, T, 8)
+    KL_V5(TN, T, 2) KL_V5(TN, T, 4) KL_V5(TN, T, 8)                          \
+    KL_V6(TN, T)
 
 KL_ALL(f32, float)
 KL_ALL(bf16, bf16)

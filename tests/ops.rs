@@ -31,6 +31,7 @@ fn width_limit(v: &Variant, dt: DType) -> Option<usize> {
     match (v.op, v.name) {
         (Op::Softmax, "v2_warp_row") => Some(softmax::v2_max_cols(dt, true)),
         (Op::Softmax, "v3_block_regs") => Some(softmax::v3_max_cols(dt, true)),
+        (Op::Softmax, "v5_cluster") => Some(softmax::v5_max_cols(dt, true)),
         _ => None,
     }
 }
@@ -166,6 +167,9 @@ fn softmax_shapes() -> Vec<Vec<usize>> {
     }
     s.push(vec![4096, 33]);
     s.push(vec![4096, 256]);
+    // The wide rows issue 5 names: the split-row and online versions' territory.
+    s.push(vec![3, 131072]);
+    s.push(vec![1, 1048577]);
     s.push(vec![1823, 781]);
     s.push(vec![2, 3, 40]);
     s
@@ -293,6 +297,43 @@ fn softmax_strided_rows(dev: &Device) {
     }
 }
 test_device!(softmax_strided_rows, super::softmax_strided_rows);
+
+/// The split-row version (v6) walks many rows per group of CTAs, alternating its exchange
+/// slots by row parity, and keeps an epoch in its workspace across launches. Shapes with
+/// more rows than groups, odd widths (a scalar head and tail), a row split over most of
+/// the GPU, and repeated launches (stale states from the previous launch must not pass for
+/// new ones) must all match the reference. GPU only: v6 is a CUDA variant.
+fn softmax_split_rows_walk_many_rows(dev: &Device) {
+    let Some(v) = variants(Op::Softmax, dev)
+        .into_iter()
+        .find(|v| v.name == "v6_split")
+    else {
+        return;
+    };
+    let p = Params::default();
+    let init = Init::Normal {
+        mean: 0.0,
+        std: 3.0,
+    };
+    let shapes: &[(&[usize], &[DType])] = &[
+        (&[700, 40000], &DType::ALL),
+        (&[2000, 4099], &[DType::F32, DType::BF16]),
+        (&[5, 1048576], &[DType::F32]),
+        (&[24, 2097155], &[DType::BF16]),
+    ];
+    for (i, (shape, dts)) in shapes.iter().enumerate() {
+        for &dt in *dts {
+            let x = rand(shape, dt, init, 90 + i as u64);
+            for launch in 0..3 {
+                check(dev, v, &p, &x, &format!("split rows, launch {launch}"));
+            }
+        }
+    }
+}
+test_device!(
+    softmax_split_rows_walk_many_rows,
+    super::softmax_split_rows_walk_many_rows
+);
 
 /// A 2×8 input of `dt` on `dev`, uniform on [−1, 1).
 fn small_input(dt: DType, dev: &Device) -> Tensor {

@@ -280,15 +280,24 @@ pub fn run_v2_warp_row(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let io = cuda_io(x, y)?;
     let r = rows_of(x, &io);
     let width = if r.vec { r.pack } else { 1 };
-    let slots = r.cols.div_ceil(32 * width);
-    let k = KS
-        .iter()
-        .copied()
-        .find(|&k| k >= slots)
+    let (lanes, shape) = v2_shape(r.cols.div_ceil(width))
         .ok_or_else(|| too_wide("v2_warp_row", r.cols, v2_max_cols(x.dtype(), r.vec)))?;
-    let cfg = cfg_1d(r.rows as u64 * 32, 128)?;
-    let name = format!("softmax_v2_warp_row_{}_k{k}_{}", kind(r.vec), x.dtype());
+    let cfg = cfg_1d(r.rows as u64 * lanes as u64, 128)?;
+    let name = format!("softmax_v2_warp_row_{}_{shape}_{}", kind(r.vec), x.dtype());
     launch_rows(io, &r, p, name, cfg)
+}
+
+/// v2's lanes per row and kernel suffix for rows of `slots` slots: W = 4, 8 or 16 lanes of
+/// one slot for rows of up to 16 slots (several rows per warp), else a warp of K slots a lane.
+pub fn v2_shape(slots: usize) -> Option<(usize, String)> {
+    if slots <= 16 {
+        let w = slots.next_power_of_two().max(4);
+        return Some((w, format!("w{w}")));
+    }
+    KS.iter()
+        .copied()
+        .find(|&k| 32 * k >= slots)
+        .map(|k| (32, format!("k{k}")))
 }
 
 /// v3: one block per row. Four slots per thread (four 16-byte loads in flight) when that
@@ -361,7 +370,9 @@ pub fn run_v4_online(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 /// v5's shape for a row of `slots` packs: (cluster size C, threads per CTA, K slots per
 /// thread). The smallest power-of-two cluster whose CTAs hold their share in 256 threads × 8
 /// slots (32 KB of packs: small CTAs, several rows per SM); past C = 16, CTAs of up to 1024
-/// threads. `None` when a row is wider than 16 CTAs × 1024 threads × 8 slots.
+/// threads. (Clusters of 8 larger CTAs before 16 small ones measured no better: f32
+/// 1024×262144 2221 against 2156 GB/s, bf16 2849 against 2953.) `None` when a row is wider
+/// than 16 CTAs × 1024 threads × 8 slots.
 pub fn v5_config(slots: usize) -> Option<(usize, usize, usize)> {
     let pick = |per: usize, max_threads: usize| -> Option<(usize, usize)> {
         let k = if per > 1024 {
@@ -448,6 +459,101 @@ pub fn symbols_v5(dt: DType) -> Vec<String> {
         .collect()
 }
 
+/// v6's CTAs have at most this many threads, each holding [`V6_K`] slots: 64 KB of a row
+/// per CTA, two CTAs per SM (64 registers a thread).
+pub const V6_THREADS: usize = 512;
+pub const V6_K: usize = 8;
+/// The fewest slots a v6 CTA is given when rows are split finer to fill the GPU: one warp's
+/// eight slots (4 KB of packs); finer than that the merge costs more than it spreads.
+const V6_MIN_CHUNK: usize = 32 * V6_K;
+
+/// v6's shape for rows of `slots` slots (16-byte packs, or elements on the scalar path):
+/// (CTAs per row G, threads per CTA), given `resident`, how many CTAs of [`V6_THREADS`]
+/// threads the GPU holds at once. G is the fewest CTAs that hold a row in registers, raised
+/// until the groups of G fill the GPU when there are few rows. `None` when a row is wider
+/// than every resident CTA together holds.
+pub fn v6_config(slots: usize, rows: usize, resident: usize) -> Option<(usize, usize)> {
+    let slots = slots.max(1);
+    let mut g = slots.div_ceil(V6_THREADS * V6_K);
+    if g > resident {
+        return None;
+    }
+    if rows * g < resident {
+        let fill = resident / rows.max(1);
+        g = g.max(fill.min(slots.div_ceil(V6_MIN_CHUNK))).min(resident);
+    }
+    let chunk = slots.div_ceil(g);
+    let threads = (chunk.div_ceil(V6_K).div_ceil(32) * 32).clamp(32, V6_THREADS);
+    Some((g, threads))
+}
+
+/// v6: a row split across G co-resident CTAs, the row in their registers, (max, sum)
+/// exchanged through global memory; a persistent cooperative grid of groups of G CTAs walks
+/// the rows.
+pub fn run_v6_split(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    check_rows(x)?;
+    let io = cuda_io(x, y)?;
+    let r = rows_of(x, &io);
+    // Rows equally misaligned in x and y (odd widths) take the packed kernel with a scalar
+    // head and tail, as v4's peeled kernel does.
+    let packed = r.vec
+        || ((r.ldx - r.ldy) % r.pack as i64 == 0
+            && aligned16(&io.dev, io.x)
+            && aligned16(&io.dev, io.y));
+    let width = if packed { r.pack } else { 1 };
+    let slots = r.cols.div_ceil(width);
+    let name = format!("softmax_v6_split_{}_{}", kind(packed), x.dtype());
+    let f = io.dev.function(&SOFTMAX, &name)?;
+    let sms = io.dev.props.sm_count as usize;
+    let resident = |threads: usize| -> Result<usize> {
+        let per_sm = f
+            .occupancy_max_active_blocks_per_multiprocessor(threads as u32, 0, None)
+            .map_err(|e| Error::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))?;
+        Ok(per_sm as usize * sms)
+    };
+    let most = resident(V6_THREADS)?;
+    let (g, threads) = v6_config(slots, r.rows, most).ok_or_else(|| Error::UnsupportedShape {
+        op: "softmax".into(),
+        variant: "v6_split".into(),
+        why: format!(
+            "rows of {} columns are wider than the {} all {most} resident CTAs hold in registers (use v4_online or auto)",
+            r.cols,
+            most * V6_THREADS * V6_K * width
+        ),
+    })?;
+    let groups = (resident(threads)? / g).min(r.rows).max(1);
+    let grid = groups * g;
+    let cfg = LaunchConfig {
+        grid_dim: (grid as u32, 1, 1),
+        block_dim: (threads as u32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // The workspace: a 16-byte header (epoch, done count), then two 16-byte slots per CTA
+    // (one per row parity).
+    let ws_bytes = 16 + 2 * 16 * grid;
+    let (rows, cols, lg, gi) = (r.rows as i32, r.cols as i32, p.log_softmax as i32, g as i32);
+    let dev = io.dev.clone();
+    dev.with_workspace("softmax v6 workspace", ws_bytes, |ws| {
+        let hdr = ws.slice(0..16);
+        let slots = ws.slice(16..ws_bytes);
+        crate::launch_cooperative!(
+            io.dev,
+            &SOFTMAX,
+            name,
+            cfg,
+            [io.x, io.y, &rows, &cols, &r.ldx, &r.ldy, &lg, &gi, &hdr, &slots]
+        );
+        Ok(())
+    })
+}
+
+pub fn symbols_v6(dt: DType) -> Vec<String> {
+    ["vec", "scalar"]
+        .iter()
+        .map(|v| format!("softmax_v6_split_{v}_{dt}"))
+        .collect()
+}
+
 /// Which numbered version `auto` runs for a row width (and whether 16-byte packs apply).
 pub fn dispatch(dt: DType, cols: usize, vec: bool) -> &'static str {
     if cols <= v2_max_cols(dt, vec) {
@@ -460,7 +566,13 @@ pub fn dispatch(dt: DType, cols: usize, vec: bool) -> &'static str {
 }
 
 /// The versions `auto` chooses among (and `kernlab autotune softmax` measures).
-pub const AUTO_CANDIDATES: [&str; 4] = ["v2_warp_row", "v3_block_regs", "v4_online", "v5_cluster"];
+pub const AUTO_CANDIDATES: [&str; 5] = [
+    "v2_warp_row",
+    "v3_block_regs",
+    "v4_online",
+    "v5_cluster",
+    "v6_split",
+];
 
 /// Run one of [`AUTO_CANDIDATES`] by name.
 pub fn run_named(name: &str, p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
@@ -469,6 +581,7 @@ pub fn run_named(name: &str, p: &Params, x: &Tensor, y: &mut Tensor) -> Result<(
         "v3_block_regs" => run_v3_block_regs(p, x, y),
         "v5_cluster" => run_v5_cluster(p, x, y),
         "v4_online" => run_v4_online(p, x, y),
+        "v6_split" => run_v6_split(p, x, y),
         other => Err(Error::Invalid(format!("softmax has no version '{other}'"))),
     }
 }
@@ -498,48 +611,95 @@ pub fn auto_label(x: &Tensor) -> String {
     }
 }
 
-/// The width heuristic: the dispatch over v2/v3/v4, and v5 (clusters) on sm_90+ where it
-/// measured faster than v4.
+/// The width heuristic, from the H200 measurements in docs/perf-notes.md: v2 for rows a
+/// warp holds, v3 for rows a block holds (but v6 for odd widths past 4096, which v3 could
+/// only read scalar); past that, on sm_90, v5 (clusters) for 16-bit rows up to 512 Ki; v6
+/// (rows split across CTAs) for rows up to 2 MB, and for wider ones when there are too few
+/// rows for v4's block per row to fill the GPU; v4 otherwise.
 pub fn heuristic_choice(x: &Tensor) -> &'static str {
-    let (_, cols, ldx) = x.rows_cols();
-    let pack = 16 / x.dtype().size();
+    let (rows, cols, ldx) = x.rows_cols();
+    let dt = x.dtype();
+    let pack = 16 / dt.size();
     // Alignment of cuMemAlloc'd bases is 256 bytes, so the pack test is cols and strides.
     let vec = cols % pack == 0 && ldx % pack == 0;
-    let hopper = x
-        .device()
-        .cuda()
+    let cuda = x.device().cuda().cloned();
+    let hopper = cuda
+        .as_ref()
         .is_some_and(|d| d.props.compute_capability.0 >= 9);
-    match dispatch(x.dtype(), cols, vec) {
+    match dispatch(dt, cols, vec) {
         // Without 16-byte packs v5 takes its scalar path: bf16 65537 measured 549 GB/s against
-        // v4's 1098 (before v4 could peel), so v5 only where packs apply.
-        "v4_online" if hopper && vec && x.dtype() != DType::F32 && cols <= 131_072 => {
-            // Measured on the H200: v5 beats v4 only for 16-bit rows up to 131072 wide (bf16
-            // 1024×131072: 0.160 vs 0.191 ms); v4 wins for f32 and for wider rows.
-            "v5_cluster"
+        // v4's 1098 (before v4 could peel), so v5 only where packs apply. It beats v4 and v6
+        // for 16-bit rows up to 524288 (bf16 1024×262144: 2849 against 2650 and 2689 GB/s).
+        "v4_online" if hopper && vec && dt != DType::F32 && cols <= 524_288 => "v5_cluster",
+        // Odd widths past 4096: v3 would take its scalar path, where v6 peels a scalar head
+        // and tail around 16-byte packs (4096×4097: f32 2840 against 2335 GB/s, bf16 1740
+        // against 1330).
+        "v3_block_regs" if !vec && cols > 4096 && (ldx - cols) % pack == 0 => match cuda {
+            Some(d) if v6_max_cols(&d, dt, true).is_some_and(|m| cols <= m) => "v6_split",
+            _ => "v3_block_regs",
+        },
+        "v4_online" => {
+            let Some(d) = cuda else { return "v4_online" };
+            // v6 holds rows up to what its resident CTAs hold; past 2 MB a row it loses to v4
+            // (f32 256×1048576: 2586 against 2698 GB/s) unless v4's one block per row leaves
+            // SMs idle (64×4194304: 2173 against 1689).
+            let fits =
+                v6_max_cols(&d, dt, vec || (ldx - cols) % pack == 0).is_some_and(|m| cols <= m);
+            let few_rows = rows < d.props.sm_count as usize;
+            if fits && (cols * dt.size() <= 2 << 20 || few_rows) {
+                "v6_split"
+            } else {
+                "v4_online"
+            }
         }
         other => other,
     }
 }
 
-/// auto: runs what [`auto_choice`] picks.
-/// A tuned choice that cannot take this exact shape (a bucket spans widths) falls back to the
-/// heuristic.
+/// The widest row v6 holds on this device (elements): all resident CTAs' registers. `None`
+/// when the kernel cannot be loaded or the occupancy query fails (then `auto` leaves v6 out).
+pub fn v6_max_cols(dev: &crate::device::CudaDevice, dt: DType, packed: bool) -> Option<usize> {
+    let name = format!("softmax_v6_split_{}_{dt}", kind(packed));
+    let f = dev.function(&SOFTMAX, &name).ok()?;
+    let per_sm = f
+        .occupancy_max_active_blocks_per_multiprocessor(V6_THREADS as u32, 0, None)
+        .ok()? as usize;
+    let width = if packed { 16 / dt.size() } else { 1 };
+    Some(per_sm * dev.props.sm_count as usize * V6_THREADS * V6_K * width)
+}
+
+/// auto: runs what [`auto_choice`] picks. A tuned choice that cannot take this exact shape
+/// (a bucket spans widths) falls back to the heuristic, and anything refused to v4, which
+/// takes every width.
 pub fn run_auto(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let choice = auto_choice(x);
-    match run_named(choice, p, x, y) {
-        Err(Error::UnsupportedShape { .. }) if choice != heuristic_choice(x) => {
-            run_named(heuristic_choice(x), p, x, y)
+    if choice != "v4_online" {
+        match run_named(choice, p, x, y) {
+            Err(Error::UnsupportedShape { .. }) => {}
+            r => return r,
         }
-        r => r,
+        // Only now the heuristic (a call costs host time, and tiny problems are launch-bound).
+        let h = heuristic_choice(x);
+        if h != choice && h != "v4_online" {
+            match run_named(h, p, x, y) {
+                Err(Error::UnsupportedShape { .. }) => {}
+                r => return r,
+            }
+        }
     }
+    run_v4_online(p, x, y)
 }
 
 pub fn symbols_v1(dt: DType) -> Vec<String> {
     vec![format!("softmax_v1_block_row_{dt}")]
 }
 pub fn symbols_v2(dt: DType) -> Vec<String> {
-    KS.iter()
-        .flat_map(|k| ["vec", "scalar"].map(|v| format!("softmax_v2_warp_row_{v}_k{k}_{dt}")))
+    let shapes = KS
+        .iter()
+        .map(|k| format!("k{k}"))
+        .chain([4, 8, 16].iter().map(|w| format!("w{w}")));
+    shapes
+        .flat_map(|s| ["vec", "scalar"].map(|v| format!("softmax_v2_warp_row_{v}_{s}_{dt}")))
         .collect()
 }
 pub fn symbols_v3(dt: DType) -> Vec<String> {
@@ -558,6 +718,7 @@ pub fn symbols_auto(dt: DType) -> Vec<String> {
     v.extend(symbols_v3(dt));
     v.extend(symbols_v4(dt));
     v.extend(symbols_v5(dt));
+    v.extend(symbols_v6(dt));
     v
 }
 
@@ -623,6 +784,18 @@ mod tests {
     }
 
     #[test]
+    fn v2_gives_narrow_rows_several_to_a_warp() {
+        assert_eq!(v2_shape(1), Some((4, "w4".into()))); // 1–4 slots: 8 rows a warp
+        assert_eq!(v2_shape(4), Some((4, "w4".into()))); // 32 bf16 columns
+        assert_eq!(v2_shape(5), Some((8, "w8".into())));
+        assert_eq!(v2_shape(16), Some((16, "w16".into()))); // 64 f32 columns
+        assert_eq!(v2_shape(17), Some((32, "k1".into())));
+        assert_eq!(v2_shape(33), Some((32, "k2".into())));
+        assert_eq!(v2_shape(256), Some((32, "k8".into())));
+        assert_eq!(v2_shape(257), None);
+    }
+
+    #[test]
     fn auto_dispatch_follows_the_register_limits() {
         assert_eq!(dispatch(DType::F32, 1024, true), "v2_warp_row");
         assert_eq!(dispatch(DType::F32, 1025, false), "v3_block_regs");
@@ -641,6 +814,20 @@ mod tests {
         // Without a Hopper GPU (here: a CPU tensor) wide rows go to v4, never to v5.
         assert_eq!(auto_choice(&t(100_000, DType::BF16)), "v4_online");
         assert_eq!(auto_choice(&t(1001, DType::F32)), "v3_block_regs"); // odd: scalar v2 holds 256
+    }
+
+    #[test]
+    fn v6_holds_rows_in_the_fewest_ctas_and_fills_the_gpu() {
+        // 264 resident CTAs: the H200's 132 SMs × 2 CTAs of 512 threads.
+        assert_eq!(v6_config(1024, 4096, 264), Some((1, 128))); // 4096 f32, many rows
+        assert_eq!(v6_config(32768, 2048, 264), Some((8, 512))); // 131072 f32
+        assert_eq!(v6_config(262145, 255, 264), Some((65, 512))); // 1048577 f32, peeled
+        assert_eq!(v6_config(1 << 20, 64, 264), Some((256, 512))); // 4 Mi f32: 256 CTAs
+        assert_eq!(v6_config(2 << 20, 64, 264), None); // 8 Mi f32: more than the GPU holds
+                                                       // One row of 131072 f32: split over 128 one-warp CTAs instead of 8 of 512 threads.
+        assert_eq!(v6_config(32768, 1, 264), Some((128, 32)));
+        // A short row is never split below one warp's slots.
+        assert_eq!(v6_config(100, 1, 264), Some((1, 32)));
     }
 
     #[test]
