@@ -159,7 +159,7 @@ fn cmd_inspect(a: InspectArgs, out: &mut dyn Write) -> Result<()> {
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  kernlab profile gelu --variant manual --shape 8192x8192     # 9 kernels per call\n  kernlab profile gelu --variant v2_vec16 --trace gelu.json   # 1 kernel; open in ui.perfetto.dev\n  kernlab profile softmax --variant manual --dtype bf16 --row-limit 5\n  kernlab profile matmul --variant cublas --shape 2048x2048x2048   # which cuBLAS kernel runs\n\nNeeds a CUDA GPU and CUPTI (libcupti.so). A warm-up call (validated against f64) runs outside\nthe recording; the same iterations are also timed without CUPTI, and the overhead is printed.\nkernlab's ranges are in the trace, and are NVTX ranges too where libnvToolsExt loads (Nsight\nSystems then shows them; `kernlab doctor` says whether it does)."
+    after_help = "Examples:\n  kernlab profile gelu --variant manual --shape 8192x8192     # 9 kernels per call\n  kernlab profile gelu --variant v2_vec16 --trace gelu.json   # 1 kernel; open in ui.perfetto.dev\n  kernlab profile softmax --variant manual --dtype bf16 --row-limit 5\n  kernlab profile matmul --variant cublas --shape 2048x2048x2048   # which cuBLAS kernel runs\n\nNeeds a CUDA GPU and CUPTI (libcupti.so). A warm-up call (validated against f64) runs outside\nthe recording; the same iterations are also timed without CUPTI, and the overhead is printed.\nkernlab's ranges are in the trace, and are NVTX ranges too where libnvToolsExt or (CUDA 13)\nlibnvtx3interop loads: Nsight Systems and `ncu --nvtx` then show them (`kernlab doctor` says\nwhether one does)."
 )]
 struct ProfileArgs {
     /// gelu, softmax, matmul or linear
@@ -878,7 +878,10 @@ fn cmd_doctor(device: &str, fresh_ceilings: bool, out: &mut dyn Write) -> Result
             cudarc::cublaslt::sys::is_culib_present()
         }),
         ("CUPTI", unsafe { cudarc::cupti::sys::is_culib_present() }),
-        ("NVTX (libnvToolsExt)", crate::profile::nvtx::available()),
+        (
+            "NVTX (libnvToolsExt or libnvtx3interop)",
+            crate::profile::nvtx::available(),
+        ),
     ] {
         writeln!(
             out,

@@ -13,8 +13,8 @@
 //!   outside the recording, N plain iterations (the overhead's baseline), then N recorded ones.
 //!
 //! kernlab's ranges (the workload, each iteration) are recorded on the host with CUPTI's clock
-//! and written to the trace, and emitted as NVTX ranges too (`nvtx`) where libnvToolsExt
-//! loads, so Nsight Systems shows them. The profiler never runs during `bench`.
+//! and written to the trace, and emitted as NVTX ranges too (`nvtx`) where libnvToolsExt or
+//! libnvtx3interop loads, so Nsight Systems shows them. The profiler never runs during `bench`.
 
 pub mod cupti;
 pub mod nvtx;

@@ -173,7 +173,13 @@ pub fn chrome_trace(rec: &Recording, title: &str) -> Value {
         "otherData": {
             "producer": format!("kernlab {}", env!("CARGO_PKG_VERSION")),
             "workload": title,
-            "note": "kernlab ranges are recorded on the host with CUPTI's clock; they are not NVTX ranges",
+            "note": format!(
+                "kernlab ranges are recorded on the host with CUPTI's clock; {}",
+                match super::nvtx::library() {
+                    Some(lib) => format!("they were also emitted as NVTX ranges ({lib})"),
+                    None => "no NVTX library loaded, so they were not emitted as NVTX ranges".into(),
+                }
+            ),
         },
     })
 }
