@@ -51,10 +51,10 @@ pub fn cfg_1d(work: u64, block: u32) -> Result<LaunchConfig> {
 }
 
 /// Launch a kernel and map a failure to an error naming it. Every kernlab launch goes
-/// through here, so no launch result is ever dropped.
+/// through here (or [`launch_cooperative!`]), so no launch result is ever dropped.
 #[macro_export]
 macro_rules! launch {
-    ($dev:expr, $src:expr, $name:expr, $cfg:expr, [$($arg:expr),* $(,)?]) => {{
+    (@with $method:ident, $dev:expr, $src:expr, $name:expr, $cfg:expr, [$($arg:expr),* $(,)?]) => {{
         use cudarc::driver::PushKernelArg;
         let name: &str = &$name;
         let f = $dev.function($src, name)?;
@@ -64,26 +64,21 @@ macro_rules! launch {
         // SAFETY: the arguments match the kernel's signature in kernels/*.cu; every buffer is
         // valid when the launch is enqueued, and a buffer dropped afterwards is freed
         // stream-ordered (cuMemFreeAsync on the same stream), after the kernel ran.
-        unsafe { b.launch(cfg) }.map_err($crate::device::cuda::launch_err(name))?;
+        unsafe { b.$method(cfg) }.map_err($crate::device::cuda::launch_err(name))?;
         $dev.after_launch(name)?;
     }};
+    ($dev:expr, $src:expr, $name:expr, $cfg:expr, [$($arg:expr),* $(,)?]) => {
+        $crate::launch!(@with launch, $dev, $src, $name, $cfg, [$($arg),*])
+    };
 }
 
 /// Launch a kernel cooperatively (cuLaunchCooperativeKernel): the driver refuses a grid whose
 /// blocks cannot all be resident at once, so blocks may wait on one another.
 #[macro_export]
 macro_rules! launch_cooperative {
-    ($dev:expr, $src:expr, $name:expr, $cfg:expr, [$($arg:expr),* $(,)?]) => {{
-        use cudarc::driver::PushKernelArg;
-        let name: &str = &$name;
-        let f = $dev.function($src, name)?;
-        let mut b = $dev.stream.launch_builder(&f);
-        $( b.arg($arg); )*
-        let cfg: cudarc::driver::LaunchConfig = $cfg;
-        // SAFETY: as for `launch!`.
-        unsafe { b.launch_cooperative(cfg) }.map_err($crate::device::cuda::launch_err(name))?;
-        $dev.after_launch(name)?;
-    }};
+    ($dev:expr, $src:expr, $name:expr, $cfg:expr, [$($arg:expr),* $(,)?]) => {
+        $crate::launch!(@with launch_cooperative, $dev, $src, $name, $cfg, [$($arg),*])
+    };
 }
 
 /// Launch a kernel in thread-block clusters of `cluster` CTAs along x (Hopper and later),
