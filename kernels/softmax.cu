@@ -413,7 +413,10 @@ __device__ void softmax_v6_split(const T* __restrict__ x, T* __restrict__ y, int
         MaxSum st = cur.maxsum();
         if (rank == 0 && threadIdx.x < pc.head + (cols - pc.tail0))
             st = maxsum_add(st, to_f32(xr[threadIdx.x < pc.head ? threadIdx.x : pc.tail0 + (threadIdx.x - pc.head)]));
-        st = block_maxsum(st, scratch[0]);
+        // block_maxsum has no leading barrier: with G > 1 the exchange's reduction (on
+        // scratch[1]) separates one row's reads of scratch[0] from the next row's writes; with
+        // G = 1 there is none, so rows alternate between the two buffers instead.
+        st = block_maxsum(st, scratch[G > 1 ? 0 : (iter & 1)]);
         SplitSlot* s = slots + (size_t)(iter & 1) * gridDim.x;
         const unsigned long long seq = ((unsigned long long)epoch << 32) | (iter + 1);
         if (G > 1 && threadIdx.x == 0) split_publish(s + blockIdx.x, st, seq);

@@ -634,7 +634,7 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
         // Odd widths past 4096: v3 would take its scalar path, where v6 peels a scalar head
         // and tail around 16-byte packs (4096×4097: f32 2840 against 2335 GB/s, bf16 1740
         // against 1330).
-        "v3_block_regs" if !vec && cols > 4096 && (ldx - cols) % pack == 0 => match cuda {
+        "v3_block_regs" if !vec && cols > 4096 && ldx.abs_diff(cols) % pack == 0 => match cuda {
             Some(d) if v6_max_cols(&d, dt, true).is_some_and(|m| cols <= m) => "v6_split",
             _ => "v3_block_regs",
         },
@@ -643,8 +643,8 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
             // v6 holds rows up to what its resident CTAs hold; past 2 MB a row it loses to v4
             // (f32 256×1048576: 2586 against 2698 GB/s) unless v4's one block per row leaves
             // SMs idle (64×4194304: 2173 against 1689).
-            let fits =
-                v6_max_cols(&d, dt, vec || (ldx - cols) % pack == 0).is_some_and(|m| cols <= m);
+            let fits = v6_max_cols(&d, dt, vec || ldx.abs_diff(cols) % pack == 0)
+                .is_some_and(|m| cols <= m);
             let few_rows = rows < d.props.sm_count as usize;
             if fits && (cols * dt.size() <= 2 << 20 || few_rows) {
                 "v6_split"
@@ -824,7 +824,8 @@ mod tests {
         assert_eq!(v6_config(262145, 255, 264), Some((65, 512))); // 1048577 f32, peeled
         assert_eq!(v6_config(1 << 20, 64, 264), Some((256, 512))); // 4 Mi f32: 256 CTAs
         assert_eq!(v6_config(2 << 20, 64, 264), None); // 8 Mi f32: more than the GPU holds
-                                                       // One row of 131072 f32: split over 128 one-warp CTAs instead of 8 of 512 threads.
+
+        // One row of 131072 f32: split over 128 one-warp CTAs instead of 8 of 512 threads.
         assert_eq!(v6_config(32768, 1, 264), Some((128, 32)));
         // A short row is never split below one warp's slots.
         assert_eq!(v6_config(100, 1, 264), Some((1, 32)));
