@@ -55,8 +55,9 @@ pub struct CudaDevice {
     /// a fault then surfaces at the launch that caused it, and a profile shows the GPU idling
     /// between launches as a host-synchronised loop makes it.
     sync_each_launch: std::sync::atomic::AtomicBool,
-    /// Device buffers kept for the device's lifetime, zeroed when made (by name).
-    workspaces: Mutex<HashMap<&'static str, CudaSlice<u8>>>,
+    /// Device buffers kept for the device's lifetime, zeroed when made (by name; the last is
+    /// the one in use, earlier ones are kept for graphs captured with them).
+    workspaces: Mutex<HashMap<&'static str, Vec<CudaSlice<u8>>>>,
 }
 
 fn drv(call: &str) -> impl FnOnce(DriverError) -> Error + '_ {
@@ -216,10 +217,14 @@ impl CudaDevice {
     }
 
     /// Run `f` with the workspace `name`: at least `bytes` of device memory that stays
-    /// allocated between calls and was zeroed when it was made (a larger request makes a new,
-    /// zeroed one). Kernels that keep state there (softmax v6's epoch and slots) rely on it
-    /// being theirs alone: kernlab runs one stream per device, and the lock is held while
-    /// `f` enqueues.
+    /// allocated between calls and was zeroed when it was made. Kernels that keep state there
+    /// (softmax v6's epoch and slots) rely on it being theirs alone: kernlab runs one stream
+    /// per device, and the lock is held while `f` enqueues.
+    ///
+    /// A larger request makes a new, zeroed buffer; the old ones are kept (not freed) for the
+    /// device's lifetime, so a CUDA graph captured with them stays valid. Making one cannot be
+    /// captured into a graph, so it is refused while the stream is capturing: run the kernel
+    /// once at that size before capturing (kernlab's `--graph` timing does a warm-up call).
     pub fn with_workspace<R>(
         &self,
         name: &'static str,
@@ -227,12 +232,23 @@ impl CudaDevice {
         f: impl FnOnce(&mut CudaSlice<u8>) -> Result<R>,
     ) -> Result<R> {
         let mut ws = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
-        if ws.get(name).is_none_or(|b| b.len() < bytes) {
+        let bufs = ws.entry(name).or_default();
+        if bufs.last().is_none_or(|b| b.len() < bytes) {
+            let capturing = self
+                .stream
+                .capture_status()
+                .map_err(drv("cuStreamIsCapturing"))?;
+            if capturing != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+                return Err(Error::Invalid(format!(
+                    "the {name} ({bytes} bytes) would be made during a CUDA-graph capture; \
+                     run the kernel once at this size before capturing"
+                )));
+            }
             let mut b = self.alloc_bytes(bytes, name)?;
             self.memset_pattern(&mut b, 1, 0, bytes)?;
-            ws.insert(name, b);
+            bufs.push(b);
         }
-        f(ws.get_mut(name).expect("inserted above"))
+        f(bufs.last_mut().expect("made above"))
     }
 
     /// Allocate `bytes` of device memory, with a clear out-of-memory error.

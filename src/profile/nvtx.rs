@@ -43,6 +43,7 @@ fn interop_candidates() -> Vec<String> {
         .collect();
     dirs.push("/usr/local/cuda/lib64".into());
     dirs.push("/usr/local/cuda/targets/x86_64-linux/lib".into());
+    dirs.push("/usr/local/cuda/targets/sbsa-linux/lib".into());
     let mut out: Vec<String> = names.iter().map(|n| n.to_string()).collect();
     for d in dirs {
         out.extend(names.iter().map(|n| format!("{d}/{n}")));
@@ -127,24 +128,28 @@ enum Open {
 }
 
 /// An NVTX range that ends when dropped; a no-op without an NVTX library. Ranges nest per
-/// thread (push/pop), so end them on the thread that started them, innermost first.
-pub struct Range(Option<Open>);
+/// thread (push/pop), so a range cannot move to another thread (it is not `Send`); end them
+/// innermost first.
+pub struct Range(Option<Open>, std::marker::PhantomData<*const ()>);
 
 /// Start a range named `name` (NUL bytes, which C strings cannot hold, become spaces).
 pub fn range(name: &str) -> Range {
     let msg = name.replace('\0', " ");
     match backend() {
-        Backend::None => Range(None),
-        Backend::NvToolsExt => Range(Some(Open::NvToolsExt(
-            cudarc::nvtx::safe::Event::message(msg).range(),
-        ))),
+        Backend::None => Range(None, std::marker::PhantomData),
+        Backend::NvToolsExt => Range(
+            Some(Open::NvToolsExt(
+                cudarc::nvtx::safe::Event::message(msg).range(),
+            )),
+            std::marker::PhantomData,
+        ),
         Backend::Interop(i) => {
             let Ok(c) = CString::new(msg) else {
-                return Range(None);
+                return Range(None, std::marker::PhantomData);
             };
             // SAFETY: a valid NUL-terminated string, read during the call only.
             unsafe { (i.push)(c.as_ptr()) };
-            Range(Some(Open::Interop))
+            Range(Some(Open::Interop), std::marker::PhantomData)
         }
     }
 }
