@@ -93,6 +93,68 @@ pub fn dims(op: &str, a: &Tensor, w: &Tensor) -> Result<(usize, usize, usize)> {
     Ok((sa[0], sw[0], sa[1]))
 }
 
+// ---- device buffers of a CUDA GEMM --------------------------------------------------------
+
+/// The device and buffers of one CUDA GEMM (every CUDA tier's launcher starts from these).
+pub(crate) struct GemmBufs<'a> {
+    pub dev: std::sync::Arc<crate::device::CudaDevice>,
+    pub a: &'a cudarc::driver::CudaSlice<u8>,
+    pub w: &'a cudarc::driver::CudaSlice<u8>,
+    pub bias: Option<&'a cudarc::driver::CudaSlice<u8>>,
+    pub c: &'a mut cudarc::driver::CudaSlice<u8>,
+}
+
+/// The device buffers, each checked to hold what the GEMM reads or writes (a kernel or a
+/// vendor library would otherwise read or write past the end without a word). `variant`
+/// names the launcher in errors.
+pub(crate) fn gemm_bufs<'a>(
+    variant: &str,
+    g: &Gemm<'a>,
+    c: &'a mut Tensor,
+) -> Result<GemmBufs<'a>> {
+    use cudarc::driver::CudaSlice;
+    let dev = g.a.device().cuda().cloned().ok_or_else(|| {
+        Error::Invalid(format!(
+            "matmul/{variant} was handed CPU tensors (it runs on CUDA)"
+        ))
+    })?;
+    let es = g.dtype().size();
+    let get = |t: &'a Tensor, what: &str, elems: usize| -> Result<&'a CudaSlice<u8>> {
+        let b = t
+            .cuda_buf()
+            .ok_or_else(|| Error::Invalid(format!("matmul/{variant}: {what} is not on CUDA")))?;
+        if b.len() < elems * es {
+            return Err(Error::Invalid(format!(
+                "matmul/{variant}: {what} holds {} bytes, the GEMM needs {}",
+                b.len(),
+                elems * es
+            )));
+        }
+        Ok(b)
+    };
+    let a = get(g.a, "a", g.m * g.k)?;
+    let w = get(g.w, "w", g.n * g.k)?;
+    let bias = g.bias.map(|b| get(b, "bias", g.n)).transpose()?;
+    if c.dtype() != g.dtype() {
+        return Err(Error::Invalid(format!(
+            "matmul/{variant}: c is {} but the operands are {}",
+            c.dtype(),
+            g.dtype()
+        )));
+    }
+    let need = g.m * g.n * es;
+    let c = c
+        .cuda_buf_mut()
+        .ok_or_else(|| Error::Invalid(format!("matmul/{variant}: c is not on CUDA")))?;
+    if c.len() < need {
+        return Err(Error::Invalid(format!(
+            "matmul/{variant}: c holds {} bytes, the GEMM writes {need}",
+            c.len()
+        )));
+    }
+    Ok(GemmBufs { dev, a, w, bias, c })
+}
+
 // ---- reference and validation rows ------------------------------------------------------
 
 /// Above this many multiply-adds the f64 reference covers sampled rows only.

@@ -15,15 +15,13 @@
 //! index is the linear output-tile id, which the kernel maps to a (row, column) tile.
 
 use super::launch::aligned16;
-use super::matmul::{Activation, Gemm};
-use crate::device::CudaDevice;
+use super::matmul::{gemm_bufs, Activation, Gemm, GemmBufs};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::MATMUL;
 use crate::launch;
 use crate::tensor::Tensor;
-use cudarc::driver::{sys, CudaSlice, LaunchConfig};
-use std::sync::Arc;
+use cudarc::driver::{sys, LaunchConfig};
 
 /// One launchable configuration of v3, v4 or v5.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -317,36 +315,6 @@ pub fn default_config(variant: &str, g: &Gemm) -> MatmulConfig {
 
 // ---- launching ---------------------------------------------------------------------------------
 
-/// The device and buffers of one GEMM.
-struct GemmIo<'a> {
-    dev: Arc<CudaDevice>,
-    a: &'a CudaSlice<u8>,
-    w: &'a CudaSlice<u8>,
-    bias: Option<&'a CudaSlice<u8>>,
-    c: &'a mut CudaSlice<u8>,
-}
-
-fn gemm_io<'a>(g: &Gemm<'a>, c: &'a mut Tensor) -> Result<GemmIo<'a>> {
-    let dev =
-        g.a.device().cuda().cloned().ok_or_else(|| {
-            Error::Invalid("a CUDA matmul launcher was handed a CPU tensor".into())
-        })?;
-    let buf = |t: &'a Tensor, what: &str| {
-        t.cuda_buf()
-            .ok_or_else(|| Error::Invalid(format!("matmul: {what} is not on CUDA")))
-    };
-    let a = buf(g.a, "a")?;
-    let w = buf(g.w, "w")?;
-    let bias = match g.bias {
-        Some(b) => Some(buf(b, "bias")?),
-        None => None,
-    };
-    let c = c
-        .cuda_buf_mut()
-        .ok_or_else(|| Error::Invalid("matmul: the output is not on CUDA".into()))?;
-    Ok(GemmIo { dev, a, w, bias, c })
-}
-
 fn op_name(g: &Gemm) -> &'static str {
     if g.bias.is_some() || g.act != Activation::None {
         "linear"
@@ -402,7 +370,7 @@ fn check_dims(g: &Gemm, v: V, blocks: usize) -> Result<()> {
 /// Launch one matmul kernel: `(a, w, bias or null, c, M, N, K, act)`, then `group_m` for the
 /// versions that take it.
 fn launch_gemm(
-    io: GemmIo,
+    io: GemmBufs,
     g: &Gemm,
     name: &str,
     cfg: LaunchConfig,
@@ -410,7 +378,7 @@ fn launch_gemm(
 ) -> Result<()> {
     let (m, n, k, act) = (g.m as i32, g.n as i32, g.k as i32, g.act.code());
     let null = 0u64; // a null `const T*` (CUdeviceptr)
-    let GemmIo { dev, a, w, bias, c } = io;
+    let GemmBufs { dev, a, w, bias, c } = io;
     match (bias, group_m) {
         (Some(b), None) => launch!(dev, &MATMUL, name, cfg, [a, w, b, c, &m, &n, &k, &act]),
         (None, None) => launch!(dev, &MATMUL, name, cfg, [a, w, &null, c, &m, &n, &k, &act]),
@@ -442,7 +410,7 @@ fn cfg_1d(blocks: usize, threads: u32, smem: usize) -> LaunchConfig {
 pub fn run_v1(g: &Gemm, c: &mut Tensor) -> Result<()> {
     let blocks = g.m.div_ceil(8) * g.n.div_ceil(32);
     check_dims(g, V::V1, blocks)?;
-    let io = gemm_io(g, c)?;
+    let io = gemm_bufs(version_name(V::V1), g, c)?;
     let name = format!("matmul_v1_naive_{}", g.dtype());
     launch_gemm(io, g, &name, cfg_1d(blocks, 256, 0), None)
 }
@@ -451,7 +419,7 @@ pub fn run_v1(g: &Gemm, c: &mut Tensor) -> Result<()> {
 pub fn run_v2(g: &Gemm, c: &mut Tensor) -> Result<()> {
     let blocks = g.m.div_ceil(32) * g.n.div_ceil(32);
     check_dims(g, V::V2, blocks)?;
-    let io = gemm_io(g, c)?;
+    let io = gemm_bufs(version_name(V::V2), g, c)?;
     let name = format!("matmul_v2_smem_{}", g.dtype());
     launch_gemm(io, g, &name, cfg_1d(blocks, 1024, 0), None)
 }
@@ -491,7 +459,7 @@ pub fn run_with(variant: &str, cfg: &MatmulConfig, g: &Gemm, c: &mut Tensor) -> 
 
 fn run_simt(v: V, cfg: &MatmulConfig, g: &Gemm, c: &mut Tensor) -> Result<()> {
     let dt = g.dtype();
-    let io = gemm_io(g, c)?;
+    let io = gemm_bufs(version_name(v), g, c)?;
     let pack = 16 / dt.size();
     let vec = g.k.is_multiple_of(pack) && aligned16(&io.dev, io.a) && aligned16(&io.dev, io.w);
     // The scalar-load kernel exists in one shape only (see SCALAR_TILE).
@@ -527,7 +495,7 @@ fn run_mma(cfg: &MatmulConfig, g: &Gemm, c: &mut Tensor) -> Result<()> {
             supported: "bf16, f16".into(),
         });
     }
-    let io = gemm_io(g, c)?;
+    let io = gemm_bufs(version_name(V::V5), g, c)?;
     let cc = io.dev.props.compute_capability;
     if cc.0 < 8 {
         return Err(unsupported(

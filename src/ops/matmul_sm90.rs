@@ -12,7 +12,7 @@
 //! be tf32 on the tensor cores, a different precision), K a multiple of 8 (TMA needs a
 //! 16-byte row pitch) and 16-byte aligned operand buffers.
 
-use super::matmul::Gemm;
+use super::matmul::{gemm_bufs, Gemm, GemmBufs};
 use crate::device::cuda::launch_err;
 use crate::device::CudaDevice;
 use crate::dtype::DType;
@@ -314,15 +314,13 @@ pub fn run_with(cfg: &Config, g: &Gemm, c: &mut Tensor) -> Result<()> {
 fn launch(ver: Version, cfg: &Config, dev: &CudaDevice, g: &Gemm, c: &mut Tensor) -> Result<()> {
     let dt = g.dtype();
     let name = ver.symbol(cfg, dt);
-    let not_cuda =
-        |what: &str| Error::Invalid(format!("matmul {}: {what} is not on CUDA", ver.variant));
-    let a_buf = g.a.cuda_buf().ok_or_else(|| not_cuda("a"))?;
-    let w_buf = g.w.cuda_buf().ok_or_else(|| not_cuda("w"))?;
-    let bias_buf = match g.bias {
-        Some(b) => Some(b.cuda_buf().ok_or_else(|| not_cuda("bias"))?),
-        None => None,
-    };
-    let c_buf = c.cuda_buf_mut().ok_or_else(|| not_cuda("c"))?;
+    let GemmBufs {
+        a: a_buf,
+        w: w_buf,
+        bias: bias_buf,
+        c: c_buf,
+        ..
+    } = gemm_bufs(ver.variant, g, c)?;
 
     let (a_ptr, _ga) = a_buf.device_ptr(&dev.stream);
     let (w_ptr, _gw) = w_buf.device_ptr(&dev.stream);

@@ -26,7 +26,7 @@
 use crate::device::CudaDevice;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::ops::matmul::{Activation, Gemm};
+use crate::ops::matmul::{gemm_bufs, Activation, Gemm, GemmBufs};
 use crate::tensor::Tensor;
 use cudarc::cublas::sys as cb;
 use cudarc::cublaslt::sys as lt;
@@ -411,61 +411,6 @@ fn lock_state() -> std::sync::MutexGuard<'static, HashMap<usize, DeviceState>> {
         .unwrap_or_else(|e| e.into_inner())
 }
 
-// ---- operands -----------------------------------------------------------------------------------
-
-struct Bufs<'a> {
-    dev: Arc<CudaDevice>,
-    a: &'a CudaSlice<u8>,
-    w: &'a CudaSlice<u8>,
-    bias: Option<&'a CudaSlice<u8>>,
-    c: &'a mut CudaSlice<u8>,
-}
-
-/// The device buffers, each checked to hold what the GEMM reads or writes (a vendor library
-/// would otherwise read or write past the end without a word).
-fn bufs<'a>(variant: &str, g: &Gemm<'a>, c: &'a mut Tensor) -> Result<Bufs<'a>> {
-    let dev = g.a.device().cuda().cloned().ok_or_else(|| {
-        Error::Invalid(format!(
-            "{OP}/{variant} was handed CPU tensors (it runs on CUDA)"
-        ))
-    })?;
-    let es = g.dtype().size();
-    let get = |t: &'a Tensor, what: &str, elems: usize| -> Result<&'a CudaSlice<u8>> {
-        let b = t
-            .cuda_buf()
-            .ok_or_else(|| Error::Invalid(format!("{OP}/{variant}: {what} is not on CUDA")))?;
-        if b.len() < elems * es {
-            return Err(Error::Invalid(format!(
-                "{OP}/{variant}: {what} holds {} bytes, the GEMM needs {}",
-                b.len(),
-                elems * es
-            )));
-        }
-        Ok(b)
-    };
-    let a = get(g.a, "a", g.m * g.k)?;
-    let w = get(g.w, "w", g.n * g.k)?;
-    let bias = g.bias.map(|b| get(b, "bias", g.n)).transpose()?;
-    if c.dtype() != g.dtype() {
-        return Err(Error::Invalid(format!(
-            "{OP}/{variant}: c is {} but the operands are {}",
-            c.dtype(),
-            g.dtype()
-        )));
-    }
-    let need = g.m * g.n * es;
-    let c = c
-        .cuda_buf_mut()
-        .ok_or_else(|| Error::Invalid(format!("{OP}/{variant}: c is not on CUDA")))?;
-    if c.len() < need {
-        return Err(Error::Invalid(format!(
-            "{OP}/{variant}: c holds {} bytes, the GEMM writes {need}",
-            c.len()
-        )));
-    }
-    Ok(Bufs { dev, a, w, bias, c })
-}
-
 fn describe(g: &Gemm) -> String {
     format!("{} M={} N={} K={}", g.dtype(), g.m, g.n, g.k)
 }
@@ -503,7 +448,7 @@ pub fn run_cublas(g: &Gemm, c: &mut Tensor) -> Result<()> {
         }
     };
     let (ta, tb) = (op(call.transa_t), op(call.transb_t));
-    let Bufs { dev, a, w, c, .. } = bufs(v, g, c)?;
+    let GemmBufs { dev, a, w, c, .. } = gemm_bufs(v, g, c)?;
     dev.ctx
         .bind_to_thread()
         .map_err(|e| Error::driver("cuCtxSetCurrent (before cuBLAS)", e))?;
@@ -746,7 +691,7 @@ fn make_plan(
 pub fn run_cublaslt(g: &Gemm, c: &mut Tensor) -> Result<()> {
     let epilogue = LtEpilogue::select(g.bias.is_some(), g.act)?;
     require_cublaslt()?;
-    let Bufs { dev, a, w, bias, c } = bufs("cublaslt", g, c)?;
+    let GemmBufs { dev, a, w, bias, c } = gemm_bufs("cublaslt", g, c)?;
     dev.ctx
         .bind_to_thread()
         .map_err(|e| Error::driver("cuCtxSetCurrent (before cuBLASLt)", e))?;
