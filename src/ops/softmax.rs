@@ -502,16 +502,8 @@ pub fn run_v6_split(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
             && aligned16(&io.dev, io.y));
     let width = if packed { r.pack } else { 1 };
     let slots = r.cols.div_ceil(width);
-    let name = format!("softmax_v6_split_{}_{}", kind(packed), x.dtype());
-    let f = io.dev.function(&SOFTMAX, &name)?;
-    let sms = io.dev.props.sm_count as usize;
-    let resident = |threads: usize| -> Result<usize> {
-        let per_sm = f
-            .occupancy_max_active_blocks_per_multiprocessor(threads as u32, 0, None)
-            .map_err(|e| Error::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))?;
-        Ok(per_sm as usize * sms)
-    };
-    let most = resident(V6_THREADS)?;
+    let name = v6_symbol(x.dtype(), packed);
+    let most = v6_resident(&io.dev, &name, V6_THREADS)?;
     let (g, threads) = v6_config(slots, r.rows, most).ok_or_else(|| Error::UnsupportedShape {
         op: "softmax".into(),
         variant: "v6_split".into(),
@@ -521,7 +513,9 @@ pub fn run_v6_split(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
             most * V6_THREADS * V6_K * width
         ),
     })?;
-    let groups = (resident(threads)? / g).min(r.rows).max(1);
+    let groups = (v6_resident(&io.dev, &name, threads)? / g)
+        .min(r.rows)
+        .max(1);
     let grid = groups * g;
     let cfg = LaunchConfig {
         grid_dim: (grid as u32, 1, 1),
@@ -548,10 +542,7 @@ pub fn run_v6_split(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 }
 
 pub fn symbols_v6(dt: DType) -> Vec<String> {
-    ["vec", "scalar"]
-        .iter()
-        .map(|v| format!("softmax_v6_split_{v}_{dt}"))
-        .collect()
+    [true, false].iter().map(|&p| v6_symbol(dt, p)).collect()
 }
 
 /// Which numbered version `auto` runs for a row width (and whether 16-byte packs apply).
@@ -622,6 +613,8 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
     let pack = 16 / dt.size();
     // Alignment of cuMemAlloc'd bases is 256 bytes, so the pack test is cols and strides.
     let vec = cols % pack == 0 && ldx % pack == 0;
+    // v6 also packs rows whose start is misaligned alike in x and y (contiguous y): it peels.
+    let peelable = vec || ldx.abs_diff(cols) % pack == 0;
     let cuda = x.device().cuda().cloned();
     let hopper = cuda
         .as_ref()
@@ -634,7 +627,7 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
         // Odd widths past 4096: v3 would take its scalar path, where v6 peels a scalar head
         // and tail around 16-byte packs (4096×4097: f32 2840 against 2335 GB/s, bf16 1740
         // against 1330).
-        "v3_block_regs" if !vec && cols > 4096 && ldx.abs_diff(cols) % pack == 0 => match cuda {
+        "v3_block_regs" if !vec && cols > 4096 && peelable => match cuda {
             Some(d) if v6_max_cols(&d, dt, true).is_some_and(|m| cols <= m) => "v6_split",
             _ => "v3_block_regs",
         },
@@ -643,8 +636,7 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
             // v6 holds rows up to what its resident CTAs hold; past 2 MB a row it loses to v4
             // (f32 256×1048576: 2586 against 2698 GB/s) unless v4's one block per row leaves
             // SMs idle (64×4194304: 2173 against 1689).
-            let fits = v6_max_cols(&d, dt, vec || ldx.abs_diff(cols) % pack == 0)
-                .is_some_and(|m| cols <= m);
+            let fits = v6_max_cols(&d, dt, peelable).is_some_and(|m| cols <= m);
             let few_rows = rows < d.props.sm_count as usize;
             if fits && (cols * dt.size() <= 2 << 20 || few_rows) {
                 "v6_split"
@@ -659,13 +651,24 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
 /// The widest row v6 holds on this device (elements): all resident CTAs' registers. `None`
 /// when the kernel cannot be loaded or the occupancy query fails (then `auto` leaves v6 out).
 pub fn v6_max_cols(dev: &crate::device::CudaDevice, dt: DType, packed: bool) -> Option<usize> {
-    let name = format!("softmax_v6_split_{}_{dt}", kind(packed));
-    let f = dev.function(&SOFTMAX, &name).ok()?;
-    let per_sm = f
-        .occupancy_max_active_blocks_per_multiprocessor(V6_THREADS as u32, 0, None)
-        .ok()? as usize;
+    let resident = v6_resident(dev, &v6_symbol(dt, packed), V6_THREADS).ok()?;
     let width = if packed { 16 / dt.size() } else { 1 };
-    Some(per_sm * dev.props.sm_count as usize * V6_THREADS * V6_K * width)
+    Some(resident * V6_THREADS * V6_K * width)
+}
+
+/// v6's kernel for a dtype, packed (16-byte loads, peeled) or scalar.
+fn v6_symbol(dt: DType, packed: bool) -> String {
+    format!("softmax_v6_split_{}_{dt}", kind(packed))
+}
+
+/// How many CTAs of `threads` threads of v6's kernel `name` the GPU holds at once (the
+/// driver's occupancy figure × SMs): the most a cooperative launch may have.
+fn v6_resident(dev: &crate::device::CudaDevice, name: &str, threads: usize) -> Result<usize> {
+    let per_sm = dev
+        .function(&SOFTMAX, name)?
+        .occupancy_max_active_blocks_per_multiprocessor(threads as u32, 0, None)
+        .map_err(|e| Error::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))?;
+    Ok(per_sm as usize * dev.props.sm_count as usize)
 }
 
 /// auto: runs what [`auto_choice`] picks. A tuned choice that cannot take this exact shape
