@@ -31,6 +31,7 @@
 // every other target the kernels are a __trap() so that the symbols exist everywhere. The
 // launcher never launches them on anything but compute capability 9.0.
 #include "matmul_common.cuh"
+#include "hopper.cuh"
 
 typedef unsigned long long u64;
 
@@ -47,37 +48,7 @@ struct __align__(64) TmaDesc {
 #endif
 
 #if KL_V6_HOPPER
-// ---- shared memory, mbarrier, TMA ---------------------------------------------------------
-__device__ __forceinline__ u32 smem_addr(const void* p) {
-    u32 r;
-    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
-    return r;
-}
-__device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-// Make the initialised barriers visible to the async proxy (the TMA unit) and the cluster.
-__device__ __forceinline__ void mbar_init_fence() {
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-}
-__device__ __forceinline__ void mbar_expect_tx(u32 bar, u32 bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(u32 bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-// Wait until the phase of parity `parity` has completed.
-__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
-    u32 done;
-    do {
-        asm volatile(
-            "{ .reg .pred p;\n"
-            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-            "selp.u32 %0, 1, 0, p; }"
-            : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    } while (!done);
-}
+// ---- TMA (the mbarrier helpers are in hopper.cuh) -----------------------------------------
 __device__ __forceinline__ void tma_prefetch_desc(const TmaDesc* d) {
     asm volatile("prefetch.tensormap [%0];" ::"l"(d) : "memory");
 }
@@ -421,10 +392,6 @@ template <int N> __device__ __forceinline__ void bulk_wait_read() {
 // Wait until at most N of this thread's bulk groups are still incomplete (writes done).
 template <int N> __device__ __forceinline__ void bulk_wait_all() {
     asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
-}
-// Order this thread's generic-proxy shared-memory writes before later async-proxy (TMA) reads.
-__device__ __forceinline__ void fence_proxy_async_smem() {
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 // Named barrier over the 128 threads of one consumer warpgroup (id 0 is __syncthreads).
 __device__ __forceinline__ void wg_bar_sync(int id) {

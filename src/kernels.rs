@@ -16,6 +16,10 @@ pub static HEADERS: &[KernelSource] = &[
         src: include_str!("../kernels/common.cuh"),
     },
     KernelSource {
+        file: "hopper.cuh",
+        src: include_str!("../kernels/hopper.cuh"),
+    },
+    KernelSource {
         file: "matmul_common.cuh",
         src: include_str!("../kernels/matmul_common.cuh"),
     },
