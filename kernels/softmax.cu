@@ -7,6 +7,7 @@
 // same passes. Minimum traffic: read rows·cols, write rows·cols elements.
 // Semantics as PyTorch: a row of all −inf, or holding NaN or +inf, gives NaN outputs.
 #include "common.cuh"
+#include "hopper.cuh"
 
 // One output element from the row's max m, inv = 1/Σ and ls = log Σ. log_softmax is
 // (x − m) − ls, not x − (m + ls): x − m is exact where x is near m, so the largest outputs
@@ -322,34 +323,39 @@ __device__ void softmax_v5_cluster(const T* __restrict__ x, T* __restrict__ y, i
 // v6_split — what changed: a row is split across G CTAs that need not form a cluster, so
 // a row of any width up to the whole GPU's registers (≈ 264 CTAs × 64 KB: 4 Mi f32) stays on
 // chip: one read, one write. Each CTA holds its chunk in registers (as v3 does a whole row),
-// reduces it to one (max, sum), publishes that in a global slot with a release store, waits
-// (acquire loads) for the other G − 1 slots of its row, merges them and writes its chunk.
+// reduces it to one (max, sum), publishes that in a global slot, waits for the other G − 1
+// slots of its row, merges them and writes its chunk.
 // The grid is persistent: groups of G CTAs, each group taking rows g, g + groups, …, all
 // resident at once (a cooperative launch checks it), so the wait cannot deadlock.
 // Slots are double-buffered by row parity: a CTA can run at most one row ahead of a slower
 // peer (it waits for that peer's state of the current row), so it never overwrites a slot
-// the peer still has to read. Each slot carries a sequence number (epoch, row counter); the
-// epoch lives in the workspace and the last CTA to finish bumps it, so the next launch —
-// or the next replay of a captured graph — never mistakes an old state for a new one.
+// the peer still has to read. Each slot carries the row's sequence number in the launch, and
+// the last CTA to finish zeroes the slots, so the next launch — or the next replay of a
+// captured graph — never mistakes an old state for a new one.
 // Rows that do not start on a 16-byte boundary but are equally misaligned in x and y get a
 // scalar head and tail (held by CTA 0 of the group), as in v4's peeled kernel.
 // Measured on the H200 (docs/perf-notes.md): 2.8–3.1 TB/s for f32 rows up to 2 MB, against
 // v4's 2.7; each row's wait for the slowest peer keeps it short of v3's 4.0.
-struct __align__(16) SplitSlot { float m, s; unsigned long long seq; };
-struct SplitHeader { unsigned epoch, done; };
+// A slot holds one CTA's state for one row: two 64-bit words, (tag << 32 | max bits) and
+// (tag << 32 | sum bits), where the tag is the row's sequence number in this launch (from 1).
+// Each word is written and read whole (a 64-bit relaxed access is single-copy atomic), so a
+// reader that sees the expected tag in both words has the state: no release/acquire fence,
+// which on the H200 cost 7% of v6's time at 2048×131072 f32 (docs/perf-notes.md). The last
+// CTA out zeroes the slots, so the next launch (or graph replay) never sees a stale tag.
+struct __align__(16) SplitSlot { unsigned long long m, s; };
+struct SplitHeader { unsigned done, pad; };
 
-__device__ __forceinline__ void split_publish(SplitSlot* slot, MaxSum st, unsigned long long seq) {
-    asm volatile("st.relaxed.gpu.global.v2.f32 [%0], {%1, %2};" :: "l"(slot), "f"(st.m), "f"(st.s) : "memory");
-    asm volatile("st.release.gpu.global.u64 [%0], %1;" :: "l"(&slot->seq), "l"(seq) : "memory");
+__device__ __forceinline__ void split_publish(SplitSlot* slot, MaxSum st, unsigned tag) {
+    const unsigned long long hi = (unsigned long long)tag << 32;
+    asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};"
+                 :: "l"(slot), "l"(hi | __float_as_uint(st.m)), "l"(hi | __float_as_uint(st.s)) : "memory");
 }
-__device__ __forceinline__ MaxSum split_wait(const SplitSlot* slot, unsigned long long seq) {
-    unsigned long long v;
+__device__ __forceinline__ MaxSum split_wait(const SplitSlot* slot, unsigned tag) {
+    unsigned long long a, b;
     do {
-        asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(&slot->seq) : "memory");
-    } while (v != seq);
-    MaxSum r;
-    asm volatile("ld.relaxed.gpu.global.v2.f32 {%0, %1}, [%2];" : "=f"(r.m), "=f"(r.s) : "l"(slot) : "memory");
-    return r;
+        asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(slot) : "memory");
+    } while ((unsigned)(a >> 32) != tag || (unsigned)(b >> 32) != tag);
+    return MaxSum{__uint_as_float((unsigned)a), __uint_as_float((unsigned)b)};
 }
 
 // Where CTA `rank` of the G splitting a row works: the row's scalar head (up to its first
@@ -368,17 +374,19 @@ __device__ __forceinline__ SplitPart split_part(const T* xr, int cols, int G, in
     return SplitPart{head, head + packs * VEC, p0, (min(packs, p0 + chunk) - p0) * VEC};
 }
 
-// The last CTA out bumps the epoch (and resets the count) for the next launch. Every CTA
-// read the epoch before counting itself done, so none can see the new one.
-__device__ __forceinline__ void split_finish(SplitHeader* hdr) {
+// The last CTA out zeroes the launch's `n` slots (every other CTA has finished reading
+// them: it counted itself done after its last wait) and resets the count for the next launch.
+__device__ __forceinline__ void split_finish(SplitHeader* hdr, SplitSlot* slots, int n) {
+    __shared__ int last;
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
-        if (atomicAdd(&hdr->done, 1u) == gridDim.x - 1) {
-            hdr->done = 0;
-            __threadfence();
-            atomicAdd(&hdr->epoch, 1u);
-        }
+        last = atomicAdd(&hdr->done, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (last) {
+        for (int i = threadIdx.x; i < n; i += blockDim.x) slots[i] = SplitSlot{0ull, 0ull};
+        if (threadIdx.x == 0) hdr->done = 0;
     }
 }
 
@@ -387,16 +395,8 @@ __device__ void softmax_v6_split(const T* __restrict__ x, T* __restrict__ y, int
                                  i64 ldx, i64 ldy, int lg, int G, SplitHeader* hdr,
                                  SplitSlot* slots) {
     __shared__ float scratch[2][64];
-    __shared__ unsigned epoch_s;
     const int groups = gridDim.x / G;
     const int g = blockIdx.x / G, rank = blockIdx.x % G;
-    if (threadIdx.x == 0) {
-        unsigned e;
-        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(e) : "l"(&hdr->epoch) : "memory");
-        epoch_s = e;
-    }
-    __syncthreads();
-    const unsigned epoch = epoch_s;
     i64 row = g;
     RowRegs<T, VEC, K> cur;
     // A row's part is recomputed where needed (a few integer ops) rather than kept.
@@ -418,7 +418,7 @@ __device__ void softmax_v6_split(const T* __restrict__ x, T* __restrict__ y, int
         // G = 1 there is none, so rows alternate between the two buffers instead.
         st = block_maxsum(st, scratch[G > 1 ? 0 : (iter & 1)]);
         SplitSlot* s = slots + (size_t)(iter & 1) * gridDim.x;
-        const unsigned long long seq = ((unsigned long long)epoch << 32) | (iter + 1);
+        const unsigned seq = iter + 1;
         if (G > 1 && threadIdx.x == 0) split_publish(s + blockIdx.x, st, seq);
         const i64 next = row + groups;
         if (G > 1) {
@@ -443,7 +443,163 @@ __device__ void softmax_v6_split(const T* __restrict__ x, T* __restrict__ y, int
         }
         if (next < rows) load_part(cur, next);
     }
-    split_finish(hdr);
+    split_finish(hdr, slots, 2 * gridDim.x);
+}
+
+// v7_stream — what changed: the row never waits in registers, and a CTA does not wait for
+// its peers with nothing else to do. A persistent grid streams tiles through shared memory,
+// filled by the TMA unit with 1-D bulk copies (cp.async.bulk) that complete on one mbarrier
+// per stage, `stages` tiles ahead of the one being written. A tile is R whole rows (G = 1:
+// W = warps/R warps a row) or one CTA's part of one row split across G CTAs. Split rows
+// exchange (max, sum) through v6's tagged global slots, but with a lag: a CTA reduces and publishes tile k, then waits for its peers' states of
+// tile k − lag and writes that one, so the exchange's round trip overlaps the next tiles'
+// loads and reductions instead of stalling the CTA. The slots are kept for 8 tiles (a CTA
+// runs at most 2·lag + 1 tiles ahead of what a peer still reads; lag ≤ 3). Per row a thread
+// makes two passes over its packs in shared memory (max, then Σ e^(x−max)), the write a third:
+// two exponentials an element. Rows that start off a 16-byte boundary are peeled as in v6
+// (scalar head and tail from global, by the row's first threads of CTA rank 0). One read and
+// one write of each element.
+#define KL_V7_MAX_STAGES 8
+#define KL_V7_SLOT_TILES 8
+
+// The (max, sum) of each row of a tile whose row i is held by warps [i·W, i·W + W): each
+// warp merges by shuffles, publishes, one barrier, then each warp merges its row's W states.
+__device__ __forceinline__ MaxSum rows_maxsum(MaxSum v, float* scratch, int W) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = warp_maxsum(v);
+    if (lane == 0) { scratch[warp] = v.m; scratch[32 + warp] = v.s; }
+    __syncthreads();
+    const int base = warp / W * W;
+    v = lane < W ? MaxSum{scratch[base + lane], scratch[32 + base + lane]} : MaxSum{KL_NEG_INF, 0.0f};
+    return warp_maxsum(v);
+}
+
+template <class T>
+__device__ void softmax_v7_stream(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
+                                  i64 ldx, i64 ldy, int lg, int G, int R, int chunk, int stages,
+                                  int lag, SplitHeader* hdr, SplitSlot* slots) {
+#if KL_HOPPER
+    constexpr int VEC = Pack<T>::N;
+    extern __shared__ __align__(128) uint4 stage_buf[];
+    __shared__ __align__(8) unsigned long long full[KL_V7_MAX_STAGES];
+    __shared__ float scratch[2][2][64];
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int W = (blockDim.x >> 5) / R;              // warps a row
+    const int ri = warp / W, lt = (warp % W) * 32 + lane, nt = W * 32;
+    const int unit = blockIdx.x / G, units = gridDim.x / G, rank = blockIdx.x % G;
+    const int tiles = (rows + R - 1) / R;
+    const int mine = unit < tiles ? (tiles - unit + units - 1) / units : 0;  // this unit's tiles
+    if (G == 1) lag = 0;                              // nothing to wait for
+    const int row_packs = chunk / VEC;                // a row's (part's) room in a stage
+    const int stage_packs = R * row_packs;
+    const u32 bar0 = smem_addr(full);
+    if (tid == 0) {
+        for (int s = 0; s < stages; ++s) mbar_init(bar0 + 8u * s, 1);
+        mbar_init_fence();
+    }
+    __syncthreads();
+    // Thread 0 fills stage k % stages with this unit's k-th tile: one bulk copy per row of
+    // the packed body of this CTA's part. A part with no body still arrives, so the phase
+    // completes.
+    auto produce = [&](int k) {
+        const int t = unit + k * units, s = k % stages;
+        const u32 bar = bar0 + 8u * s;
+        const u32 dst = smem_addr(stage_buf + (size_t)s * stage_packs);
+        u32 total = 0;
+        for (int i = 0; i < R && t * R + i < rows; ++i)
+            total += split_part<T, VEC>(x + (i64)(t * R + i) * ldx, cols, G, rank).n * (u32)sizeof(T);
+        mbar_expect_tx(bar, total);
+        for (int i = 0; i < R && t * R + i < rows; ++i) {
+            const T* xr = x + (i64)(t * R + i) * ldx;
+            const SplitPart p = split_part<T, VEC>(xr, cols, G, rank);
+            if (p.n > 0)
+                bulk_load(dst + 16u * i * row_packs, xr + p.head + (i64)p.p0 * VEC, p.n * (u32)sizeof(T), bar);
+        }
+    };
+    // Where thread lt works in tile k: its row, the row's part, the stage's packs, and the
+    // scalar element (head or tail) it holds, if any.
+    struct At { i64 row; bool live; SplitPart pr; const uint4* buf; int npk, nsc, sc; };
+    auto at = [&](int k) {
+        At a;
+        a.row = (i64)(unit + k * units) * R + ri;
+        a.live = a.row < rows;
+        a.pr = split_part<T, VEC>(x + (a.live ? a.row : 0) * ldx, cols, G, rank);
+        a.buf = stage_buf + (size_t)(k % stages) * stage_packs + ri * row_packs;
+        a.npk = a.live ? a.pr.n / VEC : 0;
+        a.nsc = a.live && rank == 0 ? a.pr.head + (cols - a.pr.tail0) : 0;
+        a.sc = lt < a.pr.head ? lt : a.pr.tail0 + (lt - a.pr.head);
+        return a;
+    };
+    if (tid == 0)
+        for (int k = 0; k < stages && k < mine; ++k) produce(k);
+    MaxSum local{KL_NEG_INF, 0.0f};  // with lag 0, tile k's state from reduce to write
+    for (int k = 0; k < mine + lag; ++k) {
+        if (k < mine) {
+            // Reduce tile k to one (max, sum) per row; publish it when the row is split.
+            mbar_wait(bar0 + 8u * (k % stages), (k / stages) & 1);
+            const At a = at(k);
+            const float xs = lt < a.nsc ? to_f32(x[a.row * ldx + a.sc]) : KL_NEG_INF;
+            float m = xs;
+            #pragma unroll 4
+            for (int p = lt; p < a.npk; p += nt) {
+                float v[VEC];
+                unpack(a.buf[p], v, (const T*)nullptr);
+                #pragma unroll
+                for (int j = 0; j < VEC; ++j) m = fmax_nan(m, v[j]);
+            }
+            float sum = lt < a.nsc ? fast_exp(xs - m) : 0.0f;
+            #pragma unroll 4
+            for (int p = lt; p < a.npk; p += nt) {
+                float v[VEC];
+                unpack(a.buf[p], v, (const T*)nullptr);
+                #pragma unroll
+                for (int j = 0; j < VEC; ++j) sum += fast_exp(v[j] - m);
+            }
+            local = rows_maxsum(MaxSum{m, sum}, scratch[0][k & 1], W);
+            if (G > 1 && tid == 0) {
+                SplitSlot* sl = slots + (size_t)(k % KL_V7_SLOT_TILES) * gridDim.x;
+                split_publish(sl + blockIdx.x, local, (unsigned)(k + 1));
+            }
+        }
+        if (k >= lag) {
+            // Write tile j = k − lag: its row's state (merged from the peers' slots when split).
+            const int j = k - lag;
+            MaxSum st = local;
+            if (G > 1) {
+                SplitSlot* sl = slots + (size_t)(j % KL_V7_SLOT_TILES) * gridDim.x;
+                const unsigned seq = (unsigned)(j + 1);
+                MaxSum all{KL_NEG_INF, 0.0f};
+                for (int q = tid; q < G; q += blockDim.x)
+                    all = maxsum_merge(all, split_wait(sl + unit * G + q, seq));
+                st = block_maxsum(all, scratch[1][j & 1]);
+            }
+            const At a = at(j);
+            if (a.live) {
+                const float inv = 1.0f / st.s, ls = logf(st.s);
+                T* yr = y + a.row * ldy;
+                if (lt < a.nsc)
+                    yr[a.sc] = from_f32<T>(softmax_out(to_f32(x[a.row * ldx + a.sc]), st.m, inv, ls, lg));
+                T* yb = yr + a.pr.head + (i64)a.pr.p0 * VEC;
+                #pragma unroll 4
+                for (int p = lt; p < a.npk; p += nt) {
+                    float v[VEC];
+                    unpack(a.buf[p], v, (const T*)nullptr);
+                    #pragma unroll
+                    for (int q = 0; q < VEC; ++q) v[q] = softmax_out(v[q], st.m, inv, ls, lg);
+                    st16(yb + (i64)p * VEC, pack(v, yb));
+                }
+            }
+            __syncthreads();  // every thread is done with tile j's stage
+            if (tid == 0 && j + stages < mine) {
+                fence_proxy_async_smem();
+                produce(j + stages);
+            }
+        }
+    }
+    split_finish(hdr, slots, KL_V7_SLOT_TILES * gridDim.x);
+#else
+    __trap();  // bulk copies and mbarrier transactions need sm_90; the launcher refuses others
+#endif
 }
 
 // ---- exported symbols ------------------------------------------------------------------
@@ -508,6 +664,14 @@ __device__ void softmax_v6_split(const T* __restrict__ x, T* __restrict__ y, int
     KL_V6_ONE(softmax_v6_split_vec, TN, T, Pack<T>::N)                \
     KL_V6_ONE(softmax_v6_split_scalar, TN, T, 1)
 
+// v7: CTAs of 512 threads, one or two an SM (the launcher splits the shared memory among
+// them); the packed form only (the launcher refuses rows it cannot peel).
+#define KL_V7(TN, T)                                                                              \
+    extern "C" __global__ void __launch_bounds__(512, 2) softmax_v7_stream_##TN(                      \
+        KL_ARGS(T), int ctas_per_row, int rows_per_tile, int chunk, int stages, int lag,               \
+        SplitHeader* hdr, SplitSlot* slots) {                                                         \
+        softmax_v7_stream<T>(KL_PASS, ctas_per_row, rows_per_tile, chunk, stages, lag, hdr, slots); }
+
 #define KL_ALL(TN, T)                                                        \
     KL_V1(TN, T)                                                             \
     KL_V2(TN, T, 1) KL_V2(TN, T, 2) KL_V2(TN, T, 4) KL_V2(TN, T, 8)          \
@@ -515,7 +679,8 @@ __device__ void softmax_v6_split(const T* __restrict__ x, T* __restrict__ y, int
     KL_V3(TN, T, 1) KL_V3(TN, T, 2) KL_V3(TN, T, 4) KL_V3(TN, T, 8)          \
     KL_V4(TN, T)                                                             \
     KL_V5(TN, T, 2) KL_V5(TN, T, 4) KL_V5(TN, T, 8)                          \
-    KL_V6(TN, T)
+    KL_V6(TN, T)                                                             \
+    KL_V7(TN, T)
 
 KL_ALL(f32, float)
 KL_ALL(bf16, bf16)

@@ -57,8 +57,11 @@ fn check(dev: &Device, v: &Variant, p: &Params, x_host: &Tensor, what: &str) -> 
         Err(Error::UnsupportedShape { why, .. }) => {
             let (_, cols, _) = x.rows_cols();
             let scalar_limit = width_limit(v, x.dtype()).map(|l| l / (16 / x.dtype().size()));
+            // v7 moves only 16-byte packs: it refuses rows x and y cannot both peel.
+            let packs_only = v.name == "v7_stream";
             assert!(
-                scalar_limit.is_some_and(|l| cols > l),
+                (packs_only && !softmax::packs_layout_ok(&x))
+                    || scalar_limit.is_some_and(|l| cols > l),
                 "{} refused {:?} {what}: {why}",
                 v.id(),
                 x.shape()
@@ -298,18 +301,15 @@ fn softmax_strided_rows(dev: &Device) {
 }
 test_device!(softmax_strided_rows, super::softmax_strided_rows);
 
-/// The split-row version (v6) walks many rows per group of CTAs, alternating its exchange
-/// slots by row parity, and keeps an epoch in its workspace across launches. Shapes with
-/// more rows than groups, odd widths (a scalar head and tail), a row split over most of
-/// the GPU, and repeated launches (stale states from the previous launch must not pass for
-/// new ones) must all match the reference. GPU only: v6 is a CUDA variant.
+/// The persistent versions — v6 (rows split across CTAs, in registers) and v7 (tiles
+/// streamed through shared memory by bulk copies, rows split across CTAs where wide) — walk
+/// many rows per CTA or group, reuse their exchange slots row after row (each state tagged
+/// with its row's number in the launch), and leave the slots zeroed for the next launch.
+/// Shapes with more rows than groups, tiles of
+/// several rows with a remainder, odd widths (a scalar head and tail, different in every
+/// row), a row split over most of the GPU, and repeated launches (stale states from the
+/// previous launch must not pass for new ones) must all match the reference. GPU only.
 fn softmax_split_rows_walk_many_rows(dev: &Device) {
-    let Some(v) = variants(Op::Softmax, dev)
-        .into_iter()
-        .find(|v| v.name == "v6_split")
-    else {
-        return;
-    };
     let p = Params::default();
     let init = Init::Normal {
         mean: 0.0,
@@ -318,14 +318,21 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
     let shapes: &[(&[usize], &[DType])] = &[
         (&[700, 40000], &DType::ALL),
         (&[2000, 4099], &[DType::F32, DType::BF16]),
+        (&[4097, 1024], &[DType::BF16]),
+        (&[1001, 777], &[DType::F16]),
         (&[5, 1048576], &[DType::F32]),
         (&[24, 2097155], &[DType::BF16]),
     ];
-    for (i, (shape, dts)) in shapes.iter().enumerate() {
-        for &dt in *dts {
-            let x = rand(shape, dt, init, 90 + i as u64);
-            for launch in 0..3 {
-                check(dev, v, &p, &x, &format!("split rows, launch {launch}"));
+    for v in variants(Op::Softmax, dev)
+        .into_iter()
+        .filter(|v| v.name == "v6_split" || v.name == "v7_stream")
+    {
+        for (i, (shape, dts)) in shapes.iter().enumerate() {
+            for &dt in *dts {
+                let x = rand(shape, dt, init, 90 + i as u64);
+                for launch in 0..3 {
+                    check(dev, v, &p, &x, &format!("split rows, launch {launch}"));
+                }
             }
         }
     }

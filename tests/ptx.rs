@@ -94,15 +94,18 @@ fn every_registered_kernel_compiles_for_sm80_and_sm90a_with_no_spills() {
                             ),
                         },
                     }
-                    // A vec16 variant's packed kernels must really issue 16-byte loads;
-                    // its `_scalar_` fallbacks (odd widths) are exempt.
+                    // A vec16 variant's packed kernels must really issue 16-byte loads:
+                    // ld.global.v4, or, in a kernel fed by bulk copies (TMA), ld.shared.v4
+                    // from the staged tiles. Its `_scalar_` fallbacks (odd widths) are exempt.
                     if v.vec16 && !sym.contains("_scalar_") {
-                        let v4_load = body
-                            .lines()
-                            .any(|l| l.contains("ld.global") && l.contains(".v4"));
+                        let bulk = body.contains("cp.async.bulk.");
+                        let v4_load = body.lines().any(|l| {
+                            (l.contains("ld.global") || (bulk && l.contains("ld.shared")))
+                                && l.contains(".v4")
+                        });
                         assert!(
                             v4_load,
-                            "{} claims 16-byte loads but {sym} ({arch}) has no ld.global*.v4",
+                            "{} claims 16-byte loads but {sym} ({arch}) has no ld.global*.v4 (nor ld.shared.v4 after bulk copies)",
                             v.id()
                         );
                     }

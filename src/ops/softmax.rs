@@ -496,10 +496,7 @@ pub fn run_v6_split(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let r = rows_of(x, &io);
     // Rows equally misaligned in x and y (odd widths) take the packed kernel with a scalar
     // head and tail, as v4's peeled kernel does.
-    let packed = r.vec
-        || ((r.ldx - r.ldy) % r.pack as i64 == 0
-            && aligned16(&io.dev, io.x)
-            && aligned16(&io.dev, io.y));
+    let packed = peelable(&r, &io);
     let width = if packed { r.pack } else { 1 };
     let slots = r.cols.div_ceil(width);
     let name = v6_symbol(x.dtype(), packed);
@@ -522,7 +519,7 @@ pub fn run_v6_split(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         block_dim: (threads as u32, 1, 1),
         shared_mem_bytes: 0,
     };
-    // The workspace: a 16-byte header (epoch, done count), then two 16-byte slots per CTA
+    // The workspace: a 16-byte header (the done count), then two 16-byte slots per CTA
     // (one per row parity).
     let ws_bytes = 16 + 2 * 16 * grid;
     let (rows, cols, lg, gi) = (r.rows as i32, r.cols as i32, p.log_softmax as i32, g as i32);
@@ -545,6 +542,225 @@ pub fn symbols_v6(dt: DType) -> Vec<String> {
     [true, false].iter().map(|&p| v6_symbol(dt, p)).collect()
 }
 
+/// v7's CTAs: 512 threads, one CTA an SM.
+pub const V7_THREADS: usize = 512;
+/// At most this many stages (the kernel's mbarrier array).
+const V7_MAX_STAGES: usize = 8;
+/// The fewest packs a v7 CTA is given of a row split to fill the GPU (1 KB).
+const V7_MIN_PART: usize = 64;
+
+/// v7's shape: G CTAs a row, R rows a tile, a row part's room in a stage (16-byte packs),
+/// the stages in flight, and the units (groups of G CTAs) of the persistent grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct V7Config {
+    pub g: usize,
+    pub r: usize,
+    pub part_packs: usize,
+    pub stages: usize,
+    pub units: usize,
+}
+
+impl V7Config {
+    pub fn stage_bytes(&self) -> usize {
+        self.r * self.part_packs * 16
+    }
+    pub fn smem_bytes(&self) -> usize {
+        self.stages * self.stage_bytes()
+    }
+    pub fn grid(&self) -> usize {
+        self.units * self.g
+    }
+}
+
+/// v7's tuning: a whole row (G = 1) while it is at most `whole` bytes; split rows in parts
+/// of about `part` bytes; tiles of whole rows of up to `tile` bytes; `per_sm` CTAs an SM
+/// sharing its shared memory; `lag` tiles between a split row's reduction and its write.
+/// `KERNLAB_V7` may set them ("whole=64,part=64,tile=32,per_sm=2,lag=1", sizes in KiB) for
+/// experiments; the defaults are the best measured on the H200 (docs/perf-notes.md).
+#[derive(Debug, Clone, Copy)]
+pub struct V7Tuning {
+    pub whole: usize,
+    pub part: usize,
+    pub tile: usize,
+    /// CTAs an SM (each gets its share of the shared memory).
+    pub per_sm: usize,
+    /// Tiles a CTA reduces ahead of the one it writes, when rows are split (≤ 3).
+    pub lag: usize,
+}
+
+impl Default for V7Tuning {
+    fn default() -> Self {
+        let mut t = V7Tuning {
+            whole: 64 << 10,
+            part: 64 << 10,
+            tile: 32 << 10,
+            per_sm: 2,
+            lag: 1,
+        };
+        if let Ok(spec) = std::env::var("KERNLAB_V7") {
+            for kv in spec.split(',') {
+                let mut it = kv.splitn(2, '=');
+                let (k, v) = (
+                    it.next().unwrap_or(""),
+                    it.next().and_then(|v| v.parse::<usize>().ok()),
+                );
+                match (k.trim(), v) {
+                    ("whole", Some(v)) => t.whole = v << 10,
+                    ("part", Some(v)) => t.part = v << 10,
+                    ("tile", Some(v)) => t.tile = v << 10,
+                    ("per_sm", Some(v)) => t.per_sm = v.clamp(1, 2),
+                    ("lag", Some(v)) => t.lag = v.min(3),
+                    _ => {}
+                }
+            }
+        }
+        t
+    }
+}
+
+/// v7's shape for rows of at most `packs` 16-byte packs of body, `rows` rows, `ctas`
+/// resident CTAs and `smem` bytes of shared memory a CTA. `None` when a row's part would not
+/// fit one stage even split across every CTA.
+pub fn v7_config(
+    packs: usize,
+    rows: usize,
+    ctas: usize,
+    smem: usize,
+    t: V7Tuning,
+) -> Option<V7Config> {
+    let packs = packs.max(1);
+    let rows = rows.max(1);
+    let ctas = ctas.max(1);
+    let (mut g, mut r) = if packs * 16 <= t.whole {
+        let fit = (t.tile / (packs * 16)).clamp(1, 16);
+        (1, 1 << fit.ilog2())
+    } else {
+        (packs.div_ceil((t.part / 16).max(1)).min(ctas), 1)
+    };
+    // Too few tiles to fill the GPU: one row a tile, each split across more CTAs.
+    if rows.div_ceil(r) * g < ctas {
+        r = 1;
+        let fill = ctas / rows;
+        g = g.max(fill.min(packs.div_ceil(V7_MIN_PART))).min(ctas);
+    }
+    let units = (ctas / g).min(rows.div_ceil(r)).max(1);
+    if g > 1 {
+        // Spread the parts over every CTA the units leave (a few idle SMs cost more than a
+        // few smaller parts).
+        g = (ctas / units).min(packs.div_ceil(V7_MIN_PART)).max(g);
+    }
+    let part_packs = packs.div_ceil(g);
+    let stage = r * part_packs * 16;
+    let stages = (smem / stage).min(V7_MAX_STAGES);
+    (stages >= 1).then_some(V7Config {
+        g,
+        r,
+        part_packs,
+        stages,
+        units,
+    })
+}
+
+/// Whether v7 (and v6's packed kernel) can move this layout in 16-byte packs: x's and y's
+/// rows equally misaligned (the strides equal modulo the pack) and both bases aligned.
+fn peelable(r: &Rows, io: &CudaIo) -> bool {
+    r.vec
+        || ((r.ldx - r.ldy) % r.pack as i64 == 0
+            && aligned16(&io.dev, io.x)
+            && aligned16(&io.dev, io.y))
+}
+
+/// v7: a persistent grid streams tiles of rows (or parts of split rows) through shared
+/// memory, filled by TMA bulk copies `stages` tiles ahead; rows split across CTAs exchange
+/// (max, sum) as v6 does. sm_90 and later.
+pub fn run_v7_stream(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    check_rows(x)?;
+    let io = cuda_io(x, y)?;
+    let r = rows_of(x, &io);
+    let refuse = |why: String| Error::UnsupportedShape {
+        op: "softmax".into(),
+        variant: "v7_stream".into(),
+        why,
+    };
+    if io.dev.props.compute_capability.0 < 9 {
+        return Err(refuse(format!(
+            "bulk copies need sm_90 or later; this device is sm_{}{}",
+            io.dev.props.compute_capability.0, io.dev.props.compute_capability.1
+        )));
+    }
+    if !peelable(&r, &io) {
+        return Err(refuse(
+            "x's and y's rows are not equally aligned to 16 bytes (row strides differ modulo a 16-byte pack): use v6_split or auto".into(),
+        ));
+    }
+    let name = format!("softmax_v7_stream_{}", x.dtype());
+    let f = io.dev.function(&SOFTMAX, &name)?;
+    // The static shared memory (barriers, scratch) comes out of the same budget.
+    let tune = V7Tuning::default();
+    let per_sm = tune.per_sm;
+    let smem_budget = (io.dev.props.max_smem_per_block_optin / per_sm).saturating_sub(2048);
+    let ctas = per_sm * io.dev.props.sm_count as usize;
+    let packs = r.cols / r.pack;
+    let c = v7_config(packs, r.rows, ctas, smem_budget, tune).ok_or_else(|| {
+        refuse(format!(
+            "rows of {} columns need more than the {} KB of shared memory all {ctas} CTAs hold (use v6_split or auto)",
+            r.cols,
+            ctas * smem_budget / 1024
+        ))
+    })?;
+    f.set_attribute(
+        cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        c.smem_bytes() as i32,
+    )
+    .map_err(crate::device::cuda::launch_err(&name))?;
+    let grid = c.grid();
+    let cfg = LaunchConfig {
+        grid_dim: (grid as u32, 1, 1),
+        block_dim: (V7_THREADS as u32, 1, 1),
+        shared_mem_bytes: c.smem_bytes() as u32,
+    };
+    // The workspace: a 16-byte header (the done count), then a 16-byte slot per CTA for
+    // each of the last 8 tiles (KL_V7_SLOT_TILES).
+    let ws_bytes = 16 + 8 * 16 * grid;
+    let (rows, cols, lg) = (r.rows as i32, r.cols as i32, p.log_softmax as i32);
+    let (gi, ri, chunk, stages) = (
+        c.g as i32,
+        c.r as i32,
+        (c.part_packs * r.pack) as i32,
+        c.stages as i32,
+    );
+    // A tile stays in its stage from its reduction until `lag` tiles later it is written;
+    // keep a stage free for the next load beyond that.
+    let lag = tune.lag.min(c.stages.saturating_sub(2)) as i32;
+    let dev = io.dev.clone();
+    dev.with_workspace("softmax v7 workspace", ws_bytes, |ws| {
+        let hdr = ws.slice(0..16);
+        let slots = ws.slice(16..ws_bytes);
+        crate::launch_cooperative!(
+            io.dev,
+            &SOFTMAX,
+            name,
+            cfg,
+            [
+                io.x, io.y, &rows, &cols, &r.ldx, &r.ldy, &lg, &gi, &ri, &chunk, &stages, &lag,
+                &hdr, &slots
+            ]
+        );
+        Ok(())
+    })
+}
+
+/// Whether v7 takes this input's layout (it refuses rows it cannot move in 16-byte packs).
+pub fn packs_layout_ok(x: &Tensor) -> bool {
+    let (_, cols, ldx) = x.rows_cols();
+    let pack = 16 / x.dtype().size();
+    (cols % pack == 0 && ldx % pack == 0) || ldx.abs_diff(cols) % pack == 0
+}
+
+pub fn symbols_v7(dt: DType) -> Vec<String> {
+    vec![format!("softmax_v7_stream_{dt}")]
+}
+
 /// Which numbered version `auto` runs for a row width (and whether 16-byte packs apply).
 pub fn dispatch(dt: DType, cols: usize, vec: bool) -> &'static str {
     if cols <= v2_max_cols(dt, vec) {
@@ -557,12 +773,13 @@ pub fn dispatch(dt: DType, cols: usize, vec: bool) -> &'static str {
 }
 
 /// The versions `auto` chooses among (and `kernlab autotune softmax` measures).
-pub const AUTO_CANDIDATES: [&str; 5] = [
+pub const AUTO_CANDIDATES: [&str; 6] = [
     "v2_warp_row",
     "v3_block_regs",
     "v4_online",
     "v5_cluster",
     "v6_split",
+    "v7_stream",
 ];
 
 /// Run one of [`AUTO_CANDIDATES`] by name.
@@ -573,6 +790,7 @@ pub fn run_named(name: &str, p: &Params, x: &Tensor, y: &mut Tensor) -> Result<(
         "v5_cluster" => run_v5_cluster(p, x, y),
         "v4_online" => run_v4_online(p, x, y),
         "v6_split" => run_v6_split(p, x, y),
+        "v7_stream" => run_v7_stream(p, x, y),
         other => Err(Error::Invalid(format!("softmax has no version '{other}'"))),
     }
 }
@@ -604,11 +822,11 @@ pub fn auto_label(x: &Tensor) -> String {
 
 /// The width heuristic, from the H200 measurements in docs/perf-notes.md: v2 for rows a
 /// warp holds, v3 for rows a block holds (but v6 for odd widths past 4096, which v3 could
-/// only read scalar); past that, on sm_90, v5 (clusters) for 16-bit rows up to 512 Ki; v6
-/// (rows split across CTAs) for rows up to 2 MB, and for wider ones when there are too few
-/// rows for v4's block per row to fill the GPU; v4 otherwise.
+/// only read scalar, and for 16-bit rows of 16385–32768, where v3 runs four slots a thread
+/// slowly); past that, on sm_90, v5 (clusters) for 16-bit rows up to 256 Ki; v6 (rows split
+/// across CTAs) for every row its resident CTAs hold; v4 beyond.
 pub fn heuristic_choice(x: &Tensor) -> &'static str {
-    let (rows, cols, ldx) = x.rows_cols();
+    let (_, cols, ldx) = x.rows_cols();
     let dt = x.dtype();
     let pack = 16 / dt.size();
     // Alignment of cuMemAlloc'd bases is 256 bytes, so the pack test is cols and strides.
@@ -619,31 +837,34 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
     let hopper = cuda
         .as_ref()
         .is_some_and(|d| d.props.compute_capability.0 >= 9);
+    let v6_fits = |packed: bool| {
+        cuda.as_ref()
+            .and_then(|d| v6_max_cols(d, dt, packed))
+            .is_some_and(|m| cols <= m)
+    };
     match dispatch(dt, cols, vec) {
         // Without 16-byte packs v5 takes its scalar path: bf16 65537 measured 549 GB/s against
         // v4's 1098 (before v4 could peel), so v5 only where packs apply. It beats v4 and v6
-        // for 16-bit rows up to 524288 (bf16 1024×262144: 2849 against 2650 and 2689 GB/s).
-        "v4_online" if hopper && vec && dt != DType::F32 && cols <= 524_288 => "v5_cluster",
+        // for 16-bit rows up to 262144 (bf16 2048×131072: 3240 against 3047 and 2661 GB/s;
+        // 1024×262144, before the tagged exchange: 2849 against 2689 and 2650), not at 524288
+        // (2608 against v6's 2723).
+        "v4_online" if hopper && vec && dt != DType::F32 && cols <= 262_144 => "v5_cluster",
         // Odd widths past 4096: v3 would take its scalar path, where v6 peels a scalar head
         // and tail around 16-byte packs (4096×4097: f32 2840 against 2335 GB/s, bf16 1740
         // against 1330).
-        "v3_block_regs" if !vec && cols > 4096 && peelable => match cuda {
-            Some(d) if v6_max_cols(&d, dt, true).is_some_and(|m| cols <= m) => "v6_split",
-            _ => "v3_block_regs",
-        },
-        "v4_online" => {
-            let Some(d) = cuda else { return "v4_online" };
-            // v6 holds rows up to what its resident CTAs hold; past 2 MB a row it loses to v4
-            // (f32 256×1048576: 2586 against 2698 GB/s) unless v4's one block per row leaves
-            // SMs idle (64×4194304: 2173 against 1689).
-            let fits = v6_max_cols(&d, dt, peelable).is_some_and(|m| cols <= m);
-            let few_rows = rows < d.props.sm_count as usize;
-            if fits && (cols * dt.size() <= 2 << 20 || few_rows) {
-                "v6_split"
-            } else {
-                "v4_online"
-            }
+        "v3_block_regs" if !vec && cols > 4096 && peelable && v6_fits(true) => "v6_split",
+        // 16-bit rows of 16385–32768 columns: v3 holds them four slots a thread and ran bf16
+        // 4096×32768 at 3015 GB/s, v6 at 3396 (at 65536, eight slots, v3 is ahead: 3438
+        // against 3136).
+        "v3_block_regs"
+            if vec && dt != DType::F32 && (16_385..=32_768).contains(&cols) && v6_fits(true) =>
+        {
+            "v6_split"
         }
+        // Past what a block holds, v6 wherever its resident CTAs hold the row: with the
+        // tagged exchange it beats v4 from 65536 to 4 Mi f32 columns (256×1048576: 2844
+        // against 2697 GB/s; 64×4194304: 2443 against 1686).
+        "v4_online" if v6_fits(peelable) => "v6_split",
         other => other,
     }
 }
@@ -722,6 +943,7 @@ pub fn symbols_auto(dt: DType) -> Vec<String> {
     v.extend(symbols_v4(dt));
     v.extend(symbols_v5(dt));
     v.extend(symbols_v6(dt));
+    v.extend(symbols_v7(dt));
     v
 }
 
@@ -817,6 +1039,55 @@ mod tests {
         // Without a Hopper GPU (here: a CPU tensor) wide rows go to v4, never to v5.
         assert_eq!(auto_choice(&t(100_000, DType::BF16)), "v4_online");
         assert_eq!(auto_choice(&t(1001, DType::F32)), "v3_block_regs"); // odd: scalar v2 holds 256
+    }
+
+    #[test]
+    fn v7_tiles_whole_rows_splits_wide_ones_and_fills_the_gpu() {
+        let t = V7Tuning {
+            whole: 64 << 10,
+            part: 32 << 10,
+            tile: 32 << 10,
+            per_sm: 1,
+            lag: 1,
+        };
+        let smem = 225 << 10;
+        let cfg = |packs, rows| {
+            v7_config(packs, rows, 132, smem, t)
+                .map(|c| (c.g, c.r, c.part_packs, c.stages, c.units))
+        };
+        // 4096 f32 columns: tiles of two whole rows, 7 stages of 32 KB, every SM.
+        assert_eq!(cfg(1024, 4096), Some((1, 2, 1024, 7, 132)));
+        // 12672 f32: one row a tile, as many 49.5 KB stages as fit.
+        assert_eq!(cfg(3168, 4096), Some((1, 1, 3168, 4, 132)));
+        // 131072 f32: 16 parts of 32 KB, 8 units of 16 CTAs.
+        assert_eq!(cfg(32768, 2048), Some((16, 1, 2048, 7, 8)));
+        // 1 Mi f32: one unit over all 132 SMs.
+        assert_eq!(cfg(262144, 256), Some((132, 1, 1986, 7, 1)));
+        // 4 Mi f32: parts of 127 KB, one stage; 8 Mi f32 does not fit.
+        assert_eq!(cfg(1 << 20, 64), Some((132, 1, 7944, 1, 1)));
+        assert_eq!(cfg(2 << 20, 64), None);
+        // One 4096 f32 row: split, but no part under 1 KB.
+        assert_eq!(cfg(1024, 1), Some((16, 1, 64, 8, 1)));
+        // Three tiny rows: one each, whole.
+        assert_eq!(cfg(4, 3), Some((1, 1, 4, 8, 3)));
+        // Every configuration covers the row and fits the shared memory.
+        for packs in [1, 7, 100, 1023, 4097, 33333, 262145, 999_999] {
+            for rows in [1, 3, 131, 4096] {
+                if let Some(c) = v7_config(packs, rows, 132, smem, t) {
+                    assert!(
+                        c.g * c.part_packs >= packs && c.smem_bytes() <= smem,
+                        "{packs}×{rows}: {c:?}"
+                    );
+                    assert!(
+                        c.grid() <= 132
+                            && c.r.is_power_of_two()
+                            && c.r <= 16
+                            && (c.r == 1 || c.g == 1)
+                    );
+                    assert!((1..=V7_MAX_STAGES).contains(&c.stages));
+                }
+            }
+        }
     }
 
     #[test]
