@@ -1,6 +1,6 @@
 // hopper.cuh — shared memory barriers (mbarrier) and bulk copies (TMA), sm_90 and later.
 // Shared by matmul_sm90.cu (tensor-map copies feeding wgmma) and softmax.cu (v7's 1-D bulk
-// copies). Outside sm_90 nothing here is defined; the kernels that use it compile to a
+// copies). Below sm_90 nothing here is defined; the kernels that use it compile to a
 // __trap() there and their launchers refuse older devices.
 #pragma once
 #include "common.cuh"

@@ -337,7 +337,8 @@ __device__ void softmax_v5_cluster(const T* __restrict__ x, T* __restrict__ y, i
 // Measured on the H200 (docs/perf-notes.md): 2.8–3.1 TB/s for f32 rows up to 2 MB, against
 // v4's 2.7; each row's wait for the slowest peer keeps it short of v3's 4.0.
 // A slot holds one CTA's state for one row: two 64-bit words, (tag << 32 | max bits) and
-// (tag << 32 | sum bits), where the tag is the row's sequence number in this launch (from 1).
+// (tag << 32 | sum bits), where the tag counts the rows (tiles) its group has taken in this
+// launch, from 1.
 // Each word is written and read whole (a 64-bit relaxed access is single-copy atomic), so a
 // reader that sees the expected tag in both words has the state: no release/acquire fence,
 // which on the H200 cost 7% of v6's time at 2048×131072 f32 (docs/perf-notes.md). The last
@@ -376,6 +377,7 @@ __device__ __forceinline__ SplitPart split_part(const T* xr, int cols, int G, in
 
 // The last CTA out zeroes the launch's `n` slots (every other CTA has finished reading
 // them: it counted itself done after its last wait) and resets the count for the next launch.
+// With G = 1 nothing was published and the caller passes n = 0.
 __device__ __forceinline__ void split_finish(SplitHeader* hdr, SplitSlot* slots, int n) {
     __shared__ int last;
     __syncthreads();
@@ -385,6 +387,7 @@ __device__ __forceinline__ void split_finish(SplitHeader* hdr, SplitSlot* slots,
     }
     __syncthreads();
     if (last) {
+        __threadfence();  // the peers' publishes and reads, seen through the count, come first
         for (int i = threadIdx.x; i < n; i += blockDim.x) slots[i] = SplitSlot{0ull, 0ull};
         if (threadIdx.x == 0) hdr->done = 0;
     }
@@ -443,22 +446,24 @@ __device__ void softmax_v6_split(const T* __restrict__ x, T* __restrict__ y, int
         }
         if (next < rows) load_part(cur, next);
     }
-    split_finish(hdr, slots, 2 * gridDim.x);
+    split_finish(hdr, slots, G > 1 ? 2 * gridDim.x : 0);
 }
 
-// v7_stream — what changed: the row never waits in registers, and a CTA does not wait for
-// its peers with nothing else to do. A persistent grid streams tiles through shared memory,
-// filled by the TMA unit with 1-D bulk copies (cp.async.bulk) that complete on one mbarrier
-// per stage, `stages` tiles ahead of the one being written. A tile is R whole rows (G = 1:
-// W = warps/R warps a row) or one CTA's part of one row split across G CTAs. Split rows
-// exchange (max, sum) through v6's tagged global slots, but with a lag: a CTA reduces and publishes tile k, then waits for its peers' states of
-// tile k − lag and writes that one, so the exchange's round trip overlaps the next tiles'
-// loads and reductions instead of stalling the CTA. The slots are kept for 8 tiles (a CTA
-// runs at most 2·lag + 1 tiles ahead of what a peer still reads; lag ≤ 3). Per row a thread
-// makes two passes over its packs in shared memory (max, then Σ e^(x−max)), the write a third:
-// two exponentials an element. Rows that start off a 16-byte boundary are peeled as in v6
-// (scalar head and tail from global, by the row's first threads of CTA rank 0). One read and
-// one write of each element.
+// v7_stream — what changed: the row never waits in registers, and a CTA does not wait for its
+// peers with nothing else to do. A persistent grid streams tiles through shared memory, filled
+// by the TMA unit with 1-D bulk copies (cp.async.bulk) that complete on one mbarrier per
+// stage, `stages` tiles ahead of the one being written. A tile is R whole rows (G = 1: W =
+// warps/R warps a row) or one CTA's part of one row split across G CTAs. Split rows exchange
+// (max, sum) through v6's tagged global slots, but with a lag: a CTA reduces and publishes
+// tile k, then waits for its peers' states of tile k − lag and writes that one, so the
+// exchange's round trip overlaps the next tiles' loads and reductions instead of stalling the
+// CTA. The slots are kept for 8 tiles (a CTA runs at most 2·lag + 1 tiles ahead of what a peer
+// still reads; lag ≤ 3). Per row a thread makes two passes over its packs in shared memory
+// (max, then Σ e^(x−max)), the write a third: two exponentials an element. Rows that start off
+// a 16-byte boundary are peeled as in v6 (scalar head and tail from global, by the row's first
+// threads of CTA rank 0). One read and one write of each element.
+// Measured on the H200 (docs/perf-notes.md): slower than v3 and v6 at every width. Each CTA
+// works its tiles one at a time, and a fixed ~1 µs a tile is not overlapped.
 #define KL_V7_MAX_STAGES 8
 #define KL_V7_SLOT_TILES 8
 
@@ -489,7 +494,10 @@ __device__ void softmax_v7_stream(const T* __restrict__ x, T* __restrict__ y, in
     const int unit = blockIdx.x / G, units = gridDim.x / G, rank = blockIdx.x % G;
     const int tiles = (rows + R - 1) / R;
     const int mine = unit < tiles ? (tiles - unit + units - 1) / units : 0;  // this unit's tiles
-    if (G == 1) lag = 0;                              // nothing to wait for
+    // Nothing to wait for at G = 1. Otherwise tile k's stage must still hold it when it is
+    // written lag tiles later (lag < stages), and a slot is reused 8 tiles on, while a peer
+    // may still read up to 2·lag + 1 tiles back (lag ≤ 3); the launcher keeps to both.
+    lag = G == 1 ? 0 : min(lag, min(stages - 1, (KL_V7_SLOT_TILES - 2) / 2));
     const int row_packs = chunk / VEC;                // a row's (part's) room in a stage
     const int stage_packs = R * row_packs;
     const u32 bar0 = smem_addr(full);
@@ -596,7 +604,7 @@ __device__ void softmax_v7_stream(const T* __restrict__ x, T* __restrict__ y, in
             }
         }
     }
-    split_finish(hdr, slots, KL_V7_SLOT_TILES * gridDim.x);
+    split_finish(hdr, slots, G > 1 ? KL_V7_SLOT_TILES * gridDim.x : 0);
 #else
     __trap();  // bulk copies and mbarrier transactions need sm_90; the launcher refuses others
 #endif

@@ -218,8 +218,9 @@ impl CudaDevice {
 
     /// Run `f` with the workspace `name`: at least `bytes` of device memory that stays
     /// allocated between calls and was zeroed when it was made. Kernels that keep state there
-    /// (softmax v6's epoch and slots) rely on it being theirs alone: kernlab runs one stream
-    /// per device, and the lock is held while `f` enqueues.
+    /// (softmax v6's and v7's done count and exchange slots, zeroed again by the last CTA of
+    /// each launch) rely on it being theirs alone: kernlab runs one stream per device, and
+    /// the lock is held while `f` enqueues.
     ///
     /// A larger request makes a new, zeroed buffer; the old ones are kept (not freed) for the
     /// device's lifetime, so a CUDA graph captured with them stays valid. Making one cannot be

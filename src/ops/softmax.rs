@@ -542,7 +542,7 @@ pub fn symbols_v6(dt: DType) -> Vec<String> {
     [true, false].iter().map(|&p| v6_symbol(dt, p)).collect()
 }
 
-/// v7's CTAs: 512 threads, one CTA an SM.
+/// v7's CTAs: 512 threads, one or two an SM (`V7Tuning::per_sm`).
 pub const V7_THREADS: usize = 512;
 /// At most this many stages (the kernel's mbarrier array).
 const V7_MAX_STAGES: usize = 8;
@@ -693,26 +693,44 @@ pub fn run_v7_stream(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
             "x's and y's rows are not equally aligned to 16 bytes (row strides differ modulo a 16-byte pack): use v6_split or auto".into(),
         ));
     }
+    // Tiles of 16 rows: keep tile indices (and rows + 15) within i32.
+    if r.rows > i32::MAX as usize - 16 {
+        return Err(refuse(format!("{} rows: at most 2^31 − 17", r.rows)));
+    }
     let name = format!("softmax_v7_stream_{}", x.dtype());
     let f = io.dev.function(&SOFTMAX, &name)?;
-    // The static shared memory (barriers, scratch) comes out of the same budget.
     let tune = V7Tuning::default();
-    let per_sm = tune.per_sm;
-    let smem_budget = (io.dev.props.max_smem_per_block_optin / per_sm).saturating_sub(2048);
-    let ctas = per_sm * io.dev.props.sm_count as usize;
     let packs = r.cols / r.pack;
-    let c = v7_config(packs, r.rows, ctas, smem_budget, tune).ok_or_else(|| {
+    // per_sm CTAs an SM share its shared memory; each also needs its static shared memory
+    // (barriers, scratch: ~1.2 KB) and the 1 KB the driver reserves per block. The driver's
+    // occupancy figure confirms they fit (a cooperative launch needs every CTA resident);
+    // if not, fewer CTAs an SM take more each.
+    let mut chosen = None;
+    for per_sm in (1..=tune.per_sm).rev() {
+        let budget = (io.dev.props.max_smem_per_block_optin / per_sm).saturating_sub(3072);
+        let ctas = per_sm * io.dev.props.sm_count as usize;
+        let Some(c) = v7_config(packs, r.rows, ctas, budget, tune) else {
+            continue;
+        };
+        f.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            c.smem_bytes() as i32,
+        )
+        .map_err(crate::device::cuda::launch_err(&name))?;
+        let fits = f
+            .occupancy_max_active_blocks_per_multiprocessor(V7_THREADS as u32, c.smem_bytes(), None)
+            .map_err(|e| Error::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))?;
+        if fits as usize >= per_sm {
+            chosen = Some(c);
+            break;
+        }
+    }
+    let c = chosen.ok_or_else(|| {
         refuse(format!(
-            "rows of {} columns need more than the {} KB of shared memory all {ctas} CTAs hold (use v6_split or auto)",
-            r.cols,
-            ctas * smem_budget / 1024
+            "rows of {} columns need more shared memory than all {} SMs hold at once (use v6_split or auto)",
+            r.cols, io.dev.props.sm_count
         ))
     })?;
-    f.set_attribute(
-        cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        c.smem_bytes() as i32,
-    )
-    .map_err(crate::device::cuda::launch_err(&name))?;
     let grid = c.grid();
     let cfg = LaunchConfig {
         grid_dim: (grid as u32, 1, 1),
@@ -822,11 +840,11 @@ pub fn auto_label(x: &Tensor) -> String {
 
 /// The width heuristic, from the H200 measurements in docs/perf-notes.md: v2 for rows a
 /// warp holds, v3 for rows a block holds (but v6 for odd widths past 4096, which v3 could
-/// only read scalar, and for 16-bit rows of 16385–32768, where v3 runs four slots a thread
-/// slowly); past that, on sm_90, v5 (clusters) for 16-bit rows up to 256 Ki; v6 (rows split
-/// across CTAs) for every row its resident CTAs hold; v4 beyond.
+/// only read scalar, and on sm_90 for 16-bit rows of 16385–32768, where v3 runs four slots a
+/// thread slowly); past that, on sm_90, v5 (clusters) for 16-bit rows up to 256 Ki and v6
+/// (rows split across CTAs) for every row its resident CTAs hold; v4 beyond.
 pub fn heuristic_choice(x: &Tensor) -> &'static str {
-    let (_, cols, ldx) = x.rows_cols();
+    let (rows, cols, ldx) = x.rows_cols();
     let dt = x.dtype();
     let pack = 16 / dt.size();
     // Alignment of cuMemAlloc'd bases is 256 bytes, so the pack test is cols and strides.
@@ -857,14 +875,28 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
         // 4096×32768 at 3015 GB/s, v6 at 3396 (at 65536, eight slots, v3 is ahead: 3438
         // against 3136).
         "v3_block_regs"
-            if vec && dt != DType::F32 && (16_385..=32_768).contains(&cols) && v6_fits(true) =>
+            if hopper
+                && vec
+                && dt != DType::F32
+                && (16_385..=32_768).contains(&cols)
+                && v6_fits(true) =>
         {
             "v6_split"
         }
         // Past what a block holds, v6 wherever its resident CTAs hold the row: with the
-        // tagged exchange it beats v4 from 65536 to 4 Mi f32 columns (256×1048576: 2844
-        // against 2697 GB/s; 64×4194304: 2443 against 1686).
-        "v4_online" if v6_fits(peelable) => "v6_split",
+        // tagged exchange it beats v4 from 65536 to 4 Mi f32 columns on the H200 (256×1048576:
+        // 2844 against 2697 GB/s; 64×4194304: 2443 against 1686). Elsewhere (not measured)
+        // the earlier rule: rows up to 2 MB, or fewer rows than SMs.
+        "v4_online"
+            if v6_fits(peelable)
+                && (hopper
+                    || cols * dt.size() <= 2 << 20
+                    || cuda
+                        .as_ref()
+                        .is_some_and(|d| rows < d.props.sm_count as usize)) =>
+        {
+            "v6_split"
+        }
         other => other,
     }
 }
