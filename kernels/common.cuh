@@ -185,15 +185,20 @@ __device__ __forceinline__ MaxSum warp_maxsum(MaxSum v) {
     return v;
 }
 
-// Block-wide (max, sum) merge with a single barrier: each warp merges by shuffles, lane 0 of
-// each warp publishes its state, one __syncthreads, then every warp merges the ≤ 32 states.
-// `scratch` holds 64 floats and is written once (the caller must not reuse it without
-// another barrier).
-__device__ __forceinline__ MaxSum block_maxsum(MaxSum v, float* scratch) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+// (max, sum) merges with a single barrier over a block whose rows are each held by W
+// consecutive warps (W ≤ 32): each warp merges by shuffles, lane 0 of each warp publishes its
+// state, one __syncthreads, then every warp merges the W states of its row, warps
+// [base, base + W). `scratch` holds 64 floats and is written once (the caller must not reuse
+// it without another barrier).
+__device__ __forceinline__ MaxSum rows_maxsum(MaxSum v, float* scratch, int base, int W) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     v = warp_maxsum(v);
     if (lane == 0) { scratch[warp] = v.m; scratch[32 + warp] = v.s; }
     __syncthreads();
-    v = lane < nw ? MaxSum{scratch[lane], scratch[32 + lane]} : MaxSum{KL_NEG_INF, 0.0f};
+    v = lane < W ? MaxSum{scratch[base + lane], scratch[32 + base + lane]} : MaxSum{KL_NEG_INF, 0.0f};
     return warp_maxsum(v);
+}
+// The block-wide merge: one row held by every warp.
+__device__ __forceinline__ MaxSum block_maxsum(MaxSum v, float* scratch) {
+    return rows_maxsum(v, scratch, 0, (blockDim.x + 31) >> 5);
 }

@@ -467,18 +467,6 @@ __device__ void softmax_v6_split(const T* __restrict__ x, T* __restrict__ y, int
 #define KL_V7_MAX_STAGES 8
 #define KL_V7_SLOT_TILES 8
 
-// The (max, sum) of each row of a tile whose row i is held by warps [i·W, i·W + W): each
-// warp merges by shuffles, publishes, one barrier, then each warp merges its row's W states.
-__device__ __forceinline__ MaxSum rows_maxsum(MaxSum v, float* scratch, int W) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    v = warp_maxsum(v);
-    if (lane == 0) { scratch[warp] = v.m; scratch[32 + warp] = v.s; }
-    __syncthreads();
-    const int base = warp / W * W;
-    v = lane < W ? MaxSum{scratch[base + lane], scratch[32 + base + lane]} : MaxSum{KL_NEG_INF, 0.0f};
-    return warp_maxsum(v);
-}
-
 template <class T>
 __device__ void softmax_v7_stream(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
                                   i64 ldx, i64 ldy, int lg, int G, int R, int chunk, int stages,
@@ -563,7 +551,7 @@ __device__ void softmax_v7_stream(const T* __restrict__ x, T* __restrict__ y, in
                 #pragma unroll
                 for (int j = 0; j < VEC; ++j) sum += fast_exp(v[j] - m);
             }
-            local = rows_maxsum(MaxSum{m, sum}, scratch[0][k & 1], W);
+            local = rows_maxsum(MaxSum{m, sum}, scratch[0][k & 1], ri * W, W);
             if (G > 1 && tid == 0) {
                 SplitSlot* sl = slots + (size_t)(k % KL_V7_SLOT_TILES) * gridDim.x;
                 split_publish(sl + blockIdx.x, local, (unsigned)(k + 1));
