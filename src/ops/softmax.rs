@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::kernels::{ELEMENTWISE, SOFTMAX};
 use crate::launch;
 use crate::tensor::{CpuData, Tensor};
-use cudarc::driver::LaunchConfig;
+use cudarc::driver::{CudaView, LaunchConfig};
 use rayon::prelude::*;
 
 /// The oracle: softmax (or log_softmax) of one row in f64, three passes exactly as the
@@ -519,20 +519,16 @@ pub fn run_v6_split(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         block_dim: (threads as u32, 1, 1),
         shared_mem_bytes: 0,
     };
-    // The workspace: a 16-byte header (the done count), then two 16-byte slots per CTA
-    // (one per row parity).
-    let ws_bytes = 16 + 2 * 16 * grid;
     let (rows, cols, lg, gi) = (r.rows as i32, r.cols as i32, p.log_softmax as i32, g as i32);
     let dev = io.dev.clone();
-    dev.with_workspace("softmax v6 workspace", ws_bytes, |ws| {
-        let hdr = ws.slice(0..16);
-        let slots = ws.slice(16..ws_bytes);
+    // Two slots per CTA, one per row parity.
+    with_split_workspace(&dev, "softmax v6 workspace", 2, grid, |hdr, slots| {
         crate::launch_cooperative!(
             io.dev,
             &SOFTMAX,
             name,
             cfg,
-            [io.x, io.y, &rows, &cols, &r.ldx, &r.ldy, &lg, &gi, &hdr, &slots]
+            [io.x, io.y, &rows, &cols, &r.ldx, &r.ldy, &lg, &gi, hdr, slots]
         );
         Ok(())
     })
@@ -590,21 +586,26 @@ pub struct V7Tuning {
 
 impl Default for V7Tuning {
     fn default() -> Self {
-        let mut t = V7Tuning {
+        V7Tuning {
             whole: 64 << 10,
             part: 64 << 10,
             tile: 32 << 10,
             per_sm: 2,
             lag: 1,
-        };
-        if let Ok(spec) = std::env::var("KERNLAB_V7") {
-            for kv in spec.split(',') {
-                let mut it = kv.splitn(2, '=');
-                let (k, v) = (
-                    it.next().unwrap_or(""),
-                    it.next().and_then(|v| v.parse::<usize>().ok()),
-                );
-                match (k.trim(), v) {
+        }
+    }
+}
+
+impl V7Tuning {
+    /// The defaults with `KERNLAB_V7`'s settings over them, read once per process (v7's
+    /// launcher asks on every call).
+    pub fn from_env() -> Self {
+        static TUNING: std::sync::OnceLock<V7Tuning> = std::sync::OnceLock::new();
+        *TUNING.get_or_init(|| {
+            let mut t = V7Tuning::default();
+            for kv in std::env::var("KERNLAB_V7").unwrap_or_default().split(',') {
+                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                match (k.trim(), v.parse::<usize>().ok()) {
                     ("whole", Some(v)) => t.whole = v << 10,
                     ("part", Some(v)) => t.part = v << 10,
                     ("tile", Some(v)) => t.tile = v << 10,
@@ -613,8 +614,8 @@ impl Default for V7Tuning {
                     _ => {}
                 }
             }
-        }
-        t
+            t
+        })
     }
 }
 
@@ -699,7 +700,7 @@ pub fn run_v7_stream(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     }
     let name = format!("softmax_v7_stream_{}", x.dtype());
     let f = io.dev.function(&SOFTMAX, &name)?;
-    let tune = V7Tuning::default();
+    let tune = V7Tuning::from_env();
     let packs = r.cols / r.pack;
     // per_sm CTAs an SM share its shared memory; each also needs its static shared memory
     // (barriers, scratch: ~1.2 KB) and the 1 KB the driver reserves per block. The driver's
@@ -717,10 +718,7 @@ pub fn run_v7_stream(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
             c.smem_bytes() as i32,
         )
         .map_err(crate::device::cuda::launch_err(&name))?;
-        let fits = f
-            .occupancy_max_active_blocks_per_multiprocessor(V7_THREADS as u32, c.smem_bytes(), None)
-            .map_err(|e| Error::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))?;
-        if fits as usize >= per_sm {
+        if blocks_per_sm(&f, V7_THREADS, c.smem_bytes())? >= per_sm {
             chosen = Some(c);
             break;
         }
@@ -737,9 +735,6 @@ pub fn run_v7_stream(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         block_dim: (V7_THREADS as u32, 1, 1),
         shared_mem_bytes: c.smem_bytes() as u32,
     };
-    // The workspace: a 16-byte header (the done count), then a 16-byte slot per CTA for
-    // each of the last 8 tiles (KL_V7_SLOT_TILES).
-    let ws_bytes = 16 + 8 * 16 * grid;
     let (rows, cols, lg) = (r.rows as i32, r.cols as i32, p.log_softmax as i32);
     let (gi, ri, chunk, stages) = (
         c.g as i32,
@@ -751,9 +746,8 @@ pub fn run_v7_stream(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     // keep a stage free for the next load beyond that.
     let lag = tune.lag.min(c.stages.saturating_sub(2)) as i32;
     let dev = io.dev.clone();
-    dev.with_workspace("softmax v7 workspace", ws_bytes, |ws| {
-        let hdr = ws.slice(0..16);
-        let slots = ws.slice(16..ws_bytes);
+    // A slot per CTA for each of the last 8 tiles (KL_V7_SLOT_TILES).
+    with_split_workspace(&dev, "softmax v7 workspace", 8, grid, |hdr, slots| {
         crate::launch_cooperative!(
             io.dev,
             &SOFTMAX,
@@ -761,14 +755,16 @@ pub fn run_v7_stream(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
             cfg,
             [
                 io.x, io.y, &rows, &cols, &r.ldx, &r.ldy, &lg, &gi, &ri, &chunk, &stages, &lag,
-                &hdr, &slots
+                hdr, slots
             ]
         );
         Ok(())
     })
 }
 
-/// Whether v7 takes this input's layout (it refuses rows it cannot move in 16-byte packs).
+/// Whether this input's rows can be moved in 16-byte packs, peeled where they start off a
+/// 16-byte boundary (x's and the contiguous y's rows equally misaligned): the layouts v6's
+/// packed kernel and v7 take (v7 refuses the others). cuMemAlloc'd bases are aligned.
 pub fn packs_layout_ok(x: &Tensor) -> bool {
     let (_, cols, ldx) = x.rows_cols();
     let pack = 16 / x.dtype().size();
@@ -850,7 +846,7 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
     // Alignment of cuMemAlloc'd bases is 256 bytes, so the pack test is cols and strides.
     let vec = cols % pack == 0 && ldx % pack == 0;
     // v6 also packs rows whose start is misaligned alike in x and y (contiguous y): it peels.
-    let peelable = vec || ldx.abs_diff(cols) % pack == 0;
+    let peelable = packs_layout_ok(x);
     let cuda = x.device().cuda().cloned();
     let hopper = cuda
         .as_ref()
@@ -917,11 +913,31 @@ fn v6_symbol(dt: DType, packed: bool) -> String {
 /// How many CTAs of `threads` threads of v6's kernel `name` the GPU holds at once (the
 /// driver's occupancy figure × SMs): the most a cooperative launch may have.
 fn v6_resident(dev: &crate::device::CudaDevice, name: &str, threads: usize) -> Result<usize> {
-    let per_sm = dev
-        .function(&SOFTMAX, name)?
-        .occupancy_max_active_blocks_per_multiprocessor(threads as u32, 0, None)
+    let per_sm = blocks_per_sm(&dev.function(&SOFTMAX, name)?, threads, 0)?;
+    Ok(per_sm * dev.props.sm_count as usize)
+}
+
+/// The driver's occupancy figure: CTAs of `threads` threads and `smem` bytes of dynamic
+/// shared memory that one SM holds at once.
+fn blocks_per_sm(f: &cudarc::driver::CudaFunction, threads: usize, smem: usize) -> Result<usize> {
+    let n = f
+        .occupancy_max_active_blocks_per_multiprocessor(threads as u32, smem, None)
         .map_err(|e| Error::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))?;
-    Ok(per_sm as usize * dev.props.sm_count as usize)
+    Ok(n as usize)
+}
+
+/// Run `f` with the split-row kernels' (v6, v7) workspace for a grid of `grid` CTAs, laid out
+/// as kernels/softmax.cu's SplitHeader (16 bytes: the done count) and then `slot_rows`
+/// 16-byte SplitSlots per CTA; `f` gets (header, slots).
+fn with_split_workspace(
+    dev: &crate::device::CudaDevice,
+    name: &'static str,
+    slot_rows: usize,
+    grid: usize,
+    f: impl FnOnce(&CudaView<'_, u8>, &CudaView<'_, u8>) -> Result<()>,
+) -> Result<()> {
+    let bytes = 16 + slot_rows * 16 * grid;
+    dev.with_workspace(name, bytes, |ws| f(&ws.slice(0..16), &ws.slice(16..bytes)))
 }
 
 /// auto: runs what [`auto_choice`] picks. A tuned choice that cannot take this exact shape
