@@ -2,12 +2,7 @@
 # GPU batch (issue 5, end of the fourth session): racecheck over v6 and v7 (after a plain
 # bench has cached the ceilings, so the sanitizer reaches them), then the wide widths at
 # 4096 rows (fewer where memory asks) with the PyTorch columns, through the new heuristic.
-set -uo pipefail
-OUT=${OUT:-/tmp/kernlab-out}; mkdir -p "$OUT"
-export KERNLAB_CACHE_DIR=/tmp/kernlab-cache
-K=.gpu/bin/kernlab
-S="$OUT/summary.txt"
-t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s] $*" >> "$S"; }
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1
 timeout 50 compute-sanitizer --tool racecheck $K bench softmax --shape 300x40000 --variants v6_split,v7_stream --rep-ms 1 --warmup-ms 1 > "$OUT/race.log" 2>&1; echo "racecheck exit $?: $(grep -cE 'softmax_v[67]' "$OUT/race.log") softmax lines; $(grep -E 'RACECHECK SUMMARY' "$OUT/race.log" | tr '\n' ' ')" >> "$S"
 el race

@@ -3,13 +3,8 @@
 # guards (v7 lag clamp, occupancy check, fenced zeroing, G = 1 skip) and the sm_90 gating of
 # auto's rules with every test and racecheck (`check`), then the full width sweep with this
 # binary (`sweep`): two device calls, each under the 600 s limit.
-set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 PHASE=${1:-check}
-OUT=${OUT:-/tmp/kernlab-out}; mkdir -p "$OUT"
-export KERNLAB_CACHE_DIR=/tmp/kernlab-cache
-K=.gpu/bin/kernlab
-S="$OUT/summary.txt"
-t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s] $*" >> "$S"; }
 if [ "$PHASE" = check ]; then
 KERNLAB_REQUIRE_GPU=1 KERNLAB_REQUIRE_NVRTC=1 timeout 300 .gpu/run-tests > "$OUT/tests.log" 2>&1; echo "run-tests exit $?" >> "$S"
 grep -E "^test .*FAILED|panicked|^test result" "$OUT/tests.log" | head -12 >> "$S"

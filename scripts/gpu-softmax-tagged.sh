@@ -2,12 +2,7 @@
 # GPU batch (issue 5): v6/v7 exchange through tagged slots (relaxed 64-bit words, no
 # release/acquire), v8 removed, v7 defaults from the knob runs. Every test, racecheck on v6,
 # then the wide widths across v3–v7 and auto.
-set -uo pipefail
-OUT=${OUT:-/tmp/kernlab-out}; mkdir -p "$OUT"
-export KERNLAB_CACHE_DIR=/tmp/kernlab-cache
-K=.gpu/bin/kernlab
-S="$OUT/summary.txt"
-t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s] $*" >> "$S"; }
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 row() { grep -E "^│ (v|auto)" "$OUT/b.log" | grep -v variant | awk -v s="$1" -F'┆' '{print s, $1, $3, $6, $10}' >> "$S"; grep -iE "error|fail|panic" "$OUT/b.log" | head -3 >> "$S"; }
 KERNLAB_REQUIRE_GPU=1 KERNLAB_REQUIRE_NVRTC=1 timeout 300 .gpu/run-tests > "$OUT/tests.log" 2>&1; echo "run-tests exit $?" >> "$S"
 grep -E "^test .*FAILED|panicked|^test result" "$OUT/tests.log" | head -12 >> "$S"

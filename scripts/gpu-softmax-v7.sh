@@ -3,12 +3,7 @@
 # validation on a few shapes, then every test (also the v6 G = 1 race fix and the matmul
 # refactors not yet run on the GPU), racecheck over v6 and v7, then wide and medium benches
 # and v7's tuning knobs.
-set -uo pipefail
-OUT=${OUT:-/tmp/kernlab-out}; mkdir -p "$OUT"
-export KERNLAB_CACHE_DIR=/tmp/kernlab-cache
-K=.gpu/bin/kernlab
-S="$OUT/summary.txt"
-t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s] $*" >> "$S"; }
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 row() { grep -E "^│ (v|auto)" "$OUT/b.log" | awk -v s="$1" -F'┆' '{print s, $1, $3, $6}' >> "$S"; grep -iE "error|fail|panic" "$OUT/b.log" | head -3 >> "$S"; }
 timeout 60 $K bench softmax --shape 300x4096 --dtype f32,bf16,f16 --variants v7_stream --rep-ms 2 > "$OUT/b.log" 2>&1; row first
 el first

@@ -1,12 +1,7 @@
 #!/usr/bin/env bash
 # GPU batch (issue 5): why v7_stream's time per tile is additive (processing + transfer):
 # ncu on v7 and v3, then v7's knobs (no proxy fence, smaller bulk copies, two CTAs an SM).
-set -uo pipefail
-OUT=${OUT:-/tmp/kernlab-out}; mkdir -p "$OUT"
-export KERNLAB_CACHE_DIR=/tmp/kernlab-cache
-K=.gpu/bin/kernlab
-S="$OUT/summary.txt"
-t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s] $*" >> "$S"; }
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 row() { grep -E "^│ (v|auto)" "$OUT/b.log" | grep -v variant | awk -v s="$1" -F'┆' '{print s, $1, $3, $6}' >> "$S"; grep -iE "error|fail|panic" "$OUT/b.log" | head -3 >> "$S"; }
 SEC="--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy --section SchedulerStats"
 timeout 120 ncu $SEC -k regex:softmax_v7 -c 1 $K bench softmax --shape 8192x4096 --variants v7_stream --rep-ms 1 --warmup-ms 1 > "$OUT/ncu7.txt" 2>&1

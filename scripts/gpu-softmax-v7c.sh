@@ -1,12 +1,7 @@
 #!/usr/bin/env bash
 # GPU batch (issue 5): v7_stream with the lagged exchange (reduce tile k, write tile k − lag)
 # and two CTAs an SM. The softmax tests and PTX checks, then v7's knobs on wide and medium rows.
-set -uo pipefail
-OUT=${OUT:-/tmp/kernlab-out}; mkdir -p "$OUT"
-export KERNLAB_CACHE_DIR=/tmp/kernlab-cache
-K=.gpu/bin/kernlab
-S="$OUT/summary.txt"
-t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s] $*" >> "$S"; }
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 row() { grep -E "^│ (v|auto)" "$OUT/b.log" | grep -v variant | awk -v s="$1" -F'┆' '{print s, $1, $3, $6}' >> "$S"; grep -iE "error|fail|panic" "$OUT/b.log" | head -3 >> "$S"; }
 for t in .gpu/tests/*; do KERNLAB_REQUIRE_GPU=1 KERNLAB_REQUIRE_NVRTC=1 timeout 200 "$t" --test-threads=1 softmax ptx >> "$OUT/tests.log" 2>&1; echo "tests $(basename $t) exit $?" >> "$S"; done
 grep -E "^test .*FAILED|panicked|^test result" "$OUT/tests.log" | head -8 >> "$S"
