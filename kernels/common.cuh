@@ -110,6 +110,18 @@ __device__ __forceinline__ float fast_exp(float x) {
     return y;
 }
 
+// 2^x and log2(x) as one ex2.approx / lg2.approx each.
+__device__ __forceinline__ float fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+__device__ __forceinline__ float fast_log2(float x) {
+    float y;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 // GeLU, tanh approximation: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
 // Written as x·sigmoid(2u) = x / (1 + e^(−2u)), the same function without the cancellation
 // of 1 + tanh(u) for x ≪ 0. Cost: ~6 FLOPs, one ex2, one fast divide.
@@ -164,6 +176,17 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
 __device__ __forceinline__ float fmax_nan(float a, float b) {
     float r;
     asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+// The same on two 16-bit values a word (sm_80+), without unpacking them.
+__device__ __forceinline__ u32 max2_nan(u32 a, u32 b, const bf16*) {
+    u32 r;
+    asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+__device__ __forceinline__ u32 max2_nan(u32 a, u32 b, const f16*) {
+    u32 r;
+    asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
     return r;
 }
 struct MaxSum { float m, s; };

@@ -89,48 +89,86 @@ template <class T, int VEC, int K> struct RowRegs {
             v[0] = val[k];
         }
     }
-    // The max over this thread's slots (NaN-propagating; a NaN also reaches the sum).
+    // 16-bit rows take the shorter instruction forms below (fewer instructions an element,
+    // where the work per byte is twice f32's); f32 rows keep the exact ones.
+    static constexpr bool HALF = PACKED && sizeof(T) == 2;
+    // The max over this thread's slots (NaN-propagating; a NaN also reaches the sum). 16-bit
+    // packs are compared two values an instruction (max.NaN.bf16x2 / f16x2) without
+    // unpacking; the max is exact either way.
     __device__ __forceinline__ float max() const {
-        float m = KL_NEG_INF;
-        #pragma unroll
-        for (int k = 0; k < K; ++k) {
-            float v[VEC];
-            get(k, v, (const T*)nullptr);
+        if constexpr (HALF) {
+            const T* t = nullptr;
+            u32 a = neg_inf_pack<T>().x;
             #pragma unroll
-            for (int j = 0; j < VEC; ++j) m = fmax_nan(m, v[j]);
+            for (int k = 0; k < K; ++k) {
+                const uint4 u = raw[k];
+                a = max2_nan(a, max2_nan(max2_nan(u.x, u.y, t), max2_nan(u.z, u.w, t), t), t);
+            }
+            float v[2];
+            unpack_pair(a, v, t);
+            return fmax_nan(v[0], v[1]);
+        } else {
+            float m = KL_NEG_INF;
+            #pragma unroll
+            for (int k = 0; k < K; ++k) {
+                float v[VEC];
+                get(k, v, (const T*)nullptr);
+                #pragma unroll
+                for (int j = 0; j < VEC; ++j) m = fmax_nan(m, v[j]);
+            }
+            return m;
         }
-        return m;
     }
     // Σ e^(x − m). With a finite m the −inf padding adds exactly 0; with m = −inf (a row of
-    // all −inf) every term is NaN, and so is every output, as PyTorch gives.
-    __device__ __forceinline__ float sum_exp(float m) const {
+    // all −inf) every term is NaN, and so is every output, as PyTorch gives. For a 16-bit
+    // softmax (`fold`) e^(x − m) is 2^(x·log2e − m·log2e): one FMA before the ex2 instead of
+    // a subtract and a multiply. The rounding of m·log2e (≤ 2^-24 of it) is then one common
+    // factor on the terms, which the write (the same form) cancels; across threads of
+    // different maxima it is a relative error of that size, far below a 16-bit output's
+    // rounding. log_softmax keeps the exact form: there that error would show as an offset
+    // (the largest log-probability a hair above 0).
+    __device__ __forceinline__ float sum_exp(float m, bool fold) const {
         float s = 0.0f;
-        #pragma unroll
-        for (int k = 0; k < K; ++k) {
-            float v[VEC];
-            get(k, v, (const T*)nullptr);
+        if (HALF && fold) {
+            const float c = -m * KL_LOG2E;
             #pragma unroll
-            for (int j = 0; j < VEC; ++j) s += fast_exp(v[j] - m);
+            for (int k = 0; k < K; ++k) {
+                float v[VEC];
+                get(k, v, (const T*)nullptr);
+                #pragma unroll
+                for (int j = 0; j < VEC; ++j) s += fast_exp2(fmaf(v[j], KL_LOG2E, c));
+            }
+        } else {
+            #pragma unroll
+            for (int k = 0; k < K; ++k) {
+                float v[VEC];
+                get(k, v, (const T*)nullptr);
+                #pragma unroll
+                for (int j = 0; j < VEC; ++j) s += fast_exp(v[j] - m);
+            }
         }
         return s;
     }
-    // This thread's online-softmax state over its slots (a thread holding only padding has
-    // max −inf and counts for nothing in the merge).
-    // One pass over the slots: per slot a local max and sum, merged into the running state
-    // (one unpack per slot keeps register pressure at K = 8 within the 64 a 1024-thread block
-    // allows).
-    __device__ __forceinline__ MaxSum maxsum() const {
-        MaxSum st{KL_NEG_INF, 0.0f};
-        #pragma unroll
-        for (int k = 0; k < K; ++k) {
-            float v[VEC];
-            get(k, v, (const T*)nullptr);
-            st = maxsum_merge(st, pack_maxsum<VEC>(v));
-        }
-        return st;
+    // This thread's (max, sum) over its slots, in two passes over the registers (max, then
+    // Σ e^(x − max)): one exponential an element, where a per-pack online merge pays two
+    // more a pack. A thread holding only padding has max −inf (its NaN sum is ignored by
+    // maxsum_merge: it counts for nothing). `fold` as for sum_exp.
+    __device__ __forceinline__ MaxSum maxsum(bool fold) const {
+        const float m = max();
+        return MaxSum{m, sum_exp(m, fold)};
     }
     __device__ __forceinline__ void store(T* row, int cols, int tid, int stride, float m, float s, int lg) const {
         const float inv = 1.0f / s, ls = logf(s);
+        if (HALF && !lg) {
+            // 16-bit softmax: e^(x − m) as 2^(x·log2e − m·log2e), as sum_exp folds it.
+            const float c = -m * KL_LOG2E;
+            store_with(row, cols, tid, stride, [&](float v) { return fast_exp2(fmaf(v, KL_LOG2E, c)) * inv; });
+        } else {
+            store_with(row, cols, tid, stride, [&](float v) { return softmax_out(v, m, inv, ls, lg); });
+        }
+    }
+    template <class F>
+    __device__ __forceinline__ void store_with(T* row, int cols, int tid, int stride, F out) const {
         #pragma unroll
         for (int k = 0; k < K; ++k) {
             const int c0 = (k * stride + tid) * VEC;
@@ -138,7 +176,7 @@ template <class T, int VEC, int K> struct RowRegs {
             float v[VEC];
             get(k, v, (const T*)nullptr);
             #pragma unroll
-            for (int j = 0; j < VEC; ++j) v[j] = softmax_out(v[j], m, inv, ls, lg);
+            for (int j = 0; j < VEC; ++j) v[j] = out(v[j]);
             if constexpr (PACKED) st16(row + c0, pack(v, row));
             else row[c0] = from_f32<T>(v[0]);
         }
@@ -172,7 +210,7 @@ __device__ void softmax_v2_warp_row(const T* __restrict__ x, T* __restrict__ y, 
     RowRegs<T, VEC, K> r;
     r.load(x + (live ? row : 0) * ldx, live ? cols : 0, lane, W);
     const float m = group_max<W>(r.max());
-    const float s = group_sum<W>(r.sum_exp(m));
+    const float s = group_sum<W>(r.sum_exp(m, !lg));
     if (live) r.store(y + row * ldy, cols, lane, W, m, s, lg);
 }
 
@@ -188,7 +226,7 @@ __device__ void softmax_v3_block_regs(const T* __restrict__ x, T* __restrict__ y
     RowRegs<T, VEC, K> r;
     r.load(x + (i64)blockIdx.x * ldx, cols, threadIdx.x, blockDim.x);
     const float m = block_max(r.max(), scratch);
-    const float s = block_sum(r.sum_exp(m), scratch);
+    const float s = block_sum(r.sum_exp(m, !lg), scratch);
     r.store(y + (i64)blockIdx.x * ldy, cols, threadIdx.x, blockDim.x, m, s, lg);
 }
 
@@ -307,7 +345,7 @@ __device__ void softmax_v5_cluster(const T* __restrict__ x, T* __restrict__ y, i
     const int n = max(0, min(cols - c0, chunk * VEC));
     RowRegs<T, VEC, K> r;
     r.load(x + row * ldx + c0, n, threadIdx.x, blockDim.x);
-    MaxSum st = block_maxsum(r.maxsum(), scratch);
+    MaxSum st = block_maxsum(r.maxsum(!lg), scratch);
     if (threadIdx.x == 0) { state[0] = st.m; state[1] = st.s; }
     cluster_sync_all();  // every CTA's state is published
     const int lane = threadIdx.x & 31;
@@ -413,7 +451,7 @@ __device__ void softmax_v6_split(const T* __restrict__ x, T* __restrict__ y, int
         const SplitPart pc = split_part<T, VEC>(xr, cols, G, rank);
         // CTA 0 of the group also does the scalar head and tail, one element per thread; it
         // reads its element again to write it rather than keep it (a register it lacks).
-        MaxSum st = cur.maxsum();
+        MaxSum st = cur.maxsum(!lg);
         if (rank == 0 && threadIdx.x < pc.head + (cols - pc.tail0))
             st = maxsum_add(st, to_f32(xr[threadIdx.x < pc.head ? threadIdx.x : pc.tail0 + (threadIdx.x - pc.head)]));
         // block_maxsum has no leading barrier: with G > 1 the exchange's reduction (on
@@ -619,15 +657,20 @@ __device__ void softmax_v7_stream(const T* __restrict__ x, T* __restrict__ y, in
 
 // v3's K = 8 instances run 1024-thread blocks holding 128 KB rows: one block per SM, so they
 // may take all 64 registers (launch bounds (1024, 1)); the smaller K run several blocks per
-// SM and keep the default bound, which lets ptxas aim for two 1024-thread blocks.
-#define KL_V3_BOUNDS_1 __launch_bounds__(1024)
-#define KL_V3_BOUNDS_2 __launch_bounds__(1024)
-#define KL_V3_BOUNDS_4 __launch_bounds__(1024)
-#define KL_V3_BOUNDS_8 __launch_bounds__(1024, 1)
+// SM and keep the default bound, which lets ptxas aim for two 1024-thread blocks. The 16-bit
+// K = 4 instances are held to 40 registers: left to the default bound ptxas gives them 55–64
+// (fewer resident threads than f32's 32), and 40 holds them without spills.
+#define KL_V3_BOUNDS_1(TN) __launch_bounds__(1024)
+#define KL_V3_BOUNDS_2(TN) __launch_bounds__(1024)
+#define KL_V3_BOUNDS_4(TN) KL_V3_BOUNDS_4_##TN
+#define KL_V3_BOUNDS_4_f32 __launch_bounds__(1024)
+#define KL_V3_BOUNDS_4_bf16 __maxnreg__(40)
+#define KL_V3_BOUNDS_4_f16 __maxnreg__(40)
+#define KL_V3_BOUNDS_8(TN) __launch_bounds__(1024, 1)
 #define KL_V3(TN, T, K)                                                                          \
-    extern "C" __global__ void KL_V3_BOUNDS_##K softmax_v3_block_regs_vec_k##K##_##TN(KL_ARGS(T)) { \
+    extern "C" __global__ void KL_V3_BOUNDS_##K(TN) softmax_v3_block_regs_vec_k##K##_##TN(KL_ARGS(T)) { \
         softmax_v3_block_regs<T, Pack<T>::N, K>(KL_PASS); }                                          \
-    extern "C" __global__ void KL_V3_BOUNDS_##K softmax_v3_block_regs_scalar_k##K##_##TN(KL_ARGS(T)) { \
+    extern "C" __global__ void KL_V3_BOUNDS_##K(TN) softmax_v3_block_regs_scalar_k##K##_##TN(KL_ARGS(T)) { \
         softmax_v3_block_regs<T, 1, K>(KL_PASS); }
 
 #define KL_V4(TN, T)                                                                           \
@@ -654,7 +697,7 @@ __device__ void softmax_v7_stream(const T* __restrict__ x, T* __restrict__ y, in
 #endif
 #define KL_V6_ONE(NAME, TN, T, VEC)                                                              \
     extern "C" __global__ void __launch_bounds__(512, KL_V6_MIN_BLOCKS) NAME##_##TN(                                 \
-        KL_ARGS(T), int ctas_per_row, SplitHeader* hdr, SplitSlot* slots) {                           \
+        KL_ARGS(T), int ctas_per_row, SplitHeader* hdr, SplitSlot* slots) {                   \
         softmax_v6_split<T, VEC, 8>(KL_PASS, ctas_per_row, hdr, slots); }
 #define KL_V6(TN, T)                                                  \
     KL_V6_ONE(softmax_v6_split_vec, TN, T, Pack<T>::N)                \

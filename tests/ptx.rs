@@ -159,6 +159,40 @@ fn the_naive_gelu_really_is_scalar_and_the_vec16_one_is_not() {
         .any(|l| l.contains("st.global") && l.contains(".v4")));
 }
 
+/// The register-resident softmax kernels take their 16-bit rows' max two values an
+/// instruction (max.NaN.bf16x2 / f16x2, NaN-propagating) and fold e^(x − m) into one FMA
+/// before the ex2; the f32 kernels keep the exact subtract-then-scale form.
+#[test]
+fn softmax_16_bit_rows_take_the_packed_max_and_the_folded_exponent() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let c = compile_all("sm_90a")
+        .into_iter()
+        .find(|c| c.file == "softmax.cu")
+        .unwrap();
+    for (dt, max2) in [("bf16", "max.NaN.bf16x2"), ("f16", "max.NaN.f16x2")] {
+        for sym in [
+            format!("softmax_v2_warp_row_vec_k4_{dt}"),
+            format!("softmax_v3_block_regs_vec_k4_{dt}"),
+            format!("softmax_v3_block_regs_vec_k8_{dt}"),
+            format!("softmax_v5_cluster_vec_k8_{dt}"),
+            format!("softmax_v6_split_vec_{dt}"),
+        ] {
+            let body = ptx_entry_body(&c.ptx, &sym).unwrap();
+            assert!(body.contains(max2), "{sym} has no {max2}");
+            // x·log2e + c, an fma.rn.f32 an element of a pack (sum and write), before its ex2.
+            let fmas = body.lines().filter(|l| l.contains("fma.rn.f32")).count();
+            assert!(
+                fmas >= 16,
+                "{sym} has {fmas} fma.rn.f32, not the folded exponent"
+            );
+        }
+    }
+    let f32 = ptx_entry_body(&c.ptx, "softmax_v3_block_regs_vec_k4_f32").unwrap();
+    assert!(!f32.contains("max.NaN.bf16x2") && !f32.contains("max.NaN.f16x2"));
+}
+
 #[test]
 fn a_compile_error_names_the_file_the_kernel_and_shows_the_log() {
     if !nvrtc_or_skip() {
