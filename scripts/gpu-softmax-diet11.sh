@@ -3,6 +3,8 @@
 # instruction diet (packed max, FMA-folded exponent, two-pass per-thread (max, sum)) and the
 # 40-register bound of v3's 16-bit K = 4 kernels; then v3/v5/v6/auto over the medium and
 # wide widths (prefetch off), and v3 with prefetch on for bf16.
+# Its KERNLAB_SOFTMAX_PREFETCH sweep needs the uncommitted prefetch build (see
+# gpu-softmax-pf10.sh); with the committed kernels that variable does nothing.
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 KERNLAB_REQUIRE_GPU=1 KERNLAB_REQUIRE_NVRTC=1 timeout 90 .gpu/run-tests softmax > "$OUT/tests.log" 2>&1; echo "softmax tests exit $?" >> "$S"
 grep -E "^test .*FAILED|panicked|^test result" "$OUT/tests.log" | grep -v " 0 passed" | head -8 >> "$S"

@@ -2,6 +2,8 @@
 # GPU batch (fifth session): every test with KERNLAB_REQUIRE_GPU=1 (this also runs the
 # fourth session's unverified guards), the softmax tests again with L2 prefetch on in v3 and
 # v6, then v3/v6 with prefetch off (0), prefetch.global.L2 (1) and its evict_last form (2).
+# The prefetch (KERNLAB_SOFTMAX_PREFETCH, a `pf` kernel argument of v3 and v6) was measured
+# slower and removed before it was committed: this script needs that uncommitted build.
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 PHASE=${1:-all}
 if [ "$PHASE" = all ]; then
