@@ -837,8 +837,8 @@ pub fn auto_label(x: &Tensor) -> String {
 /// The width heuristic, from the H200 measurements in docs/perf-notes.md: v2 for rows a
 /// warp holds, v3 for rows a block holds (but v6 for odd widths past 4096, which v3 could
 /// only read scalar, and on sm_90 for 16-bit rows of 16385–32768, where v3 runs four slots a
-/// thread slowly); past that, on sm_90, v5 (clusters) for 16-bit rows up to 256 Ki and v6
-/// (rows split across CTAs) for every row its resident CTAs hold; v4 beyond.
+/// thread slowly); past that, on sm_90, v5 (clusters) for 16-bit rows of 128–256 Ki and v6
+/// (rows split across CTAs) for every other row its resident CTAs hold; v4 beyond.
 pub fn heuristic_choice(x: &Tensor) -> &'static str {
     let (rows, cols, ldx) = x.rows_cols();
     let dt = x.dtype();
@@ -858,11 +858,14 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
     };
     match dispatch(dt, cols, vec) {
         // Without 16-byte packs v5 takes its scalar path: bf16 65537 measured 549 GB/s against
-        // v4's 1098 (before v4 could peel), so v5 only where packs apply. It beats v4 and v6
-        // for 16-bit rows up to 262144 (bf16 2048×131072: 3240 against 3047 and 2661 GB/s;
-        // 1024×262144, before the tagged exchange: 2849 against 2689 and 2650), not at 524288
-        // (2608 against v6's 2723).
-        "v4_online" if hopper && vec && dt != DType::F32 && cols <= 262_144 => "v5_cluster",
+        // v4's 1098 (before v4 could peel), so v5 only where packs apply. Since the 16-bit
+        // diet (fifth session) it beats v6 for 16-bit rows of 262144 only (bf16 1024×262144:
+        // 3231 against 3016 GB/s); at 131072 v6 is ahead in four runs out of four by 1–2%
+        // (2048×131072: 3196, 3232, 3177, 3207 against v5's 3134, 3214, 3128, 3150), and at
+        // 524288 by 14% (2903 against 2547).
+        "v4_online" if hopper && vec && dt != DType::F32 && (131_073..=262_144).contains(&cols) => {
+            "v5_cluster"
+        }
         // Odd widths past 4096: v3 would take its scalar path, where v6 peels a scalar head
         // and tail around 16-byte packs (4096×4097: f32 2840 against 2335 GB/s, bf16 1740
         // against 1330).
