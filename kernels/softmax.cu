@@ -123,13 +123,16 @@ template <class T, int VEC, int K> struct RowRegs {
     // all −inf) every term is NaN, and so is every output, as PyTorch gives. For a 16-bit
     // softmax (`fold`) e^(x − m) is 2^(x·log2e − m·log2e): one FMA before the ex2 instead of
     // a subtract and a multiply. The rounding of m·log2e (≤ 2^-24 of it) is then one common
-    // factor on the terms, which the write (the same form) cancels; across threads of
-    // different maxima it is a relative error of that size, far below a 16-bit output's
-    // rounding. log_softmax keeps the exact form: there that error would show as an offset
-    // (the largest log-probability a hair above 0).
+    // factor on the terms, which the write (the same form) cancels. Across threads of
+    // different maxima (v5, v6) it does not cancel, so the fold is taken only while
+    // |m| ≤ 1024 (an error ≤ 2^-13 of the exponent, under a tenth of a 16-bit output's
+    // rounding); larger, infinite or NaN maxima take the exact form, which also keeps
+    // m·log2e from overflowing for bf16 values past 2.3e38. log_softmax keeps the exact form:
+    // there that error would show as an offset (the largest log-probability a hair above 0).
+    static __device__ __forceinline__ bool foldable(float m) { return fabsf(m) <= 1024.0f; }
     __device__ __forceinline__ float sum_exp(float m, bool fold) const {
         float s = 0.0f;
-        if (HALF && fold) {
+        if (HALF && fold && foldable(m)) {
             const float c = -m * KL_LOG2E;
             #pragma unroll
             for (int k = 0; k < K; ++k) {
@@ -159,7 +162,7 @@ template <class T, int VEC, int K> struct RowRegs {
     }
     __device__ __forceinline__ void store(T* row, int cols, int tid, int stride, float m, float s, int lg) const {
         const float inv = 1.0f / s, ls = logf(s);
-        if (HALF && !lg) {
+        if (HALF && !lg && foldable(m)) {
             // 16-bit softmax: e^(x − m) as 2^(x·log2e − m·log2e), as sum_exp folds it.
             const float c = -m * KL_LOG2E;
             store_with(row, cols, tid, stride, [&](float v) { return fast_exp2(fmaf(v, KL_LOG2E, c)) * inv; });

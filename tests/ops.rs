@@ -268,6 +268,40 @@ test_device!(
     super::softmax_special_values_follow_pytorch
 );
 
+/// Logits near the top of each dtype's range (bf16 and f32 past 2.3e38, where m·log2e would
+/// overflow f32; f16 near 65504), of a few thousand (where a folded exponent's rounding would
+/// show) and of a thousand (just inside the fold): every variant matches the f64 reference,
+/// with no NaN.
+fn softmax_large_logits_match_the_reference(dev: &Device) {
+    let p = Params::default();
+    for cols in [4usize, 33, 2048, 70000] {
+        for v in variants(Op::Softmax, dev) {
+            for dt in DType::ALL {
+                let top = if dt == DType::F16 { 60000.0 } else { 3.0e38 };
+                let mut vals = Vec::new();
+                // Ties at the top (each gets 1/count), the rest far below.
+                vals.extend((0..cols).map(|c| match c % 3 {
+                    0 => top,
+                    1 => top / 2.0,
+                    _ => -top / 4.0,
+                }));
+                // Around 3000: distinct values a few units apart.
+                vals.extend((0..cols).map(|c| 3000.0 + ((c * 7) % 13) as f64 * 0.75));
+                // Around −3000.
+                vals.extend((0..cols).map(|c| -3000.0 - ((c * 5) % 11) as f64 * 0.5));
+                // Around 1000, just inside the 16-bit kernels' folded exponent (|max| ≤ 1024).
+                vals.extend((0..cols).map(|c| 1000.0 + ((c * 3) % 17) as f64 * 0.5));
+                let x = Tensor::from_f64(&vals, &[4, cols], dt).unwrap();
+                check(dev, v, &p, &x, "large logits");
+            }
+        }
+    }
+}
+test_device!(
+    softmax_large_logits_match_the_reference,
+    super::softmax_large_logits_match_the_reference
+);
+
 /// Rows with a stride larger than the width (the gap holds NaN): variants that accept strided
 /// rows must read only the row; the others must refuse with a clear error.
 fn softmax_strided_rows(dev: &Device) {
