@@ -110,15 +110,10 @@ __device__ __forceinline__ float fast_exp(float x) {
     return y;
 }
 
-// 2^x and log2(x) as one ex2.approx / lg2.approx each.
+// 2^x as one ex2.approx.
 __device__ __forceinline__ float fast_exp2(float x) {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-__device__ __forceinline__ float fast_log2(float x) {
-    float y;
-    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
 }
 

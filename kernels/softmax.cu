@@ -662,8 +662,10 @@ __device__ void softmax_v7_stream(const T* __restrict__ x, T* __restrict__ y, in
 // v3's K = 8 instances run 1024-thread blocks holding 128 KB rows: one block per SM, so they
 // may take all 64 registers (launch bounds (1024, 1)); the smaller K run several blocks per
 // SM and keep the default bound, which lets ptxas aim for two 1024-thread blocks. The 16-bit
-// K = 4 instances are held to 40 registers: left to the default bound ptxas gives them 55–64
-// (fewer resident threads than f32's 32), and 40 holds them without spills.
+// K = 4 instances are held to 40 registers (no spills): left to the default bound ptxas gave
+// them 55–64, where f32's take 32. That adds resident blocks of up to ~800 threads (rows up
+// to ~25600 bf16 columns: at 512 threads, two blocks an SM become three); a 1024-thread
+// block stays alone on its SM either way.
 #define KL_V3_BOUNDS_1(TN) __launch_bounds__(1024)
 #define KL_V3_BOUNDS_2(TN) __launch_bounds__(1024)
 #define KL_V3_BOUNDS_4(TN) KL_V3_BOUNDS_4_##TN

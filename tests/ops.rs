@@ -268,10 +268,11 @@ test_device!(
     super::softmax_special_values_follow_pytorch
 );
 
-/// Logits near the top of each dtype's range (bf16 and f32 past 2.3e38, where m·log2e would
-/// overflow f32; f16 near 65504), of a few thousand (where a folded exponent's rounding would
-/// show) and of a thousand (just inside the fold): every variant matches the f64 reference,
-/// with no NaN.
+/// Logits near the top of each dtype's range (bf16 and f32 past 2.3e38, where a folded
+/// exponent's m·log2e would overflow f32 and give NaN rows; f16 near 65504), of ±3000 (past
+/// the fold, the exact form) and of 1000 (just inside it): every variant matches the f64
+/// reference, with no NaN. (The fold's rounding at ±3000 would stay within the 16-bit
+/// tolerances; the rows past 2.3e38 are what a missing guard fails.)
 fn softmax_large_logits_match_the_reference(dev: &Device) {
     let p = Params::default();
     for cols in [4usize, 33, 2048, 70000] {

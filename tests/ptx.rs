@@ -171,26 +171,54 @@ fn softmax_16_bit_rows_take_the_packed_max_and_the_folded_exponent() {
         .into_iter()
         .find(|c| c.file == "softmax.cu")
         .unwrap();
+    // How many ex2.approx take their argument straight from an fma.rn.f32 (PTX registers are
+    // defined once, so the defining line of the ex2's source operand says which form fed it).
+    let ex2_from_fma = |body: &str| {
+        let mut def = std::collections::HashMap::new();
+        for l in body.lines() {
+            let mut w = l.split_whitespace();
+            if let (Some(op), Some(dst)) = (w.next(), w.next()) {
+                def.insert(dst.trim_end_matches(',').to_string(), op.to_string());
+            }
+        }
+        body.lines()
+            .filter_map(|l| l.trim().strip_prefix("ex2.approx.ftz.f32"))
+            .filter_map(|rest| rest.split(',').nth(1))
+            .filter(|src| {
+                def.get(src.trim().trim_end_matches(';'))
+                    .is_some_and(|op| op == "fma.rn.f32")
+            })
+            .count()
+    };
+    // (kernel, elements a thread holds = 8 a pack × K slots)
     for (dt, max2) in [("bf16", "max.NaN.bf16x2"), ("f16", "max.NaN.f16x2")] {
-        for sym in [
-            format!("softmax_v2_warp_row_vec_k4_{dt}"),
-            format!("softmax_v3_block_regs_vec_k4_{dt}"),
-            format!("softmax_v3_block_regs_vec_k8_{dt}"),
-            format!("softmax_v5_cluster_vec_k8_{dt}"),
-            format!("softmax_v6_split_vec_{dt}"),
+        for (sym, elems) in [
+            (format!("softmax_v2_warp_row_vec_k4_{dt}"), 32),
+            (format!("softmax_v3_block_regs_vec_k4_{dt}"), 32),
+            (format!("softmax_v3_block_regs_vec_k8_{dt}"), 64),
+            (format!("softmax_v5_cluster_vec_k8_{dt}"), 64),
+            (format!("softmax_v6_split_vec_{dt}"), 64),
         ] {
             let body = ptx_entry_body(&c.ptx, &sym).unwrap();
             assert!(body.contains(max2), "{sym} has no {max2}");
-            // x·log2e + c, an fma.rn.f32 an element of a pack (sum and write), before its ex2.
-            let fmas = body.lines().filter(|l| l.contains("fma.rn.f32")).count();
+            // The folded exponent: an ex2 fed by x·log2e + c for each element, in the sum and
+            // in the write.
+            let n = ex2_from_fma(body);
             assert!(
-                fmas >= 16,
-                "{sym} has {fmas} fma.rn.f32, not the folded exponent"
+                n >= 2 * elems,
+                "{sym}: {n} ex2 fed by an fma, fewer than the {} of the folded exponent",
+                2 * elems
             );
         }
     }
+    // f32 keeps the exact form: no ex2 fed by an fma in v3's sum and write.
     let f32 = ptx_entry_body(&c.ptx, "softmax_v3_block_regs_vec_k4_f32").unwrap();
     assert!(!f32.contains("max.NaN.bf16x2") && !f32.contains("max.NaN.f16x2"));
+    assert_eq!(
+        ex2_from_fma(f32),
+        0,
+        "softmax_v3_block_regs_vec_k4_f32 folds its exponent"
+    );
 }
 
 #[test]

@@ -837,8 +837,8 @@ pub fn auto_label(x: &Tensor) -> String {
 /// The width heuristic, from the H200 measurements in docs/perf-notes.md: v2 for rows a
 /// warp holds, v3 for rows a block holds (but v6 for odd widths past 4096, which v3 could
 /// only read scalar, and on sm_90 for 16-bit rows of 16385–32768, where v3 runs four slots a
-/// thread slowly); past that, on sm_90, v5 (clusters) for 16-bit rows of 128–256 Ki and v6
-/// (rows split across CTAs) for every other row its resident CTAs hold; v4 beyond.
+/// thread slowly); past that, on sm_90, v5 (clusters) for 16-bit rows of 131073–262144 and
+/// v6 (rows split across CTAs) for every other row its resident CTAs hold; v4 beyond.
 pub fn heuristic_choice(x: &Tensor) -> &'static str {
     let (rows, cols, ldx) = x.rows_cols();
     let dt = x.dtype();
@@ -863,7 +863,15 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
         // 3231 against 3016 GB/s); at 131072 v6 is ahead in four runs out of four by 1–2%
         // (2048×131072: 3196, 3232, 3177, 3207 against v5's 3134, 3214, 3128, 3150), and at
         // 524288 by 14% (2903 against 2547).
-        "v4_online" if hopper && vec && dt != DType::F32 && (131_073..=262_144).contains(&cols) => {
+        // (65537–131071 were not measured between those two widths; where v6 cannot be
+        // loaded, v5 keeps them.)
+        "v4_online"
+            if hopper
+                && vec
+                && dt != DType::F32
+                && cols <= 262_144
+                && (cols > 131_072 || !v6_fits(true)) =>
+        {
             "v5_cluster"
         }
         // Odd widths past 4096: v3 would take its scalar path, where v6 peels a scalar head
