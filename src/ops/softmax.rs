@@ -496,7 +496,7 @@ pub fn run_v6_split(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let r = rows_of(x, &io);
     // Rows equally misaligned in x and y (odd widths) take the packed kernel with a scalar
     // head and tail, as v4's peeled kernel does.
-    let packed = peelable(&r, &io);
+    let packed = peelable(x, &io);
     let width = if packed { r.pack } else { 1 };
     let slots = r.cols.div_ceil(width);
     let name = v6_symbol(x.dtype(), packed);
@@ -662,13 +662,10 @@ pub fn v7_config(
     })
 }
 
-/// Whether v7 (and v6's packed kernel) can move this layout in 16-byte packs: x's and y's
-/// rows equally misaligned (the strides equal modulo the pack) and both bases aligned.
-fn peelable(r: &Rows, io: &CudaIo) -> bool {
-    r.vec
-        || ((r.ldx - r.ldy) % r.pack as i64 == 0
-            && aligned16(&io.dev, io.x)
-            && aligned16(&io.dev, io.y))
+/// Whether v7 (and v6's packed kernel) can move this layout in 16-byte packs: the rows'
+/// layout as [`packs_layout_ok`], and both bases aligned.
+fn peelable(x: &Tensor, io: &CudaIo) -> bool {
+    packs_layout_ok(x) && aligned16(&io.dev, io.x) && aligned16(&io.dev, io.y)
 }
 
 /// v7: a persistent grid streams tiles of rows (or parts of split rows) through shared
@@ -689,7 +686,7 @@ pub fn run_v7_stream(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
             io.dev.props.compute_capability.0, io.dev.props.compute_capability.1
         )));
     }
-    if !peelable(&r, &io) {
+    if !peelable(x, &io) {
         return Err(refuse(
             "x's and y's rows are not equally aligned to 16 bytes (row strides differ modulo a 16-byte pack): use v6_split or auto".into(),
         ));
@@ -763,12 +760,13 @@ pub fn run_v7_stream(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 }
 
 /// Whether this input's rows can be moved in 16-byte packs, peeled where they start off a
-/// 16-byte boundary (x's and the contiguous y's rows equally misaligned): the layouts v6's
-/// packed kernel and v7 take (v7 refuses the others). cuMemAlloc'd bases are aligned.
+/// 16-byte boundary: x's row stride equal to the contiguous y's (cols) modulo the pack, so
+/// both rows are equally misaligned (aligned rows, with cols and ldx multiples of the pack,
+/// are the case of no misalignment). The layouts v6's packed kernel and v7 take (v7 refuses
+/// the others); the bases are checked apart (cuMemAlloc'd ones are aligned).
 pub fn packs_layout_ok(x: &Tensor) -> bool {
     let (_, cols, ldx) = x.rows_cols();
-    let pack = 16 / x.dtype().size();
-    (cols % pack == 0 && ldx % pack == 0) || ldx.abs_diff(cols) % pack == 0
+    ldx.abs_diff(cols) % (16 / x.dtype().size()) == 0
 }
 
 pub fn symbols_v7(dt: DType) -> Vec<String> {
@@ -851,10 +849,14 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
     let hopper = cuda
         .as_ref()
         .is_some_and(|d| d.props.compute_capability.0 >= 9);
+    // v6's capacity costs an occupancy query; two rules may ask for the same form.
+    let fits = [std::cell::OnceCell::new(), std::cell::OnceCell::new()];
     let v6_fits = |packed: bool| {
-        cuda.as_ref()
-            .and_then(|d| v6_max_cols(d, dt, packed))
-            .is_some_and(|m| cols <= m)
+        *fits[packed as usize].get_or_init(|| {
+            cuda.as_ref()
+                .and_then(|d| v6_max_cols(d, dt, packed))
+                .is_some_and(|m| cols <= m)
+        })
     };
     match dispatch(dt, cols, vec) {
         // Without 16-byte packs v5 takes its scalar path: bf16 65537 measured 549 GB/s against
