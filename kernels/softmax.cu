@@ -132,24 +132,21 @@ template <class T, int VEC, int K> struct RowRegs {
     // there that error would show as an offset (the largest log-probability a hair above 0).
     static __device__ __forceinline__ bool foldable(float m) { return fabsf(m) <= 1024.0f; }
     __device__ __forceinline__ float sum_exp(float m, bool fold) const {
-        float s = 0.0f;
         if (HALF && fold && foldable(m)) {
             const float c = -m * KL_LOG2E;
+            return sum_with([&](float v) { return fast_exp2(fmaf(v, KL_LOG2E, c)); });
+        }
+        return sum_with([&](float v) { return fast_exp(v - m); });
+    }
+    // Σ e(x) over this thread's slots.
+    template <class F> __device__ __forceinline__ float sum_with(F e) const {
+        float s = 0.0f;
+        #pragma unroll
+        for (int k = 0; k < K; ++k) {
+            float v[VEC];
+            get(k, v, (const T*)nullptr);
             #pragma unroll
-            for (int k = 0; k < K; ++k) {
-                float v[VEC];
-                get(k, v, (const T*)nullptr);
-                #pragma unroll
-                for (int j = 0; j < VEC; ++j) s += fast_exp2(fmaf(v[j], KL_LOG2E, c));
-            }
-        } else {
-            #pragma unroll
-            for (int k = 0; k < K; ++k) {
-                float v[VEC];
-                get(k, v, (const T*)nullptr);
-                #pragma unroll
-                for (int j = 0; j < VEC; ++j) s += fast_exp(v[j] - m);
-            }
+            for (int j = 0; j < VEC; ++j) s += e(v[j]);
         }
         return s;
     }
