@@ -637,6 +637,152 @@ __device__ void softmax_v7_stream(const T* __restrict__ x, T* __restrict__ y, in
 #endif
 }
 
+// v8_onchip — what changed: a CTA holds up to ~350 KB of a row, not 128 KB: up to 1024
+// threads × K = 8 packs in registers (as v3's widest rows) and the rest of its part in shared memory,
+// copied there by cp.async (16 bytes a copy, no register held while it is in flight) while the
+// register packs load. Rows of up to ~90 K f32 / ~180 K 16-bit columns then take one CTA each
+// and no CTA waits for another (v6 splits them across CTAs on other SMs and each waits for its
+// slowest peer); wider rows take a cluster of C = 2–16 such CTAs (sm_90), which merge their
+// (max, sum) through distributed shared memory as v5 does, with a quarter of v5's CTAs a row.
+// Smaller parts take fewer threads (several CTAs an SM). Rows that start off a 16-byte boundary are peeled as in v6 (CTA rank 0 does
+// the scalar head and tail). One read and one write of each element.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+    u32 s;
+    asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(s) : "l"(smem));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+}
+// Wait for this thread's cp.async copies; they are then visible to this thread (only).
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+// The packs of a row part held in shared memory: thread tid owns packs tid, tid + nt, … —
+// the ones it copied itself, so after its own cp.async.wait_all it reads them with no
+// barrier. The same arithmetic as RowRegs (the packed max and the folded exponent for 16-bit
+// rows), so both halves of a part give the same outputs for the same inputs.
+template <class T> struct SmemPart {
+    static constexpr int VEC = Pack<T>::N;
+    using Regs = RowRegs<T, VEC, 1>;
+    const uint4* buf;
+    int n, tid, nt;
+    __device__ __forceinline__ float max() const {
+        if constexpr (Regs::HALF) {
+            const T* t = nullptr;
+            u32 a = neg_inf_pack<T>().x;
+            for (int p = tid; p < n; p += nt) {
+                const uint4 u = buf[p];
+                a = max2_nan(a, max2_nan(max2_nan(u.x, u.y, t), max2_nan(u.z, u.w, t), t), t);
+            }
+            float v[2];
+            unpack_pair(a, v, t);
+            return fmax_nan(v[0], v[1]);
+        } else {
+            float m = KL_NEG_INF;
+            for (int p = tid; p < n; p += nt) {
+                float v[VEC];
+                unpack(buf[p], v, (const T*)nullptr);
+                #pragma unroll
+                for (int j = 0; j < VEC; ++j) m = fmax_nan(m, v[j]);
+            }
+            return m;
+        }
+    }
+    __device__ __forceinline__ float sum_exp(float m, bool fold) const {
+        if (Regs::HALF && fold && Regs::foldable(m)) {
+            const float c = -m * KL_LOG2E;
+            return sum_with([&](float v) { return fast_exp2(fmaf(v, KL_LOG2E, c)); });
+        }
+        return sum_with([&](float v) { return fast_exp(v - m); });
+    }
+    template <class F> __device__ __forceinline__ float sum_with(F e) const {
+        float s = 0.0f;
+        for (int p = tid; p < n; p += nt) {
+            float v[VEC];
+            unpack(buf[p], v, (const T*)nullptr);
+            #pragma unroll
+            for (int j = 0; j < VEC; ++j) s += e(v[j]);
+        }
+        return s;
+    }
+    // Pack p goes to row + p·VEC.
+    __device__ __forceinline__ void store(T* row, float m, float s, int lg) const {
+        const float inv = 1.0f / s, ls = logf(s);
+        if (Regs::HALF && !lg && Regs::foldable(m)) {
+            const float c = -m * KL_LOG2E;
+            store_with(row, [&](float v) { return fast_exp2(fmaf(v, KL_LOG2E, c)) * inv; });
+        } else {
+            store_with(row, [&](float v) { return softmax_out(v, m, inv, ls, lg); });
+        }
+    }
+    template <class F> __device__ __forceinline__ void store_with(T* row, F out) const {
+        for (int p = tid; p < n; p += nt) {
+            float v[VEC];
+            unpack(buf[p], v, (const T*)nullptr);
+            #pragma unroll
+            for (int j = 0; j < VEC; ++j) v[j] = out(v[j]);
+            st16(row + (i64)p * VEC, pack(v, row));
+        }
+    }
+};
+
+template <class T, int K>
+__device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
+                                  i64 ldx, i64 ldy, int lg, int csize) {
+    constexpr int VEC = Pack<T>::N;
+    extern __shared__ __align__(16) uint4 v8_part[];
+    __shared__ float scratch[64];
+    __shared__ __align__(8) float state[2];
+    const int tid = threadIdx.x, nt = blockDim.x;
+    int rank = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (csize > 1) rank = (int)cluster_ctarank();
+#else
+    if (csize > 1) __trap();  // clusters need sm_90; the launcher refuses older devices
+#endif
+    const i64 row = blockIdx.x / csize;
+    const T* xr = x + row * ldx;
+    T* yr = y + row * ldy;
+    // This CTA's packs: the first nt·K in registers, the rest (spk) in shared memory.
+    const SplitPart pt = split_part<T, VEC>(xr, cols, csize, rank);
+    const int npk = pt.n / VEC, rpk = min(npk, nt * K), spk = npk - rpk;
+    const T* xb = xr + pt.head + (i64)pt.p0 * VEC;
+    // The shared-memory copies go out first: they hold no registers while in flight.
+    for (int p = tid; p < spk; p += nt) cp_async16(v8_part + p, xb + (i64)(rpk + p) * VEC);
+    RowRegs<T, VEC, K> r;
+    r.load(xb, rpk * VEC, tid, nt);
+    const SmemPart<T> sp{v8_part, spk, tid, nt};
+    const float mr = r.max();  // the register packs' max while the last copies land
+    cp_async_wait_all();
+    const float mt = fmax_nan(mr, sp.max());
+    MaxSum st{mt, r.sum_exp(mt, !lg) + sp.sum_exp(mt, !lg)};
+    // CTA 0 of the row also does the scalar head and tail, one element a thread (re-read
+    // for the write rather than kept).
+    const int nsc = pt.head + (cols - pt.tail0);
+    const bool sc = rank == 0 && tid < nsc;
+    if (sc) st = maxsum_add(st, to_f32(xr[tid < pt.head ? tid : pt.tail0 + (tid - pt.head)]));
+    st = block_maxsum(st, scratch);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (csize > 1) {
+        if (tid == 0) { state[0] = st.m; state[1] = st.s; }
+        cluster_sync_all();  // every CTA's state is published
+        const int lane = tid & 31;
+        MaxSum mine = lane < csize ? ld_peer_maxsum(state, lane) : MaxSum{KL_NEG_INF, 0.0f};
+        st = warp_maxsum(mine);
+        // This CTA is done reading its peers' shared memory; it waits for them to be done
+        // with its own only before it exits, so the write does not wait.
+        asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+    }
+#endif
+    T* yb = yr + pt.head + (i64)pt.p0 * VEC;
+    r.store(yb, rpk * VEC, tid, nt, st.m, st.s, lg);
+    sp.store(yb + (i64)rpk * VEC, st.m, st.s, lg);
+    if (sc) {
+        const int c = tid < pt.head ? tid : pt.tail0 + (tid - pt.head);
+        yr[c] = from_f32<T>(softmax_out(to_f32(xr[c]), st.m, 1.0f / st.s, logf(st.s), lg));
+    }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (csize > 1) asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+
 // ---- exported symbols ------------------------------------------------------------------
 #define KL_ARGS(T) const T* x, T* y, int rows, int cols, i64 ldx, i64 ldy, int lg
 #define KL_PASS x, y, rows, cols, ldx, ldy, lg
@@ -714,6 +860,11 @@ __device__ void softmax_v7_stream(const T* __restrict__ x, T* __restrict__ y, in
         SplitHeader* hdr, SplitSlot* slots) {                                                         \
         softmax_v7_stream<T>(KL_PASS, ctas_per_row, rows_per_tile, chunk, stages, lag, hdr, slots); }
 
+// v8: one 1024-thread CTA an SM, all 64 registers (as v3 at K = 8).
+#define KL_V8(TN, T)                                                                              \
+    extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v8_onchip_##TN(KL_ARGS(T), int csize) { \
+        softmax_v8_onchip<T, 8>(KL_PASS, csize); }
+
 #define KL_ALL(TN, T)                                                        \
     KL_V1(TN, T)                                                             \
     KL_V2(TN, T, 1) KL_V2(TN, T, 2) KL_V2(TN, T, 4) KL_V2(TN, T, 8)          \
@@ -722,7 +873,8 @@ __device__ void softmax_v7_stream(const T* __restrict__ x, T* __restrict__ y, in
     KL_V4(TN, T)                                                             \
     KL_V5(TN, T, 2) KL_V5(TN, T, 4) KL_V5(TN, T, 8)                          \
     KL_V6(TN, T)                                                             \
-    KL_V7(TN, T)
+    KL_V7(TN, T)                                                             \
+    KL_V8(TN, T)
 
 KL_ALL(f32, float)
 KL_ALL(bf16, bf16)

@@ -58,10 +58,19 @@ fn check(dev: &Device, v: &Variant, p: &Params, x_host: &Tensor, what: &str) -> 
             let (_, cols, _) = x.rows_cols();
             let scalar_limit = width_limit(v, x.dtype()).map(|l| l / (16 / x.dtype().size()));
             // v7 moves only 16-byte packs: it refuses rows x and y cannot both peel.
-            let packs_only = v.name == "v7_stream";
+            let packs_only = v.name == "v7_stream" || v.name == "v8_onchip";
+            // v8 holds a row in at most 16 CTAs' registers and shared memory (one CTA's
+            // before sm_90).
+            let v8_limit = (v.name == "v8_onchip")
+                .then(|| {
+                    dev.cuda()
+                        .map(|d| softmax::v8_max_cols(x.dtype(), &d.props))
+                })
+                .flatten();
             assert!(
                 (packs_only && !softmax::packs_layout_ok(&x))
-                    || scalar_limit.is_some_and(|l| cols > l),
+                    || scalar_limit.is_some_and(|l| cols > l)
+                    || v8_limit.is_some_and(|l| cols > l),
                 "{} refused {:?} {what}: {why}",
                 v.id(),
                 x.shape()
@@ -336,8 +345,9 @@ fn softmax_strided_rows(dev: &Device) {
 }
 test_device!(softmax_strided_rows, super::softmax_strided_rows);
 
-/// The persistent versions — v6 (rows split across CTAs, in registers) and v7 (tiles
-/// streamed through shared memory by bulk copies, rows split across CTAs where wide) — walk
+/// The versions that split rows across CTAs — v6 (in registers), v7 (tiles streamed through
+/// shared memory by bulk copies), v8 (clusters, in registers and shared memory) — and the
+/// persistent ones (v6, v7), which walk
 /// many rows per CTA or group, reuse their exchange slots row after row (each state tagged
 /// with its row's number in the launch), and leave the slots zeroed for the next launch.
 /// Shapes with more rows than groups, tiles of
@@ -357,10 +367,12 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
         (&[1001, 777], &[DType::F16]),
         (&[5, 1048576], &[DType::F32]),
         (&[24, 2097155], &[DType::BF16]),
+        // v8: clusters of 4 CTAs, each holding part of its ~73 KB share in shared memory.
+        (&[40, 300001], &[DType::F32]),
     ];
     for v in variants(Op::Softmax, dev)
         .into_iter()
-        .filter(|v| v.name == "v6_split" || v.name == "v7_stream")
+        .filter(|v| ["v6_split", "v7_stream", "v8_onchip"].contains(&v.name))
     {
         for (i, (shape, dts)) in shapes.iter().enumerate() {
             for &dt in *dts {

@@ -198,6 +198,7 @@ fn softmax_16_bit_rows_take_the_packed_max_and_the_folded_exponent() {
             (format!("softmax_v3_block_regs_vec_k8_{dt}"), 64),
             (format!("softmax_v5_cluster_vec_k8_{dt}"), 64),
             (format!("softmax_v6_split_vec_{dt}"), 64),
+            (format!("softmax_v8_onchip_{dt}"), 64),
         ] {
             let body = ptx_entry_body(&c.ptx, &sym).unwrap();
             assert!(body.contains(max2), "{sym} has no {max2}");
@@ -219,6 +220,36 @@ fn softmax_16_bit_rows_take_the_packed_max_and_the_folded_exponent() {
         0,
         "softmax_v3_block_regs_vec_k4_f32 folds its exponent"
     );
+}
+
+/// v8 merges a row's (max, sum) across its cluster through distributed shared memory on
+/// sm_90: each kernel must map a peer's shared memory, read it, and split the cluster barrier
+/// (arrive after the reads, wait before the exit), and copy its shared-memory packs with
+/// cp.async.
+#[test]
+fn softmax_v8_uses_cp_async_and_the_cluster_exchange_on_sm_90() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let c = compile_all("sm_90a")
+        .into_iter()
+        .find(|c| c.file == "softmax.cu")
+        .unwrap();
+    for dt in ["f32", "bf16", "f16"] {
+        let sym = format!("softmax_v8_onchip_{dt}");
+        let body = ptx_entry_body(&c.ptx, &sym).unwrap();
+        for needle in [
+            "cp.async.cg.shared.global",
+            "cp.async.wait_all",
+            "mapa.shared::cluster",
+            "ld.shared::cluster.v2.f32",
+            "barrier.cluster.arrive.release.aligned",
+            "barrier.cluster.wait.acquire.aligned",
+            "%cluster_ctarank",
+        ] {
+            assert!(body.contains(needle), "{sym} has no {needle}");
+        }
+    }
 }
 
 #[test]

@@ -81,19 +81,19 @@ macro_rules! launch_cooperative {
     };
 }
 
-/// Launch a kernel in thread-block clusters of `cluster` CTAs along x (Hopper and later),
-/// through cuLaunchKernelEx. `args` are pointers to each kernel argument's value.
-pub fn launch_cluster(
+/// Run `f` with the launch configuration for clusters of `cluster` CTAs along x (Hopper and
+/// later), as cuLaunchKernelEx and cuOccupancyMaxActiveClusters take it.
+fn with_cluster_config<R>(
     dev: &CudaDevice,
-    f: &cudarc::driver::CudaFunction,
+    func: &cudarc::driver::CudaFunction,
     name: &str,
     cfg: LaunchConfig,
     cluster: u32,
-    args: &mut [*mut std::ffi::c_void],
-) -> Result<()> {
+    f: impl FnOnce(&cudarc::driver::sys::CUlaunchConfig) -> R,
+) -> Result<R> {
     use cudarc::driver::sys;
     if cluster > 8 {
-        f.set_attribute(
+        func.set_attribute(
             sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
             1,
         )
@@ -126,16 +126,51 @@ pub fn launch_cluster(
     dev.ctx
         .bind_to_thread()
         .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
-    // SAFETY: `args` point at live values matching the kernel's parameters; the buffers they
-    // name are valid on this stream (see `launch!`).
-    unsafe {
-        sys::cuLaunchKernelEx(
-            &lc,
-            f.cu_function(),
-            args.as_mut_ptr(),
-            std::ptr::null_mut(),
-        )
-    }
-    .result()
-    .map_err(crate::device::cuda::launch_err(name))
+    Ok(f(&lc))
+}
+
+/// Launch a kernel in thread-block clusters of `cluster` CTAs along x (Hopper and later),
+/// through cuLaunchKernelEx. `args` are pointers to each kernel argument's value.
+pub fn launch_cluster(
+    dev: &CudaDevice,
+    f: &cudarc::driver::CudaFunction,
+    name: &str,
+    cfg: LaunchConfig,
+    cluster: u32,
+    args: &mut [*mut std::ffi::c_void],
+) -> Result<()> {
+    with_cluster_config(dev, f, name, cfg, cluster, |lc| {
+        // SAFETY: `args` point at live values matching the kernel's parameters; the buffers
+        // they name are valid on this stream (see `launch!`).
+        unsafe {
+            cudarc::driver::sys::cuLaunchKernelEx(
+                lc,
+                f.cu_function(),
+                args.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+        .result()
+        .map_err(crate::device::cuda::launch_err(name))
+    })??;
+    dev.after_launch(name)
+}
+
+/// How many clusters of `cluster` CTAs shaped as `cfg` (threads, dynamic shared memory) the
+/// GPU runs at once (cuOccupancyMaxActiveClusters); 0 when none can be placed.
+pub fn max_active_clusters(
+    dev: &CudaDevice,
+    f: &cudarc::driver::CudaFunction,
+    name: &str,
+    cfg: LaunchConfig,
+    cluster: u32,
+) -> Result<usize> {
+    let mut n: std::ffi::c_int = 0;
+    with_cluster_config(dev, f, name, cfg, cluster, |lc| {
+        // SAFETY: `n` is a live out-parameter; `lc` and its attribute outlive the call.
+        unsafe { cudarc::driver::sys::cuOccupancyMaxActiveClusters(&mut n, f.cu_function(), lc) }
+            .result()
+            .map_err(|e| Error::driver("cuOccupancyMaxActiveClusters", e))
+    })??;
+    Ok(n.max(0) as usize)
 }

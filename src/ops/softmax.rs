@@ -538,6 +538,142 @@ pub fn symbols_v6(dt: DType) -> Vec<String> {
     [true, false].iter().map(|&p| v6_symbol(dt, p)).collect()
 }
 
+/// v8's CTAs: 1024 threads holding [`V8_K`] 16-byte packs each in registers (128 KB), the
+/// rest of their part in shared memory; one CTA an SM.
+pub const V8_THREADS: usize = 1024;
+pub const V8_K: usize = 8;
+/// Cluster sizes v8 tries, smallest first (past 8 they are non-portable; the H200 runs 16).
+const V8_CLUSTERS: [usize; 5] = [1, 2, 4, 8, 16];
+
+/// The 16-byte packs one v8 CTA holds: its registers' and what fits in `smem_optin` bytes of
+/// shared memory (the device's opt-in maximum a block, less 1 KB for the kernel's own).
+pub fn v8_cta_packs(smem_optin: usize) -> usize {
+    V8_THREADS * V8_K + smem_optin.saturating_sub(1024) / 16
+}
+
+/// v8's shape for rows of at most `packs` 16-byte packs: (cluster size C, threads a CTA,
+/// dynamic shared memory bytes a CTA) — the smallest C whose CTAs hold their share, at most
+/// `max_c`; a share that fits in registers takes only the threads it needs (a warp's multiple),
+/// so narrower rows run several CTAs an SM. `None` when the row is wider than `max_c` CTAs hold.
+pub fn v8_config(packs: usize, smem_optin: usize, max_c: usize) -> Option<(usize, usize, usize)> {
+    let cap = v8_cta_packs(smem_optin);
+    let c = V8_CLUSTERS
+        .iter()
+        .copied()
+        .filter(|&c| c <= max_c)
+        .find(|&c| packs.div_ceil(c) <= cap)?;
+    let share = packs.div_ceil(c);
+    let threads = (share.div_ceil(V8_K).div_ceil(32) * 32).clamp(32, V8_THREADS);
+    Some((c, threads, share.saturating_sub(V8_THREADS * V8_K) * 16))
+}
+
+/// The widest row v8 holds on a device (elements): 16 CTAs' worth on sm_90 (clusters), one
+/// CTA's elsewhere.
+pub fn v8_max_cols(dt: DType, props: &crate::device::cuda::DeviceProps) -> usize {
+    let c = if props.compute_capability.0 >= 9 {
+        16
+    } else {
+        1
+    };
+    c * v8_cta_packs(props.max_smem_per_block_optin) * (16 / dt.size())
+}
+
+/// v8: a row per CTA (or per cluster of C CTAs on sm_90), held in registers and shared
+/// memory; clusters merge (max, sum) through DSMEM.
+pub fn run_v8_onchip(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    use cudarc::driver::DevicePtr;
+    check_rows(x)?;
+    let io = cuda_io(x, y)?;
+    let r = rows_of(x, &io);
+    let refuse = |why: String| Error::UnsupportedShape {
+        op: "softmax".into(),
+        variant: "v8_onchip".into(),
+        why,
+    };
+    // cp.async copies 16-byte packs: rows must be packs, or equally misaligned in x and y
+    // (peeled).
+    if !peelable(x, &io) {
+        return Err(refuse(
+            "x's and y's rows are not equally aligned to 16 bytes (row strides differ modulo a 16-byte pack): use v6_split or auto".into(),
+        ));
+    }
+    let props = &io.dev.props;
+    let hopper = props.compute_capability.0 >= 9;
+    let packs = r.cols / r.pack;
+    let (c, threads, smem) = v8_config(
+        packs,
+        props.max_smem_per_block_optin,
+        if hopper { 16 } else { 1 },
+    )
+    .ok_or_else(|| {
+        refuse(format!(
+            "rows of {} columns are wider than the {} it holds on chip{}",
+            r.cols,
+            v8_max_cols(x.dtype(), props),
+            if hopper {
+                " (16 CTAs' registers and shared memory; use v6_split or auto)"
+            } else {
+                " (one CTA's registers and shared memory: clusters need sm_90; use v6_split or auto)"
+            }
+        ))
+    })?;
+    let grid = r.rows as u64 * c as u64;
+    if grid > i32::MAX as u64 {
+        return Err(refuse(format!(
+            "{} rows × {c} CTAs a row: over the grid limit",
+            r.rows
+        )));
+    }
+    let name = format!("softmax_v8_onchip_{}", x.dtype());
+    let f = io.dev.function(&SOFTMAX, &name)?;
+    f.set_attribute(
+        cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        smem as i32,
+    )
+    .map_err(crate::device::cuda::launch_err(&name))?;
+    let cfg = LaunchConfig {
+        grid_dim: (grid as u32, 1, 1),
+        block_dim: (threads as u32, 1, 1),
+        shared_mem_bytes: smem as u32,
+    };
+    let (rows, cols, lg, cs) = (r.rows as i32, r.cols as i32, p.log_softmax as i32, c as i32);
+    if c == 1 {
+        launch!(
+            io.dev,
+            &SOFTMAX,
+            name,
+            cfg,
+            [io.x, io.y, &rows, &cols, &r.ldx, &r.ldy, &lg, &cs]
+        );
+        return Ok(());
+    }
+    if super::launch::max_active_clusters(&io.dev, &f, &name, cfg, c as u32)? == 0 {
+        return Err(refuse(format!(
+            "this GPU cannot place a cluster of {c} CTAs of {threads} threads and {} KB of shared memory each (use v6_split or auto)",
+            smem >> 10
+        )));
+    }
+    let (xp, _gx) = io.x.device_ptr(&io.dev.stream);
+    let (yp, _gy) = io.y.device_ptr(&io.dev.stream);
+    let (mut xp, mut yp) = (xp, yp);
+    let (mut rows, mut cols, mut ldx, mut ldy, mut lg, mut cs) = (rows, cols, r.ldx, r.ldy, lg, cs);
+    let mut args: [*mut std::ffi::c_void; 8] = [
+        &mut xp as *mut _ as *mut _,
+        &mut yp as *mut _ as *mut _,
+        &mut rows as *mut _ as *mut _,
+        &mut cols as *mut _ as *mut _,
+        &mut ldx as *mut _ as *mut _,
+        &mut ldy as *mut _ as *mut _,
+        &mut lg as *mut _ as *mut _,
+        &mut cs as *mut _ as *mut _,
+    ];
+    super::launch::launch_cluster(&io.dev, &f, &name, cfg, c as u32, &mut args)
+}
+
+pub fn symbols_v8(dt: DType) -> Vec<String> {
+    vec![format!("softmax_v8_onchip_{dt}")]
+}
+
 /// v7's CTAs: 512 threads, one or two an SM (`V7Tuning::per_sm`).
 pub const V7_THREADS: usize = 512;
 /// At most this many stages (the kernel's mbarrier array).
@@ -785,13 +921,14 @@ pub fn dispatch(dt: DType, cols: usize, vec: bool) -> &'static str {
 }
 
 /// The versions `auto` chooses among (and `kernlab autotune softmax` measures).
-pub const AUTO_CANDIDATES: [&str; 6] = [
+pub const AUTO_CANDIDATES: [&str; 7] = [
     "v2_warp_row",
     "v3_block_regs",
     "v4_online",
     "v5_cluster",
     "v6_split",
     "v7_stream",
+    "v8_onchip",
 ];
 
 /// Run one of [`AUTO_CANDIDATES`] by name.
@@ -803,6 +940,7 @@ pub fn run_named(name: &str, p: &Params, x: &Tensor, y: &mut Tensor) -> Result<(
         "v4_online" => run_v4_online(p, x, y),
         "v6_split" => run_v6_split(p, x, y),
         "v7_stream" => run_v7_stream(p, x, y),
+        "v8_onchip" => run_v8_onchip(p, x, y),
         other => Err(Error::Invalid(format!("softmax has no version '{other}'"))),
     }
 }
@@ -1005,6 +1143,7 @@ pub fn symbols_auto(dt: DType) -> Vec<String> {
     v.extend(symbols_v5(dt));
     v.extend(symbols_v6(dt));
     v.extend(symbols_v7(dt));
+    v.extend(symbols_v8(dt));
     v
 }
 
@@ -1067,6 +1206,24 @@ mod tests {
         assert_eq!(v3_slots_per_thread(4097), Some(8));
         assert_eq!(v3_slots_per_thread(8192), Some(8));
         assert_eq!(v3_slots_per_thread(8193), None);
+    }
+
+    #[test]
+    fn v8_takes_the_fewest_ctas_whose_registers_and_shared_memory_hold_the_row() {
+        let h200 = 232_448; // the H200's opt-in shared memory a block: 14464 packs past 1 KB
+        assert_eq!(v8_cta_packs(h200), 8192 + 14464);
+        assert_eq!(v8_config(8192, h200, 16), Some((1, 1024, 0))); // 32768 f32: registers only
+        assert_eq!(v8_config(4097, h200, 16), Some((1, 544, 0))); // 16388 f32: 17 warps
+        assert_eq!(v8_config(16384, h200, 16), Some((1, 1024, 8192 * 16))); // 65536 f32
+        assert_eq!(v8_config(22656, h200, 16), Some((1, 1024, 14464 * 16)));
+        let past = Some((2, 1024, (11329 - 8192) * 16)); // one pack more: two CTAs
+        assert_eq!(v8_config(22657, h200, 16), past);
+        assert_eq!(v8_config(32768, h200, 16), Some((2, 1024, 8192 * 16))); // 131072 f32
+        assert_eq!(v8_config(262144, h200, 16), Some((16, 1024, 8192 * 16))); // 1 Mi f32
+        assert_eq!(v8_config(262144, h200, 8), None);
+        assert_eq!(v8_config(32768, h200, 1), None); // no clusters before sm_90
+        assert_eq!(v8_config(16 * 22656 + 1, h200, 16), None);
+        assert_eq!(v8_config(0, h200, 16), Some((1, 32, 0))); // fewer columns than a pack
     }
 
     #[test]
