@@ -749,15 +749,20 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     RowRegs<T, VEC, K> r;
     r.load(xb, rpk * VEC, tid, nt);
     const SmemPart<T> sp{v8_part, spk, tid, nt};
-    const float mr = r.max();  // the register packs' max while the last copies land
-    cp_async_wait_all();
-    const float mt = fmax_nan(mr, sp.max());
-    MaxSum st{mt, r.sum_exp(mt, !lg) + sp.sum_exp(mt, !lg)};
-    // CTA 0 of the row also does the scalar head and tail, one element a thread (re-read
-    // for the write rather than kept).
+    // CTA 0 of the row also does the scalar head and tail, one element a thread.
     const int nsc = pt.head + (cols - pt.tail0);
     const bool sc = rank == 0 && tid < nsc;
-    if (sc) st = maxsum_add(st, to_f32(xr[tid < pt.head ? tid : pt.tail0 + (tid - pt.head)]));
+    const float xs = sc ? to_f32(xr[tid < pt.head ? tid : pt.tail0 + (tid - pt.head)]) : KL_NEG_INF;
+    const float mr = r.max();  // the register packs' max while the copies land
+    cp_async_wait_all();
+    const float mt = fmax_nan(mr, sp.max());
+    // Each thread's (max, sum) at once, then one merged block reduction. Taking the block's
+    // max first and the sums against it (as v3 does: cheaper merges, but the sums wait for a
+    // barrier) measured 3–5% slower here (H200: f32 2048×131072 3837 against 3947 GB/s):
+    // with one 1024-thread CTA an SM, each warp's exponentials overlap the other warps'
+    // last loads only when they need no barrier first.
+    MaxSum st{mt, r.sum_exp(mt, !lg) + sp.sum_exp(mt, !lg)};
+    if (sc) st = maxsum_add(st, xs);
     st = block_maxsum(st, scratch);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (csize > 1) {
@@ -774,10 +779,9 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     T* yb = yr + pt.head + (i64)pt.p0 * VEC;
     r.store(yb, rpk * VEC, tid, nt, st.m, st.s, lg);
     sp.store(yb + (i64)rpk * VEC, st.m, st.s, lg);
-    if (sc) {
-        const int c = tid < pt.head ? tid : pt.tail0 + (tid - pt.head);
-        yr[c] = from_f32<T>(softmax_out(to_f32(xr[c]), st.m, 1.0f / st.s, logf(st.s), lg));
-    }
+    if (sc)
+        yr[tid < pt.head ? tid : pt.tail0 + (tid - pt.head)] =
+            from_f32<T>(softmax_out(xs, st.m, 1.0f / st.s, logf(st.s), lg));
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (csize > 1) asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 #endif

@@ -971,22 +971,31 @@ pub fn auto_label(x: &Tensor) -> String {
 }
 
 /// The width heuristic, from the H200 measurements in docs/perf-notes.md: v2 for rows a
-/// warp holds, v3 for rows a block holds (but v6 for odd widths past 4096, which v3 could
-/// only read scalar, and on sm_90 for 16-bit rows of 16385–32768, where v3 runs four slots a
-/// thread slowly); past that, on sm_90, v5 (clusters) for 16-bit rows of 131073–262144 and
-/// v6 (rows split across CTAs) for every other row its resident CTAs hold; v4 beyond.
+/// warp holds, v3 for rows a block holds; on sm_90, v8 (a row per CTA in registers and shared
+/// memory, clusters of up to 8 past that) for odd widths past 4096, for 16-bit rows of
+/// 16385–32768 (where v3 runs four slots a thread slowly) and for every wider row it holds;
+/// v6 (rows split across CTAs) for the rows v8 does not take that its resident CTAs hold; v4
+/// beyond.
 pub fn heuristic_choice(x: &Tensor) -> &'static str {
     let (rows, cols, ldx) = x.rows_cols();
     let dt = x.dtype();
     let pack = 16 / dt.size();
     // Alignment of cuMemAlloc'd bases is 256 bytes, so the pack test is cols and strides.
     let vec = cols % pack == 0 && ldx % pack == 0;
-    // v6 also packs rows whose start is misaligned alike in x and y (contiguous y): it peels.
+    // v6 and v8 also pack rows whose start is misaligned alike in x and y (contiguous y):
+    // they peel.
     let peelable = packs_layout_ok(x);
     let cuda = x.device().cuda().cloned();
     let hopper = cuda
         .as_ref()
         .is_some_and(|d| d.props.compute_capability.0 >= 9);
+    // v8 in clusters of at most 8: at 16 (1 Mi f32, 2 Mi bf16) it measured no better than v6
+    // (f32 256×1048576: 2928 against 2898 GB/s; bf16 128×2097152: 2556 against 2661).
+    let v8_takes = hopper
+        && peelable
+        && cuda
+            .as_ref()
+            .is_some_and(|d| v8_config(cols / pack, d.props.max_smem_per_block_optin, 8).is_some());
     // v6's capacity costs an occupancy query; two rules may ask for the same form.
     let fits = [std::cell::OnceCell::new(), std::cell::OnceCell::new()];
     let v6_fits = |packed: bool| {
@@ -997,43 +1006,31 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
         })
     };
     match dispatch(dt, cols, vec) {
-        // Without 16-byte packs v5 takes its scalar path: bf16 65537 measured 549 GB/s against
-        // v4's 1098 (before v4 could peel), so v5 only where packs apply. Since the 16-bit
-        // diet (fifth session) it beats v6 for 16-bit rows of 262144 only (bf16 1024×262144:
-        // 3231 against 3016 GB/s); at 131072 v6 is ahead in four runs out of four by 1–2%
-        // (2048×131072: 3196, 3232, 3177, 3207 against v5's 3134, 3214, 3128, 3150), and at
-        // 524288 by 14% (2903 against 2547).
-        // (65537–131071 were not measured between those two widths; where v6 cannot be
-        // loaded, v5 keeps them.)
-        "v4_online"
-            if hopper
-                && vec
-                && dt != DType::F32
-                && cols <= 262_144
-                && (cols > 131_072 || !v6_fits(true)) =>
-        {
-            "v5_cluster"
-        }
-        // Odd widths past 4096: v3 would take its scalar path, where v6 peels a scalar head
-        // and tail around 16-byte packs (4096×4097: f32 2840 against 2335 GB/s, bf16 1740
-        // against 1330).
+        // Odd widths past 4096: v3 would take its scalar path; v8 and v6 peel a scalar head
+        // and tail around 16-byte packs. v8 led v6 at every odd width measured (4096×16385:
+        // f32 3876 against 3119 GB/s, bf16 3544 against 3067; 4096×4097: f32 3433 against
+        // 2885, bf16 2669 against 2057).
+        "v3_block_regs" if !vec && cols > 4096 && v8_takes => "v8_onchip",
         "v3_block_regs" if !vec && cols > 4096 && peelable && v6_fits(true) => "v6_split",
         // 16-bit rows of 16385–32768 columns: v3 holds them four slots a thread and ran bf16
-        // 4096×32768 at 3015 GB/s, v6 at 3396 (at 65536, eight slots, v3 is ahead: 3438
-        // against 3136).
-        "v3_block_regs"
-            if hopper
-                && vec
-                && dt != DType::F32
-                && (16_385..=32_768).contains(&cols)
-                && v6_fits(true) =>
-        {
-            "v6_split"
+        // 4096×32768 at 3014 GB/s, v6 at 3573, v8 (512 threads of eight) at 3845.
+        "v3_block_regs" if vec && dt != DType::F32 && (16_385..=32_768).contains(&cols) => {
+            if v8_takes {
+                "v8_onchip"
+            } else if hopper && v6_fits(true) {
+                "v6_split"
+            } else {
+                "v3_block_regs"
+            }
         }
-        // Past what a block holds, v6 wherever its resident CTAs hold the row: with the
-        // tagged exchange it beats v4 from 65536 to 4 Mi f32 columns on the H200 (256×1048576:
-        // 2844 against 2697 GB/s; 64×4194304: 2443 against 1686). Elsewhere (not measured)
-        // the earlier rule: rows up to 2 MB, or fewer rows than SMs.
+        // Past what a block's registers hold: v8 led v6 and v5 at every width to 1 Mi bf16
+        // (2048×131072: f32 3947 against 3420 GB/s, bf16 3768 against 3220; 1024×262144 f32
+        // 3800 against 3237; 256×1048576 bf16 3161 against 2810).
+        "v4_online" if v8_takes => "v8_onchip",
+        // Then v6 wherever its resident CTAs hold the row: with the tagged exchange it beats
+        // v4 from 65536 to 4 Mi f32 columns on the H200 (256×1048576: 2844 against 2697 GB/s;
+        // 64×4194304: 2443 against 1686). Elsewhere (not measured) the earlier rule: rows up
+        // to 2 MB, or fewer rows than SMs.
         "v4_online"
             if v6_fits(peelable)
                 && (hopper
