@@ -345,15 +345,16 @@ fn softmax_strided_rows(dev: &Device) {
 }
 test_device!(softmax_strided_rows, super::softmax_strided_rows);
 
-/// The versions that split rows across CTAs — v6 (in registers), v7 (tiles streamed through
-/// shared memory by bulk copies), v8 (clusters, in registers and shared memory) — and the
-/// persistent ones (v6, v7), which walk
-/// many rows per CTA or group, reuse their exchange slots row after row (each state tagged
-/// with its row's number in the launch), and leave the slots zeroed for the next launch.
-/// Shapes with more rows than groups, tiles of
+/// The versions that split rows across CTAs: v6 (in registers), v7 (tiles streamed through
+/// shared memory by bulk copies) and v8 (clusters of CTAs holding a row in registers and
+/// shared memory). The persistent ones (v6, v7) walk many rows per CTA or group, reuse their
+/// exchange slots row after row (each state tagged with its row's number in the launch), and
+/// leave the slots zeroed for the next launch. Shapes with more rows than groups, tiles of
 /// several rows with a remainder, odd widths (a scalar head and tail, different in every
-/// row), a row split over most of the GPU, and repeated launches (stale states from the
-/// previous launch must not pass for new ones) must all match the reference. GPU only.
+/// row), a row split over most of the GPU (v8: clusters of 4 and 16 here, 2 and 8 in the
+/// reference test's widths), and repeated
+/// launches (stale states from the previous launch must not pass for new ones) must all match
+/// the reference. GPU only.
 fn softmax_split_rows_walk_many_rows(dev: &Device) {
     let p = Params::default();
     let init = Init::Normal {

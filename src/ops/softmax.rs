@@ -3,7 +3,7 @@
 //! NaN or +inf, gives NaN outputs.
 //!
 //! Variants: `reference` (f64), `manual` (the lecture's `manual_softmax`: row max, subtract,
-//! exp, row sum, divide — one launch or pass each), `cuda/v1_block_row` … `cuda/v4_online`,
+//! exp, row sum, divide — one launch or pass each), `cuda/v1_block_row` … `cuda/v8_onchip`,
 //! `cuda/auto` (the width dispatch), `cpu/fused`.
 
 use super::cpu_prims::{self as prim};
