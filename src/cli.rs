@@ -470,7 +470,8 @@ struct RunArgs {
     /// Write the report (every record, the ceilings, the device) as JSON to this path
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
-    /// Write one CSV line per record to this path
+    /// Write one CSV line per record to this path (times, GB/s, TFLOP/s, % of the ceilings;
+    /// `picked`: the version a dispatching variant such as `auto` ran)
     #[arg(long, value_name = "PATH")]
     csv: Option<PathBuf>,
     /// Seed for the random inputs (default: a fresh one each run, printed)

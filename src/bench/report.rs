@@ -544,41 +544,7 @@ impl BenchReport {
     pub fn to_csv(&self) -> String {
         let mut out = CSV_COLUMNS.join(",") + "\n";
         for r in &self.records {
-            let (rows, cols) = match r.shape.as_slice() {
-                [] => (1, 1),
-                [n] => (1, *n),
-                s => (s[..s.len() - 1].iter().product(), s[s.len() - 1]),
-            };
-            let o = |v: Option<f64>| v.map(|v| format!("{v:?}")).unwrap_or_default();
-            let fields = [
-                r.op.to_string(),
-                r.variant.clone(),
-                r.tier.to_string(),
-                r.device.to_string(),
-                r.dtype.to_string(),
-                shape_str(&r.shape).replace('×', "x"),
-                rows.to_string(),
-                cols.to_string(),
-                r.shape.iter().product::<usize>().to_string(),
-                format!("{:?}", r.status).to_lowercase(),
-                r.validated.to_string(),
-                o(r.max_rel_err),
-                o(r.median_ms),
-                o(r.p20_ms),
-                o(r.p80_ms),
-                o(r.min_ms),
-                r.calls.map(|c| c.to_string()).unwrap_or_default(),
-                o(r.spread),
-                r.bytes.to_string(),
-                format!("{:?}", r.flops),
-                o(r.gbps),
-                o(r.pct_of_copy),
-                o(r.tflops),
-                o(r.pct_of_matmul),
-                o(r.speedup_vs_manual),
-                r.note.clone().unwrap_or_default(),
-            ];
-            out += &fields
+            out += &csv_row(r)
                 .iter()
                 .map(|f| csv_field(f))
                 .collect::<Vec<_>>()
@@ -595,6 +561,45 @@ impl BenchReport {
             r.tier != RecordTier::Torch && matches!(r.status, Status::Failed | Status::Error)
         })
     }
+}
+
+/// One record's fields in the order of [`CSV_COLUMNS`].
+pub fn csv_row(r: &Record) -> Vec<String> {
+    let (rows, cols) = match r.shape.as_slice() {
+        [] => (1, 1),
+        [n] => (1, *n),
+        s => (s[..s.len() - 1].iter().product(), s[s.len() - 1]),
+    };
+    let o = |v: Option<f64>| v.map(|v| format!("{v:?}")).unwrap_or_default();
+    vec![
+        r.op.to_string(),
+        r.variant.clone(),
+        r.tier.to_string(),
+        r.device.to_string(),
+        r.dtype.to_string(),
+        shape_str(&r.shape).replace('×', "x"),
+        rows.to_string(),
+        cols.to_string(),
+        r.shape.iter().product::<usize>().to_string(),
+        format!("{:?}", r.status).to_lowercase(),
+        r.validated.to_string(),
+        o(r.max_rel_err),
+        o(r.median_ms),
+        o(r.p20_ms),
+        o(r.p80_ms),
+        o(r.min_ms),
+        r.calls.map(|c| c.to_string()).unwrap_or_default(),
+        o(r.spread),
+        r.bytes.to_string(),
+        format!("{:?}", r.flops),
+        o(r.gbps),
+        o(r.pct_of_copy),
+        o(r.tflops),
+        o(r.pct_of_matmul),
+        o(r.speedup_vs_manual),
+        r.note.clone().unwrap_or_default(),
+        r.picked.clone().unwrap_or_default(),
+    ]
 }
 
 /// The columns of `BenchReport::to_csv`, in order.
@@ -625,6 +630,8 @@ pub const CSV_COLUMNS: &[&str] = &[
     "pct_of_matmul",
     "speedup_vs_manual",
     "note",
+    // A dispatching variant's (`auto`'s) choice for this point; empty for the others.
+    "picked",
 ];
 
 /// One CSV field, quoted when it holds a comma, a quote or a line break.
@@ -633,5 +640,40 @@ pub fn csv_field(s: &str) -> String {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A CSV line has a field per column, and `auto`'s choice lands in `picked` (quoted when
+    /// it holds a comma), so a sweep's CSV says which version ran at each point.
+    #[test]
+    fn csv_rows_carry_what_auto_picked() {
+        let p = Params::default();
+        let mut r = Record::blank(
+            Op::Softmax,
+            "auto",
+            RecordTier::Kernlab(Tier::Cuda),
+            DeviceKind::Cuda,
+            DType::BF16,
+            &[2048, 131072],
+            &p,
+            1,
+        );
+        r.picked = Some("v8_onchip".into());
+        let row = csv_row(&r);
+        assert_eq!(row.len(), CSV_COLUMNS.len());
+        let at = |name: &str| &row[CSV_COLUMNS.iter().position(|c| *c == name).unwrap()];
+        assert_eq!(at("picked"), "v8_onchip");
+        assert_eq!(at("variant"), "auto");
+        assert_eq!(
+            (at("rows").as_str(), at("cols").as_str()),
+            ("2048", "131072")
+        );
+        r.picked = None;
+        assert_eq!(csv_row(&r)[CSV_COLUMNS.len() - 1], "");
+        assert_eq!(csv_field("v3, autotuned"), "\"v3, autotuned\"");
     }
 }
