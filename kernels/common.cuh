@@ -184,6 +184,28 @@ __device__ __forceinline__ u32 max2_nan(u32 a, u32 b, const f16*) {
     asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
     return r;
 }
+// A generic pointer into this CTA's shared memory as the 32-bit shared address PTX wants.
+__device__ __forceinline__ u32 smem_addr(const void* p) {
+    return (u32)__cvta_generic_to_shared(p);
+}
+
+// ---- cp.async (sm_80+) ------------------------------------------------------------------
+// 16-byte global → shared copy; src_bytes = 0 writes 16 zero bytes and reads nothing.
+__device__ __forceinline__ void cp_async16(u32 dst, const void* src, u32 src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                 :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+// Wait until at most N of this thread's committed groups are still in flight.
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+}
+// Wait for all of this thread's copies, committed or not; they are then visible to this
+// thread (only).
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
 struct MaxSum { float m, s; };
 __device__ __forceinline__ MaxSum maxsum_merge(MaxSum a, MaxSum b) {
     float m = fmax_nan(a.m, b.m);

@@ -8,12 +8,6 @@
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define KL_HOPPER 1
 
-// A generic pointer into this CTA's shared memory as the 32-bit shared address PTX wants.
-__device__ __forceinline__ u32 smem_addr(const void* p) {
-    u32 r;
-    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
-    return r;
-}
 __device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
 }

@@ -303,23 +303,8 @@ __device__ __forceinline__ void mm_regs(const T* __restrict__ a, const T* __rest
 //     16-byte copy); the launcher runs v4's scalar kernel otherwise.
 // Needs sm_80+ (the launcher refuses older devices; the body is compiled out there).
 // ============================================================================================
-__device__ __forceinline__ u32 smem_addr(const void* p) {
-    return (u32)__cvta_generic_to_shared(p);
-}
-
+// smem_addr and the cp.async helpers are in common.cuh.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-// 16-byte global → shared copy; src_bytes = 0 writes 16 zero bytes and reads nothing.
-__device__ __forceinline__ void cp_async16(u32 dst, const void* src, u32 src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-                 :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-    asm volatile("cp.async.commit_group;" ::: "memory");
-}
-// Wait until at most N of this thread's committed groups are still in flight.
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
-}
 // Four 8×8 b16 matrices; lanes 8i..8i+7 give the row addresses of matrix i, register i
 // receives matrix i (lane l holds row l/4, columns 2·(l%4), +1).
 __device__ __forceinline__ void ldsm_x4(u32 addr, u32& r0, u32& r1, u32& r2, u32& r3) {

@@ -97,16 +97,10 @@ template <class T, int VEC, int K> struct RowRegs {
     // unpacking; the max is exact either way.
     __device__ __forceinline__ float max() const {
         if constexpr (HALF) {
-            const T* t = nullptr;
             u32 a = neg_inf_pack<T>().x;
             #pragma unroll
-            for (int k = 0; k < K; ++k) {
-                const uint4 u = raw[k];
-                a = max2_nan(a, max2_nan(max2_nan(u.x, u.y, t), max2_nan(u.z, u.w, t), t), t);
-            }
-            float v[2];
-            unpack_pair(a, v, t);
-            return fmax_nan(v[0], v[1]);
+            for (int k = 0; k < K; ++k) a = max_pack(a, raw[k]);
+            return max_word(a);
         } else {
             float m = KL_NEG_INF;
             #pragma unroll
@@ -132,11 +126,40 @@ template <class T, int VEC, int K> struct RowRegs {
     // there that error would show as an offset (the largest log-probability a hair above 0).
     static __device__ __forceinline__ bool foldable(float m) { return fabsf(m) <= 1024.0f; }
     __device__ __forceinline__ float sum_exp(float m, bool fold) const {
+        return sum_exp_of(*this, m, fold);
+    }
+    // The pieces of these rules, for other holders of packs (v8's shared-memory part):
+    // 16-bit packs' max two values an instruction, into a running word of two maxima;
+    static __device__ __forceinline__ u32 max_pack(u32 a, uint4 u) {
+        const T* t = nullptr;
+        return max2_nan(a, max2_nan(max2_nan(u.x, u.y, t), max2_nan(u.z, u.w, t), t), t);
+    }
+    // that word's max;
+    static __device__ __forceinline__ float max_word(u32 a) {
+        float v[2];
+        unpack_pair(a, v, (const T*)nullptr);
+        return fmax_nan(v[0], v[1]);
+    }
+    // Σ e^(x − m) over holder h's elements (h.sum_with(e) sums e over them), the folded
+    // 2^(x·log2e − m·log2e) or the exact form by the rule above;
+    template <class H> static __device__ __forceinline__ float sum_exp_of(const H& h, float m, bool fold) {
         if (HALF && fold && foldable(m)) {
             const float c = -m * KL_LOG2E;
-            return sum_with([&](float v) { return fast_exp2(fmaf(v, KL_LOG2E, c)); });
+            return h.sum_with([&](float v) { return fast_exp2(fmaf(v, KL_LOG2E, c)); });
         }
-        return sum_with([&](float v) { return fast_exp(v - m); });
+        return h.sum_with([&](float v) { return fast_exp(v - m); });
+    }
+    // and the write of h's elements (h.store_with(a..., out) writes out(x) for each): a 16-bit
+    // softmax in the folded form the sum took, else softmax_out.
+    template <class H, class... A>
+    static __device__ __forceinline__ void store_of(const H& h, float m, float s, int lg, A... a) {
+        const float inv = 1.0f / s, ls = logf(s);
+        if (HALF && !lg && foldable(m)) {
+            const float c = -m * KL_LOG2E;
+            h.store_with(a..., [&](float v) { return fast_exp2(fmaf(v, KL_LOG2E, c)) * inv; });
+        } else {
+            h.store_with(a..., [&](float v) { return softmax_out(v, m, inv, ls, lg); });
+        }
     }
     // Σ e(x) over this thread's slots.
     template <class F> __device__ __forceinline__ float sum_with(F e) const {
@@ -158,15 +181,9 @@ template <class T, int VEC, int K> struct RowRegs {
         const float m = max();
         return MaxSum{m, sum_exp(m, fold)};
     }
+    // The outputs, by store_of's rule (a 16-bit softmax in the folded form sum_exp took).
     __device__ __forceinline__ void store(T* row, int cols, int tid, int stride, float m, float s, int lg) const {
-        const float inv = 1.0f / s, ls = logf(s);
-        if (HALF && !lg && foldable(m)) {
-            // 16-bit softmax: e^(x − m) as 2^(x·log2e − m·log2e), as sum_exp folds it.
-            const float c = -m * KL_LOG2E;
-            store_with(row, cols, tid, stride, [&](float v) { return fast_exp2(fmaf(v, KL_LOG2E, c)) * inv; });
-        } else {
-            store_with(row, cols, tid, stride, [&](float v) { return softmax_out(v, m, inv, ls, lg); });
-        }
+        store_of(*this, m, s, lg, row, cols, tid, stride);
     }
     template <class F>
     __device__ __forceinline__ void store_with(T* row, int cols, int tid, int stride, F out) const {
@@ -323,12 +340,23 @@ __device__ __forceinline__ void cluster_sync_all() {
 }
 // Read two floats at the same shared-memory offset in CTA `rank` of this cluster.
 __device__ __forceinline__ MaxSum ld_peer_maxsum(const float* local, unsigned rank) {
-    u32 addr, remote;
-    asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(addr) : "l"(local));
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+    u32 remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(local)), "r"(rank));
     MaxSum v;
     asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v.m), "=f"(v.s) : "r"(remote) : "memory");
     return v;
+}
+
+// The row's (max, sum) from its cluster's C CTAs: thread 0 publishes this CTA's `st` in
+// `state` (two floats of its shared memory), a cluster barrier, then every warp reads the C
+// states through DSMEM and merges them (every thread gets the result). The peers read
+// `state` after the barrier: the caller keeps the CTA alive (another cluster barrier) until
+// they are done.
+__device__ __forceinline__ MaxSum cluster_maxsum(MaxSum st, float* state, int csize) {
+    if (threadIdx.x == 0) { state[0] = st.m; state[1] = st.s; }
+    cluster_sync_all();  // every CTA's state is published
+    const int lane = threadIdx.x & 31;
+    return warp_maxsum(lane < csize ? ld_peer_maxsum(state, lane) : MaxSum{KL_NEG_INF, 0.0f});
 }
 
 template <class T, int VEC, int K>
@@ -346,12 +374,7 @@ __device__ void softmax_v5_cluster(const T* __restrict__ x, T* __restrict__ y, i
     const int n = max(0, min(cols - c0, chunk * VEC));
     RowRegs<T, VEC, K> r;
     r.load(x + row * ldx + c0, n, threadIdx.x, blockDim.x);
-    MaxSum st = block_maxsum(r.maxsum(!lg), scratch);
-    if (threadIdx.x == 0) { state[0] = st.m; state[1] = st.s; }
-    cluster_sync_all();  // every CTA's state is published
-    const int lane = threadIdx.x & 31;
-    MaxSum mine = lane < csize ? ld_peer_maxsum(state, lane) : MaxSum{KL_NEG_INF, 0.0f};
-    st = warp_maxsum(mine);
+    const MaxSum st = cluster_maxsum(block_maxsum(r.maxsum(!lg), scratch), state, csize);
     cluster_sync_all();  // no CTA leaves (freeing its shared memory) while a peer still reads it
     r.store(y + row * ldy + c0, n, threadIdx.x, blockDim.x, st.m, st.s, lg);
 #else
@@ -400,7 +423,13 @@ __device__ __forceinline__ MaxSum split_wait(const SplitSlot* slot, unsigned tag
 
 // Where CTA `rank` of the G splitting a row works: the row's scalar head (up to its first
 // 16-byte boundary) and tail, and this CTA's part [p0, p0 + n) of the packed body.
-struct SplitPart { int head, tail0, p0, n; };
+struct SplitPart {
+    int head, tail0, p0, n;
+    // The row's scalar elements, the head and then the tail past the packs: how many, and
+    // the column of the i-th.
+    __device__ __forceinline__ int scalars(int cols) const { return head + (cols - tail0); }
+    __device__ __forceinline__ int scalar_col(int i) const { return i < head ? i : tail0 + (i - head); }
+};
 template <class T, int VEC>
 __device__ __forceinline__ SplitPart split_part(const T* xr, int cols, int G, int rank) {
     int head = 0;
@@ -453,8 +482,8 @@ __device__ void softmax_v6_split(const T* __restrict__ x, T* __restrict__ y, int
         // CTA 0 of the group also does the scalar head and tail, one element per thread; it
         // reads its element again to write it rather than keep it (a register it lacks).
         MaxSum st = cur.maxsum(!lg);
-        if (rank == 0 && threadIdx.x < pc.head + (cols - pc.tail0))
-            st = maxsum_add(st, to_f32(xr[threadIdx.x < pc.head ? threadIdx.x : pc.tail0 + (threadIdx.x - pc.head)]));
+        if (rank == 0 && threadIdx.x < pc.scalars(cols))
+            st = maxsum_add(st, to_f32(xr[pc.scalar_col(threadIdx.x)]));
         // block_maxsum has no leading barrier: with G > 1 the exchange's reduction (on
         // scratch[1]) separates one row's reads of scratch[0] from the next row's writes; with
         // G = 1 there is none, so rows alternate between the two buffers instead.
@@ -478,8 +507,8 @@ __device__ void softmax_v6_split(const T* __restrict__ x, T* __restrict__ y, int
             T* yq = y + rr * ldy;
             const SplitPart pq = split_part<T, VEC>(xq, cols, G, rank);
             cur.store(yq + pq.head + (i64)pq.p0 * VEC, pq.n, threadIdx.x, blockDim.x, st.m, st.s, lg);
-            if (rank == 0 && threadIdx.x < pq.head + (cols - pq.tail0)) {
-                const int c = threadIdx.x < pq.head ? threadIdx.x : pq.tail0 + (threadIdx.x - pq.head);
+            if (rank == 0 && threadIdx.x < pq.scalars(cols)) {
+                const int c = pq.scalar_col(threadIdx.x);
                 yq[c] = from_f32<T>(softmax_out(to_f32(xq[c]), st.m, 1.0f / st.s, logf(st.s), lg));
             }
         }
@@ -561,8 +590,8 @@ __device__ void softmax_v7_stream(const T* __restrict__ x, T* __restrict__ y, in
         a.pr = split_part<T, VEC>(x + (a.live ? a.row : 0) * ldx, cols, G, rank);
         a.buf = stage_buf + (size_t)(k % stages) * stage_packs + ri * row_packs;
         a.npk = a.live ? a.pr.n / VEC : 0;
-        a.nsc = a.live && rank == 0 ? a.pr.head + (cols - a.pr.tail0) : 0;
-        a.sc = lt < a.pr.head ? lt : a.pr.tail0 + (lt - a.pr.head);
+        a.nsc = a.live && rank == 0 ? a.pr.scalars(cols) : 0;
+        a.sc = a.pr.scalar_col(lt);
         return a;
     };
     if (tid == 0)
@@ -638,26 +667,19 @@ __device__ void softmax_v7_stream(const T* __restrict__ x, T* __restrict__ y, in
 }
 
 // v8_onchip — what changed: a CTA holds up to ~350 KB of a row, not 128 KB: up to 1024
-// threads × K = 8 packs in registers (as v3's widest rows) and the rest of its part in shared memory,
-// copied there by cp.async (16 bytes a copy, no register held while it is in flight) while the
-// register packs load. Rows of up to ~90 K f32 / ~180 K 16-bit columns then take one CTA each
-// and no CTA waits for another (v6 splits them across CTAs on other SMs and each waits for its
-// slowest peer); wider rows take a cluster of C = 2–16 such CTAs (sm_90), which merge their
-// (max, sum) through distributed shared memory as v5 does, with a quarter of v5's CTAs a row.
-// Smaller parts take fewer threads (several CTAs an SM). Rows that start off a 16-byte boundary are peeled as in v6 (CTA rank 0 does
-// the scalar head and tail). One read and one write of each element.
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-    u32 s;
-    asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(s) : "l"(smem));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
-}
-// Wait for this thread's cp.async copies; they are then visible to this thread (only).
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
-
+// threads × K = 8 packs in registers (as v3's widest rows) and the rest of its part in shared
+// memory, copied there by cp.async (16 bytes a copy, no register held while it is in flight)
+// while the register packs load. Rows of up to ~90 K f32 / ~180 K 16-bit columns then take
+// one CTA each and no CTA waits for another (v6 splits them across CTAs on other SMs and each
+// waits for its slowest peer); wider rows take a cluster of C = 2–16 such CTAs (sm_90), which
+// merge their (max, sum) through distributed shared memory as v5 does, with a quarter of v5's
+// CTAs a row. Smaller parts take fewer threads (several CTAs an SM). Rows that start off a
+// 16-byte boundary are peeled as in v6 (CTA rank 0 does the scalar head and tail). One read
+// and one write of each element.
 // The packs of a row part held in shared memory: thread tid owns packs tid, tid + nt, … —
 // the ones it copied itself, so after its own cp.async.wait_all it reads them with no
-// barrier. The same arithmetic as RowRegs (the packed max and the folded exponent for 16-bit
-// rows), so both halves of a part give the same outputs for the same inputs.
+// barrier. RowRegs's rules (its packed max and its choice of exponent and output), so both
+// halves of a part give the same outputs for the same inputs.
 template <class T> struct SmemPart {
     static constexpr int VEC = Pack<T>::N;
     using Regs = RowRegs<T, VEC, 1>;
@@ -665,15 +687,9 @@ template <class T> struct SmemPart {
     int n, tid, nt;
     __device__ __forceinline__ float max() const {
         if constexpr (Regs::HALF) {
-            const T* t = nullptr;
             u32 a = neg_inf_pack<T>().x;
-            for (int p = tid; p < n; p += nt) {
-                const uint4 u = buf[p];
-                a = max2_nan(a, max2_nan(max2_nan(u.x, u.y, t), max2_nan(u.z, u.w, t), t), t);
-            }
-            float v[2];
-            unpack_pair(a, v, t);
-            return fmax_nan(v[0], v[1]);
+            for (int p = tid; p < n; p += nt) a = Regs::max_pack(a, buf[p]);
+            return Regs::max_word(a);
         } else {
             float m = KL_NEG_INF;
             for (int p = tid; p < n; p += nt) {
@@ -686,11 +702,7 @@ template <class T> struct SmemPart {
         }
     }
     __device__ __forceinline__ float sum_exp(float m, bool fold) const {
-        if (Regs::HALF && fold && Regs::foldable(m)) {
-            const float c = -m * KL_LOG2E;
-            return sum_with([&](float v) { return fast_exp2(fmaf(v, KL_LOG2E, c)); });
-        }
-        return sum_with([&](float v) { return fast_exp(v - m); });
+        return Regs::sum_exp_of(*this, m, fold);
     }
     template <class F> __device__ __forceinline__ float sum_with(F e) const {
         float s = 0.0f;
@@ -704,13 +716,7 @@ template <class T> struct SmemPart {
     }
     // Pack p goes to row + p·VEC.
     __device__ __forceinline__ void store(T* row, float m, float s, int lg) const {
-        const float inv = 1.0f / s, ls = logf(s);
-        if (Regs::HALF && !lg && Regs::foldable(m)) {
-            const float c = -m * KL_LOG2E;
-            store_with(row, [&](float v) { return fast_exp2(fmaf(v, KL_LOG2E, c)) * inv; });
-        } else {
-            store_with(row, [&](float v) { return softmax_out(v, m, inv, ls, lg); });
-        }
+        Regs::store_of(*this, m, s, lg, row);
     }
     template <class F> __device__ __forceinline__ void store_with(T* row, F out) const {
         for (int p = tid; p < n; p += nt) {
@@ -745,14 +751,13 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     const int npk = pt.n / VEC, rpk = min(npk, nt * K), spk = npk - rpk;
     const T* xb = xr + pt.head + (i64)pt.p0 * VEC;
     // The shared-memory copies go out first: they hold no registers while in flight.
-    for (int p = tid; p < spk; p += nt) cp_async16(v8_part + p, xb + (i64)(rpk + p) * VEC);
+    for (int p = tid; p < spk; p += nt) cp_async16(smem_addr(v8_part + p), xb + (i64)(rpk + p) * VEC, 16);
     RowRegs<T, VEC, K> r;
     r.load(xb, rpk * VEC, tid, nt);
     const SmemPart<T> sp{v8_part, spk, tid, nt};
     // CTA 0 of the row also does the scalar head and tail, one element a thread.
-    const int nsc = pt.head + (cols - pt.tail0);
-    const bool sc = rank == 0 && tid < nsc;
-    const float xs = sc ? to_f32(xr[tid < pt.head ? tid : pt.tail0 + (tid - pt.head)]) : KL_NEG_INF;
+    const bool sc = rank == 0 && tid < pt.scalars(cols);
+    const float xs = sc ? to_f32(xr[pt.scalar_col(tid)]) : KL_NEG_INF;
     const float mr = r.max();  // the register packs' max while the copies land
     cp_async_wait_all();
     const float mt = fmax_nan(mr, sp.max());
@@ -766,11 +771,7 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     st = block_maxsum(st, scratch);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (csize > 1) {
-        if (tid == 0) { state[0] = st.m; state[1] = st.s; }
-        cluster_sync_all();  // every CTA's state is published
-        const int lane = tid & 31;
-        MaxSum mine = lane < csize ? ld_peer_maxsum(state, lane) : MaxSum{KL_NEG_INF, 0.0f};
-        st = warp_maxsum(mine);
+        st = cluster_maxsum(st, state, csize);
         // This CTA is done reading its peers' shared memory; it waits for them to be done
         // with its own only before it exits, so the write does not wait.
         asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
@@ -780,8 +781,7 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     r.store(yb, rpk * VEC, tid, nt, st.m, st.s, lg);
     sp.store(yb + (i64)rpk * VEC, st.m, st.s, lg);
     if (sc)
-        yr[tid < pt.head ? tid : pt.tail0 + (tid - pt.head)] =
-            from_f32<T>(softmax_out(xs, st.m, 1.0f / st.s, logf(st.s), lg));
+        yr[pt.scalar_col(tid)] = from_f32<T>(softmax_out(xs, st.m, 1.0f / st.s, logf(st.s), lg));
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (csize > 1) asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 #endif
