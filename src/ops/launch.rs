@@ -35,6 +35,25 @@ pub fn aligned16(dev: &CudaDevice, b: &CudaSlice<u8>) -> bool {
     p % 16 == 0
 }
 
+/// Let kernel `f` (named `name`) launch with up to `bytes` of dynamic shared memory a block
+/// (past 48 KB a block must opt in). The attribute lives on the CUfunction, which the
+/// device's function cache shares, so it holds for every later launch of that kernel.
+pub fn allow_dynamic_smem(
+    dev: &CudaDevice,
+    f: &cudarc::driver::CudaFunction,
+    name: &str,
+    bytes: usize,
+) -> Result<()> {
+    dev.ctx
+        .bind_to_thread()
+        .map_err(crate::device::cuda::launch_err(name))?;
+    f.set_attribute(
+        cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        bytes as i32,
+    )
+    .map_err(crate::device::cuda::launch_err(name))
+}
+
 /// A 1-D launch covering `work` items with `block` threads each.
 pub fn cfg_1d(work: u64, block: u32) -> Result<LaunchConfig> {
     let blocks = work.div_ceil(block as u64).max(1);

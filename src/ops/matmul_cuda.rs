@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::kernels::MATMUL;
 use crate::launch;
 use crate::tensor::Tensor;
-use cudarc::driver::{sys, LaunchConfig};
+use cudarc::driver::LaunchConfig;
 
 /// One launchable configuration of v3, v4 or v5.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -528,18 +528,9 @@ fn run_mma(cfg: &MatmulConfig, g: &Gemm, c: &mut Tensor) -> Result<()> {
     }
     let name = format!("matmul_v5_mma_{}_{dt}", cfg.tile);
     if smem > 48 * 1024 {
-        // Above 48 KB a block must opt in. The attribute lives on the CUfunction, which the
-        // device's function cache (used by launch!) shares, so it holds for the launch below.
+        // The attribute holds for the launch! below (the same cached CUfunction).
         let f = io.dev.function(&MATMUL, &name)?;
-        io.dev
-            .ctx
-            .bind_to_thread()
-            .map_err(crate::device::cuda::launch_err(&name))?;
-        f.set_attribute(
-            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            smem as i32,
-        )
-        .map_err(crate::device::cuda::launch_err(&name))?;
+        super::launch::allow_dynamic_smem(&io.dev, &f, &name, smem)?;
     }
     let group = cfg
         .group_m

@@ -364,11 +364,7 @@ fn launch(ver: Version, cfg: &Config, dev: &CudaDevice, g: &Gemm, c: &mut Tensor
     let smem = ver.smem_bytes(cfg);
 
     let f = dev.function(&MATMUL_SM90, &name)?;
-    f.set_attribute(
-        sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        smem as i32,
-    )
-    .map_err(launch_err(&name))?;
+    super::launch::allow_dynamic_smem(dev, &f, &name, smem as usize)?;
     dev.ctx
         .bind_to_thread()
         .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;

@@ -400,7 +400,6 @@ pub fn v5_max_cols(dt: DType, vec: bool) -> usize {
 
 /// v5: a thread-block cluster per row (Hopper), the row in the cluster's registers.
 pub fn run_v5_cluster(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    use cudarc::driver::DevicePtr;
     check_rows(x)?;
     let io = cuda_io(x, y)?;
     if io.dev.props.compute_capability.0 < 9 {
@@ -428,6 +427,21 @@ pub fn run_v5_cluster(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         block_dim: (threads as u32, 1, 1),
         shared_mem_bytes: 0,
     };
+    launch_rows_cluster(&io, &r, p, &f, &name, cfg, c)
+}
+
+/// Launch a row kernel that takes a cluster size after the (x, y, rows, cols, ldx, ldy, lg)
+/// arguments (v5, v8) in clusters of `c` CTAs.
+fn launch_rows_cluster(
+    io: &CudaIo,
+    r: &Rows,
+    p: &Params,
+    f: &cudarc::driver::CudaFunction,
+    name: &str,
+    cfg: LaunchConfig,
+    c: usize,
+) -> Result<()> {
+    use cudarc::driver::DevicePtr;
     let (xp, _gx) = io.x.device_ptr(&io.dev.stream);
     let (yp, _gy) = io.y.device_ptr(&io.dev.stream);
     let (mut xp, mut yp) = (xp, yp);
@@ -449,7 +463,7 @@ pub fn run_v5_cluster(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         &mut lg as *mut _ as *mut _,
         &mut cs as *mut _ as *mut _,
     ];
-    super::launch::launch_cluster(&io.dev, &f, &name, cfg, c as u32, &mut args)
+    super::launch::launch_cluster(&io.dev, f, name, cfg, c as u32, &mut args)
 }
 
 pub fn symbols_v5(dt: DType) -> Vec<String> {
@@ -581,7 +595,6 @@ pub fn v8_max_cols(dt: DType, props: &crate::device::cuda::DeviceProps) -> usize
 /// v8: a row per CTA (or per cluster of C CTAs on sm_90), held in registers and shared
 /// memory; clusters merge (max, sum) through DSMEM.
 pub fn run_v8_onchip(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    use cudarc::driver::DevicePtr;
     check_rows(x)?;
     let io = cuda_io(x, y)?;
     let r = rows_of(x, &io);
@@ -626,18 +639,14 @@ pub fn run_v8_onchip(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     }
     let name = format!("softmax_v8_onchip_{}", x.dtype());
     let f = io.dev.function(&SOFTMAX, &name)?;
-    f.set_attribute(
-        cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        smem as i32,
-    )
-    .map_err(crate::device::cuda::launch_err(&name))?;
+    super::launch::allow_dynamic_smem(&io.dev, &f, &name, smem)?;
     let cfg = LaunchConfig {
         grid_dim: (grid as u32, 1, 1),
         block_dim: (threads as u32, 1, 1),
         shared_mem_bytes: smem as u32,
     };
-    let (rows, cols, lg, cs) = (r.rows as i32, r.cols as i32, p.log_softmax as i32, c as i32);
     if c == 1 {
+        let (rows, cols, lg, cs) = (r.rows as i32, r.cols as i32, p.log_softmax as i32, 1i32);
         launch!(
             io.dev,
             &SOFTMAX,
@@ -653,21 +662,7 @@ pub fn run_v8_onchip(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
             smem >> 10
         )));
     }
-    let (xp, _gx) = io.x.device_ptr(&io.dev.stream);
-    let (yp, _gy) = io.y.device_ptr(&io.dev.stream);
-    let (mut xp, mut yp) = (xp, yp);
-    let (mut rows, mut cols, mut ldx, mut ldy, mut lg, mut cs) = (rows, cols, r.ldx, r.ldy, lg, cs);
-    let mut args: [*mut std::ffi::c_void; 8] = [
-        &mut xp as *mut _ as *mut _,
-        &mut yp as *mut _ as *mut _,
-        &mut rows as *mut _ as *mut _,
-        &mut cols as *mut _ as *mut _,
-        &mut ldx as *mut _ as *mut _,
-        &mut ldy as *mut _ as *mut _,
-        &mut lg as *mut _ as *mut _,
-        &mut cs as *mut _ as *mut _,
-    ];
-    super::launch::launch_cluster(&io.dev, &f, &name, cfg, c as u32, &mut args)
+    launch_rows_cluster(&io, &r, p, &f, &name, cfg, c)
 }
 
 pub fn symbols_v8(dt: DType) -> Vec<String> {
@@ -846,11 +841,7 @@ pub fn run_v7_stream(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         let Some(c) = v7_config(packs, r.rows, ctas, budget, tune) else {
             continue;
         };
-        f.set_attribute(
-            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            c.smem_bytes() as i32,
-        )
-        .map_err(crate::device::cuda::launch_err(&name))?;
+        super::launch::allow_dynamic_smem(&io.dev, &f, &name, c.smem_bytes())?;
         if blocks_per_sm(&f, V7_THREADS, c.smem_bytes())? >= per_sm {
             chosen = Some(c);
             break;
