@@ -159,6 +159,16 @@ fn the_naive_gelu_really_is_scalar_and_the_vec16_one_is_not() {
         .any(|l| l.contains("st.global") && l.contains(".v4")));
 }
 
+/// softmax.cu (alone) compiled for sm_90a.
+fn softmax_sm90a() -> nvrtc::Compiled {
+    let src = kernels::ALL
+        .iter()
+        .find(|s| s.file == "softmax.cu")
+        .unwrap();
+    nvrtc::compile(src, "sm_90a", &nvrtc::default_options("sm_90a"), "(all)")
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// The register-resident softmax kernels take their 16-bit rows' max two values an
 /// instruction (max.NaN.bf16x2 / f16x2, NaN-propagating) and fold e^(x − m) into one FMA
 /// before the ex2; the f32 kernels keep the exact subtract-then-scale form.
@@ -167,10 +177,7 @@ fn softmax_16_bit_rows_take_the_packed_max_and_the_folded_exponent() {
     if !nvrtc_or_skip() {
         return;
     }
-    let c = compile_all("sm_90a")
-        .into_iter()
-        .find(|c| c.file == "softmax.cu")
-        .unwrap();
+    let c = softmax_sm90a();
     // How many ex2.approx take their argument straight from an fma.rn.f32 (PTX registers are
     // defined once, so the defining line of the ex2's source operand says which form fed it).
     let ex2_from_fma = |body: &str| {
@@ -231,10 +238,7 @@ fn softmax_v8_uses_cp_async_and_the_cluster_exchange_on_sm_90() {
     if !nvrtc_or_skip() {
         return;
     }
-    let c = compile_all("sm_90a")
-        .into_iter()
-        .find(|c| c.file == "softmax.cu")
-        .unwrap();
+    let c = softmax_sm90a();
     for dt in ["f32", "bf16", "f16"] {
         let sym = format!("softmax_v8_onchip_{dt}");
         let body = ptx_entry_body(&c.ptx, &sym).unwrap();
