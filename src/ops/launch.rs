@@ -36,7 +36,8 @@ pub fn aligned16(dev: &CudaDevice, b: &CudaSlice<u8>) -> bool {
 }
 
 /// Let kernel `f` (named `name`) launch with up to `bytes` of dynamic shared memory a block
-/// (past 48 KB a block must opt in). The attribute lives on the CUfunction, which the
+/// (past 48 KB a block must opt in), with the device's context made current (it stays so for
+/// the caller's launch). The attribute lives on the CUfunction, which the
 /// device's function cache shares, so it holds for every later launch of that kernel.
 pub fn allow_dynamic_smem(
     dev: &CudaDevice,

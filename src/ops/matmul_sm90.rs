@@ -364,10 +364,8 @@ fn launch(ver: Version, cfg: &Config, dev: &CudaDevice, g: &Gemm, c: &mut Tensor
     let smem = ver.smem_bytes(cfg);
 
     let f = dev.function(&MATMUL_SM90, &name)?;
+    // This also makes the device's context current for the launch below.
     super::launch::allow_dynamic_smem(dev, &f, &name, smem as usize)?;
-    dev.ctx
-        .bind_to_thread()
-        .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
     // The kernel's parameters, in order: (ta, tw, c or tc, bias, M, N, K, act, group_m).
     let mut args: [*mut c_void; 9] = [
         &mut ta as *mut sys::CUtensorMap as *mut c_void,
