@@ -787,6 +787,69 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
 #endif
 }
 
+// v9_gridsync — what changed: v8's on-chip row parts (registers, then shared memory filled by
+// cp.async) with v6's exchange instead of a cluster's. A row is split across G CTAs that need
+// not form a cluster — up to every CTA resident on the GPU, not 16 — each holding its part on
+// chip; they publish their (max, sum) in v6's tagged global slots, wait for the G − 1 others
+// and write. The grid is v6's persistent cooperative one: groups of G CTAs walk the rows, a
+// group's rows alternate between two slot sets. So a row of up to ~45 MB is read once and
+// written once, in parts ~3× v6's (two 512-thread CTAs an SM, each with half the shared
+// memory, by default): a row takes ~3× fewer CTAs, each waits for fewer peers, and the wait is
+// a smaller share of each part's time. Odd widths are peeled as in v6 (CTA rank 0 does the
+// scalar head and tail).
+// A thread's shared-memory packs are the ones it copied itself, read by it alone, so a row's
+// copies need no barrier against the previous row's reads either.
+// Measured on the H200 (docs/perf-notes.md): 10–21% faster than v6 and than v8's clusters of
+// 16 from 1 Mi f32 / 2 Mi 16-bit columns up (f32 256×1048576 3.2 TB/s), slower than v8 where
+// clusters of ≤ 8 hold the row; one 1024-thread CTA an SM was 10–25% slower than two.
+template <class T, int K>
+__device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
+                                    i64 ldx, i64 ldy, int lg, int G, SplitHeader* hdr,
+                                    SplitSlot* slots) {
+    constexpr int VEC = Pack<T>::N;
+    extern __shared__ __align__(16) uint4 v9_part[];
+    __shared__ float scratch[2][64];
+    const int tid = threadIdx.x, nt = blockDim.x;
+    const int groups = gridDim.x / G;
+    const int g = blockIdx.x / G, rank = blockIdx.x % G;
+    unsigned iter = 0;
+    for (i64 row = g; g < groups && row < rows; row += groups, ++iter) {
+        const T* xr = x + row * ldx;
+        const SplitPart pt = split_part<T, VEC>(xr, cols, G, rank);
+        const int npk = pt.n / VEC, rpk = min(npk, nt * K), spk = npk - rpk;
+        const T* xb = xr + pt.head + (i64)pt.p0 * VEC;
+        for (int p = tid; p < spk; p += nt) cp_async16(smem_addr(v9_part + p), xb + (i64)(rpk + p) * VEC, 16);
+        RowRegs<T, VEC, K> r;
+        r.load(xb, rpk * VEC, tid, nt);
+        const SmemPart<T> sp{v9_part, spk, tid, nt};
+        const bool sc = rank == 0 && tid < pt.scalars(cols);
+        const float xs = sc ? to_f32(xr[pt.scalar_col(tid)]) : KL_NEG_INF;
+        const float mr = r.max();
+        cp_async_wait_all();
+        const float mt = fmax_nan(mr, sp.max());
+        MaxSum st{mt, r.sum_exp(mt, !lg) + sp.sum_exp(mt, !lg)};
+        if (sc) st = maxsum_add(st, xs);
+        // Scratch buffers as in v6: with G > 1 the exchange's reduction (scratch[1]) separates
+        // one row's reads of scratch[0] from the next row's writes; with G = 1 rows alternate.
+        st = block_maxsum(st, scratch[G > 1 ? 0 : (iter & 1)]);
+        if (G > 1) {
+            SplitSlot* s = slots + (size_t)(iter & 1) * gridDim.x;
+            const unsigned seq = iter + 1;
+            if (tid == 0) split_publish(s + blockIdx.x, st, seq);
+            MaxSum all{KL_NEG_INF, 0.0f};
+            for (int q = tid; q < G; q += nt) all = maxsum_merge(all, split_wait(s + g * G + q, seq));
+            st = block_maxsum(all, scratch[1]);
+        }
+        T* yr = y + row * ldy;
+        T* yb = yr + pt.head + (i64)pt.p0 * VEC;
+        r.store(yb, rpk * VEC, tid, nt, st.m, st.s, lg);
+        sp.store(yb + (i64)rpk * VEC, st.m, st.s, lg);
+        if (sc)
+            yr[pt.scalar_col(tid)] = from_f32<T>(softmax_out(xs, st.m, 1.0f / st.s, logf(st.s), lg));
+    }
+    split_finish(hdr, slots, G > 1 ? 2 * gridDim.x : 0);
+}
+
 // ---- exported symbols ------------------------------------------------------------------
 #define KL_ARGS(T) const T* x, T* y, int rows, int cols, i64 ldx, i64 ldy, int lg
 #define KL_PASS x, y, rows, cols, ldx, ldy, lg
@@ -869,6 +932,12 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v8_onchip_##TN(KL_ARGS(T), int csize) { \
         softmax_v8_onchip<T, 8>(KL_PASS, csize); }
 
+// v9: 1024 or 512 threads (one or two CTAs an SM), 64 registers as v8.
+#define KL_V9(TN, T)                                                                              \
+    extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v9_gridsync_##TN(                 \
+        KL_ARGS(T), int ctas_per_row, SplitHeader* hdr, SplitSlot* slots) {                       \
+        softmax_v9_gridsync<T, 8>(KL_PASS, ctas_per_row, hdr, slots); }
+
 #define KL_ALL(TN, T)                                                        \
     KL_V1(TN, T)                                                             \
     KL_V2(TN, T, 1) KL_V2(TN, T, 2) KL_V2(TN, T, 4) KL_V2(TN, T, 8)          \
@@ -878,7 +947,8 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     KL_V5(TN, T, 2) KL_V5(TN, T, 4) KL_V5(TN, T, 8)                          \
     KL_V6(TN, T)                                                             \
     KL_V7(TN, T)                                                             \
-    KL_V8(TN, T)
+    KL_V8(TN, T)                                                             \
+    KL_V9(TN, T)
 
 KL_ALL(f32, float)
 KL_ALL(bf16, bf16)

@@ -58,7 +58,7 @@ fn check(dev: &Device, v: &Variant, p: &Params, x_host: &Tensor, what: &str) -> 
             let (_, cols, _) = x.rows_cols();
             let scalar_limit = width_limit(v, x.dtype()).map(|l| l / (16 / x.dtype().size()));
             // v7 moves only 16-byte packs: it refuses rows x and y cannot both peel.
-            let packs_only = v.name == "v7_stream" || v.name == "v8_onchip";
+            let packs_only = ["v7_stream", "v8_onchip", "v9_gridsync"].contains(&v.name);
             // v8 holds a row in at most 16 CTAs' registers and shared memory (one CTA's
             // before sm_90).
             let v8_limit = (v.name == "v8_onchip")
@@ -67,10 +67,15 @@ fn check(dev: &Device, v: &Variant, p: &Params, x_host: &Tensor, what: &str) -> 
                         .map(|d| softmax::v8_max_cols(x.dtype(), &d.props))
                 })
                 .flatten();
+            // v9 holds a row in every resident CTA's registers and shared memory.
+            let v9_limit = (v.name == "v9_gridsync")
+                .then(|| dev.cuda().and_then(|d| softmax::v9_max_cols(d, x.dtype())))
+                .flatten();
             assert!(
                 (packs_only && !softmax::packs_layout_ok(&x))
                     || scalar_limit.is_some_and(|l| cols > l)
-                    || v8_limit.is_some_and(|l| cols > l),
+                    || v8_limit.is_some_and(|l| cols > l)
+                    || v9_limit.is_some_and(|l| cols > l),
                 "{} refused {:?} {what}: {why}",
                 v.id(),
                 x.shape()
@@ -346,8 +351,9 @@ fn softmax_strided_rows(dev: &Device) {
 test_device!(softmax_strided_rows, super::softmax_strided_rows);
 
 /// The versions that split rows across CTAs: v6 (in registers), v7 (tiles streamed through
-/// shared memory by bulk copies) and v8 (clusters of CTAs holding a row in registers and
-/// shared memory). The persistent ones (v6, v7) walk many rows per CTA or group, reuse their
+/// shared memory by bulk copies), v8 (clusters of CTAs holding a row in registers and
+/// shared memory) and v9 (v8's parts across co-resident CTAs, exchanging as v6). The
+/// persistent ones (v6, v7, v9) walk many rows per CTA or group, reuse their
 /// exchange slots row after row (each state tagged with its row's number in the launch), and
 /// leave the slots zeroed for the next launch. Shapes with more rows than groups, tiles of
 /// several rows with a remainder, odd widths (a scalar head and tail, different in every
@@ -370,10 +376,12 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
         (&[24, 2097155], &[DType::BF16]),
         // v8: clusters of 4 CTAs, each holding part of its ~73 KB share in shared memory.
         (&[40, 300001], &[DType::F32]),
+        // v9: an odd 16 MB row across most of the GPU (~50 CTAs a row, two groups).
+        (&[3, 4194305], &[DType::F32]),
     ];
     for v in variants(Op::Softmax, dev)
         .into_iter()
-        .filter(|v| ["v6_split", "v7_stream", "v8_onchip"].contains(&v.name))
+        .filter(|v| ["v6_split", "v7_stream", "v8_onchip", "v9_gridsync"].contains(&v.name))
     {
         for (i, (shape, dts)) in shapes.iter().enumerate() {
             for &dt in *dts {

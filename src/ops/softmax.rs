@@ -669,6 +669,169 @@ pub fn symbols_v8(dt: DType) -> Vec<String> {
     vec![format!("softmax_v8_onchip_{dt}")]
 }
 
+/// v9's CTAs: [`V9_THREADS`] / `per_sm` threads holding [`V9_K`] 16-byte packs each in
+/// registers, the rest of their part in shared memory; one or two CTAs an SM.
+pub const V9_THREADS: usize = 1024;
+pub const V9_K: usize = 8;
+/// The fewest packs a v9 CTA is given when rows are split finer to fill the GPU (4 KB).
+const V9_MIN_PART: usize = 256;
+
+/// v9's shape: G CTAs a row, `groups` groups of G in the persistent grid, threads and
+/// dynamic shared memory bytes a CTA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct V9Config {
+    pub g: usize,
+    pub groups: usize,
+    pub threads: usize,
+    pub smem: usize,
+}
+
+/// v9's shape for `rows` rows of `packs` 16-byte packs, CTAs of at most `threads` threads and
+/// `smem` bytes of dynamic shared memory, `resident` of them on the GPU at once. G starts as
+/// the fewest CTAs that hold a row; the groups of G that fit are then given the whole GPU
+/// (G raised to `resident / groups`, parts of at least [`V9_MIN_PART`] packs), so no SM
+/// idles for want of a whole row's worth of CTAs. A part that fits in registers takes only the
+/// threads it needs (a warp's multiple). `None` when a row is wider than every resident CTA
+/// together holds.
+pub fn v9_config(
+    packs: usize,
+    rows: usize,
+    threads: usize,
+    smem: usize,
+    resident: usize,
+) -> Option<V9Config> {
+    let packs = packs.max(1);
+    let cap = threads * V9_K + smem / 16;
+    let g_min = packs.div_ceil(cap);
+    if g_min > resident || resident == 0 {
+        return None;
+    }
+    let groups = (resident / g_min).min(rows.max(1));
+    let g = (resident / groups)
+        .min(packs.div_ceil(V9_MIN_PART))
+        .max(g_min);
+    let share = packs.div_ceil(g);
+    let t = (share.div_ceil(V9_K).div_ceil(32) * 32).clamp(32, threads);
+    Some(V9Config {
+        g,
+        groups,
+        threads: t,
+        smem: share.saturating_sub(t * V9_K) * 16,
+    })
+}
+
+/// v9's CTAs an SM (1 or 2; each takes its share of the SM's shared memory) as `spec`
+/// ("per_sm=N", from `KERNLAB_V9`) sets it, else 2, the faster on the H200: with one
+/// 1024-thread CTA an SM it measured 10–25% slower (docs/perf-notes.md).
+pub fn v9_per_sm_from(spec: &str) -> usize {
+    spec.split(',')
+        .find_map(|kv| {
+            kv.trim()
+                .strip_prefix("per_sm=")?
+                .trim()
+                .parse::<usize>()
+                .ok()
+        })
+        .map_or(2, |v| v.clamp(1, 2))
+}
+
+/// [`v9_per_sm_from`] `KERNLAB_V9`, read once per process.
+pub fn v9_per_sm() -> usize {
+    static PER_SM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PER_SM.get_or_init(|| v9_per_sm_from(&std::env::var("KERNLAB_V9").unwrap_or_default()))
+}
+
+/// The dynamic shared memory a v9 CTA asks for with `per_sm` CTAs an SM, on a device whose
+/// block opt-in maximum is `optin` bytes (as v7: a share, less 3 KB for what the kernel and
+/// the driver keep, with one an SM 1 KB).
+pub fn v9_smem(optin: usize, per_sm: usize) -> usize {
+    if per_sm <= 1 {
+        optin.saturating_sub(1024)
+    } else {
+        (optin / per_sm).saturating_sub(3072)
+    }
+}
+
+/// v9's kernel, its largest CTA (threads, dynamic shared memory) and how many of those the
+/// GPU holds at once (the driver's occupancy figure × SMs), with the shared-memory opt-in set.
+fn v9_resident(
+    dev: &crate::device::CudaDevice,
+    dt: DType,
+) -> Result<(String, usize, usize, usize)> {
+    let name = format!("softmax_v9_gridsync_{dt}");
+    let f = dev.function(&SOFTMAX, &name)?;
+    let per_sm = v9_per_sm();
+    let (threads, smem) = (
+        V9_THREADS / per_sm,
+        v9_smem(dev.props.max_smem_per_block_optin, per_sm),
+    );
+    super::launch::allow_dynamic_smem(dev, &f, &name, smem)?;
+    let n = blocks_per_sm(&f, threads, smem)?.min(per_sm) * dev.props.sm_count as usize;
+    Ok((name, threads, smem, n))
+}
+
+/// The widest row v9 holds on this device (elements): every resident CTA's registers and
+/// shared memory. `None` when the kernel cannot be loaded or the occupancy query fails.
+pub fn v9_max_cols(dev: &crate::device::CudaDevice, dt: DType) -> Option<usize> {
+    let (_, threads, smem, n) = v9_resident(dev, dt).ok()?;
+    Some(n * (threads * V9_K + smem / 16) * (16 / dt.size()))
+}
+
+/// v9: a row split across G co-resident CTAs (cooperative launch), each holding its part in
+/// registers and shared memory as v8 does; (max, sum) exchanged through global memory as v6
+/// does; a persistent grid of groups of G CTAs walks the rows.
+pub fn run_v9_gridsync(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    check_rows(x)?;
+    let io = cuda_io(x, y)?;
+    let r = rows_of(x, &io);
+    let refuse = |why: String| Error::UnsupportedShape {
+        op: "softmax".into(),
+        variant: "v9_gridsync".into(),
+        why,
+    };
+    if !peelable(x, &io) {
+        return Err(refuse(
+            "x's and y's rows are not equally aligned to 16 bytes (row strides differ modulo a 16-byte pack): use v6_split or auto".into(),
+        ));
+    }
+    let (name, threads, smem, resident) = v9_resident(&io.dev, x.dtype())?;
+    let c = v9_config(r.cols / r.pack, r.rows, threads, smem, resident).ok_or_else(|| {
+        refuse(format!(
+            "rows of {} columns are wider than the {} all {resident} resident CTAs hold in registers and shared memory (use v4_online or auto)",
+            r.cols,
+            resident * (threads * V9_K + smem / 16) * r.pack
+        ))
+    })?;
+    let grid = c.groups * c.g;
+    let cfg = LaunchConfig {
+        grid_dim: (grid as u32, 1, 1),
+        block_dim: (c.threads as u32, 1, 1),
+        shared_mem_bytes: c.smem as u32,
+    };
+    let (rows, cols, lg, gi) = (
+        r.rows as i32,
+        r.cols as i32,
+        p.log_softmax as i32,
+        c.g as i32,
+    );
+    let dev = io.dev.clone();
+    // Two slots per CTA, one per row parity.
+    with_split_workspace(&dev, "softmax v9 workspace", 2, grid, |hdr, slots| {
+        crate::launch_cooperative!(
+            io.dev,
+            &SOFTMAX,
+            name,
+            cfg,
+            [io.x, io.y, &rows, &cols, &r.ldx, &r.ldy, &lg, &gi, hdr, slots]
+        );
+        Ok(())
+    })
+}
+
+pub fn symbols_v9(dt: DType) -> Vec<String> {
+    vec![format!("softmax_v9_gridsync_{dt}")]
+}
+
 /// v7's CTAs: 512 threads, one or two an SM (`V7Tuning::per_sm`).
 pub const V7_THREADS: usize = 512;
 /// At most this many stages (the kernel's mbarrier array).
@@ -912,7 +1075,7 @@ pub fn dispatch(dt: DType, cols: usize, vec: bool) -> &'static str {
 }
 
 /// The versions `auto` chooses among (and `kernlab autotune softmax` measures).
-pub const AUTO_CANDIDATES: [&str; 7] = [
+pub const AUTO_CANDIDATES: [&str; 8] = [
     "v2_warp_row",
     "v3_block_regs",
     "v4_online",
@@ -920,6 +1083,7 @@ pub const AUTO_CANDIDATES: [&str; 7] = [
     "v6_split",
     "v7_stream",
     "v8_onchip",
+    "v9_gridsync",
 ];
 
 /// Run one of [`AUTO_CANDIDATES`] by name.
@@ -932,6 +1096,7 @@ pub fn run_named(name: &str, p: &Params, x: &Tensor, y: &mut Tensor) -> Result<(
         "v6_split" => run_v6_split(p, x, y),
         "v7_stream" => run_v7_stream(p, x, y),
         "v8_onchip" => run_v8_onchip(p, x, y),
+        "v9_gridsync" => run_v9_gridsync(p, x, y),
         other => Err(Error::Invalid(format!("softmax has no version '{other}'"))),
     }
 }
@@ -965,8 +1130,9 @@ pub fn auto_label(x: &Tensor) -> String {
 /// warp holds, v3 for rows a block holds; on sm_90, v8 (a row per CTA in registers and shared
 /// memory, clusters of up to 8 past that) for odd widths past 4096, for 16-bit rows of
 /// 16385–32768 (where v3 runs four slots a thread slowly) and for every wider row it holds;
-/// v6 (rows split across CTAs) for the rows v8 does not take that its resident CTAs hold; v4
-/// beyond.
+/// then v9 (v8's parts across co-resident CTAs) for the rows all resident CTAs hold; v6 (rows
+/// split across CTAs, in registers) for the rows neither takes that its resident CTAs hold
+/// (other devices, layouts that do not peel); v4 beyond.
 pub fn heuristic_choice(x: &Tensor) -> &'static str {
     let (rows, cols, ldx) = x.rows_cols();
     let dt = x.dtype();
@@ -1018,6 +1184,21 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
         // (2048×131072: f32 3947 against 3420 GB/s, bf16 3768 against 3220; 1024×262144 f32
         // 3800 against 3237; 256×1048576 bf16 3161 against 2810).
         "v4_online" if v8_takes => "v8_onchip",
+        // Past that, on sm_90, v9 (v8's parts split across co-resident CTAs) wherever every
+        // resident CTA together holds the row: it led v6 and v8 (clusters of 16) at every
+        // width measured past v8's eight CTAs (H200, two CTAs an SM: f32 256×1048576 3189
+        // against 2903 and 2915 GB/s; 64×4194304 2864 against 2509; bf16 128×2097152 2910
+        // against 2641).
+        "v4_online"
+            if hopper
+                && peelable
+                && cuda
+                    .as_ref()
+                    .and_then(|d| v9_max_cols(d, dt))
+                    .is_some_and(|m| cols <= m) =>
+        {
+            "v9_gridsync"
+        }
         // Then v6 wherever its resident CTAs hold the row: with the tagged exchange it beats
         // v4 from 65536 to 4 Mi f32 columns on the H200 (256×1048576: 2844 against 2697 GB/s;
         // 64×4194304: 2443 against 1686). Elsewhere (not measured) the earlier rule: rows up
@@ -1132,6 +1313,7 @@ pub fn symbols_auto(dt: DType) -> Vec<String> {
     v.extend(symbols_v6(dt));
     v.extend(symbols_v7(dt));
     v.extend(symbols_v8(dt));
+    v.extend(symbols_v9(dt));
     v
 }
 
@@ -1212,6 +1394,58 @@ mod tests {
         assert_eq!(v8_config(32768, h200, 1), None); // no clusters before sm_90
         assert_eq!(v8_config(16 * 22656 + 1, h200, 16), None);
         assert_eq!(v8_config(0, h200, 16), Some((1, 32, 0))); // fewer columns than a pack
+    }
+
+    #[test]
+    fn v9_per_sm_reads_its_setting_else_two() {
+        assert_eq!(v9_per_sm_from(""), 2);
+        assert_eq!(v9_per_sm_from("per_sm=1"), 1);
+        assert_eq!(v9_per_sm_from("x=3, per_sm=1"), 1);
+        assert_eq!(v9_per_sm_from("per_sm=7"), 2);
+        assert_eq!(v9_per_sm_from("per_sm=0"), 1);
+        assert_eq!(v9_per_sm_from("per_sm=-1"), 2);
+        assert_eq!(v9_per_sm_from("per_sm"), 2);
+    }
+
+    #[test]
+    fn v9_holds_rows_in_the_fewest_ctas_then_spreads_them_over_the_gpu() {
+        let h200 = 232_448;
+        let cfg = |g, groups, threads, smem| {
+            Some(V9Config {
+                g,
+                groups,
+                threads,
+                smem,
+            })
+        };
+        // One 1024-thread CTA an SM: 8192 register packs and 14464 in shared memory.
+        let one = v9_smem(h200, 1);
+        assert_eq!(one, h200 - 1024);
+        // 1 Mi f32: 12 CTAs a row hold it, 11 groups of 12 fill the 132 SMs.
+        assert_eq!(
+            v9_config(262_144, 4096, 1024, one, 132),
+            cfg(12, 11, 1024, (21_846 - 8192) * 16)
+        );
+        // 4 Mi f32: 47 CTAs hold a row, so two groups; each spreads over 66 SMs.
+        assert_eq!(
+            v9_config(1 << 20, 4096, 1024, one, 132),
+            cfg(66, 2, 1024, (15_888 - 8192) * 16)
+        );
+        // One row takes the whole GPU; its parts then fit in 256 threads' registers.
+        assert_eq!(v9_config(262_144, 1, 1024, one, 132), cfg(132, 1, 256, 0));
+        // Narrow rows: one CTA a row, no finer than a warp, no shared memory.
+        assert_eq!(v9_config(0, 4, 1024, one, 132), cfg(1, 4, 32, 0));
+        assert_eq!(v9_config(1000, 4096, 1024, one, 132), cfg(1, 132, 128, 0));
+        // Wider than every resident CTA holds; nothing resident.
+        assert_eq!(v9_config(132 * 22_656 + 1, 1, 1024, one, 132), None);
+        assert_eq!(v9_config(1, 1, 1024, one, 0), None);
+        // Two 512-thread CTAs an SM, each with a share of the SM's shared memory.
+        let two = v9_smem(h200, 2);
+        assert_eq!(two, h200 / 2 - 3072);
+        assert_eq!(
+            v9_config(262_144, 4096, 512, two, 264),
+            cfg(24, 11, 512, (10_923 - 4096) * 16)
+        );
     }
 
     #[test]
