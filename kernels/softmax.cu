@@ -793,15 +793,17 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
 // chip; they publish their (max, sum) in v6's tagged global slots, wait for the G − 1 others
 // and write. The grid is v6's persistent cooperative one: groups of G CTAs walk the rows, a
 // group's rows alternate between two slot sets. So a row of up to ~45 MB is read once and
-// written once, in parts ~3× v6's (two 512-thread CTAs an SM, each with half the shared
-// memory, by default): a row takes ~3× fewer CTAs, each waits for fewer peers, and the wait is
-// a smaller share of each part's time. Odd widths are peeled as in v6 (CTA rank 0 does the
+// written once, in parts 2× v6's by default (two 512-thread CTAs an SM, each holding 64 KB in
+// registers and up to as much again in shared memory; more shared memory when a row needs it):
+// a row takes half v6's CTAs, each waits for fewer peers, and the wait is a smaller share of
+// each part's time. Odd widths are peeled as in v6 (CTA rank 0 does the
 // scalar head and tail).
 // A thread's shared-memory packs are the ones it copied itself, read by it alone, so a row's
 // copies need no barrier against the previous row's reads either.
 // Measured on the H200 (docs/perf-notes.md): 10–21% faster than v6 and than v8's clusters of
-// 16 from 1 Mi f32 / 2 Mi 16-bit columns up (f32 256×1048576 3.2 TB/s), slower than v8 where
-// clusters of ≤ 8 hold the row; one 1024-thread CTA an SM was 10–25% slower than two.
+// 16 from 1 Mi f32 / 2 Mi 16-bit columns up (f32 256×1048576 3.3 TB/s), slower than v8 where
+// clusters of ≤ 8 hold the row; one 1024-thread CTA an SM was 10–25% slower than two, and
+// parts mostly in shared memory (ncu: stalls on shared-memory reads) 4–7% slower than halves.
 template <class T, int K>
 __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
                                     i64 ldx, i64 ldy, int lg, int G, SplitHeader* hdr,

@@ -687,8 +687,10 @@ pub struct V9Config {
 }
 
 /// v9's shape for `rows` rows of `packs` 16-byte packs, CTAs of at most `threads` threads and
-/// `smem` bytes of dynamic shared memory, `resident` of them on the GPU at once. G starts as
-/// the fewest CTAs that hold a row; the groups of G that fit are then given the whole GPU
+/// `smem` bytes of dynamic shared memory, `resident` of them on the GPU at once. A part keeps
+/// at most `pref` bytes in shared memory while the row fits that way (parts at most half in
+/// shared memory measured faster on the H200, docs/perf-notes.md), else up to `smem`. G starts
+/// as the fewest CTAs that hold a row; the groups of G that fit are then given the whole GPU
 /// (G raised to `resident / groups`, parts of at least [`V9_MIN_PART`] packs), so no SM
 /// idles for want of a whole row's worth of CTAs. A part that fits in registers takes only the
 /// threads it needs (a warp's multiple). `None` when a row is wider than every resident CTA
@@ -698,11 +700,18 @@ pub fn v9_config(
     rows: usize,
     threads: usize,
     smem: usize,
+    pref: usize,
     resident: usize,
 ) -> Option<V9Config> {
     let packs = packs.max(1);
-    let cap = threads * V9_K + smem / 16;
-    let g_min = packs.div_ceil(cap);
+    let regs = threads * V9_K;
+    let pref = pref.min(smem);
+    let smem = if packs.div_ceil(regs + pref / 16) <= resident {
+        pref
+    } else {
+        smem
+    };
+    let g_min = packs.div_ceil(regs + smem / 16);
     if g_min > resident || resident == 0 {
         return None;
     }
@@ -720,25 +729,45 @@ pub fn v9_config(
     })
 }
 
-/// v9's CTAs an SM (1 or 2; each takes its share of the SM's shared memory) as `spec`
-/// ("per_sm=N", from `KERNLAB_V9`) sets it, else 2, the faster on the H200: with one
-/// 1024-thread CTA an SM it measured 10–25% slower (docs/perf-notes.md).
-pub fn v9_per_sm_from(spec: &str) -> usize {
-    spec.split(',')
-        .find_map(|kv| {
-            kv.trim()
-                .strip_prefix("per_sm=")?
-                .trim()
-                .parse::<usize>()
-                .ok()
-        })
-        .map_or(2, |v| v.clamp(1, 2))
+/// v9's tuning, from `KERNLAB_V9` ("per_sm=N,smem_kb=M") for experiments: `per_sm` CTAs an
+/// SM (1 or 2, each with its share of the SM's shared memory; default 2: one 1024-thread CTA
+/// an SM measured 10–25% slower on the H200); `smem_kb`, the shared memory a part prefers
+/// (KiB; 0: all it can have; default: as much as its registers hold, 64 KiB at two an SM).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct V9Tuning {
+    pub per_sm: usize,
+    pub smem_kb: Option<usize>,
 }
 
-/// [`v9_per_sm_from`] `KERNLAB_V9`, read once per process.
-pub fn v9_per_sm() -> usize {
-    static PER_SM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *PER_SM.get_or_init(|| v9_per_sm_from(&std::env::var("KERNLAB_V9").unwrap_or_default()))
+impl V9Tuning {
+    pub fn parse(spec: &str) -> Self {
+        let mut t = V9Tuning {
+            per_sm: 2,
+            smem_kb: None,
+        };
+        for kv in spec.split(',') {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            match (k.trim(), v.trim().parse::<usize>().ok()) {
+                ("per_sm", Some(v)) => t.per_sm = v.clamp(1, 2),
+                ("smem_kb", Some(v)) => t.smem_kb = Some(v),
+                _ => {}
+            }
+        }
+        t
+    }
+    /// `KERNLAB_V9`'s settings, read once per process.
+    pub fn from_env() -> Self {
+        static T: std::sync::OnceLock<V9Tuning> = std::sync::OnceLock::new();
+        *T.get_or_init(|| V9Tuning::parse(&std::env::var("KERNLAB_V9").unwrap_or_default()))
+    }
+    /// The shared memory a part of a CTA of `threads` threads prefers, in bytes.
+    pub fn pref_bytes(&self, threads: usize) -> usize {
+        match self.smem_kb {
+            None => threads * V9_K * 16,
+            Some(0) => usize::MAX,
+            Some(kb) => kb << 10,
+        }
+    }
 }
 
 /// The dynamic shared memory a v9 CTA asks for with `per_sm` CTAs an SM, on a device whose
@@ -760,7 +789,7 @@ fn v9_resident(
 ) -> Result<(String, usize, usize, usize)> {
     let name = format!("softmax_v9_gridsync_{dt}");
     let f = dev.function(&SOFTMAX, &name)?;
-    let per_sm = v9_per_sm();
+    let per_sm = V9Tuning::from_env().per_sm;
     let (threads, smem) = (
         V9_THREADS / per_sm,
         v9_smem(dev.props.max_smem_per_block_optin, per_sm),
@@ -795,7 +824,8 @@ pub fn run_v9_gridsync(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         ));
     }
     let (name, threads, smem, resident) = v9_resident(&io.dev, x.dtype())?;
-    let c = v9_config(r.cols / r.pack, r.rows, threads, smem, resident).ok_or_else(|| {
+    let pref = V9Tuning::from_env().pref_bytes(threads);
+    let c = v9_config(r.cols / r.pack, r.rows, threads, smem, pref, resident).ok_or_else(|| {
         refuse(format!(
             "rows of {} columns are wider than the {} all {resident} resident CTAs hold in registers and shared memory (use v4_online or auto)",
             r.cols,
@@ -1397,19 +1427,22 @@ mod tests {
     }
 
     #[test]
-    fn v9_per_sm_reads_its_setting_else_two() {
-        assert_eq!(v9_per_sm_from(""), 2);
-        assert_eq!(v9_per_sm_from("per_sm=1"), 1);
-        assert_eq!(v9_per_sm_from("x=3, per_sm=1"), 1);
-        assert_eq!(v9_per_sm_from("per_sm=7"), 2);
-        assert_eq!(v9_per_sm_from("per_sm=0"), 1);
-        assert_eq!(v9_per_sm_from("per_sm=-1"), 2);
-        assert_eq!(v9_per_sm_from("per_sm"), 2);
+    fn v9_tuning_reads_its_settings_else_two_ctas_an_sm_and_half_parts() {
+        let d = V9Tuning::parse("");
+        assert_eq!((d.per_sm, d.smem_kb), (2, None));
+        assert_eq!(d.pref_bytes(512), 64 << 10);
+        let t = V9Tuning::parse("x=3, per_sm=1,smem_kb=128");
+        assert_eq!((t.per_sm, t.pref_bytes(1024)), (1, 128 << 10));
+        assert_eq!(V9Tuning::parse("smem_kb=0").pref_bytes(512), usize::MAX);
+        assert_eq!(V9Tuning::parse("per_sm=7").per_sm, 2);
+        assert_eq!(V9Tuning::parse("per_sm=0").per_sm, 1);
+        assert_eq!(V9Tuning::parse("per_sm=-1,per_sm").per_sm, 2);
     }
 
     #[test]
     fn v9_holds_rows_in_the_fewest_ctas_then_spreads_them_over_the_gpu() {
         let h200 = 232_448;
+        const ALL: usize = usize::MAX; // no preference: parts take all the shared memory they can
         let cfg = |g, groups, threads, smem| {
             Some(V9Config {
                 g,
@@ -1423,29 +1456,48 @@ mod tests {
         assert_eq!(one, h200 - 1024);
         // 1 Mi f32: 12 CTAs a row hold it, 11 groups of 12 fill the 132 SMs.
         assert_eq!(
-            v9_config(262_144, 4096, 1024, one, 132),
+            v9_config(262_144, 4096, 1024, one, ALL, 132),
             cfg(12, 11, 1024, (21_846 - 8192) * 16)
         );
         // 4 Mi f32: 47 CTAs hold a row, so two groups; each spreads over 66 SMs.
         assert_eq!(
-            v9_config(1 << 20, 4096, 1024, one, 132),
+            v9_config(1 << 20, 4096, 1024, one, ALL, 132),
             cfg(66, 2, 1024, (15_888 - 8192) * 16)
         );
         // One row takes the whole GPU; its parts then fit in 256 threads' registers.
-        assert_eq!(v9_config(262_144, 1, 1024, one, 132), cfg(132, 1, 256, 0));
+        assert_eq!(
+            v9_config(262_144, 1, 1024, one, ALL, 132),
+            cfg(132, 1, 256, 0)
+        );
         // Narrow rows: one CTA a row, no finer than a warp, no shared memory.
-        assert_eq!(v9_config(0, 4, 1024, one, 132), cfg(1, 4, 32, 0));
-        assert_eq!(v9_config(1000, 4096, 1024, one, 132), cfg(1, 132, 128, 0));
+        assert_eq!(v9_config(0, 4, 1024, one, ALL, 132), cfg(1, 4, 32, 0));
+        assert_eq!(
+            v9_config(1000, 4096, 1024, one, ALL, 132),
+            cfg(1, 132, 128, 0)
+        );
         // Wider than every resident CTA holds; nothing resident.
-        assert_eq!(v9_config(132 * 22_656 + 1, 1, 1024, one, 132), None);
-        assert_eq!(v9_config(1, 1, 1024, one, 0), None);
+        assert_eq!(v9_config(132 * 22_656 + 1, 1, 1024, one, ALL, 132), None);
+        assert_eq!(v9_config(1, 1, 1024, one, ALL, 0), None);
         // Two 512-thread CTAs an SM, each with a share of the SM's shared memory.
         let two = v9_smem(h200, 2);
         assert_eq!(two, h200 / 2 - 3072);
         assert_eq!(
-            v9_config(262_144, 4096, 512, two, 264),
+            v9_config(262_144, 4096, 512, two, ALL, 264),
             cfg(24, 11, 512, (10_923 - 4096) * 16)
         );
+        // The default preference, parts at most half in shared memory (64 KB beside the 64 KB of
+        // registers): 1 Mi f32 then takes 32 CTAs a row, 8 groups of 33.
+        let half = 512 * V9_K * 16;
+        assert_eq!(
+            v9_config(262_144, 4096, 512, two, half, 264),
+            cfg(33, 8, 512, (7944 - 4096) * 16)
+        );
+        // A row wider than half-parts hold takes the whole shared memory instead.
+        assert_eq!(
+            v9_config(264 * 8192 + 1, 1, 512, two, half, 264),
+            cfg(264, 1, 512, (8193 - 4096) * 16)
+        );
+        assert_eq!(v9_config(264 * 11_168 + 1, 1, 512, two, half, 264), None);
     }
 
     #[test]
