@@ -376,7 +376,7 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
         (&[24, 2097155], &[DType::BF16]),
         // v8: clusters of 4 CTAs, each holding part of its ~73 KB share in shared memory.
         (&[40, 300001], &[DType::F32]),
-        // v9: an odd 16 MB row across most of the GPU (~50 CTAs a row, two groups).
+        // v9: an odd 16 MB row across half the GPU (132 CTAs a row on the H200, two groups).
         (&[3, 4194305], &[DType::F32]),
     ];
     for v in variants(Op::Softmax, dev)
