@@ -729,14 +729,52 @@ template <class T> struct SmemPart {
     }
 };
 
+// A CTA's part of a row held on chip (v8, v9): split_part's packs for CTA `rank` of G, the
+// first nt·K in registers, the rest (sp.n) in shared memory `buf`, copied there by cp.async —
+// issued first: they hold no registers while in flight. CTA rank 0 also holds the row's scalar
+// head and tail, one element a thread.
+template <class T, int K> struct OnchipPart {
+    static constexpr int VEC = Pack<T>::N;
+    SplitPart pt;
+    int rpk;  // packs in registers
+    SmemPart<T> sp;
+    bool sc;  // this thread holds a scalar
+    RowRegs<T, VEC, K> r;
+    float xs;
+    __device__ __forceinline__ OnchipPart(const T* xr, int cols, int G, int rank, uint4* buf)
+        : pt(split_part<T, VEC>(xr, cols, G, rank)),
+          rpk(min(pt.n / VEC, (int)blockDim.x * K)),
+          sp{buf, pt.n / VEC - rpk, (int)threadIdx.x, (int)blockDim.x},
+          sc(rank == 0 && (int)threadIdx.x < pt.scalars(cols)) {
+        const T* xb = xr + pt.head + (i64)pt.p0 * VEC;
+        for (int p = sp.tid; p < sp.n; p += sp.nt) cp_async16(smem_addr(buf + p), xb + (i64)(rpk + p) * VEC, 16);
+        r.load(xb, rpk * VEC, sp.tid, sp.nt);
+        xs = sc ? to_f32(xr[pt.scalar_col(sp.tid)]) : KL_NEG_INF;
+    }
+    // This thread's (max, sum) over its part: the register packs' max while the copies land,
+    // then the shared packs', then both sums against that max.
+    __device__ __forceinline__ MaxSum maxsum(int lg) const {
+        const float mr = r.max();
+        cp_async_wait_all();
+        const float mt = fmax_nan(mr, sp.max());
+        const MaxSum st{mt, r.sum_exp(mt, !lg) + sp.sum_exp(mt, !lg)};
+        return sc ? maxsum_add(st, xs) : st;
+    }
+    // The outputs of the part, for the row's (max, sum) = (m, s); yr is the row's start in y.
+    __device__ __forceinline__ void store(T* yr, float m, float s, int lg) const {
+        T* yb = yr + pt.head + (i64)pt.p0 * VEC;
+        r.store(yb, rpk * VEC, sp.tid, sp.nt, m, s, lg);
+        sp.store(yb + (i64)rpk * VEC, m, s, lg);
+        if (sc) yr[pt.scalar_col(sp.tid)] = from_f32<T>(softmax_out(xs, m, 1.0f / s, logf(s), lg));
+    }
+};
+
 template <class T, int K>
 __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
                                   i64 ldx, i64 ldy, int lg, int csize) {
-    constexpr int VEC = Pack<T>::N;
     extern __shared__ __align__(16) uint4 v8_part[];
     __shared__ float scratch[64];
     __shared__ __align__(8) float state[2];
-    const int tid = threadIdx.x, nt = blockDim.x;
     int rank = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (csize > 1) rank = (int)cluster_ctarank();
@@ -744,30 +782,13 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     if (csize > 1) __trap();  // clusters need sm_90; the launcher refuses older devices
 #endif
     const i64 row = blockIdx.x / csize;
-    const T* xr = x + row * ldx;
-    T* yr = y + row * ldy;
-    // This CTA's packs: the first nt·K in registers, the rest (spk) in shared memory.
-    const SplitPart pt = split_part<T, VEC>(xr, cols, csize, rank);
-    const int npk = pt.n / VEC, rpk = min(npk, nt * K), spk = npk - rpk;
-    const T* xb = xr + pt.head + (i64)pt.p0 * VEC;
-    // The shared-memory copies go out first: they hold no registers while in flight.
-    for (int p = tid; p < spk; p += nt) cp_async16(smem_addr(v8_part + p), xb + (i64)(rpk + p) * VEC, 16);
-    RowRegs<T, VEC, K> r;
-    r.load(xb, rpk * VEC, tid, nt);
-    const SmemPart<T> sp{v8_part, spk, tid, nt};
-    // CTA 0 of the row also does the scalar head and tail, one element a thread.
-    const bool sc = rank == 0 && tid < pt.scalars(cols);
-    const float xs = sc ? to_f32(xr[pt.scalar_col(tid)]) : KL_NEG_INF;
-    const float mr = r.max();  // the register packs' max while the copies land
-    cp_async_wait_all();
-    const float mt = fmax_nan(mr, sp.max());
+    const OnchipPart<T, K> part(x + row * ldx, cols, csize, rank, v8_part);
     // Each thread's (max, sum) at once, then one merged block reduction. Taking the block's
     // max first and the sums against it (as v3 does: cheaper merges, but the sums wait for a
     // barrier) measured 3–5% slower here (H200: f32 2048×131072 3837 against 3947 GB/s):
     // with one 1024-thread CTA an SM, each warp's exponentials overlap the other warps'
     // last loads only when they need no barrier first.
-    MaxSum st{mt, r.sum_exp(mt, !lg) + sp.sum_exp(mt, !lg)};
-    if (sc) st = maxsum_add(st, xs);
+    MaxSum st = part.maxsum(lg);
     st = block_maxsum(st, scratch);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (csize > 1) {
@@ -777,11 +798,7 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
         asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
     }
 #endif
-    T* yb = yr + pt.head + (i64)pt.p0 * VEC;
-    r.store(yb, rpk * VEC, tid, nt, st.m, st.s, lg);
-    sp.store(yb + (i64)rpk * VEC, st.m, st.s, lg);
-    if (sc)
-        yr[pt.scalar_col(tid)] = from_f32<T>(softmax_out(xs, st.m, 1.0f / st.s, logf(st.s), lg));
+    part.store(y + row * ldy, st.m, st.s, lg);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (csize > 1) asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 #endif
@@ -808,7 +825,6 @@ template <class T, int K>
 __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
                                     i64 ldx, i64 ldy, int lg, int G, SplitHeader* hdr,
                                     SplitSlot* slots) {
-    constexpr int VEC = Pack<T>::N;
     extern __shared__ __align__(16) uint4 v9_part[];
     __shared__ float scratch[2][64];
     const int tid = threadIdx.x, nt = blockDim.x;
@@ -816,21 +832,8 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
     const int g = blockIdx.x / G, rank = blockIdx.x % G;
     unsigned iter = 0;
     for (i64 row = g; g < groups && row < rows; row += groups, ++iter) {
-        const T* xr = x + row * ldx;
-        const SplitPart pt = split_part<T, VEC>(xr, cols, G, rank);
-        const int npk = pt.n / VEC, rpk = min(npk, nt * K), spk = npk - rpk;
-        const T* xb = xr + pt.head + (i64)pt.p0 * VEC;
-        for (int p = tid; p < spk; p += nt) cp_async16(smem_addr(v9_part + p), xb + (i64)(rpk + p) * VEC, 16);
-        RowRegs<T, VEC, K> r;
-        r.load(xb, rpk * VEC, tid, nt);
-        const SmemPart<T> sp{v9_part, spk, tid, nt};
-        const bool sc = rank == 0 && tid < pt.scalars(cols);
-        const float xs = sc ? to_f32(xr[pt.scalar_col(tid)]) : KL_NEG_INF;
-        const float mr = r.max();
-        cp_async_wait_all();
-        const float mt = fmax_nan(mr, sp.max());
-        MaxSum st{mt, r.sum_exp(mt, !lg) + sp.sum_exp(mt, !lg)};
-        if (sc) st = maxsum_add(st, xs);
+        const OnchipPart<T, K> part(x + row * ldx, cols, G, rank, v9_part);
+        MaxSum st = part.maxsum(lg);
         // Scratch buffers as in v6: with G > 1 the exchange's reduction (scratch[1]) separates
         // one row's reads of scratch[0] from the next row's writes; with G = 1 rows alternate.
         st = block_maxsum(st, scratch[G > 1 ? 0 : (iter & 1)]);
@@ -842,12 +845,7 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
             for (int q = tid; q < G; q += nt) all = maxsum_merge(all, split_wait(s + g * G + q, seq));
             st = block_maxsum(all, scratch[1]);
         }
-        T* yr = y + row * ldy;
-        T* yb = yr + pt.head + (i64)pt.p0 * VEC;
-        r.store(yb, rpk * VEC, tid, nt, st.m, st.s, lg);
-        sp.store(yb + (i64)rpk * VEC, st.m, st.s, lg);
-        if (sc)
-            yr[pt.scalar_col(tid)] = from_f32<T>(softmax_out(xs, st.m, 1.0f / st.s, logf(st.s), lg));
+        part.store(y + row * ldy, st.m, st.s, lg);
     }
     split_finish(hdr, slots, G > 1 ? 2 * gridDim.x : 0);
 }
