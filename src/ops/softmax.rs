@@ -213,12 +213,32 @@ fn rows_of(x: &Tensor, io: &CudaIo) -> Rows {
     }
 }
 
-fn too_wide(variant: &str, cols: usize, max: usize) -> Error {
+/// The refusal of a shape by `variant`, saying why.
+fn unsupported(variant: &str, why: String) -> Error {
     Error::UnsupportedShape {
         op: "softmax".into(),
         variant: variant.into(),
-        why: format!("rows of {cols} columns are wider than the {max} it holds in registers (use v4_online or auto)"),
+        why,
     }
+}
+
+fn too_wide(variant: &str, cols: usize, max: usize) -> Error {
+    unsupported(
+        variant,
+        format!("rows of {cols} columns are wider than the {max} it holds in registers (use v4_online or auto)"),
+    )
+}
+
+/// The versions that move only 16-byte packs (v7's bulk copies, v8's and v9's cp.async) take
+/// rows that are packs, or that x and y misalign alike (peeled); they refuse the rest.
+fn require_peelable(variant: &str, x: &Tensor, io: &CudaIo) -> Result<()> {
+    if peelable(x, io) {
+        return Ok(());
+    }
+    Err(unsupported(
+        variant,
+        "x's and y's rows are not equally aligned to 16 bytes (row strides differ modulo a 16-byte pack): use v6_split or auto".into(),
+    ))
 }
 
 /// Launch a row kernel with the (x, y, rows, cols, ldx, ldy, lg) arguments they all take.
@@ -237,11 +257,10 @@ fn launch_rows(io: CudaIo, r: &Rows, p: &Params, name: String, cfg: LaunchConfig
 fn check_rows(x: &Tensor) -> Result<()> {
     let (rows, cols, _) = x.rows_cols();
     if rows > i32::MAX as usize || cols > i32::MAX as usize {
-        return Err(Error::UnsupportedShape {
-            op: "softmax".into(),
-            variant: "cuda".into(),
-            why: format!("{rows} rows × {cols} columns: each must be below 2^31"),
-        });
+        return Err(unsupported(
+            "cuda",
+            format!("{rows} rows × {cols} columns: each must be below 2^31"),
+        ));
     }
     Ok(())
 }
@@ -403,14 +422,13 @@ pub fn run_v5_cluster(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
     let io = cuda_io(x, y)?;
     if io.dev.props.compute_capability.0 < 9 {
-        return Err(Error::UnsupportedShape {
-            op: "softmax".into(),
-            variant: "v5_cluster".into(),
-            why: format!(
+        return Err(unsupported(
+            "v5_cluster",
+            format!(
                 "thread-block clusters need sm_90 or newer (this is {})",
                 io.dev.arch
             ),
-        });
+        ));
     }
     let r = rows_of(x, &io);
     let width = if r.vec { r.pack } else { 1 };
@@ -515,15 +533,14 @@ pub fn run_v6_split(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let slots = r.cols.div_ceil(width);
     let name = v6_symbol(x.dtype(), packed);
     let most = v6_resident(&io.dev, &name, V6_THREADS)?;
-    let (g, threads) = v6_config(slots, r.rows, most).ok_or_else(|| Error::UnsupportedShape {
-        op: "softmax".into(),
-        variant: "v6_split".into(),
-        why: format!(
+    let (g, threads) = v6_config(slots, r.rows, most).ok_or_else(|| unsupported(
+        "v6_split",
+        format!(
             "rows of {} columns are wider than the {} all {most} resident CTAs hold in registers (use v4_online or auto)",
             r.cols,
             most * V6_THREADS * V6_K * width
         ),
-    })?;
+    ))?;
     let groups = (v6_resident(&io.dev, &name, threads)? / g)
         .min(r.rows)
         .max(1);
@@ -533,10 +550,24 @@ pub fn run_v6_split(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         block_dim: (threads as u32, 1, 1),
         shared_mem_bytes: 0,
     };
+    launch_split(io, &r, p, name, cfg, g, "softmax v6 workspace")
+}
+
+/// Launch a split-row kernel taking v6's arguments (the row arguments, G, the workspace's
+/// header and slots) cooperatively: the exchange waits on peers, so every CTA of `cfg`'s grid
+/// must be resident. Two slots per CTA, one per row parity.
+fn launch_split(
+    io: CudaIo,
+    r: &Rows,
+    p: &Params,
+    name: String,
+    cfg: LaunchConfig,
+    g: usize,
+    workspace: &'static str,
+) -> Result<()> {
     let (rows, cols, lg, gi) = (r.rows as i32, r.cols as i32, p.log_softmax as i32, g as i32);
     let dev = io.dev.clone();
-    // Two slots per CTA, one per row parity.
-    with_split_workspace(&dev, "softmax v6 workspace", 2, grid, |hdr, slots| {
+    with_split_workspace(&dev, workspace, 2, cfg.grid_dim.0 as usize, |hdr, slots| {
         crate::launch_cooperative!(
             io.dev,
             &SOFTMAX,
@@ -598,18 +629,8 @@ pub fn run_v8_onchip(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
     let io = cuda_io(x, y)?;
     let r = rows_of(x, &io);
-    let refuse = |why: String| Error::UnsupportedShape {
-        op: "softmax".into(),
-        variant: "v8_onchip".into(),
-        why,
-    };
-    // cp.async copies 16-byte packs: rows must be packs, or equally misaligned in x and y
-    // (peeled).
-    if !peelable(x, &io) {
-        return Err(refuse(
-            "x's and y's rows are not equally aligned to 16 bytes (row strides differ modulo a 16-byte pack): use v6_split or auto".into(),
-        ));
-    }
+    let refuse = |why: String| unsupported("v8_onchip", why);
+    require_peelable("v8_onchip", x, &io)?;
     let props = &io.dev.props;
     let hopper = props.compute_capability.0 >= 9;
     let packs = r.cols / r.pack;
@@ -813,16 +834,8 @@ pub fn run_v9_gridsync(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
     let io = cuda_io(x, y)?;
     let r = rows_of(x, &io);
-    let refuse = |why: String| Error::UnsupportedShape {
-        op: "softmax".into(),
-        variant: "v9_gridsync".into(),
-        why,
-    };
-    if !peelable(x, &io) {
-        return Err(refuse(
-            "x's and y's rows are not equally aligned to 16 bytes (row strides differ modulo a 16-byte pack): use v6_split or auto".into(),
-        ));
-    }
+    let refuse = |why: String| unsupported("v9_gridsync", why);
+    require_peelable("v9_gridsync", x, &io)?;
     let (name, threads, smem, resident) = v9_resident(&io.dev, x.dtype())?;
     let pref = V9Tuning::from_env().pref_bytes(threads);
     let c = v9_config(r.cols / r.pack, r.rows, threads, smem, pref, resident).ok_or_else(|| {
@@ -838,24 +851,7 @@ pub fn run_v9_gridsync(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         block_dim: (c.threads as u32, 1, 1),
         shared_mem_bytes: c.smem as u32,
     };
-    let (rows, cols, lg, gi) = (
-        r.rows as i32,
-        r.cols as i32,
-        p.log_softmax as i32,
-        c.g as i32,
-    );
-    let dev = io.dev.clone();
-    // Two slots per CTA, one per row parity.
-    with_split_workspace(&dev, "softmax v9 workspace", 2, grid, |hdr, slots| {
-        crate::launch_cooperative!(
-            io.dev,
-            &SOFTMAX,
-            name,
-            cfg,
-            [io.x, io.y, &rows, &cols, &r.ldx, &r.ldy, &lg, &gi, hdr, slots]
-        );
-        Ok(())
-    })
+    launch_split(io, &r, p, name, cfg, c.g, "softmax v9 workspace")
 }
 
 pub fn symbols_v9(dt: DType) -> Vec<String> {
@@ -999,22 +995,14 @@ pub fn run_v7_stream(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
     let io = cuda_io(x, y)?;
     let r = rows_of(x, &io);
-    let refuse = |why: String| Error::UnsupportedShape {
-        op: "softmax".into(),
-        variant: "v7_stream".into(),
-        why,
-    };
+    let refuse = |why: String| unsupported("v7_stream", why);
     if io.dev.props.compute_capability.0 < 9 {
         return Err(refuse(format!(
             "bulk copies need sm_90 or later; this device is sm_{}{}",
             io.dev.props.compute_capability.0, io.dev.props.compute_capability.1
         )));
     }
-    if !peelable(x, &io) {
-        return Err(refuse(
-            "x's and y's rows are not equally aligned to 16 bytes (row strides differ modulo a 16-byte pack): use v6_split or auto".into(),
-        ));
-    }
+    require_peelable("v7_stream", x, &io)?;
     // Tiles of 16 rows: keep tile indices (and rows + 15) within i32.
     if r.rows > i32::MAX as usize - 16 {
         return Err(refuse(format!("{} rows: at most 2^31 − 17", r.rows)));
