@@ -729,10 +729,10 @@ template <class T> struct SmemPart {
     }
 };
 
-// A CTA's part of a row held on chip (v8, v9): split_part's packs for CTA `rank` of G, the
-// first nt·K in registers, the rest (sp.n) in shared memory `buf`, copied there by cp.async —
-// issued first: they hold no registers while in flight. CTA rank 0 also holds the row's scalar
-// head and tail, one element a thread.
+// A CTA's part of a row held on chip (v9; v8 does the same inline): split_part's packs for
+// CTA `rank` of G, the first nt·K in registers, the rest (sp.n) in shared memory `buf`, copied
+// there by cp.async — issued first: they hold no registers while in flight. CTA rank 0 also
+// holds the row's scalar head and tail, one element a thread.
 template <class T, int K> struct OnchipPart {
     static constexpr int VEC = Pack<T>::N;
     SplitPart pt;
@@ -772,9 +772,11 @@ template <class T, int K> struct OnchipPart {
 template <class T, int K>
 __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
                                   i64 ldx, i64 ldy, int lg, int csize) {
+    constexpr int VEC = Pack<T>::N;
     extern __shared__ __align__(16) uint4 v8_part[];
     __shared__ float scratch[64];
     __shared__ __align__(8) float state[2];
+    const int tid = threadIdx.x, nt = blockDim.x;
     int rank = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (csize > 1) rank = (int)cluster_ctarank();
@@ -782,13 +784,33 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     if (csize > 1) __trap();  // clusters need sm_90; the launcher refuses older devices
 #endif
     const i64 row = blockIdx.x / csize;
-    const OnchipPart<T, K> part(x + row * ldx, cols, csize, rank, v8_part);
+    // v8 spells out what v9's OnchipPart does (same steps, same order) rather than sharing it:
+    // with the shared struct, NVRTC's code for v8 ran f32 5% slower on the H200 (1024×262144:
+    // 3570 against 3783 GB/s, interleaved A/B; docs/perf-notes.md), with v9 unchanged.
+    const T* xr = x + row * ldx;
+    T* yr = y + row * ldy;
+    // This CTA's packs: the first nt·K in registers, the rest (spk) in shared memory.
+    const SplitPart pt = split_part<T, VEC>(xr, cols, csize, rank);
+    const int npk = pt.n / VEC, rpk = min(npk, nt * K), spk = npk - rpk;
+    const T* xb = xr + pt.head + (i64)pt.p0 * VEC;
+    // The shared-memory copies go out first: they hold no registers while in flight.
+    for (int p = tid; p < spk; p += nt) cp_async16(smem_addr(v8_part + p), xb + (i64)(rpk + p) * VEC, 16);
+    RowRegs<T, VEC, K> r;
+    r.load(xb, rpk * VEC, tid, nt);
+    const SmemPart<T> sp{v8_part, spk, tid, nt};
+    // CTA 0 of the row also does the scalar head and tail, one element a thread.
+    const bool sc = rank == 0 && tid < pt.scalars(cols);
+    const float xs = sc ? to_f32(xr[pt.scalar_col(tid)]) : KL_NEG_INF;
+    const float mr = r.max();  // the register packs' max while the copies land
+    cp_async_wait_all();
+    const float mt = fmax_nan(mr, sp.max());
     // Each thread's (max, sum) at once, then one merged block reduction. Taking the block's
     // max first and the sums against it (as v3 does: cheaper merges, but the sums wait for a
     // barrier) measured 3–5% slower here (H200: f32 2048×131072 3837 against 3947 GB/s):
     // with one 1024-thread CTA an SM, each warp's exponentials overlap the other warps'
     // last loads only when they need no barrier first.
-    MaxSum st = part.maxsum(lg);
+    MaxSum st{mt, r.sum_exp(mt, !lg) + sp.sum_exp(mt, !lg)};
+    if (sc) st = maxsum_add(st, xs);
     st = block_maxsum(st, scratch);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (csize > 1) {
@@ -798,7 +820,11 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
         asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
     }
 #endif
-    part.store(y + row * ldy, st.m, st.s, lg);
+    T* yb = yr + pt.head + (i64)pt.p0 * VEC;
+    r.store(yb, rpk * VEC, tid, nt, st.m, st.s, lg);
+    sp.store(yb + (i64)rpk * VEC, st.m, st.s, lg);
+    if (sc)
+        yr[pt.scalar_col(tid)] = from_f32<T>(softmax_out(xs, st.m, 1.0f / st.s, logf(st.s), lg));
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (csize > 1) asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 #endif
