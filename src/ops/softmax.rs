@@ -1204,9 +1204,10 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
         "v4_online" if v8_takes => "v8_onchip",
         // Past that, on sm_90, v9 (v8's parts split across co-resident CTAs) wherever every
         // resident CTA together holds the row: it led v6 and v8 (clusters of 16) at every
-        // width measured past v8's eight CTAs (H200, two CTAs an SM: f32 256×1048576 3189
-        // against 2903 and 2915 GB/s; 64×4194304 2864 against 2509; bf16 128×2097152 2910
-        // against 2641).
+        // width measured past v8's eight CTAs (H200, two CTAs an SM, parts at most half in
+        // shared memory: f32 256×1048576 3322 against v6's 2927 GB/s (v8: 2900, seventh
+        // session); 64×4194304 2892 against 2512; bf16 128×2097152 3139 against 2658 and
+        // v8's 2566).
         "v4_online"
             if hopper
                 && peelable
