@@ -4,6 +4,8 @@
 # is flushed by a write before each call, so the kernel also evicts those dirty lines.
 # Inductor marks its reads L2 evict-first/last. v3 with its packed loads marked L2
 # evict-first (KERNLAB_V3_EF=1) against plain, interleaved; then the softmax tests with it on.
+# (Ran on a build with the evict-first loads; they were slower and removed, so KERNLAB_V3_EF no
+# longer exists: docs/perf-notes.md, eighth session.)
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1  # caches the ceilings
 tab() { python3 -c "

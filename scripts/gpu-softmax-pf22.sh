@@ -5,6 +5,8 @@
 # during the current row's exchange and write (KERNLAB_V9=prefetch=1) against without.
 # (3) compute-sanitizer racecheck/memcheck over v9, both forms, at shapes whose groups take
 # several rows (so the prefetch and the buffer alternation run).
+# (Ran on a build with the prefetching form; it was slower and removed, so KERNLAB_V9=prefetch no
+# longer exists: docs/perf-notes.md, eighth session, has the design and the numbers.)
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1  # caches the ceilings
 tab() { python3 -c "

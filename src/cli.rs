@@ -205,6 +205,8 @@ struct ProfileArgs {
 }
 
 fn cmd_profile(a: ProfileArgs, out: &mut dyn Write) -> Result<()> {
+    check_output_path("--json", a.json.as_deref())?;
+    check_output_path("--trace", a.trace.as_deref())?;
     use crate::profile;
     let op: Op = a.op.parse()?;
     let dtype: DType = a.dtype.parse().map_err(anyhow::Error::msg)?;
@@ -243,7 +245,7 @@ fn cmd_profile(a: ProfileArgs, out: &mut dyn Write) -> Result<()> {
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  kernlab autotune matmul --shape 8192x8192x8192 --dtype bf16\n  kernlab autotune linear --shape 4096x4096x1024 --variants v5_mma,v6_wgmma\n  kernlab autotune softmax --shape 4096x1280 --dtype f32\n\nmatmul/linear: every configuration (tiles, stages, warps, GROUP_M) of v3_regs, v4_grouped,\nv5_mma and v6_wgmma (sm_90). softmax: which of v2/v3/v4/v5 `auto` should run. Entries are keyed\nby device, op, variant, dtype and shape bucket (each size rounded up to a power of two), kept in\nautotune.json beside the kernel cache (KERNLAB_CACHE_DIR), written atomically."
+    after_help = "Examples:\n  kernlab autotune matmul --shape 8192x8192x8192 --dtype bf16\n  kernlab autotune linear --shape 4096x4096x1024 --variants v5_mma,v6_wgmma\n  kernlab autotune softmax --shape 4096x1280 --dtype f32\n\nmatmul/linear: every configuration (tiles, stages, warps, GROUP_M) of v3_regs, v4_grouped,\nv5_mma and v6_wgmma (sm_90). softmax: which numbered version (v2 to v9) `auto` should run. Entries are keyed\nby device, op, variant, dtype and shape bucket (each size rounded up to a power of two), kept in\nautotune.json beside the kernel cache (KERNLAB_CACHE_DIR), written atomically."
 )]
 struct AutotuneArgs {
     /// matmul, linear or softmax
@@ -265,10 +267,10 @@ struct AutotuneArgs {
     #[arg(long, default_value = "auto")]
     device: String,
     /// Warm-up duration per candidate, ms
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
     warmup_ms: f64,
     /// Measurement duration per candidate, ms
-    #[arg(long, default_value_t = 50.0)]
+    #[arg(long, default_value_t = 50.0, allow_negative_numbers = true)]
     rep_ms: f64,
     /// Measure, show, but do not write the cache
     #[arg(long)]
@@ -279,6 +281,7 @@ struct AutotuneArgs {
 }
 
 fn cmd_autotune(a: AutotuneArgs, out: &mut dyn Write) -> Result<()> {
+    check_output_path("--json", a.json.as_deref())?;
     use crate::autotune;
     let op: Op = a.op.parse()?;
     if !op.is_gemm() && op != Op::Softmax {
@@ -306,9 +309,7 @@ fn cmd_autotune(a: AutotuneArgs, out: &mut dyn Write) -> Result<()> {
             );
         }
     }
-    if a.warmup_ms < 0.0 || a.rep_ms <= 0.0 {
-        bail!("--warmup-ms must be ≥ 0 and --rep-ms > 0");
-    }
+    check_durations(a.warmup_ms, a.rep_ms)?;
     let spec: DeviceSpec = a.device.parse().map_err(anyhow::Error::msg)?;
     let (dev, line) = Device::open(spec)?;
     let Some(d) = dev.cuda().cloned() else {
@@ -478,10 +479,10 @@ struct RunArgs {
     #[arg(long)]
     seed: Option<u64>,
     /// Warm-up duration per variant, ms
-    #[arg(long, default_value_t = 25.0)]
+    #[arg(long, default_value_t = 25.0, allow_negative_numbers = true)]
     warmup_ms: f64,
     /// Measurement duration per variant, ms
-    #[arg(long, default_value_t = 100.0)]
+    #[arg(long, default_value_t = 100.0, allow_negative_numbers = true)]
     rep_ms: f64,
     /// Do not flush the cache before each timed call
     #[arg(long)]
@@ -560,6 +561,14 @@ struct SweepArgs {
     run: RunArgs,
 }
 
+/// --warmup-ms ≥ 0 and --rep-ms > 0, both finite (NaN and inf are refused, not run forever).
+fn check_durations(warmup_ms: f64, rep_ms: f64) -> Result<()> {
+    if !(warmup_ms.is_finite() && rep_ms.is_finite() && warmup_ms >= 0.0 && rep_ms > 0.0) {
+        bail!("--warmup-ms must be a finite number ≥ 0 and --rep-ms a finite number > 0 (milliseconds)");
+    }
+    Ok(())
+}
+
 fn parse_dtypes(s: &str) -> Result<Vec<DType>> {
     if s.eq_ignore_ascii_case("all") {
         return Ok(DType::ALL.to_vec());
@@ -582,12 +591,12 @@ fn config(
     ops: Vec<crate::Op>,
     shapes: Vec<Vec<usize>>,
 ) -> Result<(BenchConfig, Device, String)> {
+    check_output_path("--json", a.json.as_deref())?;
+    check_output_path("--csv", a.csv.as_deref())?;
     let dtypes = parse_dtypes(&a.dtype)?;
     let spec: DeviceSpec = a.device.parse().map_err(anyhow::Error::msg)?;
     let gelu: GeluApprox = a.gelu.parse().map_err(anyhow::Error::msg)?;
-    if a.warmup_ms < 0.0 || a.rep_ms <= 0.0 {
-        bail!("--warmup-ms must be ≥ 0 and --rep-ms > 0");
-    }
+    check_durations(a.warmup_ms, a.rep_ms)?;
     if a.repeat == 0 || a.rotate == 0 || a.graph == Some(0) {
         bail!("--repeat, --rotate and --graph take a count of at least 1");
     }
@@ -596,11 +605,17 @@ fn config(
         bail!("--graph times CUDA-graph replays and needs a CUDA device (this run is on the CPU)");
     }
     let variants = a.variants.as_deref().map(|v| {
-        v.split(',')
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect::<Vec<_>>()
+        let mut names = Vec::<String>::new();
+        for s in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            if !names.iter().any(|n| n == s) {
+                names.push(s.to_string());
+            }
+        }
+        names
     });
+    if variants.as_ref().is_some_and(|v| v.is_empty()) {
+        bail!("--variants names no variant (see `kernlab list`; leave the flag out for all)");
+    }
     // Unknown variant names are an error before any work starts.
     if let Some(names) = &variants {
         for op in &ops {
@@ -635,6 +650,27 @@ fn config(
         fresh_ceilings: a.fresh_ceilings,
     };
     Ok((cfg, dev, line))
+}
+
+/// An output file the run will write at its end: refuse a directory, or a missing folder, now
+/// rather than after the whole run.
+fn check_output_path(flag: &str, path: Option<&Path>) -> Result<()> {
+    let Some(path) = path else { return Ok(()) };
+    if path.is_dir() {
+        bail!(
+            "{flag} {}: that is a directory; give a file name",
+            path.display()
+        );
+    }
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(dir) = parent.filter(|d| !d.is_dir()) {
+        bail!(
+            "{flag} {}: the folder {} does not exist",
+            path.display(),
+            dir.display()
+        );
+    }
+    Ok(())
 }
 
 /// Write the JSON and CSV files a run asked for.
@@ -714,6 +750,7 @@ fn progress_bar() -> indicatif::ProgressBar {
 
 fn cmd_sweep(a: SweepArgs, out: &mut dyn Write) -> Result<()> {
     let op: crate::Op = a.op.parse()?;
+    check_output_path("--plot", a.plot.as_deref())?;
     if let Some(p) = &a.plot {
         let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
         if !ext.eq_ignore_ascii_case("svg") && !ext.eq_ignore_ascii_case("png") {

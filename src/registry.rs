@@ -762,6 +762,30 @@ pub fn variants_for(op: Op, device: DeviceKind) -> impl Iterator<Item = &'static
 pub fn find(op: Op, name: &str, device: DeviceKind) -> Result<&'static Variant> {
     let name = name.trim();
     let name = name.strip_prefix(&format!("{op}/")).unwrap_or(name);
+    if let Some(v) = variants_for(op, device).find(|v| v.name == name) {
+        return Ok(v);
+    }
+    // A variant of the other device: say so, rather than that it does not exist.
+    if let Some(v) = all().find(|v| v.op == op && v.name == name) {
+        let (has, run) = match device {
+            DeviceKind::Cpu => (
+                "a CUDA variant",
+                "this run is on the CPU (no CUDA GPU, or --device cpu)",
+            ),
+            DeviceKind::Cuda => (
+                "a CPU variant",
+                "this run is on a CUDA GPU (use --device cpu for it)",
+            ),
+        };
+        return Err(Error::Invalid(format!(
+            "{op}/{} is {has}; {run}. Variants here: {}",
+            v.name,
+            variants_for(op, device)
+                .map(|v| v.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
     variants_for(op, device)
         .find(|v| v.name == name)
         .ok_or_else(|| Error::UnknownVariant {

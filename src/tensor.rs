@@ -127,12 +127,58 @@ pub fn storage_span(shape: &[usize], strides: &[usize]) -> usize {
         .sum::<usize>()
 }
 
+/// [`storage_span`], or None when it overflows.
+pub fn checked_storage_span(shape: &[usize], strides: &[usize]) -> Option<usize> {
+    if shape.contains(&0) {
+        return Some(0);
+    }
+    shape
+        .iter()
+        .zip(strides)
+        .try_fold(1usize, |a, (&n, &s)| a.checked_add((n - 1).checked_mul(s)?))
+}
+
+fn shape_str(shape: &[usize]) -> String {
+    shape
+        .iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join("×")
+}
+
+/// The host memory the system can still give (Linux: MemAvailable), or None when unknown.
+pub fn host_memory_available() -> Option<usize> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    kb.checked_mul(1024)
+}
+
+/// An error when `bytes` of host memory for `what` is more than the system has available
+/// (where that is known), instead of an allocation failure that aborts the process.
+pub fn check_host_memory(bytes: usize, what: &str) -> Result<()> {
+    const GIB: f64 = (1u64 << 30) as f64;
+    match host_memory_available() {
+        Some(avail) if bytes > avail => Err(Error::Invalid(format!(
+            "{what} needs {:.1} GiB of host memory to build; {:.1} GiB is available",
+            bytes as f64 / GIB,
+            avail as f64 / GIB
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Parse `16384x16384`, `8192,4096` or `1024` into a shape.
 pub fn parse_shape(s: &str) -> Result<Vec<usize>> {
     let bad = |why: &str| Error::BadShape {
         shape: s.to_string(),
         why: why.to_string(),
     };
+    if s.contains(',') && s.contains(['x', 'X', '*', '×']) {
+        return Err(bad(
+            "one shape per --shape: repeat the flag for several (--shape 4096x1024 --shape 8192x1024)",
+        ));
+    }
     let parts: Vec<&str> = s.split(['x', 'X', ',', '*', '×']).map(str::trim).collect();
     if parts.is_empty() || parts.iter().any(|p| p.is_empty()) {
         return Err(bad("write dimensions separated by 'x', e.g. 4096x1024"));
@@ -324,21 +370,42 @@ impl Tensor {
         row_stride: Option<usize>,
         device: &Device,
     ) -> Result<Tensor> {
+        let bad = |why: String| Error::BadShape {
+            shape: shape
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join("x"),
+            why,
+        };
         let mut strides = contiguous_strides(shape);
         if let Some(ld) = row_stride {
             let n = shape.len();
-            if n < 2 || ld < shape[n - 1] {
-                return Err(Error::BadShape {
-                    shape: format!("{shape:?}"),
-                    why: format!("a row stride of {ld} needs 2+ dims and at least the width"),
-                });
+            if n < 2 {
+                return Err(bad(format!(
+                    "a row stride ({ld}) needs rows: a shape of 2 or more dimensions"
+                )));
+            }
+            if ld < shape[n - 1] {
+                return Err(bad(format!(
+                    "a row stride of {ld} elements is less than the rows' width of {}",
+                    shape[n - 1]
+                )));
             }
             strides[n - 2] = ld;
             for i in (0..n - 2).rev() {
-                strides[i] = strides[i + 1] * shape[i + 1];
+                strides[i] = strides[i + 1]
+                    .checked_mul(shape[i + 1])
+                    .ok_or_else(|| bad(format!("a row stride of {ld}: too many elements")))?;
             }
         }
-        let span = storage_span(shape, &strides);
+        let span = checked_storage_span(shape, &strides)
+            .ok_or_else(|| bad("too many elements (with the row stride)".into()))?;
+        // The values are made in f64, then converted: both live on the host at once.
+        check_host_memory(
+            span.saturating_mul(8 + dtype.size()),
+            &format!("a random {} {dtype} tensor", shape_str(shape)),
+        )?;
         let cols = *shape.last().unwrap_or(&1);
         let ld = if shape.len() >= 2 {
             strides[shape.len() - 2]
@@ -511,9 +578,22 @@ mod tests {
             "0x4",
             "-1x3",
             "99999999999x99999999999",
+            "4x4,8x8", // two shapes in one flag, not a 4-D tensor
         ] {
             assert!(parse_shape(bad).is_err(), "{bad} must be rejected");
         }
+    }
+
+    #[test]
+    fn storage_spans_that_overflow_are_none_not_wrapped() {
+        assert_eq!(checked_storage_span(&[3, 4], &[6, 1]), Some(16));
+        assert_eq!(checked_storage_span(&[3, 0], &[6, 1]), Some(0));
+        assert_eq!(checked_storage_span(&[9, 16], &[1 << 61, 1]), None);
+        assert_eq!(checked_storage_span(&[3, 2], &[1 << 63, 1]), None);
+        assert_eq!(
+            checked_storage_span(&[2, 2], &[1 << 62, 1]),
+            Some((1 << 62) + 2)
+        );
     }
 
     #[test]

@@ -66,6 +66,101 @@ fn bad_arguments_get_clear_errors() {
             "needs a CUDA device",
         ),
         (&["bench", "--device", "cpu", "--repeat", "0"], "at least 1"),
+        // Not a panic, an abort or a silent wrong answer: overflowing or too-large shapes and
+        // strides, durations that would never end, names that select nothing.
+        (
+            &[
+                "sweep",
+                "softmax",
+                "--device",
+                "cpu",
+                "--rows",
+                "4611686018427387905",
+                "--cols",
+                "4",
+            ],
+            "too many elements",
+        ),
+        (
+            &[
+                "bench",
+                "softmax",
+                "--device",
+                "cpu",
+                "--shape",
+                "9x16",
+                "--row-stride",
+                "2305843009213693952",
+            ],
+            "too many elements",
+        ),
+        (
+            &[
+                "bench",
+                "softmax",
+                "--device",
+                "cpu",
+                "--shape",
+                "100000000x100000000",
+            ],
+            "of host memory",
+        ),
+        (
+            &[
+                "bench",
+                "softmax",
+                "--device",
+                "cpu",
+                "--shape",
+                "8x16",
+                "--row-stride",
+                "2",
+            ],
+            "less than the rows' width of 16",
+        ),
+        (&["bench", "--shape", "4x4,8x8"], "repeat the flag"),
+        (&["bench", "--device", "cpu", "--rep-ms", "inf"], "finite"),
+        (&["bench", "--device", "cpu", "--rep-ms", "nan"], "finite"),
+        (&["bench", "--device", "cpu", "--warmup-ms", "-1"], "≥ 0"),
+        (&["autotune", "softmax", "--rep-ms", "inf"], "finite"),
+        (
+            &[
+                "bench",
+                "--device",
+                "cpu",
+                "--csv",
+                "/nonexistent-kernlab-dir/x.csv",
+            ],
+            "does not exist",
+        ),
+        (
+            &["bench", "--device", "cpu", "--json", "/tmp"],
+            "is a directory",
+        ),
+        (
+            &[
+                "sweep",
+                "softmax",
+                "--plot",
+                "/nonexistent-kernlab-dir/p.svg",
+            ],
+            "does not exist",
+        ),
+        (
+            &["bench", "softmax", "--device", "cpu", "--variants", " , "],
+            "names no variant",
+        ),
+        (
+            &[
+                "bench",
+                "softmax",
+                "--device",
+                "cpu",
+                "--variants",
+                "v9_gridsync",
+            ],
+            "softmax/v9_gridsync is a CUDA variant; this run is on the CPU",
+        ),
     ] {
         let e = run(args).expect_err(&format!("{args:?} must fail"));
         assert!(

@@ -195,6 +195,17 @@ pub fn make_inputs(
 ) -> Result<Vec<Tensor>> {
     let cpu = Device::Cpu;
     if !op.is_gemm() {
+        // What a point holds on the host at once, about: the input (and its f64 values while
+        // it is made), the f64 reference, the output and the CPU tiers' f32 temporaries.
+        let numel = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+        let bytes = numel.and_then(|n| n.checked_mul(2 * 8 + 3 * dtype.size() + 2 * 4));
+        crate::tensor::check_host_memory(
+            bytes.unwrap_or(usize::MAX),
+            &format!(
+                "{op} {dtype} {} (input, output, f64 reference, temporaries)",
+                report::shape_str(shape)
+            ),
+        )?;
         return Ok(vec![Tensor::random(
             shape,
             dtype,
