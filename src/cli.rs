@@ -711,6 +711,21 @@ fn cmd_bench(a: BenchArgs, out: &mut dyn Write) -> Result<()> {
     let (mut cfg, dev, line) = config(&a.run, ops, shapes)?;
     cfg.row_stride = a.row_stride;
     eprintln!("{line}");
+    // With several ops, a GEMM runs only the M×N×K shapes among --shape: say so when none is.
+    if cfg.ops.len() > 1 && !cfg.shapes.is_empty() && cfg.shapes.iter().all(|s| s.len() != 3) {
+        let gemms: Vec<String> = cfg
+            .ops
+            .iter()
+            .filter(|o| o.is_gemm())
+            .map(|o| o.to_string())
+            .collect();
+        if !gemms.is_empty() {
+            eprintln!(
+                "  … {} left out: they take M×N×K shapes (e.g. --shape 1024x1024x1024)",
+                gemms.join(" and ")
+            );
+        }
+    }
     let report = bench::run(&cfg, &dev, &mut |e| {
         if let bench::Event::Note(m) = e {
             eprintln!("  … {m}")

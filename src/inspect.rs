@@ -1047,7 +1047,29 @@ fn open_gpu(spec: DeviceSpec) -> Result<std::result::Result<Arc<CudaDevice>, Str
 pub fn inspect(req: &InspectRequest) -> Result<InspectReport> {
     // Which variants and symbols, checked before anything is compiled.
     let variants: Vec<&'static Variant> = if req.variants.is_empty() {
-        cuda_variants(req.op).collect()
+        // Every CUDA variant that has this dtype (a named one without it is an error below).
+        let all: Vec<_> = cuda_variants(req.op).collect();
+        let fit: Vec<_> = all
+            .iter()
+            .copied()
+            .filter(|v| v.dtypes.contains(&req.dtype))
+            .collect();
+        if fit.is_empty() {
+            return Err(Error::Invalid(format!(
+                "no CUDA variant of {} takes {} (--dtype {})",
+                req.op,
+                req.dtype,
+                all.first()
+                    .map(|v| v
+                        .dtypes
+                        .iter()
+                        .map(|d| d.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "))
+                    .unwrap_or_default()
+            )));
+        }
+        fit
     } else {
         req.variants
             .iter()

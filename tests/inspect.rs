@@ -390,3 +390,23 @@ fn occupancy_comes_from_the_driver_on_a_gpu() {
         .unwrap()
         .contains("occupancy not computed"));
 }
+
+#[test]
+fn with_no_variant_named_inspect_takes_those_that_have_the_dtype() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    // matmul's tensor-core versions take 16-bit inputs only: an f32 inspect of every matmul
+    // variant leaves them out instead of failing on the first.
+    let mut req = request(Op::Matmul, "", DType::F32);
+    req.variants.clear();
+    let r = inspect(&req).unwrap();
+    assert!(r.kernels.iter().any(|k| k.variant == "matmul/v1_naive"));
+    assert!(
+        r.kernels.iter().all(|k| k.variant != "matmul/v5_mma"),
+        "v5_mma has no f32 kernel"
+    );
+    // Named, it is still an error.
+    let e = inspect(&request(Op::Matmul, "v5_mma", DType::F32)).unwrap_err();
+    assert!(e.to_string().contains("does not support dtype f32"), "{e}");
+}
