@@ -58,16 +58,21 @@ pub fn parse_sizes(spec: &str) -> Result<Vec<usize>> {
         let values = match item.split_once("..") {
             None => vec![parse_num(spec, item)?],
             Some((a, rest)) => {
-                let (b, step) = rest.split_once(':').ok_or_else(|| {
+                let (b, step) = match rest.split_once(':') {
+                    Some((b, step)) => (b, Some(step)),
+                    None => (rest, None),
+                };
+                // The ends first: a backwards range or a bad size is the first thing to fix.
+                let (a, b) = (parse_num(spec, a)?, parse_num(spec, b)?);
+                if a > b {
+                    return Err(spec_err(spec, format!("the range '{item}' runs backwards")));
+                }
+                let step = step.ok_or_else(|| {
                     spec_err(
                         spec,
                         format!("the range '{item}' needs a step: A..B:STEP or A..B:xFACTOR"),
                     )
                 })?;
-                let (a, b) = (parse_num(spec, a)?, parse_num(spec, b)?);
-                if a > b {
-                    return Err(spec_err(spec, format!("the range '{item}' runs backwards")));
-                }
                 let step = step.trim();
                 let mut v = Vec::new();
                 let mut x = a;
