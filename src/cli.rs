@@ -573,16 +573,28 @@ fn parse_dtypes(s: &str) -> Result<Vec<DType>> {
     if s.eq_ignore_ascii_case("all") {
         return Ok(DType::ALL.to_vec());
     }
-    s.split(',')
-        .map(|d| d.trim().parse::<DType>().map_err(anyhow::Error::msg))
-        .collect()
+    let mut out = Vec::new();
+    for d in s.split(',') {
+        let d = d.trim().parse::<DType>().map_err(anyhow::Error::msg)?;
+        if !out.contains(&d) {
+            out.push(d); // a dtype named twice runs once
+        }
+    }
+    Ok(out)
 }
 
 fn parse_ops(s: &str) -> Result<Vec<Op>> {
     if s.eq_ignore_ascii_case("all") {
         return Ok(Op::ALL.to_vec());
     }
-    s.split(',').map(|o| Ok(o.trim().parse::<Op>()?)).collect()
+    let mut out = Vec::new();
+    for o in s.split(',') {
+        let o = o.trim().parse::<Op>()?;
+        if !out.contains(&o) {
+            out.push(o);
+        }
+    }
+    Ok(out)
 }
 
 /// The benchmark configuration from the shared arguments, and the device it runs on.

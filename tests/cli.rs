@@ -315,3 +315,26 @@ fn inspect_shows_the_load_width_difference_between_gelu_v1_and_v2() {
     let e = run(&["inspect", "gelu", "--variant", "fused"]).unwrap_err();
     assert!(e.contains("CPU"), "{e}");
 }
+
+#[test]
+fn a_dtype_or_op_named_twice_runs_once() {
+    let out = run(&[
+        "bench",
+        "softmax,softmax",
+        "--device",
+        "cpu",
+        "--shape",
+        "8x8",
+        "--dtype",
+        "f32,F32",
+        "--variants",
+        "fused,fused",
+        "--warmup-ms",
+        "1",
+        "--rep-ms",
+        "1",
+    ])
+    .unwrap();
+    assert_eq!(out.matches("softmax f32 8×8").count(), 1, "{out}");
+    assert_eq!(out.matches("│ fused").count(), 1, "{out}");
+}
