@@ -815,6 +815,19 @@ fn cmd_sweep(a: SweepArgs, out: &mut dyn Write) -> Result<()> {
             bail!("--max-elements applies to --rows/--cols sweeps");
         }
         bench::sweep::cap_elements(&mut plan, cap);
+        // cap_elements keeps at least one row: say where one row is already past the cap.
+        let over: Vec<String> = plan
+            .shapes
+            .iter()
+            .filter(|s| s.iter().product::<usize>() > cap)
+            .map(|s| bench::report::shape_str(s))
+            .collect();
+        if !over.is_empty() {
+            eprintln!(
+                "note: one row is more than --max-elements {cap} at {}: those run a single row",
+                over.join(", ")
+            );
+        }
     }
     cfg.shapes = plan.shapes.clone();
     eprintln!("{line}");
