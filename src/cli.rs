@@ -573,11 +573,17 @@ fn parse_dtypes(s: &str) -> Result<Vec<DType>> {
     if s.eq_ignore_ascii_case("all") {
         return Ok(DType::ALL.to_vec());
     }
+    parse_list(s, |d| d.parse::<DType>().map_err(anyhow::Error::msg))
+}
+
+/// A comma list, each item trimmed and parsed; an item named twice is kept once, in the
+/// order first named.
+fn parse_list<T: PartialEq>(s: &str, parse: impl Fn(&str) -> Result<T>) -> Result<Vec<T>> {
     let mut out = Vec::new();
-    for d in s.split(',') {
-        let d = d.trim().parse::<DType>().map_err(anyhow::Error::msg)?;
-        if !out.contains(&d) {
-            out.push(d); // a dtype named twice runs once
+    for item in s.split(',') {
+        let v = parse(item.trim())?;
+        if !out.contains(&v) {
+            out.push(v);
         }
     }
     Ok(out)
@@ -587,14 +593,7 @@ fn parse_ops(s: &str) -> Result<Vec<Op>> {
     if s.eq_ignore_ascii_case("all") {
         return Ok(Op::ALL.to_vec());
     }
-    let mut out = Vec::new();
-    for o in s.split(',') {
-        let o = o.trim().parse::<Op>()?;
-        if !out.contains(&o) {
-            out.push(o);
-        }
-    }
-    Ok(out)
+    parse_list(s, |o| Ok(o.parse::<Op>()?))
 }
 
 /// The benchmark configuration from the shared arguments, and the device it runs on.
@@ -616,15 +615,15 @@ fn config(
     if a.graph.is_some() && dev.cuda().is_none() {
         bail!("--graph times CUDA-graph replays and needs a CUDA device (this run is on the CPU)");
     }
-    let variants = a.variants.as_deref().map(|v| {
-        let mut names = Vec::<String>::new();
-        for s in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            if !names.iter().any(|n| n == s) {
-                names.push(s.to_string());
-            }
-        }
-        names
-    });
+    let variants = a
+        .variants
+        .as_deref()
+        .map(|v| parse_list(v, |s| Ok(s.to_string())))
+        .transpose()?
+        .map(|mut names| {
+            names.retain(|n| !n.is_empty());
+            names
+        });
     if variants.as_ref().is_some_and(|v| v.is_empty()) {
         bail!("--variants names no variant (see `kernlab list`; leave the flag out for all)");
     }

@@ -786,16 +786,14 @@ pub fn find(op: Op, name: &str, device: DeviceKind) -> Result<&'static Variant> 
                 .join(", ")
         )));
     }
-    variants_for(op, device)
-        .find(|v| v.name == name)
-        .ok_or_else(|| Error::UnknownVariant {
-            op: op.to_string(),
-            variant: name.to_string(),
-            known: variants_for(op, device)
-                .map(|v| v.name)
-                .collect::<Vec<_>>()
-                .join(", "),
-        })
+    Err(Error::UnknownVariant {
+        op: op.to_string(),
+        variant: name.to_string(),
+        known: variants_for(op, device)
+            .map(|v| v.name)
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
 }
 
 /// The reference variant of an op.

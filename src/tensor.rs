@@ -138,7 +138,8 @@ pub fn checked_storage_span(shape: &[usize], strides: &[usize]) -> Option<usize>
         .try_fold(1usize, |a, (&n, &s)| a.checked_add((n - 1).checked_mul(s)?))
 }
 
-fn shape_str(shape: &[usize]) -> String {
+/// `4096×1024`.
+pub fn shape_str(shape: &[usize]) -> String {
     shape
         .iter()
         .map(|d| d.to_string())
@@ -371,11 +372,7 @@ impl Tensor {
         device: &Device,
     ) -> Result<Tensor> {
         let bad = |why: String| Error::BadShape {
-            shape: shape
-                .iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join("x"),
+            shape: shape_str(shape),
             why,
         };
         let mut strides = contiguous_strides(shape);

@@ -52,14 +52,7 @@ pub fn fmt_gbps(g: f64) -> String {
     }
 }
 
-/// `4096×1024`.
-pub fn shape_str(shape: &[usize]) -> String {
-    shape
-        .iter()
-        .map(|d| d.to_string())
-        .collect::<Vec<_>>()
-        .join("×")
-}
+pub use crate::tensor::shape_str;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -212,17 +212,16 @@ pub fn plan(rows: Option<&str>, cols: Option<&str>, numel: Option<&str>) -> Resu
         }
         (Some(r), Some(c), None) => {
             let (rs, cs) = (parse_sizes(r)?, parse_sizes(c)?);
-            for (&r, &c) in rs.iter().flat_map(|r| cs.iter().map(move |c| (r, c))) {
-                if r.checked_mul(c).is_none() {
-                    return Err(Error::Invalid(format!(
-                        "{r} rows × {c} columns: too many elements"
-                    )));
-                }
-            }
             let shapes: Vec<Vec<usize>> = rs
                 .iter()
-                .flat_map(|&r| cs.iter().map(move |&c| vec![r, c]))
-                .collect();
+                .flat_map(|&r| cs.iter().map(move |&c| (r, c)))
+                .map(|(r, c)| match r.checked_mul(c) {
+                    Some(_) => Ok(vec![r, c]),
+                    None => Err(Error::Invalid(format!(
+                        "{r} rows × {c} columns: too many elements"
+                    ))),
+                })
+                .collect::<Result<_>>()?;
             if shapes.len() > MAX_POINTS {
                 return Err(Error::Invalid(format!(
                     "{} shapes: at most {MAX_POINTS}",

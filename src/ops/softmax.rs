@@ -824,7 +824,13 @@ fn v9_resident(
 /// shared memory. `None` when the kernel cannot be loaded or the occupancy query fails.
 pub fn v9_max_cols(dev: &crate::device::CudaDevice, dt: DType) -> Option<usize> {
     let (_, threads, smem, n) = v9_resident(dev, dt).ok()?;
-    Some(n * (threads * V9_K + smem / 16) * (16 / dt.size()))
+    Some(v9_cols_held(n, threads, smem, 16 / dt.size()))
+}
+
+/// The columns `resident` v9 CTAs of `threads` threads and `smem` bytes of shared memory hold
+/// together, at `pack` elements a 16-byte pack.
+fn v9_cols_held(resident: usize, threads: usize, smem: usize, pack: usize) -> usize {
+    resident * (threads * V9_K + smem / 16) * pack
 }
 
 /// v9: a row split across G co-resident CTAs (cooperative launch), each holding its part in
@@ -842,7 +848,7 @@ pub fn run_v9_gridsync(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         refuse(format!(
             "rows of {} columns are wider than the {} all {resident} resident CTAs hold in registers and shared memory (use v4_online or auto)",
             r.cols,
-            resident * (threads * V9_K + smem / 16) * r.pack
+            v9_cols_held(resident, threads, smem, r.pack)
         ))
     })?;
     let grid = c.groups * c.g;
