@@ -360,7 +360,8 @@ test_device!(softmax_strided_rows, super::softmax_strided_rows);
 /// row), a row split over most of the GPU (v8: clusters of 4 and 16 here, 2 and 8 in the
 /// reference test's widths), and repeated
 /// launches (stale states from the previous launch must not pass for new ones) must all match
-/// the reference. GPU only.
+/// the reference. v9's ping-pong form pairs groups that take turns to read, at widths where a
+/// row takes 16 CTAs or more, including grids with an odd group out. GPU only.
 fn softmax_split_rows_walk_many_rows(dev: &Device) {
     let p = Params::default();
     let init = Init::Normal {
@@ -378,6 +379,11 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
         (&[40, 300001], &[DType::F32]),
         // v9: an odd 16 MB row across half the GPU (132 CTAs a row on the H200, two groups).
         (&[3, 4194305], &[DType::F32]),
+        // v9's ping-pong form (from 16 CTAs a row): on the H200 five groups of 52 (two pairs
+        // taking turns and one group alone), two or three rows each; then three groups of
+        // 88, one row each.
+        (&[12, 1600003], &[DType::F32]),
+        (&[3, 1048577], &[DType::F32]),
     ];
     for v in variants(Op::Softmax, dev)
         .into_iter()

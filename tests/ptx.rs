@@ -207,6 +207,7 @@ fn softmax_16_bit_rows_take_the_packed_max_and_the_folded_exponent() {
             (format!("softmax_v6_split_vec_{dt}"), 64),
             (format!("softmax_v8_onchip_{dt}"), 64),
             (format!("softmax_v9_gridsync_{dt}"), 64),
+            (format!("softmax_v9_pingpong_{dt}"), 64),
         ] {
             let body = ptx_entry_body(&c.ptx, &sym).unwrap();
             assert!(body.contains(max2), "{sym} has no {max2}");
@@ -257,17 +258,19 @@ fn softmax_v8_uses_cp_async_and_the_cluster_exchange_on_sm_90() {
     }
 }
 
-/// v9 copies its shared-memory packs with cp.async and exchanges (max, sum) through tagged
-/// 64-bit global slots (relaxed, single-copy atomic), with no cluster instructions: its CTAs
-/// need not share a cluster.
+/// v9 (both forms) copies its shared-memory packs with cp.async and exchanges (max, sum)
+/// through tagged 64-bit global slots (relaxed, single-copy atomic), with no cluster
+/// instructions: its CTAs need not share a cluster.
 #[test]
 fn softmax_v9_uses_cp_async_and_the_global_exchange() {
     if !nvrtc_or_skip() {
         return;
     }
     let c = softmax_sm90a();
-    for dt in ["f32", "bf16", "f16"] {
-        let sym = format!("softmax_v9_gridsync_{dt}");
+    for sym in ["f32", "bf16", "f16"]
+        .iter()
+        .flat_map(|dt| ["gridsync", "pingpong"].map(|form| format!("softmax_v9_{form}_{dt}")))
+    {
         let body = ptx_entry_body(&c.ptx, &sym).unwrap();
         for needle in [
             "cp.async.cg.shared.global",

@@ -694,6 +694,9 @@ pub fn symbols_v8(dt: DType) -> Vec<String> {
 /// registers, the rest of their part in shared memory; one or two CTAs an SM.
 pub const V9_THREADS: usize = 1024;
 pub const V9_K: usize = 8;
+/// v9 runs its ping-pong form from this many CTAs a row (H200: +3% at f32 1 Mi, G = 33, and
+/// +10% at 4 Mi, G = 132; −3% at 262144, G = 8; docs/perf-notes.md).
+pub const V9_PINGPONG_MIN_G: usize = 16;
 /// The fewest packs a v9 CTA is given when rows are split finer to fill the GPU (4 KB).
 const V9_MIN_PART: usize = 256;
 
@@ -750,14 +753,18 @@ pub fn v9_config(
     })
 }
 
-/// v9's tuning, from `KERNLAB_V9` ("per_sm=N,smem_kb=M") for experiments: `per_sm` CTAs an
-/// SM (1 or 2, each with its share of the SM's shared memory; default 2: one 1024-thread CTA
-/// an SM measured 10–25% slower on the H200); `smem_kb`, the shared memory a part prefers
-/// (KiB; 0: all it can have; default: as much as its registers hold, 64 KiB at two an SM).
+/// v9's tuning, from `KERNLAB_V9` ("per_sm=N,smem_kb=M,pp=0|1") for experiments: `per_sm`
+/// CTAs an SM (1 or 2, each with its share of the SM's shared memory; default 2: one
+/// 1024-thread CTA an SM measured 10–25% slower on the H200); `smem_kb`, the shared memory a
+/// part prefers (KiB; 0: all it can have; default: as much as its registers hold, 64 KiB at
+/// two an SM); `pp`, the ping-pong form forced on or off (default: by G).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct V9Tuning {
     pub per_sm: usize,
     pub smem_kb: Option<usize>,
+    /// Ping-pong (half the groups read while the other half exchange and write): forced on
+    /// or off; `None` lets [`V9Tuning::pingpong_for`] decide by G.
+    pub pingpong: Option<bool>,
 }
 
 impl V9Tuning {
@@ -765,12 +772,14 @@ impl V9Tuning {
         let mut t = V9Tuning {
             per_sm: 2,
             smem_kb: None,
+            pingpong: None,
         };
         for kv in spec.split(',') {
             let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
             match (k.trim(), v.trim().parse::<usize>().ok()) {
                 ("per_sm", Some(v)) => t.per_sm = v.clamp(1, 2),
                 ("smem_kb", Some(v)) => t.smem_kb = Some(v),
+                ("pp", Some(v)) => t.pingpong = Some(v != 0),
                 _ => {}
             }
         }
@@ -780,6 +789,12 @@ impl V9Tuning {
     pub fn from_env() -> Self {
         static T: std::sync::OnceLock<V9Tuning> = std::sync::OnceLock::new();
         *T.get_or_init(|| V9Tuning::parse(&std::env::var("KERNLAB_V9").unwrap_or_default()))
+    }
+    /// Whether groups of `g` CTAs, `groups` of them, run v9's ping-pong form: only where
+    /// there is a pair of groups to alternate and rows are split; by default from
+    /// [`V9_PINGPONG_MIN_G`] CTAs a row.
+    pub fn pingpong_for(&self, g: usize, groups: usize) -> bool {
+        g > 1 && groups >= 2 && self.pingpong.unwrap_or(g >= V9_PINGPONG_MIN_G)
     }
     /// The shared memory a part of a CTA of `threads` threads prefers, in bytes.
     pub fn pref_bytes(&self, threads: usize) -> usize {
@@ -857,11 +872,31 @@ pub fn run_v9_gridsync(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         block_dim: (c.threads as u32, 1, 1),
         shared_mem_bytes: c.smem as u32,
     };
+    // The ping-pong form (built for sm_90 only) has the same launch bounds; it runs only where
+    // the driver confirms the same grid is resident with it.
+    let name = if io.dev.props.compute_capability.0 >= 9
+        && V9Tuning::from_env().pingpong_for(c.g, c.groups)
+    {
+        let pp = format!("softmax_v9_pingpong_{}", x.dtype());
+        let f = io.dev.function(&SOFTMAX, &pp)?;
+        super::launch::allow_dynamic_smem(&io.dev, &f, &pp, c.smem)?;
+        let fits = blocks_per_sm(&f, c.threads, c.smem)? * io.dev.props.sm_count as usize;
+        if fits >= grid {
+            pp
+        } else {
+            name
+        }
+    } else {
+        name
+    };
     launch_split(io, &r, p, name, cfg, c.g, "softmax v9 workspace")
 }
 
 pub fn symbols_v9(dt: DType) -> Vec<String> {
-    vec![format!("softmax_v9_gridsync_{dt}")]
+    vec![
+        format!("softmax_v9_gridsync_{dt}"),
+        format!("softmax_v9_pingpong_{dt}"),
+    ]
 }
 
 /// v7's CTAs: 512 threads, one or two an SM (`V7Tuning::per_sm`).
@@ -1432,6 +1467,12 @@ mod tests {
         assert_eq!(V9Tuning::parse("per_sm=7").per_sm, 2);
         assert_eq!(V9Tuning::parse("per_sm=0").per_sm, 1);
         assert_eq!(V9Tuning::parse("per_sm=-1,per_sm").per_sm, 2);
+        // Ping-pong from 16 CTAs a row by default, where there are two groups to alternate.
+        assert!(!d.pingpong_for(15, 17) && d.pingpong_for(16, 16) && d.pingpong_for(132, 2));
+        assert!(!d.pingpong_for(264, 1));
+        let on = V9Tuning::parse("pp=1");
+        assert!(on.pingpong_for(2, 132) && !on.pingpong_for(1, 264) && !on.pingpong_for(8, 1));
+        assert!(!V9Tuning::parse("pp=0").pingpong_for(132, 2));
     }
 
     #[test]
