@@ -1187,8 +1187,9 @@ pub fn auto_label(x: &Tensor) -> String {
 
 /// The width heuristic, from the H200 measurements in docs/perf-notes.md: v2 for rows a
 /// warp holds, v3 for rows a block holds; on sm_90, v8 (a row per CTA in registers and shared
-/// memory, clusters of up to 8 past that) for odd widths past 4096, for 16-bit rows of
-/// 16385–32768 (where v3 runs four slots a thread slowly) and for every wider row it holds;
+/// memory, clusters of up to 8 past that for f32, up to 2 for 16-bit rows) for odd widths past
+/// 4096, for 16-bit rows of 16385–32768 (where v3 runs four slots a thread slowly) and for
+/// every wider row it holds;
 /// then v9 (v8's parts across co-resident CTAs) for the rows all resident CTAs hold; v6 (rows
 /// split across CTAs, in registers) for the rows neither takes that its resident CTAs hold
 /// (other devices, layouts that do not peel); v4 beyond.
@@ -1205,13 +1206,17 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
     let hopper = cuda
         .as_ref()
         .is_some_and(|d| d.props.compute_capability.0 >= 9);
-    // v8 in clusters of at most 8: at 16 (1 Mi f32, 2 Mi bf16) it measured no better than v6
-    // (f32 256×1048576: 2928 against 2898 GB/s; bf16 128×2097152: 2556 against 2661).
+    // v8 in clusters of at most 8 for f32: at 16 (1 Mi f32, 2 Mi bf16) it measured no better
+    // than v6 (f32 256×1048576: 2928 against 2898 GB/s; bf16 128×2097152: 2556 against 2661).
+    // 16-bit rows in clusters of at most 2: past that v9 led v8 in two sessions' runs (bf16
+    // 512×524288: 3359 / 3377 against 3314 / 3299 GB/s; 256×1048576: 3241 / 3216 against
+    // 3179 / 3164), while f32 stayed with v8 (512×524288: 3632 against 3488).
+    let v8_max_c = if dt == DType::F32 { 8 } else { 2 };
     let v8_takes = hopper
         && peelable
-        && cuda
-            .as_ref()
-            .is_some_and(|d| v8_config(cols / pack, d.props.max_smem_per_block_optin, 8).is_some());
+        && cuda.as_ref().is_some_and(|d| {
+            v8_config(cols / pack, d.props.max_smem_per_block_optin, v8_max_c).is_some()
+        });
     // v6's capacity costs an occupancy query; two rules may ask for the same form.
     let fits = [std::cell::OnceCell::new(), std::cell::OnceCell::new()];
     let v6_fits = |packed: bool| {
