@@ -1,4 +1,5 @@
-//! Print the PTX of one kernel: `cargo run --example dump_ptx -- softmax.cu sm_90a SYMBOL`.
+//! Print the PTX of one kernel: `cargo run --example dump_ptx -- softmax.cu sm_90a SYMBOL`;
+//! with a fourth argument `--module`, the whole module's PTX (loadable by cuModuleLoadData).
 fn main() {
     let a: Vec<String> = std::env::args().collect();
     let src = kernlab::kernels::ALL
@@ -12,9 +13,13 @@ fn main() {
         &a[3],
     )
     .unwrap();
-    println!(
-        "{}",
-        kernlab::device::nvrtc::ptx_entry_body(&c.ptx, &a[3]).unwrap()
-    );
+    if a.get(4).is_some_and(|f| f == "--module") {
+        println!("{}", c.ptx);
+    } else {
+        println!(
+            "{}",
+            kernlab::device::nvrtc::ptx_entry_body(&c.ptx, &a[3]).unwrap()
+        );
+    }
     eprintln!("{:?}", c.ptxas_info(&a[3]));
 }
