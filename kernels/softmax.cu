@@ -981,8 +981,8 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
         softmax_v8_onchip<T, 8>(KL_PASS, csize); }
 
 // v9: 1024 or 512 threads (one or two CTAs an SM), 64 registers as v8. The ping-pong form is
-// built for sm_90 only (for sm_80 ptxas spilled it at 64 registers; the launcher runs it on
-// sm_90 alone, and its sm_80 symbol is the plain form).
+// built for sm_90 and later (for sm_80 ptxas spilled it at 64 registers; the launcher runs it
+// from sm_90 on, and its sm_80 symbol is the plain form).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define KL_V9_PP true
 #else

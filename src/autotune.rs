@@ -3,8 +3,8 @@
 //! keyed by device, op, variant, dtype and shape bucket. Default dispatch reads the cache and
 //! falls back to a heuristic where it has no entry.
 //!
-//! The cache is `autotune.json` beside the kernel cache (`KERNLAB_CACHE_DIR=off` turns it
-//! off). It is written atomically (a temporary file renamed over the old one); a corrupt or
+//! The cache is `autotune.json` in kernlab's cache folder (`~/.cache/kernlab`, or
+//! `$KERNLAB_CACHE_DIR`; `KERNLAB_CACHE_DIR=off` turns it off). It is written atomically (a temporary file renamed over the old one); a corrupt or
 //! stale file (another format version) is ignored with one warning, and rewritten by the next
 //! `kernlab autotune`.
 
@@ -45,10 +45,10 @@ struct CacheFile {
 
 const CACHE_VERSION: u32 = 1;
 
-/// `autotune.json` beside the kernel cache; None when the cache is off.
+/// `autotune.json` in kernlab's cache folder ([`nvrtc::cache_root`]); None when the cache is
+/// off.
 pub fn cache_path() -> Option<PathBuf> {
-    let dir = nvrtc::cache_dir()?;
-    Some(dir.parent().unwrap_or(&dir).join("autotune.json"))
+    Some(nvrtc::cache_root()?.join("autotune.json"))
 }
 
 /// The device part of a key: model, arch, SM count and driver (a new driver tunes again).

@@ -361,7 +361,8 @@ test_device!(softmax_strided_rows, super::softmax_strided_rows);
 /// reference test's widths), and repeated
 /// launches (stale states from the previous launch must not pass for new ones) must all match
 /// the reference. v9's ping-pong form pairs groups that take turns to read, at widths where a
-/// row takes 16 CTAs or more, including grids with an odd group out. GPU only.
+/// row takes 16 CTAs or more, including grids with an odd group out; both of v9's forms are
+/// also run forced at every shape. GPU only.
 fn softmax_split_rows_walk_many_rows(dev: &Device) {
     let p = Params::default();
     let init = Init::Normal {
@@ -394,6 +395,32 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
                 let x = rand(shape, dt, init, 90 + i as u64);
                 for launch in 0..3 {
                     check(dev, v, &p, &x, &format!("split rows, launch {launch}"));
+                }
+            }
+        }
+    }
+    // v9's two forms, each forced wherever it can run: the plain one at the widths where the
+    // ping-pong form is the default, and the ping-pong one at small G with many groups (the
+    // default there is plain). Same shapes, two launches each.
+    let Some(v9) = variants(Op::Softmax, dev)
+        .into_iter()
+        .find(|v| v.name == "v9_gridsync")
+    else {
+        return;
+    };
+    for (form, run) in [
+        ("plain", softmax::run_v9_plain as registry::RunFn),
+        ("ping-pong", softmax::run_v9_pingpong),
+    ] {
+        let forced = Variant {
+            run: registry::Kernel::Unary(run),
+            ..*v9
+        };
+        for (i, (shape, dts)) in shapes.iter().enumerate() {
+            for &dt in *dts {
+                let x = rand(shape, dt, init, 190 + i as u64);
+                for launch in 0..2 {
+                    check(dev, &forced, &p, &x, &format!("v9 {form}, launch {launch}"));
                 }
             }
         }

@@ -284,6 +284,24 @@ fn softmax_v9_uses_cp_async_and_the_global_exchange() {
         }
         assert!(!body.contains("cluster"), "{sym} uses cluster instructions");
     }
+    // The ping-pong form polls its partner's slot before it loads: one poll loop more than the
+    // plain form's exchange (on sm_90a; its sm_80 symbol is the plain form).
+    let polls = |sym: &str| {
+        ptx_entry_body(&c.ptx, sym)
+            .unwrap()
+            .matches("ld.relaxed.gpu.global.v2.u64")
+            .count()
+    };
+    for dt in ["f32", "bf16", "f16"] {
+        let (plain, pp) = (
+            polls(&format!("softmax_v9_gridsync_{dt}")),
+            polls(&format!("softmax_v9_pingpong_{dt}")),
+        );
+        assert!(
+            pp > plain,
+            "softmax_v9_pingpong_{dt} has {pp} polls, the plain form {plain}: no turn-taking"
+        );
+    }
 }
 
 #[test]
@@ -331,6 +349,12 @@ fn the_disk_cache_returns_what_nvrtc_compiled() {
     assert!(!first.from_cache && second.from_cache);
     assert_eq!(first.ptx, second.ptx);
     assert_eq!(first.cubin, second.cubin);
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    // One entry, in the cache folder's `kernels` (ceilings and autotuning files sit beside it).
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("kernels"))
+            .unwrap()
+            .count(),
+        1
+    );
     let _ = DType::F32;
 }

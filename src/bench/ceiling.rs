@@ -1,8 +1,8 @@
 //! Ceilings measured on the device in hand: the copy bandwidth (bytes read + bytes written per
 //! second), measured in every run, in the same process as the figures it judges; and the
 //! vendor matmul rate (cuBLAS bf16 GemmEx and exact-f32 sgemm on a GPU, faer f32 on the CPU),
-//! measured once per device and driver and kept in `ceilings.json` beside the kernel cache
-//! (`--fresh-ceilings` measures again).
+//! measured once per device and driver and kept in `ceilings.json` in kernlab's cache folder
+//! (`~/.cache/kernlab`, or `$KERNLAB_CACHE_DIR`; `--fresh-ceilings` measures again).
 
 use super::harness::{CpuTimer, CudaTimer, Stats, TimingOpts};
 use crate::device::{nvrtc, CudaDevice, Device};
@@ -318,11 +318,10 @@ pub enum Provenance {
     Cached,
 }
 
-/// `ceilings.json` beside the kernel cache (`~/.cache/kernlab/ceilings.json`); None when the
-/// cache is off.
+/// `ceilings.json` in kernlab's cache folder (`~/.cache/kernlab/ceilings.json`, or in
+/// `$KERNLAB_CACHE_DIR`); None when the cache is off.
 pub fn cache_path() -> Option<PathBuf> {
-    let dir = nvrtc::cache_dir()?;
-    Some(dir.parent().unwrap_or(&dir).join("ceilings.json"))
+    Some(nvrtc::cache_root()?.join("ceilings.json"))
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]

@@ -283,25 +283,24 @@ fn cache_key(src: &KernelSource, options: &[String], arch: &str, version: (i32, 
     h.finalize().to_hex()[..32].to_string()
 }
 
-/// Where compiled kernels are kept: `$KERNLAB_CACHE_DIR`, else `$XDG_CACHE_HOME/kernlab/kernels`,
-/// else `~/.cache/kernlab/kernels`. `KERNLAB_CACHE_DIR=off` disables the disk cache.
+/// kernlab's cache folder: `$KERNLAB_CACHE_DIR`, else `$XDG_CACHE_HOME/kernlab`, else
+/// `~/.cache/kernlab`. It holds the compiled kernels (`kernels/`), the measured ceilings
+/// (`ceilings.json`) and the autotuning results (`autotune.json`). `KERNLAB_CACHE_DIR=off` (or
+/// empty) turns all three off.
+pub fn cache_root() -> Option<PathBuf> {
+    if let Ok(d) = std::env::var("KERNLAB_CACHE_DIR") {
+        return (d != "off" && !d.is_empty()).then(|| PathBuf::from(d));
+    }
+    if let Ok(x) = std::env::var("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(x).join("kernlab"));
+    }
+    let home = std::env::var("HOME").ok()?;
+    Some(PathBuf::from(home).join(".cache").join("kernlab"))
+}
+
+/// Where compiled kernels are kept: the `kernels` folder of [`cache_root`].
 pub fn cache_dir() -> Option<PathBuf> {
-    let dir = if let Ok(d) = std::env::var("KERNLAB_CACHE_DIR") {
-        if d == "off" || d.is_empty() {
-            return None;
-        }
-        PathBuf::from(d)
-    } else if let Ok(x) = std::env::var("XDG_CACHE_HOME") {
-        PathBuf::from(x).join("kernlab").join("kernels")
-    } else if let Ok(h) = std::env::var("HOME") {
-        PathBuf::from(h)
-            .join(".cache")
-            .join("kernlab")
-            .join("kernels")
-    } else {
-        return None;
-    };
-    Some(dir)
+    cache_root().map(|r| r.join("kernels"))
 }
 
 const MAGIC: &[u8; 8] = b"KLKRNL01";

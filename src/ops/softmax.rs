@@ -694,8 +694,8 @@ pub fn symbols_v8(dt: DType) -> Vec<String> {
 /// registers, the rest of their part in shared memory; one or two CTAs an SM.
 pub const V9_THREADS: usize = 1024;
 pub const V9_K: usize = 8;
-/// v9 runs its ping-pong form from this many CTAs a row (H200: +3% at f32 1 Mi, G = 33, and
-/// +10% at 4 Mi, G = 132; −3% at 262144, G = 8; docs/perf-notes.md).
+/// v9 runs its ping-pong form (sm_90 and later) from this many CTAs a row (H200: +3% at f32
+/// 1 Mi, G = 33, and +10% at 4 Mi, G = 132; −3% at 262144, G = 8; docs/perf-notes.md).
 pub const V9_PINGPONG_MIN_G: usize = 16;
 /// The fewest packs a v9 CTA is given when rows are split finer to fill the GPU (4 KB).
 const V9_MIN_PART: usize = 256;
@@ -852,6 +852,22 @@ fn v9_cols_held(resident: usize, threads: usize, smem: usize, pack: usize) -> us
 /// registers and shared memory as v8 does; (max, sum) exchanged through global memory as v6
 /// does; a persistent grid of groups of G CTAs walks the rows.
 pub fn run_v9_gridsync(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    run_v9_form(p, x, y, V9Tuning::from_env().pingpong)
+}
+
+/// v9 in its plain form wherever it runs (for tests and experiments).
+pub fn run_v9_plain(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    run_v9_form(p, x, y, Some(false))
+}
+
+/// v9 in its ping-pong form wherever that can run: sm_90 or later, rows split across CTAs,
+/// two groups or more (for tests and experiments).
+pub fn run_v9_pingpong(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    run_v9_form(p, x, y, Some(true))
+}
+
+/// v9 with its form forced on or off (`pingpong`), or chosen by G (`None`).
+fn run_v9_form(p: &Params, x: &Tensor, y: &mut Tensor, pingpong: Option<bool>) -> Result<()> {
     check_rows(x)?;
     let io = cuda_io(x, y)?;
     let r = rows_of(x, &io);
@@ -872,20 +888,22 @@ pub fn run_v9_gridsync(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         block_dim: (c.threads as u32, 1, 1),
         shared_mem_bytes: c.smem as u32,
     };
-    // The ping-pong form (built for sm_90 only) has the same launch bounds; it runs only where
-    // the driver confirms the same grid is resident with it.
-    let name = if io.dev.props.compute_capability.0 >= 9
-        && V9Tuning::from_env().pingpong_for(c.g, c.groups)
-    {
+    // The ping-pong form (built for sm_90 and later; measured on the H200) has the same launch
+    // bounds. It runs only where the driver confirms the same grid is resident with it; if it
+    // cannot be loaded or set up, the plain form runs.
+    let tuning = V9Tuning {
+        pingpong,
+        ..V9Tuning::from_env()
+    };
+    let pingpong_fits = || -> Option<String> {
         let pp = format!("softmax_v9_pingpong_{}", x.dtype());
-        let f = io.dev.function(&SOFTMAX, &pp)?;
-        super::launch::allow_dynamic_smem(&io.dev, &f, &pp, c.smem)?;
-        let fits = blocks_per_sm(&f, c.threads, c.smem)? * io.dev.props.sm_count as usize;
-        if fits >= grid {
-            pp
-        } else {
-            name
-        }
+        let f = io.dev.function(&SOFTMAX, &pp).ok()?;
+        super::launch::allow_dynamic_smem(&io.dev, &f, &pp, c.smem).ok()?;
+        let fits = blocks_per_sm(&f, c.threads, c.smem).ok()? * io.dev.props.sm_count as usize;
+        (fits >= grid).then_some(pp)
+    };
+    let name = if io.dev.props.compute_capability.0 >= 9 && tuning.pingpong_for(c.g, c.groups) {
+        pingpong_fits().unwrap_or(name)
     } else {
         name
     };
