@@ -110,24 +110,14 @@ pub struct Tensor {
 pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
     let mut s = vec![1usize; shape.len()];
     for i in (0..shape.len().saturating_sub(1)).rev() {
-        s[i] = s[i + 1] * shape[i + 1];
+        // Saturating: a shape whose elements overflow is refused where the layout is checked.
+        s[i] = s[i + 1].saturating_mul(shape[i + 1]);
     }
     s
 }
 
-/// How many storage elements a strided view needs (0 for an empty shape).
-pub fn storage_span(shape: &[usize], strides: &[usize]) -> usize {
-    if shape.contains(&0) {
-        return 0;
-    }
-    1 + shape
-        .iter()
-        .zip(strides)
-        .map(|(&n, &s)| (n - 1) * s)
-        .sum::<usize>()
-}
-
-/// [`storage_span`], or None when it overflows.
+/// How many storage elements a strided view needs (0 for an empty shape), or None when that
+/// overflows.
 pub fn checked_storage_span(shape: &[usize], strides: &[usize]) -> Option<usize> {
     if shape.contains(&0) {
         return Some(0);
@@ -269,17 +259,26 @@ impl Tensor {
     }
 
     fn span(&self) -> usize {
-        storage_span(&self.shape, &self.strides)
+        // Checked when the tensor was made (check_layout), so it does not overflow here.
+        checked_storage_span(&self.shape, &self.strides).unwrap_or(usize::MAX)
     }
 
-    fn check_shape(shape: &[usize], strides: &[usize]) -> Result<()> {
+    /// A layout's storage span, or an error when its strides do not match its dimensions or
+    /// its element count or span overflows.
+    fn check_layout(shape: &[usize], strides: &[usize]) -> Result<usize> {
         if shape.len() != strides.len() {
             return Err(Error::BadShape {
                 shape: format!("{shape:?}"),
                 why: format!("{} dimensions but {} strides", shape.len(), strides.len()),
             });
         }
-        Ok(())
+        let numel = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+        numel
+            .and(checked_storage_span(shape, strides))
+            .ok_or_else(|| Error::BadShape {
+                shape: shape_str(shape),
+                why: format!("too many elements: the layout (strides {strides:?}) overflows"),
+            })
     }
 
     /// An uninitialised (CUDA) or zeroed (CPU) tensor with the given layout.
@@ -289,12 +288,17 @@ impl Tensor {
         dtype: DType,
         device: &Device,
     ) -> Result<Tensor> {
-        Self::check_shape(shape, strides)?;
-        let span = storage_span(shape, strides);
+        let span = Self::check_layout(shape, strides)?;
+        let bytes = span
+            .checked_mul(dtype.size())
+            .ok_or_else(|| Error::BadShape {
+                shape: shape_str(shape),
+                why: format!("too many bytes for {dtype}"),
+            })?;
         let storage = match device {
             Device::Cpu => Storage::Cpu(CpuData::zeros(dtype, span)),
             Device::Cuda(d) => Storage::Cuda {
-                buf: d.alloc_bytes(span * dtype.size(), &format!("a {shape:?} {dtype} tensor"))?,
+                buf: d.alloc_bytes(bytes, &format!("a {shape:?} {dtype} tensor"))?,
                 dev: d.clone(),
             },
         };
@@ -325,8 +329,7 @@ impl Tensor {
 
     /// A CPU tensor from host data laid out with `strides`.
     pub fn from_cpu(data: CpuData, shape: &[usize], strides: &[usize]) -> Result<Tensor> {
-        Self::check_shape(shape, strides)?;
-        let span = storage_span(shape, strides);
+        let span = Self::check_layout(shape, strides)?;
         if data.len() < span {
             return Err(Error::BadShape {
                 shape: format!("{shape:?}"),
@@ -591,6 +594,21 @@ mod tests {
             checked_storage_span(&[2, 2], &[1 << 62, 1]),
             Some((1 << 62) + 2)
         );
+    }
+
+    #[test]
+    fn layouts_that_overflow_are_refused_not_wrapped() {
+        let e = Tensor::empty_strided(&[9, 16], &[1 << 61, 1], DType::F32, &Device::Cpu);
+        assert!(matches!(e, Err(Error::BadShape { .. })), "{:?}", e.err());
+        let e = Tensor::empty(&[2, 1 << 32, 1 << 32], DType::F32, &Device::Cpu);
+        assert!(matches!(e, Err(Error::BadShape { .. })), "{:?}", e.err());
+        let e = Tensor::from_cpu(CpuData::zeros(DType::F32, 4), &[3, 2], &[1 << 63, 1]);
+        assert!(matches!(e, Err(Error::BadShape { .. })), "{:?}", e.err());
+        // Bytes past usize: the span fits, span × 4 does not.
+        let e = Tensor::empty(&[1 << 62, 1], DType::F32, &Device::Cpu);
+        assert!(matches!(e, Err(Error::BadShape { .. })), "{:?}", e.err());
+        let t = Tensor::empty_strided(&[3, 4], &[6, 1], DType::F32, &Device::Cpu).unwrap();
+        assert_eq!(t.span(), 16);
     }
 
     #[test]
