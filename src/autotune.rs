@@ -4,9 +4,9 @@
 //! falls back to a heuristic where it has no entry.
 //!
 //! The cache is `autotune.json` in kernlab's cache folder (`~/.cache/kernlab`, or
-//! `$KERNLAB_CACHE_DIR`; `KERNLAB_CACHE_DIR=off` turns it off). It is written atomically (a temporary file renamed over the old one); a corrupt or
-//! stale file (another format version) is ignored with one warning, and rewritten by the next
-//! `kernlab autotune`.
+//! `$KERNLAB_CACHE_DIR`; `KERNLAB_CACHE_DIR=off` turns it off). It is written atomically (a
+//! temporary file renamed over the old one); a corrupt or stale file (another format version)
+//! is ignored with one warning, and rewritten by the next `kernlab autotune`.
 
 use crate::bench::harness::{CudaTimer, TimingOpts};
 use crate::bench::{self, Reference};

@@ -873,8 +873,12 @@ fn run_v9_form(p: &Params, x: &Tensor, y: &mut Tensor, pingpong: Option<bool>) -
     let r = rows_of(x, &io);
     let refuse = |why: String| unsupported("v9_gridsync", why);
     require_peelable("v9_gridsync", x, &io)?;
+    let tuning = V9Tuning {
+        pingpong,
+        ..V9Tuning::from_env()
+    };
     let (name, threads, smem, resident) = v9_resident(&io.dev, x.dtype())?;
-    let pref = V9Tuning::from_env().pref_bytes(threads);
+    let pref = tuning.pref_bytes(threads);
     let c = v9_config(r.cols / r.pack, r.rows, threads, smem, pref, resident).ok_or_else(|| {
         refuse(format!(
             "rows of {} columns are wider than the {} all {resident} resident CTAs hold in registers and shared memory (use v4_online or auto)",
@@ -891,10 +895,6 @@ fn run_v9_form(p: &Params, x: &Tensor, y: &mut Tensor, pingpong: Option<bool>) -
     // The ping-pong form (built for sm_90 and later; measured on the H200) has the same launch
     // bounds. It runs only where the driver confirms the same grid is resident with it; if it
     // cannot be loaded or set up, the plain form runs.
-    let tuning = V9Tuning {
-        pingpong,
-        ..V9Tuning::from_env()
-    };
     let pingpong_fits = || -> Option<String> {
         let pp = format!("softmax_v9_pingpong_{}", x.dtype());
         let f = io.dev.function(&SOFTMAX, &pp).ok()?;
