@@ -9,9 +9,6 @@
 # longer exists: docs/perf-notes.md, eighth session, has the design and the numbers.)
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1  # caches the ceilings
-tab() { python3 -c "
-import csv,sys
-print(*[r['dtype']+':'+r['cols']+'='+(str(round(float(r['gbps']))) if r['status']=='ok' else r['status'][:12]) for r in csv.DictReader(open('$1'))])"; }
 for rep in 1 2; do
   for b in old new; do
     bin=$K; [ $b = old ] && bin=.gpu/old/kernlab

@@ -6,9 +6,6 @@
 # (2) interleaved A/B, twice, f32 and bf16 at 262144 / 1 Mi / 4 Mi; one run at one CTA an SM.
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1  # caches the ceilings
-tab() { python3 -c "
-import csv,sys
-print(*[r['dtype']+':'+r['cols']+'='+(str(round(float(r['gbps']))) if r['status']=='ok' else r['status'][:12]) for r in csv.DictReader(open('$1'))])"; }
 for rep in 1 2; do
   for pp in 0 1; do
     env KERNLAB_V9=pp=$pp timeout 80 $K sweep softmax --rows 4096 --cols 262144,1048576,4194304 --max-elements 2^28 --dtype f32,bf16 --variants v9_gridsync --rep-ms 15 --warmup-ms 5 --csv "$OUT/ab$pp.csv" > "$OUT/ab$pp-$rep.log" 2>&1

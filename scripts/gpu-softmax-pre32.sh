@@ -7,9 +7,6 @@
 # sign, and were not kept, so KERNLAB_V9=pre no longer exists: docs/perf-notes.md.)
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1  # caches the ceilings
-tab() { python3 -c "
-import csv,sys
-print(*[r['dtype']+':'+r['cols']+'='+(str(round(float(r['gbps']))) if r['status']=='ok' else r['status'][:12]) for r in csv.DictReader(open('$1'))])"; }
 for pre in 2 4; do
   env KERNLAB_V9=pre=$pre timeout 60 $K bench softmax --shape 12x1600003 --shape 3x1048577 --shape 61x4194304 --dtype f32,bf16 --variants v9_gridsync --rep-ms 2 --warmup-ms 1 --csv "$OUT/odd$pre.csv" > "$OUT/odd$pre.log" 2>&1
   echo "pre=$pre odd shapes: $(python3 -c "import csv; print(*[r['rows']+'x'+r['cols']+':'+r['dtype']+'='+r['status'][:20] for r in csv.DictReader(open('$OUT/odd$pre.csv'))])")" >> "$S"
