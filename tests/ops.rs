@@ -648,3 +648,40 @@ test_device!(
     log_softmax_matches_reference,
     super::log_softmax_matches_reference
 );
+
+/// `auto`'s width heuristic on this GPU for odd widths (rows that cannot move 16-byte packs
+/// from their start): on sm_90, v8 (which peels a scalar head and tail) from
+/// `V8_ODD_FROM` columns, where it led v3's scalar path on the H200; v3's scalar path below
+/// that, for rows that do not peel alike in x and y, and before sm_90.
+#[test]
+fn softmax_auto_sends_odd_widths_to_v8_on_hopper() {
+    let Some(dev) = crate::common::cuda() else {
+        return;
+    };
+    let hopper = dev.cuda().unwrap().props.compute_capability.0 >= 9;
+    let from = softmax::V8_ODD_FROM;
+    assert!(from % 2 == 1, "an odd width");
+    let pick = |cols: usize, ld: usize, dt: DType| {
+        let x = Tensor::empty_strided(&[4, cols], &[ld, 1], dt, &dev).unwrap();
+        softmax::heuristic_choice(&x)
+    };
+    let v8_if_hopper = if hopper { "v8_onchip" } else { "v3_block_regs" };
+    for dt in DType::ALL {
+        assert_eq!(
+            pick(from - 2, from - 2, dt),
+            "v3_block_regs",
+            "{dt} {}",
+            from - 2
+        );
+        assert_eq!(pick(from, from, dt), v8_if_hopper, "{dt} {from}");
+        assert_eq!(pick(4095, 4095, dt), v8_if_hopper, "{dt} 4095");
+        assert_eq!(pick(4097, 4097, dt), v8_if_hopper, "{dt} 4097");
+        // Row stride one more than the width: x's rows are misaligned unlike y's (contiguous),
+        // so nothing peels, and v3's scalar path runs.
+        assert_eq!(
+            pick(from, from + 1, dt),
+            "v3_block_regs",
+            "{dt} {from} strided"
+        );
+    }
+}

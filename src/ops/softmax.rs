@@ -1203,10 +1203,14 @@ pub fn auto_label(x: &Tensor) -> String {
     }
 }
 
+/// The narrowest odd (unpackable) width `auto` sends to v8 on sm_90 rather than v3's scalar
+/// path: the narrowest measured where v8 led (H200, measurements at [`heuristic_choice`]).
+pub const V8_ODD_FROM: usize = 641;
+
 /// The width heuristic, from the H200 measurements in docs/perf-notes.md: v2 for rows a
 /// warp holds, v3 for rows a block holds; on sm_90, v8 (a row per CTA in registers and shared
-/// memory, clusters of up to 8 past that for f32, up to 2 for 16-bit rows) for odd widths past
-/// 4096, for 16-bit rows of 16385–32768 (where v3 runs four slots a thread slowly) and for
+/// memory, clusters of up to 8 past that for f32, up to 2 for 16-bit rows) for odd widths from
+/// [`V8_ODD_FROM`], for 16-bit rows of 16385–32768 (where v3 runs four slots a thread slowly) and for
 /// every wider row it holds;
 /// then v9 (v8's parts across co-resident CTAs) for the rows all resident CTAs hold; v6 (rows
 /// split across CTAs, in registers) for the rows neither takes that its resident CTAs hold
@@ -1245,11 +1249,15 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
         })
     };
     match dispatch(dt, cols, vec) {
-        // Odd widths past 4096: v3 would take its scalar path; v8 and v6 peel a scalar head
-        // and tail around 16-byte packs. v8 led v6 at every odd width measured (4096×16385:
-        // f32 3876 against 3119 GB/s, bf16 3544 against 3067; 4096×4097: f32 3433 against
-        // 2885, bf16 2669 against 2057).
-        "v3_block_regs" if !vec && cols > 4096 && v8_takes => "v8_onchip",
+        // Odd widths past v2's reach (from V8_ODD_FROM columns on sm_90): v3 would take its
+        // scalar path; v8 and v6 peel a scalar head and tail around 16-byte packs. v8 led v6
+        // at every odd width measured past 4096 (4096×16385: f32 3876 against 3119 GB/s, bf16
+        // 3544 against 3067; 4096×4097: f32 3433 against 2885, bf16 2669 against 2057), and
+        // v3's scalar path below it down to 641 columns (4096×3001: f32 3201 against 2053,
+        // bf16 2557 against 1156; 4096×1025: f32 2499 against 2018, bf16 1535 against 1096;
+        // 4096×641: f32 1919 against 1705, bf16 1010 against 935), but not at 511 (f32 1521
+        // against 1571, bf16 798 against 938) or 385 (tenth session).
+        "v3_block_regs" if !vec && cols >= V8_ODD_FROM && v8_takes => "v8_onchip",
         "v3_block_regs" if !vec && cols > 4096 && peelable && v6_fits(true) => "v6_split",
         // 16-bit rows of 16385–32768 columns: v3 holds them four slots a thread and ran bf16
         // 4096×32768 at 3014 GB/s, v6 at 3573, v8 (512 threads of eight) at 3845.
