@@ -612,6 +612,57 @@ pub fn v8_config(packs: usize, smem_optin: usize, max_c: usize) -> Option<(usize
     Some((c, threads, share.saturating_sub(V8_THREADS * V8_K) * 16))
 }
 
+/// v8's CTA for a row one CTA holds, chosen to put the most rows on an SM at once (more rows'
+/// loads in flight, and one row's reduction overlapping others' traffic): (threads, dynamic
+/// shared memory bytes). Threads are a warp's multiple with [`V8_K`] packs each in registers
+/// (64 registers a thread), the rest of the row in shared memory but at most as much as the
+/// registers hold; CTAs an SM are bounded by the 64 K registers, the shared memory (`optin` +
+/// 1 KB an SM, 1 KB reserved a CTA), 2048 threads and 32 CTAs. Ties go to more threads.
+/// `None` when no such CTA holds the row.
+pub fn v8_fill_cta(packs: usize, optin: usize) -> Option<(usize, usize)> {
+    let smem_sm = optin + 1024;
+    let mut best: Option<(usize, usize, usize)> = None;
+    for t in (32..=V8_THREADS).step_by(32) {
+        let in_regs = t * V8_K;
+        if packs > 2 * in_regs {
+            continue;
+        }
+        let smem = packs.saturating_sub(in_regs) * 16;
+        if smem + 1024 > optin {
+            continue;
+        }
+        let ctas = (65536 / (t * 64))
+            .min(smem_sm / (smem + 1024 + 512))
+            .min(2048 / t)
+            .min(32);
+        if best.is_none_or(|(c, _, _)| ctas >= c) {
+            best = Some((ctas, t, smem));
+        }
+    }
+    best.map(|(_, t, smem)| (t, smem))
+}
+
+/// Whether v8 sizes a one-CTA row of `threads` threads (the fewest that hold it in registers)
+/// by [`v8_fill_cta`] instead: where those would be more than 512, one CTA an SM. Measured on
+/// the H200 (4096 rows, tenth session, first of two interleaved runs, GB/s): f32 24577
+/// 3448 → 3924, 32769 3694 → 3901, 40001 3783 → 3790, bf16 40001 3282 → 3834. Where two or
+/// more CTAs an SM already fit it was mostly slower (f32 16385 3915 → 3803, bf16 4097
+/// 2930 → 2506), though f32 12345 gained (3543 → 3761). `KERNLAB_V8=fill=0|1` forces it off or on (experiments).
+fn v8_fill(threads: usize) -> bool {
+    static FORCED: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
+    let forced = *FORCED.get_or_init(|| {
+        std::env::var("KERNLAB_V8")
+            .unwrap_or_default()
+            .split(',')
+            .find_map(|kv| match kv.trim() {
+                "fill=1" => Some(true),
+                "fill=0" => Some(false),
+                _ => None,
+            })
+    });
+    forced.unwrap_or(threads > 512)
+}
+
 /// The widest row v8 holds on a device (elements): 16 CTAs' worth on sm_90 (clusters), one
 /// CTA's elsewhere.
 pub fn v8_max_cols(dt: DType, props: &crate::device::cuda::DeviceProps) -> usize {
@@ -651,6 +702,11 @@ pub fn run_v8_onchip(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
             }
         ))
     })?;
+    let (threads, smem) = if c == 1 && v8_fill(threads) {
+        v8_fill_cta(packs, props.max_smem_per_block_optin).unwrap_or((threads, smem))
+    } else {
+        (threads, smem)
+    };
     let grid = r.rows as u64 * c as u64;
     if grid > i32::MAX as u64 {
         return Err(refuse(format!(
@@ -1485,6 +1541,15 @@ mod tests {
         assert_eq!(v8_config(32768, h200, 1), None); // no clusters before sm_90
         assert_eq!(v8_config(16 * 22656 + 1, h200, 16), None);
         assert_eq!(v8_config(0, h200, 16), Some((1, 32, 0))); // fewer columns than a pack
+                                                              // Sized for the most rows an SM: two CTAs of 512 threads where 768 would hold it in
+                                                              // registers (4096×24577 f32), three of 320 for 5000 packs (bf16 40001), never more in
+                                                              // shared memory than in registers, ties to more threads.
+        assert_eq!(v8_fill_cta(6144, h200), Some((512, 2048 * 16)));
+        assert_eq!(v8_fill_cta(8192, h200), Some((512, 4096 * 16)));
+        assert_eq!(v8_fill_cta(5000, h200), Some((320, (5000 - 2560) * 16)));
+        assert_eq!(v8_fill_cta(256, h200), Some((32, 0)));
+        assert_eq!(v8_fill_cta(16384, h200), Some((1024, 8192 * 16)));
+        assert_eq!(v8_fill_cta(16385, h200), None); // more in shared memory than registers
     }
 
     #[test]
