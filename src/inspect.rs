@@ -1055,18 +1055,17 @@ pub fn inspect(req: &InspectRequest) -> Result<InspectReport> {
             .filter(|v| v.dtypes.contains(&req.dtype))
             .collect();
         if fit.is_empty() {
+            // The dtypes any of them takes, in DType::ALL's order.
+            let any: Vec<String> = DType::ALL
+                .iter()
+                .filter(|d| all.iter().any(|v| v.dtypes.contains(d)))
+                .map(|d| d.to_string())
+                .collect();
             return Err(Error::Invalid(format!(
                 "no CUDA variant of {} takes {} (--dtype {})",
                 req.op,
                 req.dtype,
-                all.first()
-                    .map(|v| v
-                        .dtypes
-                        .iter()
-                        .map(|d| d.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", "))
-                    .unwrap_or_default()
+                any.join(", ")
             )));
         }
         fit

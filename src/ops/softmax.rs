@@ -809,7 +809,7 @@ pub fn v9_config(
     })
 }
 
-/// v9's tuning, from `KERNLAB_V9` ("per_sm=N,smem_kb=M,pp=0|1") for experiments: `per_sm`
+/// v9's tuning, from `KERNLAB_V9` ("per_sm=N,smem_kb=M,pp=0|1 (or off|on)") for experiments: `per_sm`
 /// CTAs an SM (1 or 2, each with its share of the SM's shared memory; default 2: one
 /// 1024-thread CTA an SM measured 10–25% slower on the H200); `smem_kb`, the shared memory a
 /// part prefers (KiB; 0: all it can have; default: as much as its registers hold, 64 KiB at
@@ -836,6 +836,11 @@ impl V9Tuning {
                 ("per_sm", Some(v)) => t.per_sm = v.clamp(1, 2),
                 ("smem_kb", Some(v)) => t.smem_kb = Some(v),
                 ("pp", Some(v)) => t.pingpong = Some(v != 0),
+                ("pp", None) => match v.trim().to_ascii_lowercase().as_str() {
+                    "true" | "on" | "yes" => t.pingpong = Some(true),
+                    "false" | "off" | "no" => t.pingpong = Some(false),
+                    _ => {}
+                },
                 _ => {}
             }
         }
@@ -1569,6 +1574,9 @@ mod tests {
         let on = V9Tuning::parse("pp=1");
         assert!(on.pingpong_for(2, 132) && !on.pingpong_for(1, 264) && !on.pingpong_for(8, 1));
         assert!(!V9Tuning::parse("pp=0").pingpong_for(132, 2));
+        assert_eq!(V9Tuning::parse("pp=true").pingpong, Some(true));
+        assert_eq!(V9Tuning::parse("pp=Off").pingpong, Some(false));
+        assert_eq!(V9Tuning::parse("pp=maybe").pingpong, None);
     }
 
     #[test]
