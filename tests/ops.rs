@@ -652,7 +652,8 @@ test_device!(
 /// `auto`'s width heuristic on this GPU for odd widths (rows that cannot move 16-byte packs
 /// from their start): on sm_90, v8 (which peels a scalar head and tail) from
 /// `V8_ODD_FROM` columns, where it led v3's scalar path on the H200; v3's scalar path below
-/// that, for rows that do not peel alike in x and y, and before sm_90.
+/// that and for rows that do not peel alike in x and y. Before sm_90, v3's scalar path to
+/// 4096 columns and v6 (peeled, where its resident CTAs hold the row) past that.
 #[test]
 fn softmax_auto_sends_odd_widths_to_v8_on_hopper() {
     let Some(dev) = crate::common::cuda() else {
@@ -675,7 +676,21 @@ fn softmax_auto_sends_odd_widths_to_v8_on_hopper() {
         );
         assert_eq!(pick(from, from, dt), v8_if_hopper, "{dt} {from}");
         assert_eq!(pick(4095, 4095, dt), v8_if_hopper, "{dt} 4095");
-        assert_eq!(pick(4097, 4097, dt), v8_if_hopper, "{dt} 4097");
+        let past_4096 = if hopper {
+            "v8_onchip"
+        } else if softmax::v6_max_cols(dev.cuda().unwrap(), dt, true).is_some_and(|m| m >= 4097) {
+            "v6_split"
+        } else {
+            "v3_block_regs"
+        };
+        assert_eq!(pick(4097, 4097, dt), past_4096, "{dt} 4097");
+        // A row stride 8 elements past the width (a pack multiple for every dtype): x's rows
+        // are misaligned alike with y's, so v8 still peels them.
+        assert_eq!(
+            pick(from, from + 8, dt),
+            v8_if_hopper,
+            "{dt} {from} stride +8"
+        );
         // Row stride one more than the width: x's rows are misaligned unlike y's (contiguous),
         // so nothing peels, and v3's scalar path runs.
         assert_eq!(

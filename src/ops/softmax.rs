@@ -809,7 +809,7 @@ pub fn v9_config(
     })
 }
 
-/// v9's tuning, from `KERNLAB_V9` ("per_sm=N,smem_kb=M,pp=0|1 (or off|on)") for experiments: `per_sm`
+/// v9's tuning, from `KERNLAB_V9` ("per_sm=N,smem_kb=M,pp=0|1", pp also off|on, false|true or no|yes) for experiments: `per_sm`
 /// CTAs an SM (1 or 2, each with its share of the SM's shared memory; default 2: one
 /// 1024-thread CTA an SM measured 10–25% slower on the H200); `smem_kb`, the shared memory a
 /// part prefers (KiB; 0: all it can have; default: as much as its registers hold, 64 KiB at
