@@ -647,7 +647,8 @@ pub fn v8_fill_cta(packs: usize, optin: usize) -> Option<(usize, usize)> {
 /// the H200 (4096 rows, tenth session, first of two interleaved runs, GB/s): f32 24577
 /// 3448 → 3924, 32769 3694 → 3901, 40001 3783 → 3790, bf16 40001 3282 → 3834. Where two or
 /// more CTAs an SM already fit it was mostly slower (f32 16385 3915 → 3803, bf16 4097
-/// 2930 → 2506), though f32 12345 gained (3543 → 3761). `KERNLAB_V8=fill=0|1` forces it off or on (experiments).
+/// 2930 → 2506), though f32 12345 gained (3543 → 3761). `KERNLAB_V8=fill=0|1` forces it off
+/// or on (experiments).
 fn v8_fill(threads: usize) -> bool {
     static FORCED: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
     let forced = *FORCED.get_or_init(|| {
@@ -809,11 +810,12 @@ pub fn v9_config(
     })
 }
 
-/// v9's tuning, from `KERNLAB_V9` ("per_sm=N,smem_kb=M,pp=0|1", pp also off|on, false|true or no|yes) for experiments: `per_sm`
+/// v9's tuning, from `KERNLAB_V9` ("per_sm=N,smem_kb=M,pp=0|1") for experiments: `per_sm`
 /// CTAs an SM (1 or 2, each with its share of the SM's shared memory; default 2: one
 /// 1024-thread CTA an SM measured 10–25% slower on the H200); `smem_kb`, the shared memory a
 /// part prefers (KiB; 0: all it can have; default: as much as its registers hold, 64 KiB at
-/// two an SM); `pp`, the ping-pong form forced on or off (default: by G).
+/// two an SM); `pp`, the ping-pong form forced on or off (default: by G; besides 0|1 it
+/// takes off|on, false|true and no|yes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct V9Tuning {
     pub per_sm: usize,
@@ -891,8 +893,8 @@ fn v9_resident(
         V9_THREADS / per_sm,
         v9_smem(dev.props.max_smem_per_block_optin, per_sm),
     );
-    super::launch::allow_dynamic_smem(dev, &f, &name, smem)?;
-    let n = blocks_per_sm(&f, threads, smem)?.min(per_sm) * dev.props.sm_count as usize;
+    let n = smem_blocks_per_sm(dev, &f, &name, threads, smem)?.min(per_sm)
+        * dev.props.sm_count as usize;
     Ok((name, threads, smem, n))
 }
 
@@ -959,8 +961,8 @@ fn run_v9_form(p: &Params, x: &Tensor, y: &mut Tensor, pingpong: Option<bool>) -
     let pingpong_fits = || -> Option<String> {
         let pp = format!("softmax_v9_pingpong_{}", x.dtype());
         let f = io.dev.function(&SOFTMAX, &pp).ok()?;
-        super::launch::allow_dynamic_smem(&io.dev, &f, &pp, c.smem).ok()?;
-        let fits = blocks_per_sm(&f, c.threads, c.smem).ok()? * io.dev.props.sm_count as usize;
+        let fits = smem_blocks_per_sm(&io.dev, &f, &pp, c.threads, c.smem).ok()?
+            * io.dev.props.sm_count as usize;
         (fits >= grid).then_some(pp)
     };
     let name = if io.dev.props.compute_capability.0 >= 9 && tuning.pingpong_for(c.g, c.groups) {
@@ -1142,8 +1144,7 @@ pub fn run_v7_stream(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         let Some(c) = v7_config(packs, r.rows, ctas, budget, tune) else {
             continue;
         };
-        super::launch::allow_dynamic_smem(&io.dev, &f, &name, c.smem_bytes())?;
-        if blocks_per_sm(&f, V7_THREADS, c.smem_bytes())? >= per_sm {
+        if smem_blocks_per_sm(&io.dev, &f, &name, V7_THREADS, c.smem_bytes())? >= per_sm {
             chosen = Some(c);
             break;
         }
@@ -1271,8 +1272,8 @@ pub const V8_ODD_FROM: usize = 641;
 /// The width heuristic, from the H200 measurements in docs/perf-notes.md: v2 for rows a
 /// warp holds, v3 for rows a block holds; on sm_90, v8 (a row per CTA in registers and shared
 /// memory, clusters of up to 8 past that for f32, up to 2 for 16-bit rows) for odd widths from
-/// [`V8_ODD_FROM`], for 16-bit rows of 16385–32768 (where v3 runs four slots a thread slowly) and for
-/// every wider row it holds;
+/// [`V8_ODD_FROM`], for 16-bit rows of 16385–32768 (where v3 runs four slots a thread slowly)
+/// and for every wider row it holds;
 /// then v9 (v8's parts across co-resident CTAs) for the rows all resident CTAs hold; v6 (rows
 /// split across CTAs, in registers) for the rows neither takes that its resident CTAs hold
 /// (other devices, layouts that do not peel); v4 beyond.
@@ -1396,6 +1397,19 @@ fn blocks_per_sm(f: &cudarc::driver::CudaFunction, threads: usize, smem: usize) 
         .occupancy_max_active_blocks_per_multiprocessor(threads as u32, smem, None)
         .map_err(|e| Error::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))?;
     Ok(n as usize)
+}
+
+/// [`blocks_per_sm`] for kernel `f` (named `name`) launched with `smem` bytes of dynamic shared
+/// memory, after opting it in to that much (past 48 KB a block must).
+fn smem_blocks_per_sm(
+    dev: &crate::device::CudaDevice,
+    f: &cudarc::driver::CudaFunction,
+    name: &str,
+    threads: usize,
+    smem: usize,
+) -> Result<usize> {
+    super::launch::allow_dynamic_smem(dev, f, name, smem)?;
+    blocks_per_sm(f, threads, smem)
 }
 
 /// Run `f` with the split-row kernels' (v6, v7) workspace for a grid of `grid` CTAs, laid out
@@ -1545,10 +1559,11 @@ mod tests {
         assert_eq!(v8_config(262144, h200, 8), None);
         assert_eq!(v8_config(32768, h200, 1), None); // no clusters before sm_90
         assert_eq!(v8_config(16 * 22656 + 1, h200, 16), None);
-        assert_eq!(v8_config(0, h200, 16), Some((1, 32, 0))); // fewer columns than a pack
-                                                              // Sized for the most rows an SM: two CTAs of 512 threads where 768 would hold it in
-                                                              // registers (4096×24577 f32), three of 320 for 5000 packs (bf16 40001), never more in
-                                                              // shared memory than in registers, ties to more threads.
+        // Fewer columns than a pack.
+        assert_eq!(v8_config(0, h200, 16), Some((1, 32, 0)));
+        // Sized for the most rows an SM: two CTAs of 512 threads where 768 would hold it in
+        // registers (4096×24577 f32), three of 320 for 5000 packs (bf16 40001), never more in
+        // shared memory than in registers, ties to more threads.
         assert_eq!(v8_fill_cta(6144, h200), Some((512, 2048 * 16)));
         assert_eq!(v8_fill_cta(8192, h200), Some((512, 4096 * 16)));
         assert_eq!(v8_fill_cta(5000, h200), Some((320, (5000 - 2560) * 16)));
