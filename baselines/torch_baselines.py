@@ -299,6 +299,16 @@ def triton_erf_available():
     return triton is not None and hasattr(tl, "math") and hasattr(tl.math, "erf")
 
 
+def manual_softmax(torch, x):
+    """The lecture's manual softmax over the last dimension: max, subtract, exp, sum, divide,
+    one eager op each (torch.compile fuses it). Also used by scripts/ that time compile."""
+    x_max = x.max(dim=-1, keepdim=True)[0]
+    x = x - x_max
+    num = torch.exp(x)
+    den = num.sum(dim=-1, keepdim=True)
+    return num / den
+
+
 def softmax_num_warps(block_size):
     if block_size >= 4096:
         return 16
@@ -878,12 +888,7 @@ class Bench:
                     return 0.5 * x * (1 + torch.erf(x * 0.7071067811865476))
         else:
             def core(x):
-                x_max = x.max(dim=-1, keepdim=True)[0]
-                x = x - x_max
-                num = torch.exp(x)
-                den = num.sum(dim=-1, keepdim=True)
-                y = num / den
-                return y
+                return manual_softmax(torch, x)
 
         if not upcast:
             return core

@@ -7,10 +7,13 @@ torch's current stream with v3's launch shape (one CTA a row; 512 threads at 819
 1024 at 16384). Every output is checked against torch.softmax in float64 first.
 Usage: python3 scripts/do-bench-v3.py PTX"""
 import ctypes
+import os
 import sys
 
 import torch
 import triton.testing as tt
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "baselines"))
+from torch_baselines import manual_softmax  # noqa: E402  (the lecture's composition, one copy)
 
 NAME = b"softmax_v3_block_regs_vec_k4_f32"
 cuda = ctypes.CDLL("libcuda.so.1")
@@ -22,11 +25,7 @@ def check(r, what):
 
 
 def core(x):
-    x_max = x.max(dim=-1, keepdim=True)[0]
-    x = x - x_max
-    num = torch.exp(x)
-    den = num.sum(dim=-1, keepdim=True)
-    return num / den
+    return manual_softmax(torch, x)
 
 
 torch.zeros(1, device="cuda")  # the primary context, current on this thread
