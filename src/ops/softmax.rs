@@ -332,6 +332,7 @@ pub fn run_v3_block_regs(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let slots = r.cols.div_ceil(width);
     let k = v3_slots_per_thread(slots)
         .ok_or_else(|| too_wide("v3_block_regs", r.cols, v3_max_cols(x.dtype(), r.vec)))?;
+    let k = v3_forced_k(slots).unwrap_or(k);
     let threads = (slots.div_ceil(k).div_ceil(32) * 32).clamp(32, 1024) as u32;
     let cfg = LaunchConfig {
         grid_dim: (r.rows as u32, 1, 1),
@@ -340,6 +341,20 @@ pub fn run_v3_block_regs(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     };
     let name = format!("softmax_v3_block_regs_{}_k{k}_{}", kind(r.vec), x.dtype());
     launch_rows(io, &r, p, name, cfg)
+}
+
+/// `KERNLAB_V3=k=N` (experiments): v3 takes N slots a thread (1, 2, 4 or 8) wherever that
+/// needs at most 1024 threads; elsewhere, or unset, [`v3_slots_per_thread`]'s choice.
+fn v3_forced_k(slots: usize) -> Option<usize> {
+    static FORCED: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let forced = *FORCED.get_or_init(|| {
+        std::env::var("KERNLAB_V3")
+            .unwrap_or_default()
+            .split(',')
+            .find_map(|kv| kv.trim().strip_prefix("k=")?.parse().ok())
+            .filter(|k| KS.contains(k))
+    });
+    forced.filter(|&k| slots.div_ceil(k) <= 1024)
 }
 
 /// K (slots per thread) for v3: 4 — four loads in flight — unless the row is so short that
