@@ -137,14 +137,53 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
     Ok((major, minor))
 }
 
-/// The options kernlab compiles every kernel with, for one architecture such as `sm_90a`.
+/// The options kernlab compiles every kernel with, for one architecture such as `sm_90a`,
+/// then one `-D` for each of [`extra_defines`] (they are part of the kernel cache's key).
 pub fn default_options(arch: &str) -> Vec<String> {
-    vec![
+    let mut o = vec![
         format!("--gpu-architecture={arch}"),
         "-std=c++17".into(),
         "-Xptxas=-v".into(),
         "-lineinfo".into(),
-    ]
+    ];
+    o.extend(extra_defines().iter().map(|d| format!("-D{d}")));
+    o
+}
+
+/// `KERNLAB_NVRTC_DEFINES` (experiments): macros, `NAME` or `NAME=VALUE`, separated by commas or
+/// spaces, defined for every kernel NVRTC compiles. A kernel form chosen at compile time (a
+/// cache hint, say) can then be compared with the default in one binary, run by run. Entries
+/// that are not a C identifier, optionally with `=` and a value of letters, digits, `_`, `.`
+/// or `-`, are ignored with a warning.
+pub fn extra_defines() -> &'static [String] {
+    static D: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    D.get_or_init(|| {
+        let raw = std::env::var("KERNLAB_NVRTC_DEFINES").unwrap_or_default();
+        let (ok, bad): (Vec<String>, Vec<String>) = raw
+            .split([',', ' '])
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .partition(|d| valid_define(d));
+        if !bad.is_empty() {
+            warn_once(&format!(
+                "kernlab: KERNLAB_NVRTC_DEFINES: ignoring {} (expected NAME or NAME=VALUE)",
+                bad.join(", ")
+            ));
+        }
+        ok
+    })
+}
+
+fn valid_define(d: &str) -> bool {
+    let (name, value) = d.split_once('=').unwrap_or((d, "1"));
+    let mut n = name.chars();
+    n.next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && n.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
 }
 
 /// Compile one source for one architecture, through the disk cache when one is usable.
@@ -372,6 +411,16 @@ fn warn_once(msg: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn extra_defines_take_identifiers_with_plain_values_only() {
+        for ok in ["KL_LD_HINT", "KL_LD_HINT=2", "_X=1.5", "A1=-3", "B=sm_90a"] {
+            assert!(valid_define(ok), "{ok}");
+        }
+        for bad in ["1X", "X-Y=1", "X=", "=1", "X=a;b", "X=\"s\"", "X=$(rm)", ""] {
+            assert!(!valid_define(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn parses_a_ptxas_report() {
