@@ -297,13 +297,26 @@ fn kind(vec: bool) -> &'static str {
 pub fn run_v2_warp_row(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
     let io = cuda_io(x, y)?;
-    let r = rows_of(x, &io);
+    let mut r = rows_of(x, &io);
+    r.vec &= !v2_forced_scalar();
     let width = if r.vec { r.pack } else { 1 };
     let (lanes, shape) = v2_shape(r.cols.div_ceil(width))
         .ok_or_else(|| too_wide("v2_warp_row", r.cols, v2_max_cols(x.dtype(), r.vec)))?;
     let cfg = cfg_1d(r.rows as u64 * lanes as u64, 128)?;
     let name = format!("softmax_v2_warp_row_{}_{shape}_{}", kind(r.vec), x.dtype());
     launch_rows(io, &r, p, name, cfg)
+}
+
+/// `KERNLAB_V2=scalar` (experiments): v2 takes its scalar form (one element a slot, more lanes
+/// a row) also for rows that move 16-byte packs.
+fn v2_forced_scalar() -> bool {
+    static FORCED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FORCED.get_or_init(|| {
+        std::env::var("KERNLAB_V2")
+            .unwrap_or_default()
+            .split(',')
+            .any(|kv| kv.trim() == "scalar")
+    })
 }
 
 /// v2's lanes per row and kernel suffix for rows of `slots` slots: W = 4, 8 or 16 lanes of
