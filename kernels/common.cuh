@@ -51,6 +51,31 @@ __device__ __forceinline__ uint4 ld16(const void* p) {
                  : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
     return r;
 }
+// A 16-byte load whose line L2 keeps in preference to others (an evict_last cache policy,
+// sm_80+), as Inductor marks a row's first read. The softmax kernels that hold their rows on
+// chip load them this way: on the H200 it moved them 1–23% faster at most widths, with and
+// without an L2 flush before each call (docs/perf-notes.md, eleventh session).
+// KL_ROW_LOAD_HINT (KERNLAB_NVRTC_DEFINES=KL_ROW_LOAD_HINT=N, for experiments): 1 evict_last
+// (the default), 2 evict_first, 0 a plain load.
+#ifndef KL_ROW_LOAD_HINT
+#define KL_ROW_LOAD_HINT 1
+#endif
+__device__ __forceinline__ uint4 ld16_row(const void* p) {
+#if (KL_ROW_LOAD_HINT == 1 || KL_ROW_LOAD_HINT == 2) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    uint4 r;
+    asm volatile("{\n\t.reg .b64 pol;\n\t"
+#if KL_ROW_LOAD_HINT == 1
+                 "createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
+#else
+                 "createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\n\t"
+#endif
+                 "ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], pol;\n\t}"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+    return r;
+#else
+    return ld16(p);
+#endif
+}
 // Streaming 16-byte store: evict-first, the output is not read back by this kernel.
 __device__ __forceinline__ void st_stream16(void* p, uint4 v) {
     asm volatile("st.global.cs.v4.u32 [%0], {%1,%2,%3,%4};"

@@ -74,7 +74,7 @@ template <class T, int VEC, int K> struct RowRegs {
         #pragma unroll
         for (int k = 0; k < K; ++k) {
             const int c0 = (k * stride + tid) * VEC;
-            if constexpr (PACKED) raw[k] = c0 < cols ? ld16(row + c0) : neg_inf_pack<T>();
+            if constexpr (PACKED) raw[k] = c0 < cols ? ld16_row(row + c0) : neg_inf_pack<T>();
             else val[k] = c0 < cols ? to_f32(row[c0]) : KL_NEG_INF;
         }
     }

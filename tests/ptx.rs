@@ -161,11 +161,16 @@ fn the_naive_gelu_really_is_scalar_and_the_vec16_one_is_not() {
 
 /// softmax.cu (alone) compiled for sm_90a.
 fn softmax_sm90a() -> nvrtc::Compiled {
+    softmax_for("sm_90a")
+}
+
+/// softmax.cu (alone) compiled for `arch`.
+fn softmax_for(arch: &str) -> nvrtc::Compiled {
     let src = kernels::ALL
         .iter()
         .find(|s| s.file == "softmax.cu")
         .unwrap();
-    nvrtc::compile(src, "sm_90a", &nvrtc::default_options("sm_90a"), "(all)")
+    nvrtc::compile(src, arch, &nvrtc::default_options(arch), "(all)")
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -258,6 +263,44 @@ fn softmax_v8_uses_cp_async_and_the_cluster_exchange_on_sm_90() {
     }
 }
 
+/// The kernels that hold rows on chip load their 16-byte packs with an L2 evict_last cache
+/// policy (ld16_row), on sm_90a and on sm_80; KL_ROW_LOAD_HINT=0 would make them plain loads.
+#[test]
+fn softmax_row_loads_carry_the_evict_last_policy() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    for c in [softmax_sm90a(), softmax_for("sm_80")] {
+        for dt in ["f32", "bf16", "f16"] {
+            let mut syms = vec![
+                format!("softmax_v2_warp_row_vec_k4_{dt}"),
+                format!("softmax_v2_warp_row_vec_w8_{dt}"),
+                format!("softmax_v3_block_regs_vec_k4_{dt}"),
+                format!("softmax_v3_block_regs_vec_k8_{dt}"),
+                format!("softmax_v8_onchip_{dt}"),
+                format!("softmax_v9_gridsync_{dt}"),
+            ];
+            if c.arch == "sm_90a" {
+                syms.push(format!("softmax_v5_cluster_vec_k8_{dt}"));
+            }
+            for sym in syms {
+                let body = ptx_entry_body(&c.ptx, &sym)
+                    .unwrap_or_else(|| panic!("{sym} not in the {} PTX", c.arch));
+                assert!(
+                    body.contains("createpolicy.fractional.L2::evict_last.b64"),
+                    "{sym} ({}) makes no evict_last policy",
+                    c.arch
+                );
+                assert!(
+                    body.contains("ld.global.L2::cache_hint.v4.u32"),
+                    "{sym} ({}) has no 16-byte load with the cache policy",
+                    c.arch
+                );
+            }
+        }
+    }
+}
+
 /// v9 (both forms) copies its shared-memory packs with cp.async and exchanges (max, sum)
 /// through tagged 64-bit global slots (relaxed, single-copy atomic), with no cluster
 /// instructions: its CTAs need not share a cluster.
@@ -277,7 +320,7 @@ fn softmax_v9_uses_cp_async_and_the_global_exchange() {
             "cp.async.wait_all",
             "st.relaxed.gpu.global.v2.u64",
             "ld.relaxed.gpu.global.v2.u64",
-            "ld.global.v4",
+            "ld.global.L2::cache_hint.v4",
             "st.global.v4",
         ] {
             assert!(body.contains(needle), "{sym} has no {needle}");
