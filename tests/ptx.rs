@@ -263,8 +263,9 @@ fn softmax_v8_uses_cp_async_and_the_cluster_exchange_on_sm_90() {
     }
 }
 
-/// The kernels that hold rows on chip load their 16-byte packs with an L2 evict_last cache
-/// policy (ld16_row), on sm_90a and on sm_80; KL_ROW_LOAD_HINT=0 would make them plain loads.
+/// The kernels that hold rows on chip (v2, v3, v5, v6, v8, v9) load their 16-byte packs with
+/// an L2 evict_last cache policy (ld16_row), on sm_90a and on sm_80; KL_ROW_LOAD_HINT=0 would
+/// make them plain loads.
 #[test]
 fn softmax_row_loads_carry_the_evict_last_policy() {
     if !nvrtc_or_skip() {
@@ -277,6 +278,7 @@ fn softmax_row_loads_carry_the_evict_last_policy() {
                 format!("softmax_v2_warp_row_vec_w8_{dt}"),
                 format!("softmax_v3_block_regs_vec_k4_{dt}"),
                 format!("softmax_v3_block_regs_vec_k8_{dt}"),
+                format!("softmax_v6_split_vec_{dt}"),
                 format!("softmax_v8_onchip_{dt}"),
                 format!("softmax_v9_gridsync_{dt}"),
             ];
