@@ -53,8 +53,10 @@ __device__ __forceinline__ uint4 ld16(const void* p) {
 }
 // A 16-byte load whose line L2 keeps in preference to others (an evict_last cache policy,
 // sm_80+), as Inductor marks a row's first read. The softmax kernels that hold their rows on
-// chip load them this way: on the H200 it moved them 1–23% faster at most widths, with and
-// without an L2 flush before each call (docs/perf-notes.md, eleventh session).
+// chip load them this way. On the H200 that ran them 3–5% faster at 2048–16384 columns with
+// no L2 flush and a fresh input each call (docs/perf-notes.md, eleventh session). The lines
+// outlive the kernel, and even a flush: flushed timings of problems that fit in L2 then find
+// part of the input still cached (time those with --rotate).
 // KL_ROW_LOAD_HINT (KERNLAB_NVRTC_DEFINES=KL_ROW_LOAD_HINT=N, for experiments): 1 evict_last
 // (the default), 2 evict_first, 0 a plain load.
 #ifndef KL_ROW_LOAD_HINT
