@@ -53,14 +53,19 @@ __device__ __forceinline__ uint4 ld16(const void* p) {
 }
 // A 16-byte load whose line L2 keeps in preference to others (an evict_last cache policy,
 // sm_80+), as Inductor marks a row's first read. The softmax kernels that hold their rows on
-// chip load them this way. On the H200 that ran them 3–5% faster at 2048–16384 columns with
-// no L2 flush and a fresh input each call (docs/perf-notes.md, eleventh session). The lines
+// chip load them this way. On the H200 that ran them 3–5% faster at 2048 and 16384 columns
+// (the widths measured so) with no L2 flush and a fresh input each call; a few widths lost
+// 1–5% (docs/perf-notes.md, eleventh session). Each load makes its own policy (one
+// createpolicy a load, as measured). The lines
 // outlive the kernel, and even a flush: flushed timings of problems that fit in L2 then find
 // part of the input still cached (time those with --rotate).
 // KL_ROW_LOAD_HINT (KERNLAB_NVRTC_DEFINES=KL_ROW_LOAD_HINT=N, for experiments): 1 evict_last
 // (the default), 2 evict_first, 0 a plain load.
 #ifndef KL_ROW_LOAD_HINT
 #define KL_ROW_LOAD_HINT 1
+#endif
+#if KL_ROW_LOAD_HINT != 0 && KL_ROW_LOAD_HINT != 1 && KL_ROW_LOAD_HINT != 2
+#error "KL_ROW_LOAD_HINT must be 0 (plain loads), 1 (evict_last) or 2 (evict_first)"
 #endif
 __device__ __forceinline__ uint4 ld16_row(const void* p) {
 #if (KL_ROW_LOAD_HINT == 1 || KL_ROW_LOAD_HINT == 2) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

@@ -201,7 +201,7 @@ fn ptx_census_finds_tensor_cores_local_memory_atomics_and_async_copies() {
     if !nvrtc_or_skip() {
         return;
     }
-    let c = nvrtc::compile(&PROBE, "sm_90a", &nvrtc::default_options("sm_90a"), "probe")
+    let c = nvrtc::compile(&PROBE, "sm_90a", &nvrtc::base_options("sm_90a"), "probe")
         .unwrap_or_else(|e| panic!("{e}"));
     let census = |k: &str| Census::of_ptx(ptx_entry_body(&c.ptx, k).unwrap());
     let local = census("probe_local");

@@ -19,7 +19,7 @@ fn compile_all(arch: &str) -> Vec<nvrtc::Compiled> {
     kernels::ALL
         .iter()
         .map(|src| {
-            let opts = nvrtc::default_options(arch);
+            let opts = nvrtc::base_options(arch);
             nvrtc::compile(src, arch, &opts, "(all)").unwrap_or_else(|e| panic!("{e}"))
         })
         .collect()
@@ -170,8 +170,7 @@ fn softmax_for(arch: &str) -> nvrtc::Compiled {
         .iter()
         .find(|s| s.file == "softmax.cu")
         .unwrap();
-    nvrtc::compile(src, arch, &nvrtc::default_options(arch), "(all)")
-        .unwrap_or_else(|e| panic!("{e}"))
+    nvrtc::compile(src, arch, &nvrtc::base_options(arch), "(all)").unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The register-resident softmax kernels take their 16-bit rows' max two values an
@@ -264,8 +263,8 @@ fn softmax_v8_uses_cp_async_and_the_cluster_exchange_on_sm_90() {
 }
 
 /// The kernels that hold rows on chip (v2, v3, v5, v6, v8, v9) load their 16-byte packs with
-/// an L2 evict_last cache policy (ld16_row), on sm_90a and on sm_80; KL_ROW_LOAD_HINT=0 would
-/// make them plain loads.
+/// an L2 evict_last cache policy (ld16_row), on sm_90a and on sm_80 (compiled without
+/// KERNLAB_NVRTC_DEFINES, where KL_ROW_LOAD_HINT=0 would make them plain loads).
 #[test]
 fn softmax_row_loads_carry_the_evict_last_policy() {
     if !nvrtc_or_skip() {
@@ -299,6 +298,18 @@ fn softmax_row_loads_carry_the_evict_last_policy() {
                     c.arch
                 );
             }
+            // Every one of v3's eight packs a thread, not just one of them.
+            let k8 = ptx_entry_body(&c.ptx, &format!("softmax_v3_block_regs_vec_k8_{dt}")).unwrap();
+            assert!(
+                k8.matches("ld.global.L2::cache_hint.v4.u32").count() >= 8,
+                "v3 k8 {dt} ({}) loads some packs without the policy",
+                c.arch
+            );
+            assert!(
+                !k8.contains("ld.global.v4"),
+                "v3 k8 {dt} ({}) has a plain 16-byte load",
+                c.arch
+            );
         }
     }
 }
@@ -322,11 +333,14 @@ fn softmax_v9_uses_cp_async_and_the_global_exchange() {
             "cp.async.wait_all",
             "st.relaxed.gpu.global.v2.u64",
             "ld.relaxed.gpu.global.v2.u64",
-            "ld.global.L2::cache_hint.v4",
             "st.global.v4",
         ] {
             assert!(body.contains(needle), "{sym} has no {needle}");
         }
+        assert!(
+            body.contains("ld.global.v4") || body.contains("ld.global.L2::cache_hint.v4"),
+            "{sym} has no 16-byte global load"
+        );
         assert!(!body.contains("cluster"), "{sym} uses cluster instructions");
     }
     // The ping-pong form polls its partner's slot before it loads: one poll loop more than the
@@ -361,7 +375,7 @@ fn a_compile_error_names_the_file_the_kernel_and_shows_the_log() {
     let err = nvrtc::compile(
         &BAD,
         "sm_90a",
-        &nvrtc::default_options("sm_90a"),
+        &nvrtc::base_options("sm_90a"),
         "broken_kernel",
     )
     .unwrap_err();

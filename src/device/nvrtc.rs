@@ -137,21 +137,28 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
     Ok((major, minor))
 }
 
-/// The options kernlab compiles every kernel with, for one architecture such as `sm_90a`,
-/// then one `-D` for each of [`extra_defines`] (they are part of the kernel cache's key).
+/// The options kernlab compiles every kernel with, for one architecture such as `sm_90a`:
+/// [`base_options`], then one `-D` for each of [`extra_defines`] (part of the kernel cache's
+/// key; not of the autotune cache's, so autotune without them).
 pub fn default_options(arch: &str) -> Vec<String> {
-    let mut o = vec![
-        format!("--gpu-architecture={arch}"),
-        "-std=c++17".into(),
-        "-Xptxas=-v".into(),
-        "-lineinfo".into(),
-    ];
+    let mut o = base_options(arch);
     o.extend(extra_defines().iter().map(|d| format!("-D{d}")));
     o
 }
 
+/// The options without `KERNLAB_NVRTC_DEFINES`: what the kernels are when nobody experiments
+/// (the PTX tests check these, whatever the environment says).
+pub fn base_options(arch: &str) -> Vec<String> {
+    vec![
+        format!("--gpu-architecture={arch}"),
+        "-std=c++17".into(),
+        "-Xptxas=-v".into(),
+        "-lineinfo".into(),
+    ]
+}
+
 /// `KERNLAB_NVRTC_DEFINES` (experiments): macros, `NAME` or `NAME=VALUE`, separated by commas or
-/// spaces, defined for every kernel NVRTC compiles. A kernel form chosen at compile time (a
+/// white space, defined for every kernel NVRTC compiles. A kernel form chosen at compile time (a
 /// cache hint, say) can then be compared with the default in one binary, run by run. Entries
 /// that are not a C identifier, optionally with `=` and a value of letters, digits, `_`, `.`
 /// or `-`, are ignored with a warning.
@@ -160,7 +167,7 @@ pub fn extra_defines() -> &'static [String] {
     D.get_or_init(|| {
         let raw = std::env::var("KERNLAB_NVRTC_DEFINES").unwrap_or_default();
         let (ok, bad): (Vec<String>, Vec<String>) = raw
-            .split([',', ' '])
+            .split([',', ' ', '\t'])
             .filter(|s| !s.is_empty())
             .map(str::to_string)
             .partition(|d| valid_define(d));

@@ -298,7 +298,8 @@ pub fn run_v2_warp_row(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
     let io = cuda_io(x, y)?;
     let mut r = rows_of(x, &io);
-    r.vec &= !v2_forced_scalar();
+    // The forced scalar form only where it holds the row (≤ 256 columns); wider rows keep packs.
+    r.vec &= !(v2_forced_scalar() && v2_shape(r.cols).is_some());
     let width = if r.vec { r.pack } else { 1 };
     let (lanes, shape) = v2_shape(r.cols.div_ceil(width))
         .ok_or_else(|| too_wide("v2_warp_row", r.cols, v2_max_cols(x.dtype(), r.vec)))?;
@@ -308,7 +309,7 @@ pub fn run_v2_warp_row(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 }
 
 /// `KERNLAB_V2=scalar` (experiments): v2 takes its scalar form (one element a slot, more lanes
-/// a row) also for rows that move 16-byte packs.
+/// a row) also for rows that move 16-byte packs, where that form holds them (≤ 256 columns).
 fn v2_forced_scalar() -> bool {
     static FORCED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *FORCED.get_or_init(|| {
@@ -357,15 +358,20 @@ pub fn run_v3_block_regs(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 }
 
 /// `KERNLAB_V3=k=N` (experiments): v3 takes N slots a thread (1, 2, 4 or 8) wherever that
-/// needs at most 1024 threads; elsewhere, or unset, [`v3_slots_per_thread`]'s choice.
+/// needs at most 1024 threads; elsewhere, or unset, [`v3_slots_per_thread`]'s choice. Any other
+/// value is ignored with a warning.
 fn v3_forced_k(slots: usize) -> Option<usize> {
     static FORCED: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
     let forced = *FORCED.get_or_init(|| {
-        std::env::var("KERNLAB_V3")
-            .unwrap_or_default()
+        let spec = std::env::var("KERNLAB_V3").unwrap_or_default();
+        let v = spec
             .split(',')
-            .find_map(|kv| kv.trim().strip_prefix("k=")?.parse().ok())
-            .filter(|k| KS.contains(k))
+            .find_map(|kv| kv.trim().strip_prefix("k="))?;
+        let k = v.trim().parse().ok().filter(|k| KS.contains(k));
+        if k.is_none() {
+            eprintln!("kernlab: KERNLAB_V3: ignoring k={v} (expected 1, 2, 4 or 8)");
+        }
+        k
     });
     forced.filter(|&k| slots.div_ceil(k) <= 1024)
 }
