@@ -2,9 +2,8 @@
 # GPU batch (tenth session): the softmax GPU tests (the new auto-pick test among them) on the
 # build where auto sends odd widths from 641 columns to v8; auto at a few odd widths.
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
-KERNLAB_REQUIRE_GPU=1 KERNLAB_REQUIRE_NVRTC=1 timeout 200 .gpu/run-tests softmax > "$OUT/tests.log" 2>&1
-echo "run-tests softmax: exit $? $(grep -E '^test result' "$OUT/tests.log" | awk '{p+=$4; f+=$6} END {print p" passed "f" failed"}')" >> "$S"
-grep -E "FAILED|panicked|softmax_auto_sends" "$OUT/tests.log" | head -5 >> "$S"
+gpu_tests 200 softmax
+grep -E "softmax_auto_sends" "$OUT/tests-softmax.log" | head -5 >> "$S"
 el tests
 timeout 60 $K bench softmax --shape 4096x639 --shape 4096x641 --shape 4096x781 --shape 4096x3001 --dtype f32,bf16 --variants auto --rep-ms 10 --warmup-ms 4 --csv "$OUT/auto.csv" > "$OUT/auto.log" 2>&1
 python3 -c "

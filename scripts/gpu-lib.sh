@@ -1,7 +1,7 @@
 # Sourced by the GPU batch scripts (run from the repository root on the GPU machine):
 # $OUT (files that come back), the kernel cache, $K (the kernlab binary), $S (the summary
-# file printed last), `el`, which appends the seconds since the start and a label to $S, and
-# `tab` (below).
+# file printed last), `el`, which appends the seconds since the start and a label to $S,
+# `tab`, `gpu_tests` and `ttab` (below).
 set -uo pipefail
 OUT=${OUT:-/tmp/kernlab-out}; mkdir -p "$OUT"
 export KERNLAB_CACHE_DIR=/tmp/kernlab-cache
@@ -12,3 +12,31 @@ t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s] $*" >> "$S"; }
 tab() { python3 -c "
 import csv,sys
 print(*[r['dtype']+':'+r['cols']+'='+(str(round(float(r['gbps']))) if r['status']=='ok' else r['status'][:12]) for r in csv.DictReader(open('$1'))])"; }
+# `gpu_tests SECONDS [FILTER]`: the GPU test executables (.gpu/run-tests, with
+# KERNLAB_REQUIRE_GPU=1 and KERNLAB_REQUIRE_NVRTC=1; variables set before the call reach them
+# too) into $OUT/tests-FILTER.log (tests-all.log without one); their totals and first failures
+# to $S.
+gpu_tests() {
+  local secs=$1 what=${2:-all}; shift
+  local log="$OUT/tests-$what.log"
+  KERNLAB_REQUIRE_GPU=1 KERNLAB_REQUIRE_NVRTC=1 timeout "$secs" .gpu/run-tests "$@" > "$log" 2>&1
+  echo "run-tests $what: exit $? $(awk '/^test result/ {p+=$4; f+=$6} END {print p" passed "f" failed"}' "$log")" >> "$S"
+  grep -E "^test .*FAILED|panicked" "$log" | head -5 | cut -c1-300 >> "$S"
+}
+# `ttab JSON`: one line of a baselines/torch_baselines.py JSON's records,
+# variant:dtype:cols=GB/s (or the status when not timed).
+ttab() { python3 - "$1" <<'PY'
+import json, sys
+def walk(o):
+    if isinstance(o, dict):
+        if "variant" in o and "gbps" in o:
+            yield o
+        for v in o.values():
+            yield from walk(v)
+    elif isinstance(o, list):
+        for v in o:
+            yield from walk(v)
+print(*[f"{r['variant']}:{r['dtype']}:{r['shape'][-1]}=" + (str(round(r["gbps"])) if r["gbps"] else str(r.get("status")))
+        for r in walk(json.load(open(sys.argv[1])))])
+PY
+}

@@ -14,8 +14,6 @@ for rep in 1 2; do
   done
 done
 el ab
-KERNLAB_V8=fill=1 KERNLAB_REQUIRE_GPU=1 KERNLAB_REQUIRE_NVRTC=1 timeout 200 .gpu/run-tests softmax > "$OUT/tests.log" 2>&1
-echo "run-tests softmax (fill=1): exit $? $(grep -E '^test result' "$OUT/tests.log" | awk '{p+=$4; f+=$6} END {print p" passed "f" failed"}')" >> "$S"
-grep -E "FAILED|panicked" "$OUT/tests.log" | head -5 >> "$S"
+KERNLAB_V8=fill=1 gpu_tests 200 softmax
 el tests
 cat "$S"

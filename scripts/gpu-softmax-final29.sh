@@ -5,8 +5,7 @@
 # docs/softmax.md.
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1  # caches the ceilings
-KERNLAB_REQUIRE_GPU=1 KERNLAB_REQUIRE_NVRTC=1 timeout 150 .gpu/run-tests softmax > "$OUT/tests.log" 2>&1
-echo "run-tests softmax: exit $? $(grep -E '^test result' "$OUT/tests.log" | awk '{p+=$4; f+=$6} END {print p" passed "f" failed"}')" >> "$S"
+gpu_tests 150 softmax
 el tests
 for kb in 0 48; do
   env KERNLAB_V9=smem_kb=$kb timeout 80 $K sweep softmax --rows 4096 --cols 1048576,2097152,4194304 --max-elements 2^28 --dtype f32,bf16 --variants v9_gridsync --rep-ms 15 --warmup-ms 5 --csv "$OUT/kb$kb.csv" > "$OUT/kb$kb.log" 2>&1

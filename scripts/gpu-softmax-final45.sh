@@ -3,9 +3,7 @@
 # L2 evict_last policy (ld16_row), then auto with it (the default) against plain loads
 # (KERNLAB_NVRTC_DEFINES=KL_ROW_LOAD_HINT=0) across the widths, f32 and bf16.
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
-KERNLAB_REQUIRE_GPU=1 KERNLAB_REQUIRE_NVRTC=1 timeout 200 .gpu/run-tests softmax > "$OUT/tests.log" 2>&1
-echo "run-tests softmax: exit $? $(grep -E '^test result' "$OUT/tests.log" | awk '{p+=$4; f+=$6} END {print p" passed "f" failed"}')" >> "$S"
-grep -E "FAILED|panicked" "$OUT/tests.log" | head -5 >> "$S"
+gpu_tests 200 softmax
 el tests
 timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1  # caches the ceilings
 for d in default KL_ROW_LOAD_HINT=0; do

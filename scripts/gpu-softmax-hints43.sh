@@ -19,14 +19,6 @@ for rep in 1 2; do
 done
 el hints
 timeout 150 python3 baselines/torch_baselines.py --op softmax --shapes 4096x8192,4096x16384 --dtype f32 --variants torch_native,torch_compile --rep-ms 20 --json "$OUT/torch.json" --quiet > "$OUT/torch.log" 2>&1
-python3 -c "
-import json
-def walk(o):
-    if isinstance(o,dict):
-        if 'variant' in o and 'gbps' in o: yield o
-        for v in o.values(): yield from walk(v)
-    elif isinstance(o,list):
-        for v in o: yield from walk(v)
-print('torch:', *[r['variant']+':'+str(r['shape'][1])+'='+(str(round(r['gbps'])) if r['gbps'] else str(r.get('status'))) for r in walk(json.load(open('$OUT/torch.json')))])" >> "$S" 2>&1
+echo "torch: $(ttab "$OUT/torch.json" 2>&1)" >> "$S"
 el torch
 cat "$S"

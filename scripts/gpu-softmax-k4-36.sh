@@ -21,8 +21,6 @@ el ab
 timeout 120 $K sweep softmax --rows 4096 --cols $W --dtype f32,bf16 --variants v3_block_regs,auto --rep-ms 10 --warmup-ms 4 --csv "$OUT/auto.csv" > "$OUT/auto.log" 2>&1
 echo "v3, auto: $(tab2 "$OUT/auto.csv")" >> "$S"
 el auto
-KERNLAB_REQUIRE_GPU=1 KERNLAB_REQUIRE_NVRTC=1 timeout 200 .gpu/run-tests softmax > "$OUT/tests.log" 2>&1
-echo "run-tests softmax: exit $? $(grep -E '^test result' "$OUT/tests.log" | awk '{p+=$4; f+=$6} END {print p" passed "f" failed"}')" >> "$S"
-grep -E "FAILED|panicked" "$OUT/tests.log" | head -5 >> "$S"
+gpu_tests 200 softmax
 el tests
 cat "$S"

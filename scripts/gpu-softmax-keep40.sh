@@ -15,8 +15,6 @@ for rep in 1 2; do
   done
 done
 el ab
-KERNLAB_REQUIRE_GPU=1 KERNLAB_REQUIRE_NVRTC=1 timeout 420 .gpu/run-tests > "$OUT/tests.log" 2>&1
-echo "run-tests: exit $? $(grep -E '^test result' "$OUT/tests.log" | awk '{p+=$4; f+=$6} END {print p" passed "f" failed"}')" >> "$S"
-grep -E "FAILED|panicked" "$OUT/tests.log" | head -5 >> "$S"
+gpu_tests 420
 el tests
 cat "$S"

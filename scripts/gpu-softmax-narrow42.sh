@@ -8,15 +8,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1  # caches the ceilings
 W=32,33,64,128,256,512
 SH=4096x32,4096x33,4096x64,4096x128,4096x256,4096x512
-pyt() { python3 -c "
-import json,sys
-def walk(o):
-    if isinstance(o,dict):
-        if 'variant' in o and 'gbps' in o: yield o
-        for v in o.values(): yield from walk(v)
-    elif isinstance(o,list):
-        for v in o: yield from walk(v)
-print(*[r['dtype']+':'+str(r['shape'][1] if isinstance(r['shape'],list) else r['shape'])+'='+(str(round(r['gbps'])) if r['gbps'] else str(r.get('status'))) for r in walk(json.load(open('$1')))])"; }
 for rep in 1 2 3; do
   for dt in f32 bf16; do
     timeout 60 $K sweep softmax --rows 4096 --cols $W --dtype $dt --variants auto --rep-ms 30 --csv "$OUT/auto.csv" > "$OUT/auto.log" 2>&1
@@ -24,7 +15,7 @@ for rep in 1 2 3; do
     KERNLAB_V2=scalar timeout 60 $K sweep softmax --rows 4096 --cols $W --dtype $dt --variants v2_warp_row --rep-ms 30 --csv "$OUT/scalar.csv" > "$OUT/scalar.log" 2>&1
     echo "scalar: $(tab "$OUT/scalar.csv")" >> "$S"
     timeout 120 python3 baselines/torch_baselines.py --op softmax --shapes $SH --dtype $dt --variants torch_native --rep-ms 30 --json "$OUT/native.json" --quiet > "$OUT/native.log" 2>&1
-    echo "native: $(pyt "$OUT/native.json" 2>&1 | tail -1)" >> "$S"
+    echo "native: $(ttab "$OUT/native.json" 2>&1 | tail -1)" >> "$S"
   done
 done
 el interleaved

@@ -13,8 +13,6 @@ for k in sorted(t): print(*k, *t[k])"; }
 timeout 200 $K sweep softmax --rows 4096 --cols 255,257,385,511,641,781,901,1023,1025,1537,2001,3001,4095 --dtype f32,bf16 --variants v3_block_regs,v8_onchip,auto --rep-ms 10 --warmup-ms 4 --csv "$OUT/odd.csv" > "$OUT/odd.log" 2>&1
 echo "sweep exit $?" >> "$S"; tab2 "$OUT/odd.csv" >> "$S"
 el odd
-KERNLAB_REQUIRE_GPU=1 KERNLAB_REQUIRE_NVRTC=1 timeout 200 .gpu/run-tests softmax > "$OUT/tests.log" 2>&1
-echo "run-tests softmax: exit $? $(grep -E '^test result' "$OUT/tests.log" | awk '{p+=$4; f+=$6} END {print p" passed "f" failed"}')" >> "$S"
-grep -E "FAILED|panicked" "$OUT/tests.log" | head -5 >> "$S"
+gpu_tests 200 softmax
 el tests
 cat "$S"

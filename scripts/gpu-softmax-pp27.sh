@@ -19,8 +19,7 @@ el per_sm1
 env KERNLAB_V9=pp=1 timeout 90 $K bench softmax --shape 300x65537 --shape 200x131072 --shape 3x1048577 --shape 7x2097153 --shape 61x4194304 --dtype f32,bf16,f16 --variants v9_gridsync --rep-ms 2 --warmup-ms 1 --csv "$OUT/ppodd.csv" > "$OUT/ppodd.log" 2>&1
 echo "pp=1 odd shapes exit $?: $(python3 -c "import csv; print(*[r['rows']+'x'+r['cols']+':'+r['dtype']+'='+r['status'][:20] for r in csv.DictReader(open('$OUT/ppodd.csv'))])")" >> "$S"
 el odd
-KERNLAB_V9=pp=1 KERNLAB_REQUIRE_GPU=1 KERNLAB_REQUIRE_NVRTC=1 timeout 150 .gpu/run-tests softmax > "$OUT/tests-pp.log" 2>&1
-echo "run-tests softmax with pp=1: exit $? $(grep -E '^test result' "$OUT/tests-pp.log" | awk '{p+=$4; f+=$6} END {print p" passed "f" failed"}')" >> "$S"
+KERNLAB_V9=pp=1 gpu_tests 150 softmax
 el tests
 env KERNLAB_V9=pp=1 timeout 100 compute-sanitizer --tool racecheck $K bench softmax --shape 300x65537 --shape 3x1048577 --dtype f32 --variants v9_gridsync --rep-ms 1 --warmup-ms 1 > "$OUT/racecheck.log" 2>&1
 echo "pp=1 racecheck exit $?: $(grep -E 'SUMMARY' "$OUT/racecheck.log" | tr '\n' ' ')" >> "$S"

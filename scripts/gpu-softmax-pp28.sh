@@ -21,8 +21,6 @@ el threshold
 env KERNLAB_V9=early=1 timeout 90 $K bench softmax --shape 12x1600003 --shape 3x1048577 --shape 61x4194304 --dtype f32,bf16 --variants v9_gridsync --rep-ms 2 --warmup-ms 1 --csv "$OUT/early-odd.csv" > "$OUT/early-odd.log" 2>&1
 echo "early=1 odd shapes exit $?: $(python3 -c "import csv; print(*[r['rows']+'x'+r['cols']+':'+r['dtype']+'='+r['status'][:20] for r in csv.DictReader(open('$OUT/early-odd.csv'))])")" >> "$S"
 el early-odd
-KERNLAB_REQUIRE_GPU=1 KERNLAB_REQUIRE_NVRTC=1 timeout 330 .gpu/run-tests > "$OUT/tests.log" 2>&1
-echo "run-tests (all): exit $? $(grep -E '^test result' "$OUT/tests.log" | awk '{p+=$4; f+=$6} END {print p" passed "f" failed"}')" >> "$S"
-grep -E "^test .*FAILED|panicked" "$OUT/tests.log" | head -5 | cut -c1-300 >> "$S"
+gpu_tests 330
 el tests
 cat "$S"
