@@ -53,18 +53,5 @@ pub static MATMUL_SM90: KernelSource = KernelSource {
     src: include_str!("../kernels/matmul_sm90.cu"),
 };
 
-/// What the benchmark harness runs between timed calls: the L2 flush.
-pub static HARNESS: KernelSource = KernelSource {
-    file: "harness.cu",
-    src: include_str!("../kernels/harness.cu"),
-};
-
 /// Every source file, for CI's compile-everything check and `kernlab inspect`.
-pub static ALL: &[&KernelSource] = &[
-    &GELU,
-    &SOFTMAX,
-    &ELEMENTWISE,
-    &MATMUL,
-    &MATMUL_SM90,
-    &HARNESS,
-];
+pub static ALL: &[&KernelSource] = &[&GELU, &SOFTMAX, &ELEMENTWISE, &MATMUL, &MATMUL_SM90];

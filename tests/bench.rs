@@ -60,54 +60,6 @@ fn the_l2_flush_writes_at_least_twice_the_cache() {
 }
 
 #[test]
-fn kernlab_flush_picks_the_policy_flush_unless_told_write() {
-    use kernlab::bench::harness::L2Flush;
-    assert_eq!(L2Flush::parse(None).unwrap(), L2Flush::Policy);
-    assert_eq!(L2Flush::parse(Some("policy")).unwrap(), L2Flush::Policy);
-    assert_eq!(L2Flush::parse(Some(" write ")).unwrap(), L2Flush::Write);
-    let e = L2Flush::parse(Some("memset")).unwrap_err().to_string();
-    assert!(
-        e.contains("KERNLAB_FLUSH") && e.contains("memset") && e.contains("write"),
-        "{e}"
-    );
-}
-
-/// On the GPU the default flush is the two-kernel policy flush, and each flush rewrites every
-/// byte of the buffer (with the flush count); the plain write does the same by memset.
-#[test]
-fn cuda_l2_flush_rewrites_the_whole_buffer_in_both_modes() {
-    use kernlab::bench::harness::{CudaTimer, L2Flush};
-    let Some(dev) = crate::common::cuda() else {
-        return;
-    };
-    let d = dev.cuda().unwrap();
-    if std::env::var_os("KERNLAB_FLUSH").is_none() && crate::common::nvrtc_or_skip() {
-        assert_eq!(CudaTimer::new(d).unwrap().flush_mode, L2Flush::Policy);
-    }
-    for mode in [L2Flush::Policy, L2Flush::Write] {
-        if mode == L2Flush::Policy && !crate::common::nvrtc_or_skip() {
-            continue;
-        }
-        let mut t = CudaTimer::with_flush(d, mode).unwrap();
-        for flushes in 1u8..=2 {
-            t.flush_l2().unwrap();
-            let bytes = d.dtoh(t.flush_buffer(), t.flush_bytes).unwrap();
-            assert_eq!(bytes.len(), t.flush_bytes);
-            if let Some(i) = bytes.iter().position(|&b| b != flushes) {
-                panic!("{mode:?}: byte {i} is {} after flush {flushes}", bytes[i]);
-            }
-        }
-        let desc = t.flush_description();
-        assert!(desc.contains("MiB"), "{desc}");
-        assert_eq!(
-            desc.contains("evict_last"),
-            mode == L2Flush::Policy,
-            "{desc}"
-        );
-    }
-}
-
-#[test]
 fn noise_needs_a_measured_spread() {
     assert!(within_noise(2.0, 0.1, 2.1, 0.0));
     assert!(!within_noise(2.0, 0.01, 2.1, 0.01));

@@ -417,36 +417,3 @@ fn the_disk_cache_returns_what_nvrtc_compiled() {
     );
     let _ = DType::F32;
 }
-
-/// The harness's L2 flush writes with an evict_last policy and then demotes every line
-/// (kernels/harness.cu), on sm_80 and sm_90a, without spills.
-#[test]
-fn the_l2_flush_kernels_write_at_evict_last_then_demote() {
-    if !nvrtc_or_skip() {
-        return;
-    }
-    for arch in ARCHS {
-        let c = nvrtc::compile(&kernels::HARNESS, arch, &nvrtc::base_options(arch), "(all)")
-            .unwrap_or_else(|e| panic!("{e}"));
-        let fill = ptx_entry_body(&c.ptx, "l2_flush_fill").expect("l2_flush_fill in the PTX");
-        assert!(
-            fill.contains("createpolicy.fractional.L2::evict_last")
-                && fill.contains("st.global.L2::cache_hint.v4.u32"),
-            "{arch}: the fill does not store with an evict_last policy:\n{fill}"
-        );
-        let demote = ptx_entry_body(&c.ptx, "l2_flush_demote").expect("l2_flush_demote");
-        assert!(
-            demote.contains("applypriority.global.L2::evict_normal"),
-            "{arch}: the demotion has no applypriority:\n{demote}"
-        );
-        for k in ["l2_flush_fill", "l2_flush_demote"] {
-            if let Some(info) = c.ptxas_info(k) {
-                assert_eq!(
-                    info.spill_store_bytes + info.stack_frame_bytes,
-                    0,
-                    "{k}: {info:?}"
-                );
-            }
-        }
-    }
-}

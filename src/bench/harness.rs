@@ -2,10 +2,7 @@
 //!
 //! GPU: run once; estimate one call's time from 5 calls; warm up for `warmup_ms`; then time
 //! `rep_ms` worth of calls, each with its own event pair, with the L2 flushed (a write of
-//! max(2 × L2, 256 MiB), read from the device) before every call, outside the events. The write
-//! carries an evict_last policy and is then demoted ([`L2Flush::Policy`]), so that it also
-//! evicts lines an earlier call loaded evict_last, which a plain write (do_bench's) leaves in L2;
-//! `KERNLAB_FLUSH=write` flushes as do_bench does.
+//! max(2 × L2, 256 MiB), read from the device) before every call, outside the events.
 //! CPU: the same with a monotonic clock, the last-level cache flushed by writing a buffer
 //! twice its size before every call. Both report median, p20, p80, min and the call count.
 //!
@@ -17,8 +14,7 @@
 
 use crate::device::CudaDevice;
 use crate::error::{Error, Result};
-use crate::kernels;
-use cudarc::driver::{sys, CudaSlice, LaunchConfig};
+use cudarc::driver::{sys, CudaSlice};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -175,138 +171,27 @@ pub fn flush_bytes(l2_bytes: usize) -> usize {
     (2 * l2_bytes).max(256 << 20)
 }
 
-/// How the GPU timer flushes the L2 before a timed call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum L2Flush {
-    /// The buffer written with an `evict_last` policy, then every line of it set back to
-    /// `evict_normal` (`kernels/harness.cu`): this also evicts lines an earlier call loaded
-    /// `evict_last`, as kernlab's row loads are. The default.
-    Policy,
-    /// A plain write of the buffer (`cuMemsetD8`), as do_bench's `cache.zero_()`. Lines loaded
-    /// `evict_last` can survive it. `KERNLAB_FLUSH=write`, or where the flush kernels cannot be
-    /// compiled.
-    Write,
-}
-
-impl L2Flush {
-    /// The mode `KERNLAB_FLUSH` asks for: `policy` (or unset) or `write`.
-    pub fn from_env() -> Result<L2Flush> {
-        L2Flush::parse(std::env::var("KERNLAB_FLUSH").ok().as_deref())
-    }
-
-    /// `KERNLAB_FLUSH`'s value (None: unset) as a mode; anything else is an error.
-    pub fn parse(v: Option<&str>) -> Result<L2Flush> {
-        match v.map(str::trim) {
-            None | Some("") | Some("policy") => Ok(L2Flush::Policy),
-            Some("write") => Ok(L2Flush::Write),
-            Some(other) => Err(Error::Invalid(format!(
-                "KERNLAB_FLUSH={other:?}: expected `policy` (the default: a write at evict_last \
-                 priority, then demoted, which evicts lines loaded evict_last too) or `write` (a \
-                 plain write, as do_bench's)"
-            ))),
-        }
-    }
-}
-
 /// A GPU timer: holds the flush buffer so repeated measurements reuse it.
 pub struct CudaTimer<'a> {
     dev: &'a CudaDevice,
     flush: CudaSlice<u8>,
     pub flush_bytes: usize,
-    /// How [`CudaTimer::flush_l2`] flushes.
-    pub flush_mode: L2Flush,
-    flushes: u32,
 }
 
 impl<'a> CudaTimer<'a> {
-    /// A timer with the flush `KERNLAB_FLUSH` asks for. When the flush kernels cannot be
-    /// compiled or loaded (no NVRTC, say), it falls back to a plain write and says so once on
-    /// stderr.
     pub fn new(dev: &'a CudaDevice) -> Result<Self> {
-        let mut mode = L2Flush::from_env()?;
-        if mode == L2Flush::Policy {
-            let loaded = dev
-                .function(&kernels::HARNESS, "l2_flush_fill")
-                .and_then(|_| dev.function(&kernels::HARNESS, "l2_flush_demote"));
-            if let Err(e) = loaded {
-                crate::device::nvrtc::warn_once(&format!(
-                    "kernlab: the L2 flush kernels could not be loaded ({e}); flushing with a \
-                     plain write instead, which lines loaded evict_last can survive"
-                ));
-                mode = L2Flush::Write;
-            }
-        }
-        Self::with_flush(dev, mode)
-    }
-
-    /// A timer that flushes as `mode` says (the `Policy` kernels are compiled on first use).
-    pub fn with_flush(dev: &'a CudaDevice, mode: L2Flush) -> Result<Self> {
         let bytes = flush_bytes(dev.props.l2_bytes);
         let flush = dev.alloc_bytes(bytes, "the L2 flush buffer")?;
         Ok(CudaTimer {
             dev,
             flush,
             flush_bytes: bytes,
-            flush_mode: mode,
-            flushes: 0,
         })
     }
 
-    /// Flush the L2 (enqueued on the device's stream). Each flush writes a new value, the
-    /// flush count, into every byte of the buffer (its low byte for `Write`, all four bytes of
-    /// each 32-bit word for `Policy`).
-    pub fn flush_l2(&mut self) -> Result<()> {
-        self.flushes = self.flushes.wrapping_add(1);
-        match self.flush_mode {
-            L2Flush::Write => {
-                self.dev
-                    .memset_pattern(&mut self.flush, 1, self.flushes & 0xff, self.flush_bytes)
-            }
-            L2Flush::Policy => {
-                let dev = self.dev;
-                let value = (self.flushes & 0xff) * 0x0101_0101;
-                let n16 = (self.flush_bytes / 16) as i64;
-                let lines = (self.flush_bytes / 128) as i64;
-                let cfg = LaunchConfig {
-                    grid_dim: (dev.props.sm_count.max(1) * 8, 1, 1),
-                    block_dim: (256, 1, 1),
-                    shared_mem_bytes: 0,
-                };
-                crate::launch!(
-                    dev,
-                    &kernels::HARNESS,
-                    "l2_flush_fill",
-                    cfg,
-                    [&mut self.flush, &n16, &value]
-                );
-                crate::launch!(
-                    dev,
-                    &kernels::HARNESS,
-                    "l2_flush_demote",
-                    cfg,
-                    [&self.flush, &lines]
-                );
-                Ok(())
-            }
-        }
-    }
-
-    /// The flush buffer (what the last flush wrote).
-    pub fn flush_buffer(&self) -> &CudaSlice<u8> {
-        &self.flush
-    }
-
-    /// How the flush is described in reports: "a 256 MiB write ...".
-    pub fn flush_description(&self) -> String {
-        let mib = self.flush_bytes >> 20;
-        match self.flush_mode {
-            L2Flush::Policy => format!(
-                "a {mib} MiB write at evict_last priority, then demoted to evict_normal, so lines \
-                 loaded evict_last are evicted too"
-            ),
-            L2Flush::Write => format!("a {mib} MiB plain write, as do_bench's"),
-        }
+    fn flush_l2(&mut self) -> Result<()> {
+        self.dev
+            .memset_pattern(&mut self.flush, 1, 0, self.flush_bytes)
     }
 
     /// Time `f` (which enqueues work on the device's stream) per `opts`: call by call, or as

@@ -381,7 +381,10 @@ impl Timer<'_> {
                 );
             }
             (Timer::Cuda(t), None) if o.flush => {
-                s += &format!("; L2 flushed before every call ({})", t.flush_description())
+                s += &format!(
+                    "; L2 flushed before every call (a {} MiB write)",
+                    t.flush_bytes >> 20
+                )
             }
             (Timer::Cpu(t), _) if o.flush => {
                 s += &format!(

@@ -406,7 +406,7 @@ fn read_entry(path: &Path) -> Option<Compiled> {
     parsed
 }
 
-pub(crate) fn warn_once(msg: &str) {
+fn warn_once(msg: &str) {
     static SEEN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
     if !seen.iter().any(|m| m == msg) {
