@@ -495,9 +495,11 @@ struct RunArgs {
     /// is not flushed between replays
     #[arg(long, value_name = "N")]
     graph: Option<usize>,
-    /// Cycle through N copies of the input (and output) buffers, call by call
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    rotate: usize,
+    /// Cycle through N copies of the input (and output) buffers, call by call; `auto`: as many
+    /// as make the inputs 4× the L2 (the CPU's last-level cache), at most 1024, so that no call
+    /// finds its input still cached (even lines loaded L2::evict_last, which the flush leaves)
+    #[arg(long, value_name = "N|auto", default_value = "1")]
+    rotate: crate::bench::harness::Rotate,
     /// Also run baselines/torch_baselines.py (or $KERNLAB_BASELINES) with python3 (or
     /// $KERNLAB_PYTHON): PyTorch manual and native, torch.compile and Triton, as extra columns
     #[arg(long)]
@@ -608,8 +610,8 @@ fn config(
     let spec: DeviceSpec = a.device.parse().map_err(anyhow::Error::msg)?;
     let gelu: GeluApprox = a.gelu.parse().map_err(anyhow::Error::msg)?;
     check_durations(a.warmup_ms, a.rep_ms)?;
-    if a.repeat == 0 || a.rotate == 0 || a.graph == Some(0) {
-        bail!("--repeat, --rotate and --graph take a count of at least 1");
+    if a.repeat == 0 || a.graph == Some(0) {
+        bail!("--repeat and --graph take a count of at least 1");
     }
     let (dev, line) = Device::open(spec)?;
     if a.graph.is_some() && dev.cuda().is_none() {

@@ -60,6 +60,29 @@ fn the_l2_flush_writes_at_least_twice_the_cache() {
 }
 
 #[test]
+fn rotate_auto_makes_the_inputs_four_times_the_cache() {
+    use kernlab::bench::harness::Rotate;
+    let l2 = 60 << 20; // the H200's
+    assert_eq!(Rotate::Auto.copies(4 << 20, l2), 60); // 4096 × 256 f32
+    assert_eq!(Rotate::Auto.copies(64 << 20, l2), 4); // 4096 × 4096 f32
+    assert_eq!(Rotate::Auto.copies(100 << 20, l2), 3); // rounds up
+    assert_eq!(Rotate::Auto.copies(240 << 20, l2), 1);
+    assert_eq!(Rotate::Auto.copies(1 << 30, l2), 1);
+    assert_eq!(Rotate::Auto.copies(128, l2), Rotate::AUTO_MAX_COPIES);
+    assert_eq!(Rotate::Auto.copies(0, l2), Rotate::AUTO_MAX_COPIES);
+    assert_eq!(Rotate::Copies(3).copies(1, l2), 3);
+    assert_eq!(Rotate::Copies(0).copies(1, l2), 1);
+    assert_eq!("auto".parse::<Rotate>().unwrap(), Rotate::Auto);
+    assert_eq!(" 7 ".parse::<Rotate>().unwrap(), Rotate::Copies(7));
+    for bad in ["0", "-1", "two", ""] {
+        let e = bad.parse::<Rotate>().unwrap_err();
+        assert!(e.contains("--rotate") && e.contains("auto"), "{bad}: {e}");
+    }
+    assert_eq!(serde_json::to_string(&Rotate::Auto).unwrap(), "\"auto\"");
+    assert_eq!(serde_json::to_string(&Rotate::Copies(5)).unwrap(), "5");
+}
+
+#[test]
 fn noise_needs_a_measured_spread() {
     assert!(within_noise(2.0, 0.1, 2.1, 0.0));
     assert!(!within_noise(2.0, 0.01, 2.1, 0.01));
@@ -105,7 +128,7 @@ fn a_run_measures_every_point_and_reports_its_steps() {
     cfg.timing.max_calls = 20;
     cfg.timing.flush = false;
     cfg.timing.repeat = 2;
-    cfg.timing.rotate = 3;
+    cfg.timing.rotate = bench::harness::Rotate::Copies(3);
     cfg.seed = Some(7);
     let mut steps = Vec::new();
     let report = bench::run(&cfg, &Device::Cpu, &mut |e| {
@@ -130,6 +153,17 @@ fn a_run_measures_every_point_and_reports_its_steps() {
     assert_eq!(report.records[0].seed, 7 + DType::F32 as u64);
     assert_ne!(report.records[0].seed, report.records[4].seed);
     assert!(report.timing_note.contains("rotated among 3 buffers"));
+    // `auto` says what it did, and runs (1024 copies of these small inputs here).
+    cfg.timing.rotate = bench::harness::Rotate::Auto;
+    cfg.timing.repeat = 1;
+    cfg.shapes = vec![vec![8, 64]];
+    let auto = bench::run(&cfg, &Device::Cpu, &mut |_| {}).unwrap();
+    assert!(
+        auto.timing_note.contains("4× the last-level cache"),
+        "{}",
+        auto.timing_note
+    );
+    assert!(auto.records.iter().all(|r| r.status == bench::Status::Ok));
     // The matmul ceiling was measured in the run (no cache given), and judges every record.
     assert_eq!(report.matmul.len(), 1);
     assert!(report.header().contains("matmul ceiling measured"));
@@ -513,7 +547,7 @@ fn cuda_graph_replays_rotation_and_repeats_time_every_variant() {
         warmup_ms: 2.0,
         rep_ms: 10.0,
         graph: Some(8),
-        rotate: 3,
+        rotate: bench::harness::Rotate::Copies(3),
         repeat: 2,
         ..Default::default()
     };

@@ -35,8 +35,8 @@ pub struct TimingOpts {
     /// CUDA only: capture this many calls into one CUDA graph and time its replays
     /// (per-call time = replay time / N; no L2 flush between replays).
     pub graph: Option<usize>,
-    /// Cycle through this many copies of the input (and output) buffers (1: no rotation).
-    pub rotate: usize,
+    /// Cycle through copies of the input (and output) buffers, call by call.
+    pub rotate: Rotate,
 }
 
 impl Default for TimingOpts {
@@ -49,7 +49,71 @@ impl Default for TimingOpts {
             flush: true,
             repeat: 1,
             graph: None,
-            rotate: 1,
+            rotate: Rotate::Copies(1),
+        }
+    }
+}
+
+/// How many copies of a point's inputs (and outputs) the timed calls cycle through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rotate {
+    /// This many (1: no rotation).
+    Copies(usize),
+    /// As many as make the inputs at least [`Rotate::AUTO_CACHE_MULTIPLE`] × the last-level
+    /// cache (the L2 on a GPU), at most [`Rotate::AUTO_MAX_COPIES`]; one where a single input is
+    /// that large. Between two calls on the same copy, the other copies' reads then pass
+    /// through the cache several times over, so no call finds its input left there by an
+    /// earlier one, even lines a load with an L2::evict_last policy kept through the flush.
+    Auto,
+}
+
+impl Rotate {
+    pub const AUTO_CACHE_MULTIPLE: usize = 4;
+    pub const AUTO_MAX_COPIES: usize = 1024;
+
+    /// The copies for a point whose inputs take `input_bytes`, on a device whose last-level
+    /// cache holds `cache_bytes`.
+    pub fn copies(self, input_bytes: usize, cache_bytes: usize) -> usize {
+        match self {
+            Rotate::Copies(n) => n.max(1),
+            Rotate::Auto => (Self::AUTO_CACHE_MULTIPLE * cache_bytes)
+                .div_ceil(input_bytes.max(1))
+                .clamp(1, Self::AUTO_MAX_COPIES),
+        }
+    }
+}
+
+impl std::str::FromStr for Rotate {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Rotate, String> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("auto") {
+            return Ok(Rotate::Auto);
+        }
+        match s.parse::<usize>() {
+            Ok(n) if n >= 1 => Ok(Rotate::Copies(n)),
+            _ => Err(format!(
+                "--rotate takes a count of at least 1 or `auto` (got {s:?})"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Rotate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rotate::Copies(n) => write!(f, "{n}"),
+            Rotate::Auto => f.write_str("auto"),
+        }
+    }
+}
+
+/// A count as a JSON number, `auto` as the string.
+impl Serialize for Rotate {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Rotate::Copies(n) => s.serialize_u64(*n as u64),
+            Rotate::Auto => s.serialize_str("auto"),
         }
     }
 }

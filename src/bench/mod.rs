@@ -20,7 +20,7 @@ use crate::registry::{self, Variant};
 use crate::tensor::{Init, Tensor};
 use crate::validate::{self, Check};
 use ceiling::CopyCeiling;
-use harness::{CpuTimer, CudaTimer, Stats, TimingOpts};
+use harness::{CpuTimer, CudaTimer, Rotate, Stats, TimingOpts};
 pub use report::{BenchReport, Record, RecordTier, Status};
 use std::path::{Path, PathBuf};
 
@@ -394,8 +394,23 @@ impl Timer<'_> {
             }
             _ => s += "; no cache flush",
         }
-        if o.rotate > 1 {
-            s += &format!("; inputs and outputs rotated among {} buffers", o.rotate);
+        match o.rotate {
+            Rotate::Copies(n) if n > 1 => {
+                s += &format!("; inputs and outputs rotated among {n} buffers")
+            }
+            Rotate::Copies(_) => {}
+            Rotate::Auto => {
+                s += &format!(
+                    "; inputs and outputs rotated among as many buffers as make the inputs \
+                     {}× the {} (at most {}; one where an input is that large)",
+                    Rotate::AUTO_CACHE_MULTIPLE,
+                    match self {
+                        Timer::Cpu(_) => "last-level cache",
+                        Timer::Cuda(_) => "L2",
+                    },
+                    Rotate::AUTO_MAX_COPIES
+                )
+            }
         }
         if o.repeat > 1 {
             s += &format!(
@@ -499,7 +514,7 @@ pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<Ben
     // Ceilings are timed call by call, whatever --graph, --rotate or --repeat say.
     let copy_opts = TimingOpts {
         graph: None,
-        rotate: 1,
+        rotate: Rotate::Copies(1),
         repeat: 1,
         ..cfg.timing
     };
@@ -674,7 +689,14 @@ fn measure_point(
     // The reference's f64 values (of the inputs rounded to the dtype) are the oracle.
     let reference = make_reference(op, &host, &cfg.params, seed)?;
     // `--rotate N`: N copies of the inputs and N outputs, cycled through call by call.
-    let n_buf = cfg.timing.rotate.max(1);
+    let cache_bytes = match device {
+        Device::Cuda(d) => d.props.l2_bytes,
+        Device::Cpu => harness::cpu_llc_bytes(),
+    };
+    let n_buf = cfg
+        .timing
+        .rotate
+        .copies(host.iter().map(Tensor::nbytes).sum(), cache_bytes);
     let inputs = (0..n_buf)
         .map(|_| host.iter().map(|t| t.to_device(device)).collect())
         .collect::<Result<Vec<Vec<Tensor>>>>()?;
