@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# GPU batch (twelfth session): the done-means sweep of issue 5 on the committed kernels, with
+# --rotate auto for kernlab (inputs 4x the L2: no call finds its input still in L2, where the
+# evict_last row loads would leave it through the flush) — auto against PyTorch native,
+# torch.compile and the lecture's Triton kernel (do_bench, unrotated), 32…4 Mi columns
+# (powers of two and odd widths), f32 and bf16, 4096 rows (fewer where 2^28 elements ask) —
+# and a pure stream (GeLU v2: one read, one write an element) over the same shapes, for what
+# the sizes allow under the same timing.
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
+timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1  # caches the ceilings
+timeout 440 $K sweep softmax --rows 4096 --cols 32..4194304:x2,33,255,1000,4097,12345,16385,65537,300007,1048577 --max-elements 2^28 --dtype f32,bf16 --variants auto --torch --rep-ms 30 --rotate auto --plot "$OUT/softmax-sweep-done.svg" --csv "$OUT/softmax-sweep-done.csv" > "$OUT/sweep.log" 2>&1; echo "sweep exit $?" >> "$S"
+el sweep
+timeout 110 $K sweep gelu --rows 4096 --cols 4096..4194304:x2,4097,12345,16385,65537,300007,1048577 --max-elements 2^28 --dtype f32,bf16 --variants v2_vec16 --rep-ms 30 --rotate auto --csv "$OUT/stream-done.csv" > "$OUT/stream.log" 2>&1; echo "stream exit $?" >> "$S"
+el stream
+grep -m2 -i "copy\|ceiling" "$OUT/sweep.log" | cut -c1-200 >> "$S"
+python3 - "$OUT/softmax-sweep-done.csv" "$OUT/stream-done.csv" >> "$S" <<'PY'
+import csv, sys
+t, pick = {}, {}
+for r in csv.DictReader(open(sys.argv[1])):
+    k = (r["dtype"], int(r["cols"]), int(r["rows"]))
+    t.setdefault(k, {})[r["variant"]] = f'{float(r["gbps"]):.0f}' if r["status"] == "ok" else r["status"][:6]
+    if r["variant"] == "auto": pick[k] = r.get("picked", "")
+for r in csv.DictReader(open(sys.argv[2])):
+    k = (r["dtype"], int(r["cols"]), int(r["rows"]))
+    if k in t: t[k]["stream"] = f'{float(r["gbps"]):.0f}' if r["status"] == "ok" else r["status"][:6]
+vs = ["auto", "torch_native", "torch_compile", "triton", "stream"]
+seen = {v for k in t for v in t[k]}
+vs = [v for v in vs if v in seen] + sorted(seen - set(vs))
+print("dtype cols rows", *vs, "pick")
+for k in sorted(t): print(*k, *[t[k].get(v, "-") for v in vs], pick.get(k, ""))
+PY
+cat "$S"
