@@ -649,6 +649,36 @@ test_device!(
     super::log_softmax_matches_reference
 );
 
+/// `auto`'s width heuristic for packed rows past 16384 columns: on sm_90, v8 for 16-bit rows up
+/// to v3's reach (65536) and f32 rows below `V8_F32_PACKED_BELOW`, where it led v3 on the H200;
+/// v3 (four or eight slots a thread) for the f32 rows from there to 32768, and before sm_90.
+#[test]
+fn softmax_auto_sends_wide_packed_rows_to_v8_on_hopper() {
+    let Some(dev) = crate::common::cuda() else {
+        return;
+    };
+    let hopper = dev.cuda().unwrap().props.compute_capability.0 >= 9;
+    let pick = |cols: usize, dt: DType| {
+        let x = Tensor::empty(&[4, cols], dt, &dev).unwrap();
+        softmax::heuristic_choice(&x)
+    };
+    let v8_if_hopper = if hopper { "v8_onchip" } else { "v3_block_regs" };
+    for dt in [DType::BF16, DType::F16] {
+        assert_eq!(pick(16_384, dt), "v3_block_regs", "{dt} 16384");
+        for cols in [16_392, 32_768, 40_960, 65_536] {
+            assert_eq!(pick(cols, dt), v8_if_hopper, "{dt} {cols}");
+        }
+    }
+    let below = softmax::V8_F32_PACKED_BELOW;
+    assert_eq!(pick(16_384, DType::F32), "v3_block_regs", "f32 16384");
+    for cols in [16_388, 24_576, below - 4] {
+        assert_eq!(pick(cols, DType::F32), v8_if_hopper, "f32 {cols}");
+    }
+    for cols in [below, 32_768] {
+        assert_eq!(pick(cols, DType::F32), "v3_block_regs", "f32 {cols}");
+    }
+}
+
 /// `auto`'s width heuristic on this GPU for odd widths (rows that cannot move 16-byte packs
 /// from their start): on sm_90, v8 (which peels a scalar head and tail) from
 /// `V8_ODD_FROM` columns, where it led v3's scalar path on the H200; v3's scalar path below

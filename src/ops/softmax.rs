@@ -1303,11 +1303,16 @@ pub fn auto_label(x: &Tensor) -> String {
 /// path: the narrowest measured where v8 led (H200, measurements at [`heuristic_choice`]).
 pub const V8_ODD_FROM: usize = 641;
 
+/// Packed f32 rows from 16385 columns up to (not including) this many go to v8 on sm_90
+/// rather than v3 (H200, measurements at [`heuristic_choice`]).
+pub const V8_F32_PACKED_BELOW: usize = 28_672;
+
 /// The width heuristic, from the H200 measurements in docs/perf-notes.md: v2 for rows a
 /// warp holds, v3 for rows a block holds; on sm_90, v8 (a row per CTA in registers and shared
 /// memory, clusters of up to 8 past that for f32, up to 2 for 16-bit rows) for odd widths from
-/// [`V8_ODD_FROM`], for 16-bit rows of 16385–32768 (where v3 runs four slots a thread slowly)
-/// and for every wider row it holds;
+/// [`V8_ODD_FROM`], for 16-bit rows of 16385–65536 and f32 rows of 16385 to
+/// [`V8_F32_PACKED_BELOW`] − 1 (where v3 runs four or eight slots a thread slowly) and for
+/// every wider row it holds;
 /// then v9 (v8's parts across co-resident CTAs) for the rows all resident CTAs hold; v6 (rows
 /// split across CTAs, in registers) for the rows neither takes that its resident CTAs hold
 /// (other devices, layouts that do not peel); v4 beyond.
@@ -1355,9 +1360,12 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
         // against 1571, bf16 798 against 938) or 385 (tenth session).
         "v3_block_regs" if !vec && cols >= V8_ODD_FROM && v8_takes => "v8_onchip",
         "v3_block_regs" if !vec && cols > 4096 && peelable && v6_fits(true) => "v6_split",
-        // 16-bit rows of 16385–32768 columns: v3 holds them four slots a thread and ran bf16
-        // 4096×32768 at 3014 GB/s, v6 at 3573, v8 (512 threads of eight) at 3845.
-        "v3_block_regs" if vec && dt != DType::F32 && (16_385..=32_768).contains(&cols) => {
+        // 16-bit rows of 16385–65536 columns: v3 holds them four or eight slots a thread and
+        // ran bf16 4096×32768 at 3014 GB/s, v6 at 3573, v8 (512 threads of eight) at 3845.
+        // Twelfth session (`scripts/gpu-softmax-b16wide53.sh`, two repeats each): v8 led v3 at
+        // every 16-bit width from 32768 to 65536, bf16 4033 / 3999 / 4037 / 3998 against
+        // 2967 / 3324 / 3512 / 3724 GB/s at 32768 / 40960 / 49152 / 65536 (f16 alike).
+        "v3_block_regs" if vec && dt != DType::F32 && (16_385..=65_536).contains(&cols) => {
             if v8_takes {
                 "v8_onchip"
             } else if hopper && v6_fits(true) {
@@ -1365,6 +1373,18 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
             } else {
                 "v3_block_regs"
             }
+        }
+        // Packed f32 rows of 16385 to V8_F32_PACKED_BELOW − 1 columns: v3 runs them eight slots
+        // a thread in blocks of 516–1024 threads, and v8 led it (twelfth session,
+        // `scripts/gpu-softmax-f32mid55.sh`, two repeats: 18432 4067 against 3527 GB/s, 22528
+        // 4094 / 3769, 26624 4071 / 3977); level at 16384 and 28672, v3 ahead from 30720.
+        "v3_block_regs"
+            if vec
+                && dt == DType::F32
+                && (16_385..V8_F32_PACKED_BELOW).contains(&cols)
+                && v8_takes =>
+        {
+            "v8_onchip"
         }
         // Past what a block's registers hold: v8 led v6 and v5 at every width to 1 Mi bf16
         // (2048×131072: f32 3947 against 3420 GB/s, bf16 3768 against 3220; 1024×262144 f32
