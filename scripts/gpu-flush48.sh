@@ -2,7 +2,8 @@
 # GPU batch (twelfth session): every GPU test on the new L2 flush (a write at evict_last
 # priority, then demoted), then the flush's effect on `auto`: do_bench's plain write
 # (KERNLAB_FLUSH=write) against the new flush, against no flush with 32 rotated inputs, and
-# the new flush with plain row loads (KL_ROW_LOAD_HINT=0), interleaved twice.
+# the new flush with plain row loads (KL_ROW_LOAD_HINT=0), interleaved twice. Needs 657b500's
+# build: the flush and KERNLAB_FLUSH were reverted after this run (9cd6f13).
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1  # caches the ceilings
 gpu_tests 330
