@@ -25,6 +25,10 @@ pub struct DeviceProps {
     pub mem_clock_khz: u32,
     pub mem_bus_bits: u32,
     pub max_threads_per_sm: u32,
+    /// 32-bit registers an SM holds (64 K on every GPU from sm_50 to sm_100).
+    pub regs_per_sm: u32,
+    /// Resident CTAs an SM holds at most (32 on sm_80 and sm_90, 24 on sm_89, 16 on sm_86).
+    pub max_blocks_per_sm: u32,
     pub max_smem_per_block_optin: usize,
     pub driver_version: String,
 }
@@ -105,6 +109,8 @@ impl CudaDevice {
             mem_clock_khz: attr(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE).unwrap_or(0) as u32,
             mem_bus_bits: attr(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH).unwrap_or(0) as u32,
             max_threads_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)? as u32,
+            regs_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)? as u32,
+            max_blocks_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR)? as u32,
             max_smem_per_block_optin: attr(
                 A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
             )? as usize,

@@ -646,14 +646,47 @@ pub fn v8_config(packs: usize, smem_optin: usize, max_c: usize) -> Option<(usize
     Some((c, threads, share.saturating_sub(V8_THREADS * V8_K) * 16))
 }
 
+/// What bounds the CTAs an SM holds at once, as [`v8_fill_cta`] counts them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SmLimits {
+    /// 32-bit registers an SM.
+    pub regs: usize,
+    /// Threads an SM.
+    pub threads: usize,
+    /// CTAs an SM.
+    pub ctas: usize,
+    /// Shared memory a CTA may opt in to, bytes (an SM has 1 KB more).
+    pub smem_optin: usize,
+}
+
+impl SmLimits {
+    /// The H200's (and every sm_90 GPU's): 64 K registers, 2048 threads, 32 CTAs, 227 KB.
+    pub const H200: SmLimits = SmLimits {
+        regs: 65_536,
+        threads: 2048,
+        ctas: 32,
+        smem_optin: 232_448,
+    };
+
+    pub fn of(props: &crate::device::cuda::DeviceProps) -> SmLimits {
+        SmLimits {
+            regs: props.regs_per_sm as usize,
+            threads: props.max_threads_per_sm as usize,
+            ctas: props.max_blocks_per_sm as usize,
+            smem_optin: props.max_smem_per_block_optin,
+        }
+    }
+}
+
 /// v8's CTA for a row one CTA holds, chosen to put the most rows on an SM at once (more rows'
 /// loads in flight, and one row's reduction overlapping others' traffic): (threads, dynamic
 /// shared memory bytes). Threads are a warp's multiple with [`V8_K`] packs each in registers
 /// (64 registers a thread), the rest of the row in shared memory but at most as much as the
-/// registers hold; CTAs an SM are bounded by the 64 K registers, the shared memory (`optin` +
-/// 1 KB an SM, 1 KB reserved a CTA), 2048 threads and 32 CTAs. Ties go to more threads.
+/// registers hold; CTAs an SM are bounded by its registers, its shared memory (the opt-in +
+/// 1 KB, 1 KB reserved a CTA), its threads and its CTA limit (`sm`). Ties go to more threads.
 /// `None` when no such CTA holds the row.
-pub fn v8_fill_cta(packs: usize, optin: usize) -> Option<(usize, usize)> {
+pub fn v8_fill_cta(packs: usize, sm: SmLimits) -> Option<(usize, usize)> {
+    let optin = sm.smem_optin;
     let smem_sm = optin + 1024;
     let mut best: Option<(usize, usize, usize)> = None;
     for t in (32..=V8_THREADS).step_by(32) {
@@ -665,10 +698,13 @@ pub fn v8_fill_cta(packs: usize, optin: usize) -> Option<(usize, usize)> {
         if smem + 1024 > optin {
             continue;
         }
-        let ctas = (65536 / (t * 64))
+        let ctas = (sm.regs / (t * 64))
             .min(smem_sm / (smem + 1024 + 512))
-            .min(2048 / t)
-            .min(32);
+            .min(sm.threads / t)
+            .min(sm.ctas);
+        if ctas == 0 {
+            continue;
+        }
         if best.is_none_or(|(c, _, _)| ctas >= c) {
             best = Some((ctas, t, smem));
         }
@@ -738,7 +774,7 @@ pub fn run_v8_onchip(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         ))
     })?;
     let (threads, smem) = if c == 1 && v8_fill(threads) {
-        v8_fill_cta(packs, props.max_smem_per_block_optin).unwrap_or((threads, smem))
+        v8_fill_cta(packs, SmLimits::of(props)).unwrap_or((threads, smem))
     } else {
         (threads, smem)
     };
@@ -1618,12 +1654,31 @@ mod tests {
         // Sized for the most rows an SM: two CTAs of 512 threads where 768 would hold it in
         // registers (4096×24577 f32), three of 320 for 5000 packs (bf16 40001), never more in
         // shared memory than in registers, ties to more threads.
-        assert_eq!(v8_fill_cta(6144, h200), Some((512, 2048 * 16)));
-        assert_eq!(v8_fill_cta(8192, h200), Some((512, 4096 * 16)));
-        assert_eq!(v8_fill_cta(5000, h200), Some((320, (5000 - 2560) * 16)));
-        assert_eq!(v8_fill_cta(256, h200), Some((32, 0)));
-        assert_eq!(v8_fill_cta(16384, h200), Some((1024, 8192 * 16)));
-        assert_eq!(v8_fill_cta(16385, h200), None); // more in shared memory than registers
+        let sm = SmLimits::H200;
+        assert_eq!(sm.smem_optin, h200);
+        assert_eq!(v8_fill_cta(6144, sm), Some((512, 2048 * 16)));
+        assert_eq!(v8_fill_cta(8192, sm), Some((512, 4096 * 16)));
+        assert_eq!(v8_fill_cta(5000, sm), Some((320, (5000 - 2560) * 16)));
+        assert_eq!(v8_fill_cta(256, sm), Some((32, 0)));
+        assert_eq!(v8_fill_cta(16384, sm), Some((1024, 8192 * 16)));
+        assert_eq!(v8_fill_cta(16385, sm), None); // more in shared memory than registers
+                                                  // An SM of 1536 threads and 24 CTAs (sm_89): one-warp CTAs stop at the CTA limit, and
+                                                  // 6144 packs still take two CTAs of 512 (three would need 96 K registers).
+        let ada = SmLimits {
+            threads: 1536,
+            ctas: 24,
+            smem_optin: 101_376,
+            ..sm
+        };
+        assert_eq!(v8_fill_cta(256, ada), Some((32, 0)));
+        assert_eq!(v8_fill_cta(6144, ada), Some((512, 2048 * 16)));
+        // Half the registers: 5000 packs fit one CTA an SM whatever its size, so the tie goes
+        // to the most threads that fit (512) instead of three CTAs of 320.
+        let half = SmLimits { regs: 32_768, ..sm };
+        assert_eq!(v8_fill_cta(5000, half), Some((512, (5000 - 4096) * 16)));
+        // Too few registers for even one CTA that holds the row: none.
+        let tiny = SmLimits { regs: 8192, ..sm };
+        assert_eq!(v8_fill_cta(6144, tiny), None);
     }
 
     #[test]
