@@ -51,12 +51,32 @@ pub fn cache_path() -> Option<PathBuf> {
     Some(nvrtc::cache_root()?.join("autotune.json"))
 }
 
-/// The device part of a key: model, arch, SM count and driver (a new driver tunes again).
+/// The device part of a key: model, arch, SM count and driver (a new driver tunes again),
+/// and the `KERNLAB_NVRTC_DEFINES` the kernels were compiled with, if any (a choice tuned on
+/// kernels built another way is kept apart and not used for the default build).
 pub fn device_key(d: &CudaDevice) -> String {
-    format!(
-        "{} · {} · {} SMs · CUDA driver {}",
-        d.props.name, d.arch, d.props.sm_count, d.props.driver_version
+    device_key_of(
+        &d.props.name,
+        &d.arch,
+        d.props.sm_count,
+        &d.props.driver_version,
+        nvrtc::extra_defines(),
     )
+}
+
+/// [`device_key`] from its parts.
+pub fn device_key_of(
+    name: &str,
+    arch: &str,
+    sm_count: u32,
+    driver: &str,
+    defines: &[String],
+) -> String {
+    let mut k = format!("{name} · {arch} · {sm_count} SMs · CUDA driver {driver}");
+    if !defines.is_empty() {
+        k += &format!(" · NVRTC -D {}", defines.join(" -D "));
+    }
+    k
 }
 
 fn pow2_bucket(n: usize) -> usize {
@@ -343,6 +363,23 @@ pub fn tune(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernels_built_with_extra_defines_tune_under_their_own_key() {
+        let plain = device_key_of("NVIDIA H200", "sm_90a", 132, "13.0", &[]);
+        assert_eq!(plain, "NVIDIA H200 · sm_90a · 132 SMs · CUDA driver 13.0");
+        let hinted = device_key_of(
+            "NVIDIA H200",
+            "sm_90a",
+            132,
+            "13.0",
+            &["KL_ROW_LOAD_HINT=0".into(), "X".into()],
+        );
+        assert_eq!(
+            hinted,
+            format!("{plain} · NVRTC -D KL_ROW_LOAD_HINT=0 -D X")
+        );
+    }
 
     fn entry(v: &str) -> Entry {
         Entry {
