@@ -496,8 +496,9 @@ struct RunArgs {
     #[arg(long, value_name = "N")]
     graph: Option<usize>,
     /// Cycle through N copies of the input (and output) buffers, call by call; `auto`: as many
-    /// as make the inputs 4× the L2 (the CPU's last-level cache), at most 1024, so that no call
-    /// finds its input still cached (even lines loaded L2::evict_last, which the flush leaves)
+    /// as make the copies (inputs and output) 4× the L2 (the CPU's last-level cache), at most
+    /// 1024, so that no call finds its input still cached (even lines loaded L2::evict_last,
+    /// which the flush leaves); not with --graph
     #[arg(long, value_name = "N|auto", default_value = "1")]
     rotate: crate::bench::harness::Rotate,
     /// Also run baselines/torch_baselines.py (or $KERNLAB_BASELINES) with python3 (or

@@ -60,11 +60,12 @@ fn the_l2_flush_writes_at_least_twice_the_cache() {
 }
 
 #[test]
-fn rotate_auto_makes_the_inputs_four_times_the_cache() {
+fn rotate_auto_makes_the_copies_four_times_the_cache() {
     use kernlab::bench::harness::Rotate;
     let l2 = 60 << 20; // the H200's
-    assert_eq!(Rotate::Auto.copies(4 << 20, l2), 60); // 4096 × 256 f32
-    assert_eq!(Rotate::Auto.copies(64 << 20, l2), 4); // 4096 × 4096 f32
+                       // A call's inputs and output: 4096 × 128 f32 softmax touches 4 MiB, 4096 × 2048 64 MiB.
+    assert_eq!(Rotate::Auto.copies(4 << 20, l2), 60);
+    assert_eq!(Rotate::Auto.copies(64 << 20, l2), 4);
     assert_eq!(Rotate::Auto.copies(100 << 20, l2), 3); // rounds up
     assert_eq!(Rotate::Auto.copies(240 << 20, l2), 1);
     assert_eq!(Rotate::Auto.copies(1 << 30, l2), 1);
@@ -164,6 +165,13 @@ fn a_run_measures_every_point_and_reports_its_steps() {
         auto.timing_note
     );
     assert!(auto.records.iter().all(|r| r.status == bench::Status::Ok));
+    // A graph's replays reuse the buffers of the calls it captured: no `auto` there.
+    cfg.timing.graph = Some(8);
+    let e = bench::run(&cfg, &Device::Cpu, &mut |_| {})
+        .map(|_| ())
+        .expect_err("--rotate auto with --graph is refused")
+        .to_string();
+    assert!(e.contains("--rotate auto") && e.contains("--graph"), "{e}");
     // The matmul ceiling was measured in the run (no cache given), and judges every record.
     assert_eq!(report.matmul.len(), 1);
     assert!(report.header().contains("matmul ceiling measured"));

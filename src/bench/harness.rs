@@ -59,11 +59,13 @@ impl Default for TimingOpts {
 pub enum Rotate {
     /// This many (1: no rotation).
     Copies(usize),
-    /// As many as make the inputs at least [`Rotate::AUTO_CACHE_MULTIPLE`] × the last-level
-    /// cache (the L2 on a GPU), at most [`Rotate::AUTO_MAX_COPIES`]; one where a single input is
-    /// that large. Between two calls on the same copy, the other copies' reads then pass
-    /// through the cache several times over, so no call finds its input left there by an
-    /// earlier one, even lines a load with an L2::evict_last policy kept through the flush.
+    /// As many as make the copies at least [`Rotate::AUTO_CACHE_MULTIPLE`] × the last-level
+    /// cache (the L2 on a GPU), counting a call's inputs and output, at most
+    /// [`Rotate::AUTO_MAX_COPIES`]; one (no rotation) where one call's buffers are that large.
+    /// Between two calls on the same copy, the other copies then pass through the cache
+    /// several times over, so no call finds its input left there by an earlier one, even lines
+    /// a load with an L2::evict_last policy kept through the flush. Call-by-call timing only
+    /// (not with `graph`).
     Auto,
 }
 
@@ -71,13 +73,13 @@ impl Rotate {
     pub const AUTO_CACHE_MULTIPLE: usize = 4;
     pub const AUTO_MAX_COPIES: usize = 1024;
 
-    /// The copies for a point whose inputs take `input_bytes`, on a device whose last-level
-    /// cache holds `cache_bytes`.
-    pub fn copies(self, input_bytes: usize, cache_bytes: usize) -> usize {
+    /// The copies for a point whose call touches `call_bytes` (its inputs and output), on a
+    /// device whose last-level cache holds `cache_bytes`.
+    pub fn copies(self, call_bytes: usize, cache_bytes: usize) -> usize {
         match self {
             Rotate::Copies(n) => n.max(1),
             Rotate::Auto => (Self::AUTO_CACHE_MULTIPLE * cache_bytes)
-                .div_ceil(input_bytes.max(1))
+                .div_ceil(call_bytes.max(1))
                 .clamp(1, Self::AUTO_MAX_COPIES),
         }
     }

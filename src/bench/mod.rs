@@ -401,8 +401,9 @@ impl Timer<'_> {
             Rotate::Copies(_) => {}
             Rotate::Auto => {
                 s += &format!(
-                    "; inputs and outputs rotated among as many buffers as make the inputs \
-                     {}× the {} (at most {}; one where an input is that large)",
+                    "; inputs and outputs rotated among as many copies as make what the calls \
+                     touch (inputs and output) {}× the {} (at most {}; none where one call's \
+                     buffers are that large)",
                     Rotate::AUTO_CACHE_MULTIPLE,
                     match self {
                         Timer::Cpu(_) => "last-level cache",
@@ -497,6 +498,13 @@ pub type Progress<'a> = &'a mut dyn FnMut(Event);
 /// `bench` and `sweep` both run through here.
 pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<BenchReport> {
     let kind = device.kind();
+    if cfg.timing.graph.is_some() && cfg.timing.rotate == Rotate::Auto {
+        return Err(Error::Invalid(
+            "--rotate auto needs call-by-call timing: a CUDA graph's replays reuse the buffers of \
+             the N calls it captured, with no flush between them (give --rotate N with --graph N)"
+                .into(),
+        ));
+    }
     if cfg.timing.graph.is_some() && kind != DeviceKind::Cuda {
         return Err(Error::Invalid(
             "CUDA-graph timing (--graph) needs a CUDA device".into(),
@@ -693,16 +701,16 @@ fn measure_point(
         Device::Cuda(d) => d.props.l2_bytes,
         Device::Cpu => harness::cpu_llc_bytes(),
     };
-    let n_buf = cfg
-        .timing
-        .rotate
-        .copies(host.iter().map(Tensor::nbytes).sum(), cache_bytes);
+    let y_shape = out_shape(op, shape);
+    // What one call touches at least: its inputs and its output.
+    let call_bytes = host.iter().map(Tensor::nbytes).sum::<usize>()
+        + y_shape.iter().product::<usize>() * dtype.size();
+    let n_buf = cfg.timing.rotate.copies(call_bytes, cache_bytes);
     let inputs = (0..n_buf)
         .map(|_| host.iter().map(|t| t.to_device(device)).collect())
         .collect::<Result<Vec<Vec<Tensor>>>>()?;
     drop(host);
     let input_refs: Vec<Vec<&Tensor>> = inputs.iter().map(|b| b.iter().collect()).collect();
-    let y_shape = out_shape(op, shape);
     let mut records = Vec::new();
     for v in &variants {
         let mut rec = Record::new(op, v, device, dtype, shape, &cfg.params, seed);
@@ -755,6 +763,17 @@ fn measure_point(
             outputs.push(Tensor::empty(&y_shape, dtype, device)?);
         }
         let p = cfg.params;
+        // One call on every copy first, so that no timed call is the first to touch its
+        // buffers (on the CPU a fresh output's pages fault in on first write).
+        if n_buf > 1 {
+            let first = (0..n_buf).try_for_each(|i| v.run(&p, &input_refs[i], &mut outputs[i]));
+            if let Err(e) = first {
+                rec.status = Status::Error;
+                rec.note = Some(format!("a call on a rotated copy failed: {e}"));
+                records.push(rec);
+                continue;
+            }
+        }
         let mut k = 0usize;
         let mut call = || {
             let i = k % n_buf;

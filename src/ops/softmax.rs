@@ -1411,7 +1411,7 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
             }
         }
         // Packed f32 rows of 16385 to V8_F32_PACKED_BELOW − 1 columns: v3 runs them eight slots
-        // a thread in blocks of 516–1024 threads, and v8 led it (twelfth session,
+        // a thread in blocks of 544–896 threads, and v8 led it (twelfth session,
         // `scripts/gpu-softmax-f32mid55.sh`, two repeats: 18432 4067 against 3527 GB/s, 22528
         // 4094 / 3769, 26624 4071 / 3977); level at 16384 and 28672, v3 ahead from 30720.
         "v3_block_regs"
@@ -1661,9 +1661,11 @@ mod tests {
         assert_eq!(v8_fill_cta(5000, sm), Some((320, (5000 - 2560) * 16)));
         assert_eq!(v8_fill_cta(256, sm), Some((32, 0)));
         assert_eq!(v8_fill_cta(16384, sm), Some((1024, 8192 * 16)));
-        assert_eq!(v8_fill_cta(16385, sm), None); // more in shared memory than registers
-                                                  // An SM of 1536 threads and 24 CTAs (sm_89): one-warp CTAs stop at the CTA limit, and
-                                                  // 6144 packs still take two CTAs of 512 (three would need 96 K registers).
+        // More in shared memory than in registers:
+        assert_eq!(v8_fill_cta(16385, sm), None);
+
+        // An SM of 1536 threads and 24 CTAs (sm_89): one-warp CTAs stop at the CTA limit, and
+        // 6144 packs still take two CTAs of 512 (three would need 96 K registers).
         let ada = SmLimits {
             threads: 1536,
             ctas: 24,
