@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU batch (twelfth session): f32 512–2048, where compile led `auto` (v2, a warp a row) by
-# 2.5–6% in the rotated done sweep and compile's kernel alone is 11% faster at 1024: v3 (a block
+# 4–6% in the rotated done sweep and compile's kernel alone is 11% faster at 1024: v3 (a block
 # a row) at k = 1, 2 and 4 slots a thread against v2 and auto, --rotate auto, twice.
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 for rep in 1 2; do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU batch (twelfth session): packed f32 rows of 16385–32768 columns, where v3 runs eight
-# slots a thread in blocks of 516–1024 threads; b16rule54 had v8 ahead at 24576 (4068 against
+# slots a thread in blocks of 544–1024 threads; b16rule54 had v8 ahead at 24576 (4068 against
 # 3927) and behind at 32768. v3 against v8 at widths between, two repeats.
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 timeout 150 $K sweep softmax --rows 4096 --cols 18432..30720:2048 --dtype f32 --variants v3_block_regs,v8_onchip --rep-ms 15 --warmup-ms 5 --repeat 2 --csv "$OUT/f.csv" > "$OUT/f.log" 2>&1; echo "sweep exit $?" >> "$S"
