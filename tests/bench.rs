@@ -154,6 +154,7 @@ fn a_run_measures_every_point_and_reports_its_steps() {
     assert_eq!(report.records[0].seed, 7 + DType::F32 as u64);
     assert_ne!(report.records[0].seed, report.records[4].seed);
     assert!(report.timing_note.contains("rotated among 3 buffers"));
+    assert!(report.records.iter().all(|r| r.rotate_copies == Some(3)));
     // `auto` says what it did, and runs (1024 copies of these small inputs here).
     cfg.timing.rotate = bench::harness::Rotate::Auto;
     cfg.timing.repeat = 1;
@@ -165,6 +166,13 @@ fn a_run_measures_every_point_and_reports_its_steps() {
         auto.timing_note
     );
     assert!(auto.records.iter().all(|r| r.status == bench::Status::Ok));
+    // Each point's copies: its inputs and output (8 × 64 elements each) against the cache.
+    let llc = bench::harness::cpu_llc_bytes();
+    for r in &auto.records {
+        let call_bytes = 2 * 8 * 64 * r.dtype.size();
+        let want = bench::harness::Rotate::Auto.copies(call_bytes, llc);
+        assert_eq!(r.rotate_copies, Some(want).filter(|&n| n > 1), "{r:?}");
+    }
     // A graph's replays reuse the buffers of the calls it captured: no `auto` there.
     cfg.timing.graph = Some(8);
     let e = bench::run(&cfg, &Device::Cpu, &mut |_| {})

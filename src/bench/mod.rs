@@ -782,7 +782,10 @@ fn measure_point(
         };
         let timing = &cfg.timing;
         match harness::repeated(timing, &mut || timer.time(timing, &mut call)) {
-            Ok(m) => rec.set_measurement(&m, copy_gbps),
+            Ok(m) => {
+                rec.set_measurement(&m, copy_gbps);
+                rec.rotate_copies = (n_buf > 1).then_some(n_buf);
+            }
             Err(e) => {
                 rec.status = Status::Error;
                 rec.note = Some(format!("timing failed: {e}"));

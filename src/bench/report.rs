@@ -86,6 +86,10 @@ pub struct Record {
     pub p80_ms: Option<f64>,
     pub min_ms: Option<f64>,
     pub calls: Option<usize>,
+    /// With `--rotate`: how many copies of the inputs and output the timed calls cycled through
+    /// (`auto` chooses it point by point); None without rotation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotate_copies: Option<usize>,
     /// With `--repeat K`: each repeat's median, and their (max − min) / median.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub repeat_medians_ms: Vec<f64>,
@@ -176,6 +180,7 @@ impl Record {
             speedup_is_noise: false,
             note: None,
             picked: None,
+            rotate_copies: None,
         }
     }
 
@@ -582,6 +587,7 @@ pub fn csv_row(r: &Record) -> Vec<String> {
         o(r.p80_ms),
         o(r.min_ms),
         r.calls.map(|c| c.to_string()).unwrap_or_default(),
+        r.rotate_copies.map(|c| c.to_string()).unwrap_or_default(),
         o(r.spread),
         r.bytes.to_string(),
         format!("{:?}", r.flops),
@@ -614,6 +620,8 @@ pub const CSV_COLUMNS: &[&str] = &[
     "p80_ms",
     "min_ms",
     "calls",
+    // With --rotate: the copies the calls cycled through; empty without rotation.
+    "rotate_copies",
     "spread",
     "bytes",
     "flops",
