@@ -338,3 +338,72 @@ fn a_dtype_or_op_named_twice_runs_once() {
     assert_eq!(out.matches("softmax f32 8×8").count(), 1, "{out}");
     assert_eq!(out.matches("│ fused").count(), 1, "{out}");
 }
+
+/// `kernlab autotune softmax` on the GPU: every candidate is validated and timed, or skipped
+/// because it refuses the shape; the `auto` entry names the fastest timed one; `--dry-run`
+/// writes no cache.
+#[test]
+fn autotune_softmax_keeps_the_fastest_candidate_as_auto() {
+    if crate::common::cuda().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("tune.json");
+    let args = [
+        "autotune",
+        "softmax",
+        "--shape",
+        "256x1024",
+        "--dtype",
+        "f32",
+        "--rep-ms",
+        "2",
+        "--warmup-ms",
+        "1",
+        "--dry-run",
+        "--json",
+    ];
+    let mut argv = args.to_vec();
+    argv.push(json.to_str().unwrap());
+    let table = run(&argv).unwrap_or_else(|e| panic!("{e}"));
+    assert!(table.contains("v2_warp_row"), "{table}");
+    let reports: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let r = &reports[0];
+    assert!(r["cache"].is_null(), "--dry-run keeps no cache: {r}");
+    let trials = r["trials"].as_array().unwrap();
+    assert!(trials.len() >= 4, "{r}");
+    let mut best: Option<(f64, &str)> = None;
+    for t in trials {
+        let v = t["variant"].as_str().unwrap();
+        match t["median_ms"].as_f64() {
+            Some(ms) => {
+                assert!(ms > 0.0 && t["max_rel_err"].as_f64().unwrap() < 1e-3, "{t}");
+                if best.is_none_or(|(b, _)| ms < b) {
+                    best = Some((ms, v));
+                }
+            }
+            // Not timed: only a shape the candidate refuses, never an error or a failed check.
+            None => assert!(
+                t["note"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("skipped:")),
+                "{t}"
+            ),
+        }
+    }
+    // v2 holds a 1024-column f32 row: it must have run.
+    assert!(
+        trials
+            .iter()
+            .any(|t| t["variant"] == "v2_warp_row" && t["median_ms"].is_f64()),
+        "{r}"
+    );
+    let (_, fastest) = best.expect("some candidate was timed");
+    let stored = r["stored"].as_array().unwrap();
+    let auto = stored
+        .iter()
+        .find(|e| e[0].as_str().unwrap().contains("softmax/auto"))
+        .unwrap_or_else(|| panic!("no auto entry: {r}"));
+    assert_eq!(auto[1]["variant"], fastest, "{r}");
+}
