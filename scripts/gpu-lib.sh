@@ -1,7 +1,7 @@
 # Sourced by the GPU batch scripts (run from the repository root on the GPU machine):
 # $OUT (files that come back), the kernel cache, $K (the kernlab binary), $S (the summary
 # file printed last), `el`, which appends the seconds since the start and a label to $S,
-# `tab`, `gpu_tests` and `ttab` (below).
+# `tab`, `gpu_tests`, `ttab` and `done_table` (below).
 set -uo pipefail
 OUT=${OUT:-/tmp/kernlab-out}; mkdir -p "$OUT"
 export KERNLAB_CACHE_DIR=/tmp/kernlab-cache
@@ -38,5 +38,26 @@ def walk(o):
             yield from walk(v)
 print(*[f"{r['variant']}:{r['dtype']}:{r['shape'][-1]}=" + (str(round(r["gbps"])) if r["gbps"] else str(r.get("status")))
         for r in walk(json.load(open(sys.argv[1])))])
+PY
+}
+# `done_table SWEEP_CSV [STREAM_CSV]`: the done-means sweep as one line a (dtype, cols, rows)
+# point: GB/s of auto, the PyTorch and Triton columns, the stream (GeLU's same shapes) where
+# that CSV exists, and auto's pick.
+done_table() { python3 - "$@" <<'PY'
+import csv, os, sys
+t, pick = {}, {}
+for r in csv.DictReader(open(sys.argv[1])):
+    k = (r["dtype"], int(r["cols"]), int(r["rows"]))
+    t.setdefault(k, {})[r["variant"]] = f'{float(r["gbps"]):.0f}' if r["status"] == "ok" else r["status"][:6]
+    if r["variant"] == "auto": pick[k] = r.get("picked", "")
+if len(sys.argv) > 2 and os.path.exists(sys.argv[2]):
+    for r in csv.DictReader(open(sys.argv[2])):
+        k = (r["dtype"], int(r["cols"]), int(r["rows"]))
+        if k in t: t[k]["stream"] = f'{float(r["gbps"]):.0f}' if r["status"] == "ok" else r["status"][:6]
+vs = ["auto", "torch_native", "torch_compile", "triton", "stream"]
+seen = {v for k in t for v in t[k]}
+vs = [v for v in vs if v in seen] + sorted(seen - set(vs))
+print("dtype cols rows", *vs, "pick")
+for k in sorted(t): print(*k, *[t[k].get(v, "-") for v in vs], pick.get(k, ""))
 PY
 }

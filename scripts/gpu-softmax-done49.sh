@@ -13,20 +13,5 @@ el sweep
 timeout 110 $K sweep gelu --rows 4096 --cols 4096..4194304:x2,4097,12345,16385,65537,300007,1048577 --max-elements 2^28 --dtype f32,bf16 --variants v2_vec16 --rep-ms 30 --rotate auto --csv "$OUT/stream-done.csv" > "$OUT/stream.log" 2>&1; echo "stream exit $?" >> "$S"
 el stream
 grep -m2 -i "copy\|ceiling" "$OUT/sweep.log" | cut -c1-200 >> "$S"
-python3 - "$OUT/softmax-sweep-done.csv" "$OUT/stream-done.csv" >> "$S" <<'PY'
-import csv, sys
-t, pick = {}, {}
-for r in csv.DictReader(open(sys.argv[1])):
-    k = (r["dtype"], int(r["cols"]), int(r["rows"]))
-    t.setdefault(k, {})[r["variant"]] = f'{float(r["gbps"]):.0f}' if r["status"] == "ok" else r["status"][:6]
-    if r["variant"] == "auto": pick[k] = r.get("picked", "")
-for r in csv.DictReader(open(sys.argv[2])):
-    k = (r["dtype"], int(r["cols"]), int(r["rows"]))
-    if k in t: t[k]["stream"] = f'{float(r["gbps"]):.0f}' if r["status"] == "ok" else r["status"][:6]
-vs = ["auto", "torch_native", "torch_compile", "triton", "stream"]
-seen = {v for k in t for v in t[k]}
-vs = [v for v in vs if v in seen] + sorted(seen - set(vs))
-print("dtype cols rows", *vs, "pick")
-for k in sorted(t): print(*k, *[t[k].get(v, "-") for v in vs], pick.get(k, ""))
-PY
+done_table "$OUT/softmax-sweep-done.csv" "$OUT/stream-done.csv" >> "$S"
 cat "$S"
