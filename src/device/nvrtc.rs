@@ -139,7 +139,7 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
 
 /// The options kernlab compiles every kernel with, for one architecture such as `sm_90a`:
 /// [`base_options`], then one `-D` for each of [`extra_defines`] (part of the kernel cache's
-/// key; not of the autotune cache's, so autotune without them).
+/// key, and of the autotune cache's: `autotune::device_key`).
 pub fn default_options(arch: &str) -> Vec<String> {
     let mut o = base_options(arch);
     o.extend(extra_defines().iter().map(|d| format!("-D{d}")));
