@@ -83,6 +83,24 @@ __device__ __forceinline__ uint4 ld16_row(const void* p) {
     return ld16(p);
 #endif
 }
+// A 16-byte load of a line read before and kept in L2 for this (v10's second pass), for the
+// last time: evict_first, so L2 gives the line up before the ones still to be re-read, and
+// no L1 allocation. KL_REREAD_HINT=0 (KERNLAB_NVRTC_DEFINES, for experiments): a plain load.
+#ifndef KL_REREAD_HINT
+#define KL_REREAD_HINT 1
+#endif
+__device__ __forceinline__ uint4 ld16_reread(const void* p) {
+#if KL_REREAD_HINT == 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    uint4 r;
+    asm volatile("{\n\t.reg .b64 pol;\n\t"
+                 "createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\n\t"
+                 "ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], pol;\n\t}"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+    return r;
+#else
+    return ld16(p);
+#endif
+}
 // Streaming 16-byte store: evict-first, the output is not read back by this kernel.
 __device__ __forceinline__ void st_stream16(void* p, uint4 v) {
     asm volatile("st.global.cs.v4.u32 [%0], {%1,%2,%3,%4};"

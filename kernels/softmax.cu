@@ -78,6 +78,16 @@ template <class T, int VEC, int K> struct RowRegs {
             else val[k] = c0 < cols ? to_f32(row[c0]) : KL_NEG_INF;
         }
     }
+    // load's layout, for a second read of lines an earlier load kept in L2 (v10): evict_first,
+    // so a line read for the last time is the first L2 gives up.
+    __device__ __forceinline__ void reload(const T* row, int cols, int tid, int stride) {
+        static_assert(PACKED, "reload moves 16-byte packs");
+        #pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const int c0 = (k * stride + tid) * VEC;
+            raw[k] = c0 < cols ? ld16_reread(row + c0) : neg_inf_pack<T>();
+        }
+    }
     // The empty volatile asm makes each pass unpack afresh: without it the compiler keeps
     // all K·VEC unpacked floats live across the passes (64 for bf16 at K = 8) and spills.
     __device__ __forceinline__ void get(int k, float* v, const T* tag) const {
@@ -898,6 +908,120 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
     split_finish(hdr, slots, G > 1 ? 2 * gridDim.x : 0);
 }
 
+// v10_l2pass — what changed: a row is never held on chip, and no CTA waits for the rest of a
+// row with nothing to do. The rows are cut into tiles of nt·U 16-byte packs (a CTA's loads,
+// U a thread), numbered row by row; a persistent grid of N co-resident CTAs deals them out,
+// CTA b taking tiles b, b + N, b + 2N, … In iteration i a CTA makes the first pass over tile
+// b + i·N — reads it with evict_last (L2 keeps it), reduces it to (max, Σ e^(x−max)) and
+// publishes that — and the second pass over tile b + (i − lag)·N: reads it again, from L2
+// (evict_first: its last use), and writes the outputs with its row's (max, sum). The last CTA
+// to publish a tile of a row (a per-row count) merges the row's states and publishes the
+// row's; second passes wait for that. HBM traffic stays one read and one write if L2 holds
+// the tiles read in the last lag + 1 iterations (≈ one row plus lag·N tiles); the second
+// read is L2's. lag ≥ ⌈(tiles a row − 1)/N⌉ + 1 (the launcher's rule) puts every tile of a
+// row's first pass at least one iteration before the row's first second pass, so waits only
+// ever go back in time and the co-resident grid cannot deadlock.
+// Row states carry the launch's tag (a count in the header, bumped by the last CTA out), so
+// stale states never match; each row's count is reset by its last publisher. Rows that start
+// off a 16-byte boundary are peeled as in v6: tile 0 of a row also takes its scalar head and
+// tail.
+struct L2PassHeader { unsigned done, epoch, pad0, pad1; };
+
+// Where tile c of a row lies: the row's scalar head and tail (as SplitPart), and packs
+// [q0, q0 + n / VEC) of its packed body, n elements (≤ 0: the tile is past the row's end).
+template <class T, int VEC>
+__device__ __forceinline__ SplitPart tile_part(const T* xr, int cols, int c, int tp) {
+    int head = (int)(((16u - (unsigned)((unsigned long long)xr & 15u)) & 15u) / sizeof(T));
+    head = min(head, cols);
+    const int packs = (cols - head) / VEC;
+    const int q0 = min(packs, c * tp);
+    return SplitPart{head, head + packs * VEC, q0, (min(packs, q0 + tp) - q0) * VEC};
+}
+
+template <class T, int U>
+__device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
+                                   i64 ldx, i64 ldy, int lg, int cpr, int lag,
+                                   L2PassHeader* hdr, SplitSlot* stats, unsigned* cnt,
+                                   float2* part) {
+    constexpr int VEC = Pack<T>::N;
+    __shared__ float scratch[2][64];
+    __shared__ float2 rowst[2];
+    const int tid = threadIdx.x, nt = blockDim.x, N = gridDim.x, tp = nt * U;
+    const i64 tiles = (i64)rows * cpr;
+    const i64 mine = blockIdx.x < tiles ? (tiles - 1 - blockIdx.x) / N + 1 : 0;
+    const unsigned tag = *(volatile unsigned*)&hdr->epoch + 1u;
+    for (i64 i = 0; i < mine + lag; ++i) {
+        // First pass: tile t1's loads. Past this CTA's tiles the pass runs on nothing
+        // (padding), so that the block's barrier still carries the second pass's state.
+        const bool has1 = i < mine, has2 = i >= lag;
+        const i64 t1 = has1 ? blockIdx.x + i * N : 0;
+        const int r1 = (int)(t1 / cpr), c1 = (int)(t1 % cpr);
+        const T* x1 = x + r1 * ldx;
+        const SplitPart g1 = tile_part<T, VEC>(x1, cols, c1, tp);
+        RowRegs<T, VEC, U> a;
+        a.load(x1 + g1.head + (i64)g1.p0 * VEC, has1 ? g1.n : 0, tid, nt);
+        const bool sc1 = has1 && c1 == 0 && tid < g1.scalars(cols);
+        const float xs1 = sc1 ? to_f32(x1[g1.scalar_col(tid)]) : KL_NEG_INF;
+        // Second pass: tile t2's loads from L2 (ahead of the wait for its row's state).
+        const i64 t2 = has2 ? blockIdx.x + (i - lag) * N : 0;
+        const int r2 = (int)(t2 / cpr), c2 = (int)(t2 % cpr);
+        const SplitPart g2 = tile_part<T, VEC>(x + r2 * ldx, cols, c2, tp);
+        RowRegs<T, VEC, U> b;
+        b.reload(x + r2 * ldx + g2.head + (i64)g2.p0 * VEC, has2 ? g2.n : 0, tid, nt);
+        // Its row's state, published by now but for stragglers; into rowst before the
+        // barrier in block_maxsum, which hands it to every thread. Two buffers: a thread may
+        // still read one iteration's while thread 0 writes the next's.
+        if (has2 && tid == 0) {
+            const MaxSum rs = split_wait(stats + r2, tag);
+            rowst[i & 1] = make_float2(rs.m, rs.s);
+        }
+        MaxSum st = a.maxsum(!lg);
+        if (sc1) st = maxsum_add(st, xs1);
+        st = block_maxsum(st, scratch[i & 1]);
+        // Publish t1's state; the row's last publisher merges the row's and publishes that.
+        if (has1 && tid < 32) {
+            bool last = false;
+            if (tid == 0) {
+                part[t1] = make_float2(st.m, st.s);
+                __threadfence();
+                last = atomicAdd(cnt + r1, 1u) == (unsigned)cpr - 1u;
+            }
+            if (__shfl_sync(0xffffffffu, last, 0)) {
+                __threadfence();  // the others' states, seen through the count, come first
+                MaxSum all{KL_NEG_INF, 0.0f};
+                for (int q = tid; q < cpr; q += 32) {
+                    const float2 v = __ldcg(part + (i64)r1 * cpr + q);
+                    all = maxsum_merge(all, MaxSum{v.x, v.y});
+                }
+                all = warp_maxsum(all);
+                if (tid == 0) {
+                    cnt[r1] = 0u;
+                    split_publish(stats + r1, all, tag);
+                }
+            }
+        }
+        if (has2) {
+            const float2 rs = rowst[i & 1];
+            T* y2 = y + r2 * ldy;
+            b.store(y2 + g2.head + (i64)g2.p0 * VEC, g2.n, tid, nt, rs.x, rs.y, lg);
+            if (c2 == 0 && tid < g2.scalars(cols)) {
+                const T* x2 = x + r2 * ldx;
+                const int c = g2.scalar_col(tid);
+                y2[c] = from_f32<T>(softmax_out(to_f32(x2[c]), rs.x, 1.0f / rs.y, logf(rs.y), lg));
+            }
+        }
+    }
+    // The last CTA out bumps the launch tag (every CTA read it at its start).
+    __syncthreads();
+    if (tid == 0) {
+        __threadfence();
+        if (atomicAdd(&hdr->done, 1u) == (unsigned)N - 1u) {
+            hdr->done = 0u;
+            hdr->epoch = tag;
+        }
+    }
+}
+
 // ---- exported symbols ------------------------------------------------------------------
 #define KL_ARGS(T) const T* x, T* y, int rows, int cols, i64 ldx, i64 ldy, int lg
 #define KL_PASS x, y, rows, cols, ldx, ldy, lg
@@ -996,6 +1120,13 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
         KL_ARGS(T), int ctas_per_row, SplitHeader* hdr, SplitSlot* slots) {                       \
         softmax_v9_gridsync<T, 8, KL_V9_PP>(KL_PASS, ctas_per_row, hdr, slots); }
 
+// v10: 512-thread CTAs, two an SM (64 registers); U = 2 or 4 packs a thread a pass.
+#define KL_V10(TN, T, U)                                                                          \
+    extern "C" __global__ void __launch_bounds__(512, 2) softmax_v10_l2pass_u##U##_##TN(            \
+        KL_ARGS(T), int cpr, int lag, L2PassHeader* hdr, SplitSlot* stats, unsigned* cnt,           \
+        float2* part) {                                                                             \
+        softmax_v10_l2pass<T, U>(KL_PASS, cpr, lag, hdr, stats, cnt, part); }
+
 #define KL_ALL(TN, T)                                                        \
     KL_V1(TN, T)                                                             \
     KL_V2(TN, T, 1) KL_V2(TN, T, 2) KL_V2(TN, T, 4) KL_V2(TN, T, 8)          \
@@ -1006,7 +1137,8 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
     KL_V6(TN, T)                                                             \
     KL_V7(TN, T)                                                             \
     KL_V8(TN, T)                                                             \
-    KL_V9(TN, T)
+    KL_V9(TN, T)                                                             \
+    KL_V10(TN, T, 2) KL_V10(TN, T, 4)
 
 KL_ALL(f32, float)
 KL_ALL(bf16, bf16)

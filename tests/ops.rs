@@ -58,7 +58,8 @@ fn check(dev: &Device, v: &Variant, p: &Params, x_host: &Tensor, what: &str) -> 
             let (_, cols, _) = x.rows_cols();
             let scalar_limit = width_limit(v, x.dtype()).map(|l| l / (16 / x.dtype().size()));
             // v7 moves only 16-byte packs: it refuses rows x and y cannot both peel.
-            let packs_only = ["v7_stream", "v8_onchip", "v9_gridsync"].contains(&v.name);
+            let packs_only =
+                ["v7_stream", "v8_onchip", "v9_gridsync", "v10_l2pass"].contains(&v.name);
             // v8 holds a row in at most 16 CTAs' registers and shared memory (one CTA's
             // before sm_90).
             let v8_limit = (v.name == "v8_onchip")
@@ -386,10 +387,16 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
         (&[12, 1600003], &[DType::F32]),
         (&[3, 1048577], &[DType::F32]),
     ];
-    for v in variants(Op::Softmax, dev)
-        .into_iter()
-        .filter(|v| ["v6_split", "v7_stream", "v8_onchip", "v9_gridsync"].contains(&v.name))
-    {
+    for v in variants(Op::Softmax, dev).into_iter().filter(|v| {
+        [
+            "v6_split",
+            "v7_stream",
+            "v8_onchip",
+            "v9_gridsync",
+            "v10_l2pass",
+        ]
+        .contains(&v.name)
+    }) {
         for (i, (shape, dts)) in shapes.iter().enumerate() {
             for &dt in *dts {
                 let x = rand(shape, dt, init, 90 + i as u64);
@@ -429,6 +436,70 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
 test_device!(
     softmax_split_rows_walk_many_rows,
     super::softmax_split_rows_walk_many_rows
+);
+
+/// v10 with each tile size and with extra lag (a wider L2 window, more tiles between a row's
+/// first pass and its second), over shapes where rows take one tile, a partial last tile, and
+/// more tiles than the grid has CTAs (lag 3 on the H200); odd widths peel. Each shape is
+/// launched twice (a stale row state from the launch before must not pass), and log_softmax
+/// once. GPU only.
+fn softmax_v10_tilings_all_match(dev: &Device) {
+    use softmax::{run_v10_tuned, V10Tuning};
+    fn u2(p: &Params, x: &Tensor, y: &mut Tensor) -> kernlab::error::Result<()> {
+        run_v10_tuned(p, x, y, V10Tuning { u: 2, extra_lag: 0 })
+    }
+    fn u4(p: &Params, x: &Tensor, y: &mut Tensor) -> kernlab::error::Result<()> {
+        run_v10_tuned(p, x, y, V10Tuning { u: 4, extra_lag: 0 })
+    }
+    fn u4_lag3(p: &Params, x: &Tensor, y: &mut Tensor) -> kernlab::error::Result<()> {
+        run_v10_tuned(p, x, y, V10Tuning { u: 4, extra_lag: 3 })
+    }
+    let Some(v10) = variants(Op::Softmax, dev)
+        .into_iter()
+        .find(|v| v.name == "v10_l2pass")
+    else {
+        return;
+    };
+    let init = Init::Normal {
+        mean: 0.0,
+        std: 3.0,
+    };
+    let shapes: &[(&[usize], DType)] = &[
+        (&[4096, 1025], DType::F32),
+        (&[333, 65537], DType::BF16),
+        (&[9, 1_000_003], DType::F16),
+        (&[3, 4_194_305], DType::F32),
+    ];
+    for (label, run) in [
+        ("u=2", u2 as registry::RunFn),
+        ("u=4", u4),
+        ("u=4,lag=+3", u4_lag3),
+    ] {
+        let forced = Variant {
+            run: registry::Kernel::Unary(run),
+            ..*v10
+        };
+        for (i, &(shape, dt)) in shapes.iter().enumerate() {
+            let x = rand(shape, dt, init, 290 + i as u64);
+            for (launch, log) in [(0, false), (1, false), (2, true)] {
+                let p = Params {
+                    log_softmax: log,
+                    ..Params::default()
+                };
+                check(
+                    dev,
+                    &forced,
+                    &p,
+                    &x,
+                    &format!("v10 {label}, launch {launch}, log {log}"),
+                );
+            }
+        }
+    }
+}
+test_device!(
+    softmax_v10_tilings_all_match,
+    super::softmax_v10_tilings_all_match
 );
 
 /// A 2×8 input of `dt` on `dev`, uniform on [−1, 1).
@@ -552,7 +623,7 @@ fn tensors_round_trip_through_the_device() {
 /// A kernel that skips its last element must fail validation (NaN poison), not pass.
 #[test]
 fn an_unwritten_element_fails_validation() {
-    fn skip_last(p: &Params, x: &Tensor, y: &mut Tensor) -> kernlab::Result<()> {
+    fn skip_last(p: &Params, x: &Tensor, y: &mut Tensor) -> kernlab::error::Result<()> {
         let mut vals = gelu::reference(&x.to_f64_vec()?, p);
         let mut full = y.to_f64_vec()?;
         let n = vals.len();

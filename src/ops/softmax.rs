@@ -1050,6 +1050,148 @@ pub fn symbols_v9(dt: DType) -> Vec<String> {
     ]
 }
 
+/// v10's CTAs: 512 threads, two an SM (its launch bounds).
+pub const V10_THREADS: usize = 512;
+
+/// v10's shape: `grid` co-resident CTAs, a row cut into `cpr` tiles of `tile` 16-byte packs,
+/// the second pass `lag` iterations behind the first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct V10Config {
+    pub grid: usize,
+    pub cpr: usize,
+    pub lag: usize,
+    pub tile: usize,
+}
+
+impl V10Config {
+    /// Bytes of input L2 must keep between a tile's two reads: the tiles read in the last
+    /// lag + 1 iterations.
+    pub fn l2_window(&self) -> usize {
+        (self.lag + 1) * self.grid * self.tile * 16
+    }
+}
+
+/// v10's shape for `rows` rows of at most `packs` 16-byte packs, tiles of `tile` packs and
+/// `resident` co-resident CTAs: the grid is the resident CTAs (no more than the tiles), and
+/// the lag the least that keeps every wait pointing back in time —
+/// ⌈(cpr − 1) / grid⌉ + 1 — plus `extra`. `None` with no resident CTA.
+pub fn v10_config(
+    packs: usize,
+    rows: usize,
+    tile: usize,
+    resident: usize,
+    extra: usize,
+) -> Option<V10Config> {
+    if resident == 0 || tile == 0 {
+        return None;
+    }
+    let cpr = packs.div_ceil(tile).max(1);
+    let grid = resident.min(rows.max(1) * cpr);
+    Some(V10Config {
+        grid,
+        cpr,
+        lag: (cpr - 1).div_ceil(grid) + 1 + extra,
+        tile,
+    })
+}
+
+/// v10's tuning, from `KERNLAB_V10` ("u=2|4,lag=N") for experiments: `u`, the 16-byte packs a
+/// thread loads a pass (a tile is 512·u packs; default 4); `lag`, iterations added to the
+/// least safe lag (default 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct V10Tuning {
+    pub u: usize,
+    pub extra_lag: usize,
+}
+
+impl V10Tuning {
+    pub fn parse(spec: &str) -> Self {
+        let mut t = V10Tuning { u: 4, extra_lag: 0 };
+        for kv in spec.split(',') {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            match (k.trim(), v.trim().parse::<usize>().ok()) {
+                ("u", Some(v)) => t.u = if v <= 2 { 2 } else { 4 },
+                ("lag", Some(v)) => t.extra_lag = v.min(64),
+                _ => {}
+            }
+        }
+        t
+    }
+    /// `KERNLAB_V10`'s settings, read once per process.
+    pub fn from_env() -> Self {
+        static T: std::sync::OnceLock<V10Tuning> = std::sync::OnceLock::new();
+        *T.get_or_init(|| V10Tuning::parse(&std::env::var("KERNLAB_V10").unwrap_or_default()))
+    }
+}
+
+/// v10: rows cut into tiles dealt out to a persistent co-resident grid (cooperative launch);
+/// each tile read twice, the second time from L2 `lag` iterations later, once its row's
+/// (max, sum) is known. One HBM read and one write while L2 holds the window
+/// ([`V10Config::l2_window`]).
+pub fn run_v10_l2pass(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    run_v10_tuned(p, x, y, V10Tuning::from_env())
+}
+
+/// v10 with the tuning given rather than `KERNLAB_V10`'s (for tests and experiments).
+pub fn run_v10_tuned(p: &Params, x: &Tensor, y: &mut Tensor, tuning: V10Tuning) -> Result<()> {
+    check_rows(x)?;
+    let io = cuda_io(x, y)?;
+    let r = rows_of(x, &io);
+    require_peelable("v10_l2pass", x, &io)?;
+    let name = format!("softmax_v10_l2pass_u{}_{}", tuning.u, x.dtype());
+    let f = io.dev.function(&SOFTMAX, &name)?;
+    let resident = blocks_per_sm(&f, V10_THREADS, 0)? * io.dev.props.sm_count as usize;
+    let c = v10_config(
+        r.cols / r.pack,
+        r.rows,
+        V10_THREADS * tuning.u,
+        resident,
+        tuning.extra_lag,
+    )
+    .ok_or_else(|| {
+        unsupported(
+            "v10_l2pass",
+            "the device holds no CTA of its kernel (occupancy 0)".into(),
+        )
+    })?;
+    let cfg = LaunchConfig {
+        grid_dim: (c.grid as u32, 1, 1),
+        block_dim: (V10_THREADS as u32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // Workspace: the header (done count, launch tag), a tagged state a row, a count a row,
+    // and a (max, sum) a tile.
+    let stats = 16 + r.rows * 16;
+    let counts = stats + (r.rows * 4).div_ceil(16) * 16;
+    let bytes = counts + r.rows * c.cpr * 8;
+    let (rows, cols, lg) = (r.rows as i32, r.cols as i32, p.log_softmax as i32);
+    let (cpr, lag) = (c.cpr as i32, c.lag as i32);
+    let dev = io.dev.clone();
+    dev.with_workspace("softmax v10 workspace", bytes, |ws| {
+        let (hdr, st, cnt, part) = (
+            ws.slice(0..16),
+            ws.slice(16..stats),
+            ws.slice(stats..counts),
+            ws.slice(counts..bytes),
+        );
+        crate::launch_cooperative!(
+            io.dev,
+            &SOFTMAX,
+            name,
+            cfg,
+            [io.x, io.y, &rows, &cols, &r.ldx, &r.ldy, &lg, &cpr, &lag, &hdr, &st, &cnt, &part]
+        );
+        Ok(())
+    })
+}
+
+pub fn symbols_v10(dt: DType) -> Vec<String> {
+    vec![
+        format!("softmax_v10_l2pass_u2_{dt}"),
+        format!("softmax_v10_l2pass_u4_{dt}"),
+    ]
+}
+
 /// v7's CTAs: 512 threads, one or two an SM (`V7Tuning::per_sm`).
 pub const V7_THREADS: usize = 512;
 /// At most this many stages (the kernel's mbarrier array).
@@ -1284,7 +1426,7 @@ pub fn dispatch(dt: DType, cols: usize, vec: bool) -> &'static str {
 }
 
 /// The versions `auto` chooses among (and `kernlab autotune softmax` measures).
-pub const AUTO_CANDIDATES: [&str; 8] = [
+pub const AUTO_CANDIDATES: [&str; 9] = [
     "v2_warp_row",
     "v3_block_regs",
     "v4_online",
@@ -1293,6 +1435,7 @@ pub const AUTO_CANDIDATES: [&str; 8] = [
     "v7_stream",
     "v8_onchip",
     "v9_gridsync",
+    "v10_l2pass",
 ];
 
 /// Run one of [`AUTO_CANDIDATES`] by name.
@@ -1306,6 +1449,7 @@ pub fn run_named(name: &str, p: &Params, x: &Tensor, y: &mut Tensor) -> Result<(
         "v7_stream" => run_v7_stream(p, x, y),
         "v8_onchip" => run_v8_onchip(p, x, y),
         "v9_gridsync" => run_v9_gridsync(p, x, y),
+        "v10_l2pass" => run_v10_l2pass(p, x, y),
         other => Err(Error::Invalid(format!("softmax has no version '{other}'"))),
     }
 }
@@ -1570,6 +1714,7 @@ pub fn symbols_auto(dt: DType) -> Vec<String> {
     v.extend(symbols_v7(dt));
     v.extend(symbols_v8(dt));
     v.extend(symbols_v9(dt));
+    v.extend(symbols_v10(dt));
     v
 }
 
@@ -1764,6 +1909,50 @@ mod tests {
             cfg(264, 1, 512, (8193 - 4096) * 16)
         );
         assert_eq!(v9_config(264 * 11_168 + 1, 1, 512, two, half, 264), None);
+    }
+
+    #[test]
+    fn v10_lags_far_enough_that_every_wait_looks_back_in_time() {
+        // A row of one tile: the second pass one iteration behind the first.
+        let c = v10_config(2048, 4096, 2048, 264, 0).unwrap();
+        assert_eq!((c.grid, c.cpr, c.lag), (264, 1, 1));
+        // 4 Mi f32 (1 Mi packs) in tiles of 2048 packs: 512 a row over 264 CTAs, so a row's
+        // last tile comes two iterations after its first: lag 3.
+        let c = v10_config(1 << 20, 64, 2048, 264, 0).unwrap();
+        assert_eq!((c.grid, c.cpr, c.lag), (264, 512, 3));
+        assert_eq!(c.l2_window(), 4 * 264 * 2048 * 16);
+        // A partial last tile counts; the extra lag adds on.
+        let c = v10_config(2049, 1, 2048, 264, 2).unwrap();
+        assert_eq!((c.grid, c.cpr, c.lag), (2, 2, 4));
+        // Fewer tiles than resident CTAs: one CTA a tile. An empty row still has a tile.
+        assert_eq!(v10_config(100, 3, 2048, 264, 0).unwrap().grid, 3);
+        assert_eq!(v10_config(0, 0, 2048, 264, 0).unwrap().cpr, 1);
+        assert_eq!(v10_config(1, 1, 2048, 0, 0), None);
+        // Whatever the shape: every tile of a row lies at most lag − 1 iterations after the
+        // row's first tile, from any tile's iteration (tile t's is t / grid).
+        for (packs, rows, resident) in [(5000, 7, 264), (1 << 20, 3, 132), (9000, 40, 17)] {
+            let c = v10_config(packs, rows, 2048, resident, 0).unwrap();
+            for t in 0..rows * c.cpr {
+                let last = (t / c.cpr) * c.cpr + c.cpr - 1;
+                assert!(
+                    last / c.grid < t / c.grid + c.lag,
+                    "{packs} {rows} {resident}: {t}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn v10_tuning_reads_its_settings() {
+        assert_eq!(V10Tuning::parse(""), V10Tuning { u: 4, extra_lag: 0 });
+        assert_eq!(
+            V10Tuning::parse("u=2, lag=3"),
+            V10Tuning { u: 2, extra_lag: 3 }
+        );
+        assert_eq!(
+            V10Tuning::parse("u=8,lag=x"),
+            V10Tuning { u: 4, extra_lag: 0 }
+        );
     }
 
     #[test]
