@@ -922,10 +922,14 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
 // row's first pass at least one iteration before the row's first second pass, so waits only
 // ever go back in time and the co-resident grid cannot deadlock.
 // Row states carry the launch's tag (a count in the header, bumped by the last CTA out), so
-// stale states never match; each row's count is reset by its last publisher. Rows that start
+// stale states never match; each row's count is reset by its last publisher. A row's state
+// and count keep their place in the workspace whatever the shape (a 32-byte slot a row), so
+// a launch finds zero counts there and states of older tags, never another layout's data. Rows that start
 // off a 16-byte boundary are peeled as in v6: tile 0 of a row also takes its scalar head and
 // tail.
-struct L2PassHeader { unsigned done, epoch, pad0, pad1; };
+struct __align__(16) L2PassHeader { unsigned done, epoch, pad[6]; };
+// A row's slot: its state (tagged) and the count of its tiles' states published.
+struct __align__(16) L2PassRow { SplitSlot st; unsigned cnt, pad[3]; };
 
 // Where tile c of a row lies: the row's scalar head and tail (as SplitPart), and packs
 // [q0, q0 + n / VEC) of its packed body, n elements (≤ 0: the tile is past the row's end).
@@ -941,8 +945,7 @@ __device__ __forceinline__ SplitPart tile_part(const T* xr, int cols, int c, int
 template <class T, int U>
 __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
                                    i64 ldx, i64 ldy, int lg, int cpr, int lag,
-                                   L2PassHeader* hdr, SplitSlot* stats, unsigned* cnt,
-                                   float2* part) {
+                                   L2PassHeader* hdr, L2PassRow* slot, float2* part) {
     constexpr int VEC = Pack<T>::N;
     __shared__ float scratch[2][64];
     __shared__ float2 rowst[2];
@@ -972,7 +975,7 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
         // barrier in block_maxsum, which hands it to every thread. Two buffers: a thread may
         // still read one iteration's while thread 0 writes the next's.
         if (has2 && tid == 0) {
-            const MaxSum rs = split_wait(stats + r2, tag);
+            const MaxSum rs = split_wait(&slot[r2].st, tag);
             rowst[i & 1] = make_float2(rs.m, rs.s);
         }
         MaxSum st = a.maxsum(!lg);
@@ -984,7 +987,7 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
             if (tid == 0) {
                 part[t1] = make_float2(st.m, st.s);
                 __threadfence();
-                last = atomicAdd(cnt + r1, 1u) == (unsigned)cpr - 1u;
+                last = atomicAdd(&slot[r1].cnt, 1u) == (unsigned)cpr - 1u;
             }
             if (__shfl_sync(0xffffffffu, last, 0)) {
                 __threadfence();  // the others' states, seen through the count, come first
@@ -995,8 +998,8 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
                 }
                 all = warp_maxsum(all);
                 if (tid == 0) {
-                    cnt[r1] = 0u;
-                    split_publish(stats + r1, all, tag);
+                    slot[r1].cnt = 0u;
+                    split_publish(&slot[r1].st, all, tag);
                 }
             }
         }
@@ -1123,9 +1126,8 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
 // v10: 512-thread CTAs, two an SM (64 registers); U = 2 or 4 packs a thread a pass.
 #define KL_V10(TN, T, U)                                                                          \
     extern "C" __global__ void __launch_bounds__(512, 2) softmax_v10_l2pass_u##U##_##TN(            \
-        KL_ARGS(T), int cpr, int lag, L2PassHeader* hdr, SplitSlot* stats, unsigned* cnt,           \
-        float2* part) {                                                                             \
-        softmax_v10_l2pass<T, U>(KL_PASS, cpr, lag, hdr, stats, cnt, part); }
+        KL_ARGS(T), int cpr, int lag, L2PassHeader* hdr, L2PassRow* slot, float2* part) {          \
+        softmax_v10_l2pass<T, U>(KL_PASS, cpr, lag, hdr, slot, part); }
 
 #define KL_ALL(TN, T)                                                        \
     KL_V1(TN, T)                                                             \

@@ -241,24 +241,44 @@ impl CudaDevice {
         bytes: usize,
         f: impl FnOnce(&mut CudaSlice<u8>) -> Result<R>,
     ) -> Result<R> {
+        self.with_workspaces([(name, bytes)], |[b]| f(b))
+    }
+
+    /// [`CudaDevice::with_workspace`] for several workspaces at once (distinct names), for a
+    /// kernel whose state must keep its place in one buffer whatever the shape while scratch
+    /// of a shape-dependent size lives in another.
+    pub fn with_workspaces<R, const N: usize>(
+        &self,
+        wants: [(&'static str, usize); N],
+        f: impl FnOnce([&mut CudaSlice<u8>; N]) -> Result<R>,
+    ) -> Result<R> {
         let mut ws = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
-        let bufs = ws.entry(name).or_default();
-        if bufs.last().is_none_or(|b| b.len() < bytes) {
-            let capturing = self
-                .stream
-                .capture_status()
-                .map_err(drv("cuStreamIsCapturing"))?;
-            if capturing != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        for (i, &(name, bytes)) in wants.iter().enumerate() {
+            if wants[..i].iter().any(|w| w.0 == name) {
                 return Err(Error::Invalid(format!(
-                    "the {name} ({bytes} bytes) would be made during a CUDA-graph capture; \
-                     run the kernel once at this size before capturing"
+                    "workspace {name} asked for twice in one call"
                 )));
             }
-            let mut b = self.alloc_bytes(bytes, name)?;
-            self.memset_pattern(&mut b, 1, 0, bytes)?;
-            bufs.push(b);
+            let bufs = ws.entry(name).or_default();
+            if bufs.last().is_none_or(|b| b.len() < bytes) {
+                let capturing = self
+                    .stream
+                    .capture_status()
+                    .map_err(drv("cuStreamIsCapturing"))?;
+                if capturing != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+                    return Err(Error::Invalid(format!(
+                        "the {name} ({bytes} bytes) would be made during a CUDA-graph capture; \
+                         run the kernel once at this size before capturing"
+                    )));
+                }
+                let mut b = self.alloc_bytes(bytes, name)?;
+                self.memset_pattern(&mut b, 1, 0, bytes)?;
+                bufs.push(b);
+            }
         }
-        f(bufs.last_mut().expect("made above"))
+        let names = wants.map(|w| w.0);
+        let bufs = ws.get_disjoint_mut(names.each_ref());
+        f(bufs.map(|b| b.and_then(|v| v.last_mut()).expect("made above")))
     }
 
     /// Allocate `bytes` of device memory, with a clear out-of-memory error.
