@@ -913,23 +913,20 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
 // U a thread), numbered row by row; a persistent grid of N co-resident CTAs deals them out,
 // CTA b taking tiles b, b + N, b + 2N, … In iteration i a CTA makes the first pass over tile
 // b + i·N — reads it with evict_last (L2 keeps it), reduces it to (max, Σ e^(x−max)) and
-// publishes that — and the second pass over tile b + (i − lag)·N: reads it again, from L2
-// (evict_first: its last use), and writes the outputs with its row's (max, sum). The last CTA
-// to publish a tile of a row (a per-row count) merges the row's states and publishes the
-// row's; second passes wait for that. HBM traffic stays one read and one write if L2 holds
-// the tiles read in the last lag + 1 iterations (≈ one row plus lag·N tiles); the second
-// read is L2's. lag ≥ ⌈(tiles a row − 1)/N⌉ + 1 (the launcher's rule) puts every tile of a
-// row's first pass at least one iteration before the row's first second pass, so waits only
-// ever go back in time and the co-resident grid cannot deadlock.
-// Row states carry the launch's tag (a count in the header, bumped by the last CTA out), so
-// stale states never match; each row's count is reset by its last publisher. A row's state
-// and count keep their place in the workspace whatever the shape (a 32-byte slot a row), so
-// a launch finds zero counts there and states of older tags, never another layout's data. Rows that start
-// off a 16-byte boundary are peeled as in v6: tile 0 of a row also takes its scalar head and
-// tail.
+// publishes that in the tile's tagged slot (v6's relaxed 64-bit words: no fence, no atomic) —
+// and the second pass over tile b + (i − lag)·N: reads it again, from L2 (evict_first: its
+// last use), merges its row's tile states (every thread one slot or more, then the block) and
+// writes the outputs. HBM traffic stays one read and one write if L2 holds the tiles read in
+// the last lag + 1 iterations (≈ one row plus lag·N tiles); the second read, and each
+// second pass's read of its row's states, are L2's. lag ≥ ⌈(tiles a row − 1)/N⌉ + 1 (the
+// launcher's rule) has every tile of a row publish at least one iteration before the row's
+// first second pass, so waits only ever go back in time and the co-resident grid cannot
+// deadlock. The first pass's loads for iteration i + 1 go out before iteration i's writes.
+// The states carry the launch's tag (a count in the header, bumped by the last CTA out); the
+// tile slots hold nothing but tagged words, so whatever shape last used them, a stale state
+// never matches. Rows that start off a 16-byte boundary are peeled as in v6: tile 0 of a row
+// also takes its scalar head and tail.
 struct __align__(16) L2PassHeader { unsigned done, epoch, pad[6]; };
-// A row's slot: its state (tagged) and the count of its tiles' states published.
-struct __align__(16) L2PassRow { SplitSlot st; unsigned cnt, pad[3]; };
 
 // Where tile c of a row lies: the row's scalar head and tail (as SplitPart), and packs
 // [q0, q0 + n / VEC) of its packed body, n elements (≤ 0: the tile is past the row's end).
@@ -942,75 +939,72 @@ __device__ __forceinline__ SplitPart tile_part(const T* xr, int cols, int c, int
     return SplitPart{head, head + packs * VEC, q0, (min(packs, q0 + tp) - q0) * VEC};
 }
 
+// Two block-wide (max, sum) merges on one barrier (as block_maxsum; `scratch` holds 128
+// floats, written once).
+__device__ __forceinline__ void block_maxsum2(MaxSum& a, MaxSum& b, float* scratch) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = (blockDim.x + 31) >> 5;
+    a = warp_maxsum(a);
+    b = warp_maxsum(b);
+    if (lane == 0) {
+        scratch[warp] = a.m; scratch[32 + warp] = a.s;
+        scratch[64 + warp] = b.m; scratch[96 + warp] = b.s;
+    }
+    __syncthreads();
+    const bool in = lane < W;
+    a = warp_maxsum(in ? MaxSum{scratch[lane], scratch[32 + lane]} : MaxSum{KL_NEG_INF, 0.0f});
+    b = warp_maxsum(in ? MaxSum{scratch[64 + lane], scratch[96 + lane]} : MaxSum{KL_NEG_INF, 0.0f});
+}
+
 template <class T, int U>
 __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
                                    i64 ldx, i64 ldy, int lg, int cpr, int lag,
-                                   L2PassHeader* hdr, L2PassRow* slot, float2* part) {
+                                   L2PassHeader* hdr, SplitSlot* part) {
     constexpr int VEC = Pack<T>::N;
-    __shared__ float scratch[2][64];
-    __shared__ float2 rowst[2];
+    __shared__ float scratch[2][128];
     const int tid = threadIdx.x, nt = blockDim.x, N = gridDim.x, tp = nt * U;
     const i64 tiles = (i64)rows * cpr;
     const i64 mine = blockIdx.x < tiles ? (tiles - 1 - blockIdx.x) / N + 1 : 0;
     const unsigned tag = *(volatile unsigned*)&hdr->epoch + 1u;
+    // The first pass's loads for iteration i (padding past this CTA's tiles) into a, xs.
+    RowRegs<T, VEC, U> a;
+    float xs = KL_NEG_INF;
+    auto first_loads = [&](i64 i) {
+        const bool has = i < mine;
+        const i64 t = has ? blockIdx.x + i * N : 0;
+        const int r = (int)(t / cpr), c = (int)(t % cpr);
+        const T* xr = x + r * ldx;
+        const SplitPart g = tile_part<T, VEC>(xr, cols, c, tp);
+        a.load(xr + g.head + (i64)g.p0 * VEC, has ? g.n : 0, tid, nt);
+        xs = has && c == 0 && tid < g.scalars(cols) ? to_f32(xr[g.scalar_col(tid)]) : KL_NEG_INF;
+    };
+    first_loads(0);
     for (i64 i = 0; i < mine + lag; ++i) {
-        // First pass: tile t1's loads. Past this CTA's tiles the pass runs on nothing
-        // (padding), so that the block's barrier still carries the second pass's state.
         const bool has1 = i < mine, has2 = i >= lag;
-        const i64 t1 = has1 ? blockIdx.x + i * N : 0;
-        const int r1 = (int)(t1 / cpr), c1 = (int)(t1 % cpr);
-        const T* x1 = x + r1 * ldx;
-        const SplitPart g1 = tile_part<T, VEC>(x1, cols, c1, tp);
-        RowRegs<T, VEC, U> a;
-        a.load(x1 + g1.head + (i64)g1.p0 * VEC, has1 ? g1.n : 0, tid, nt);
-        const bool sc1 = has1 && c1 == 0 && tid < g1.scalars(cols);
-        const float xs1 = sc1 ? to_f32(x1[g1.scalar_col(tid)]) : KL_NEG_INF;
-        // Second pass: tile t2's loads from L2 (ahead of the wait for its row's state).
+        // Second pass: tile t2 from L2, and its row's tile states.
         const i64 t2 = has2 ? blockIdx.x + (i - lag) * N : 0;
         const int r2 = (int)(t2 / cpr), c2 = (int)(t2 % cpr);
         const SplitPart g2 = tile_part<T, VEC>(x + r2 * ldx, cols, c2, tp);
         RowRegs<T, VEC, U> b;
         b.reload(x + r2 * ldx + g2.head + (i64)g2.p0 * VEC, has2 ? g2.n : 0, tid, nt);
-        // Its row's state, published by now but for stragglers; into rowst before the
-        // barrier in block_maxsum, which hands it to every thread. Two buffers: a thread may
-        // still read one iteration's while thread 0 writes the next's.
-        if (has2 && tid == 0) {
-            const MaxSum rs = split_wait(&slot[r2].st, tag);
-            rowst[i & 1] = make_float2(rs.m, rs.s);
-        }
+        MaxSum row{KL_NEG_INF, 0.0f};
+        if (has2)
+            for (int q = tid; q < cpr; q += nt)
+                row = maxsum_merge(row, split_wait(part + (i64)r2 * cpr + q, tag));
+        // First pass: tile t1's state; both merged over the block on one barrier.
         MaxSum st = a.maxsum(!lg);
-        if (sc1) st = maxsum_add(st, xs1);
-        st = block_maxsum(st, scratch[i & 1]);
-        // Publish t1's state; the row's last publisher merges the row's and publishes that.
-        if (has1 && tid < 32) {
-            bool last = false;
-            if (tid == 0) {
-                part[t1] = make_float2(st.m, st.s);
-                __threadfence();
-                last = atomicAdd(&slot[r1].cnt, 1u) == (unsigned)cpr - 1u;
-            }
-            if (__shfl_sync(0xffffffffu, last, 0)) {
-                __threadfence();  // the others' states, seen through the count, come first
-                MaxSum all{KL_NEG_INF, 0.0f};
-                for (int q = tid; q < cpr; q += 32) {
-                    const float2 v = __ldcg(part + (i64)r1 * cpr + q);
-                    all = maxsum_merge(all, MaxSum{v.x, v.y});
-                }
-                all = warp_maxsum(all);
-                if (tid == 0) {
-                    slot[r1].cnt = 0u;
-                    split_publish(&slot[r1].st, all, tag);
-                }
-            }
-        }
+        // The scalar a thread of a row's tile 0 holds (−inf, which adds nothing, elsewhere).
+        if (xs != KL_NEG_INF) st = maxsum_add(st, xs);
+        block_maxsum2(st, row, scratch[i & 1]);
+        if (has1 && tid == 0) split_publish(part + blockIdx.x + i * N, st, tag);
+        // The next first pass's loads go out before this second pass's writes.
+        first_loads(i + 1);
         if (has2) {
-            const float2 rs = rowst[i & 1];
             T* y2 = y + r2 * ldy;
-            b.store(y2 + g2.head + (i64)g2.p0 * VEC, g2.n, tid, nt, rs.x, rs.y, lg);
+            b.store(y2 + g2.head + (i64)g2.p0 * VEC, g2.n, tid, nt, row.m, row.s, lg);
             if (c2 == 0 && tid < g2.scalars(cols)) {
                 const T* x2 = x + r2 * ldx;
                 const int c = g2.scalar_col(tid);
-                y2[c] = from_f32<T>(softmax_out(to_f32(x2[c]), rs.x, 1.0f / rs.y, logf(rs.y), lg));
+                y2[c] = from_f32<T>(softmax_out(to_f32(x2[c]), row.m, 1.0f / row.s, logf(row.s), lg));
             }
         }
     }
@@ -1126,8 +1120,8 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
 // v10: 512-thread CTAs, two an SM (64 registers); U = 2 or 4 packs a thread a pass.
 #define KL_V10(TN, T, U)                                                                          \
     extern "C" __global__ void __launch_bounds__(512, 2) softmax_v10_l2pass_u##U##_##TN(            \
-        KL_ARGS(T), int cpr, int lag, L2PassHeader* hdr, L2PassRow* slot, float2* part) {          \
-        softmax_v10_l2pass<T, U>(KL_PASS, cpr, lag, hdr, slot, part); }
+        KL_ARGS(T), int cpr, int lag, L2PassHeader* hdr, SplitSlot* part) {                        \
+        softmax_v10_l2pass<T, U>(KL_PASS, cpr, lag, hdr, part); }
 
 #define KL_ALL(TN, T)                                                        \
     KL_V1(TN, T)                                                             \

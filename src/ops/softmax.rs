@@ -1159,38 +1159,33 @@ pub fn run_v10_tuned(p: &Params, x: &Tensor, y: &mut Tensor, tuning: V10Tuning) 
         block_dim: (V10_THREADS as u32, 1, 1),
         shared_mem_bytes: 0,
     };
-    // Two workspaces. The rows': the header (done count, launch tag), then a 32-byte slot a
-    // row (its tagged state and its count), each at the same place whatever the shape, so
-    // what a launch finds there is zero counts and states of older tags. The tiles': a
-    // (max, sum) a tile, scratch.
-    let row_bytes = V10_HEADER + r.rows * V10_ROW_SLOT;
-    let tile_bytes = r.rows * c.cpr * 8;
+    // Two workspaces: the header (done count, launch tag), always at the same place, and a
+    // tagged 16-byte state slot a tile.
+    let tile_bytes = r.rows * c.cpr * 16;
     let (rows, cols, lg) = (r.rows as i32, r.cols as i32, p.log_softmax as i32);
     let (cpr, lag) = (c.cpr as i32, c.lag as i32);
     let dev = io.dev.clone();
     dev.with_workspaces(
         [
-            ("softmax v10 rows", row_bytes),
-            ("softmax v10 tiles", tile_bytes.max(8)),
+            ("softmax v10 header", V10_HEADER),
+            ("softmax v10 tiles", tile_bytes.max(16)),
         ],
-        |[rw, tw]| {
-            let (hdr, slots) = (rw.slice(0..V10_HEADER), rw.slice(V10_HEADER..row_bytes));
+        |[hdr, tiles]| {
+            let (hdr, tiles) = (&*hdr, &*tiles);
             crate::launch_cooperative!(
                 io.dev,
                 &SOFTMAX,
                 name,
                 cfg,
-                [io.x, io.y, &rows, &cols, &r.ldx, &r.ldy, &lg, &cpr, &lag, &hdr, &slots, &*tw]
+                [io.x, io.y, &rows, &cols, &r.ldx, &r.ldy, &lg, &cpr, &lag, hdr, tiles]
             );
             Ok(())
         },
     )
 }
 
-/// v10's workspace: a header (kernels/softmax.cu's L2PassHeader), then a slot a row
-/// (L2PassRow).
+/// v10's header (kernels/softmax.cu's L2PassHeader).
 const V10_HEADER: usize = 32;
-const V10_ROW_SLOT: usize = 32;
 
 pub fn symbols_v10(dt: DType) -> Vec<String> {
     vec![
