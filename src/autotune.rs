@@ -70,12 +70,13 @@ pub fn device_key(d: &CudaDevice) -> String {
 }
 
 /// The environment variables that change how kernels run (experiments; docs/perf-notes.md).
-pub const EXPERIMENT_VARS: [&str; 5] = [
+pub const EXPERIMENT_VARS: [&str; 6] = [
     "KERNLAB_V2",
     "KERNLAB_V3",
     "KERNLAB_V7",
     "KERNLAB_V8",
     "KERNLAB_V9",
+    "KERNLAB_V10",
 ];
 
 /// The key's build tags: `-D NAME[=VALUE]` for each define and `VAR=value` for each set
