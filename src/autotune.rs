@@ -259,6 +259,8 @@ pub struct TuneReport {
     pub shape: Vec<usize>,
     pub bucket: String,
     pub trials: Vec<Trial>,
+    /// The copies of the inputs and outputs the timed calls cycled through (`--rotate`).
+    pub rotate_copies: usize,
     /// The keys written, with their entries (one per variant's best, one for `auto`).
     pub stored: Vec<(String, Entry)>,
     pub cache: Option<PathBuf>,
@@ -282,13 +284,18 @@ pub fn tune(
     let seed = bench::fresh_seed();
     let host = bench::make_inputs(op, shape, dtype, seed, None)?;
     let reference: Reference = bench::make_reference(op, &host, params, seed)?;
-    let inputs = host
-        .iter()
-        .map(|t| t.to_device(&device))
-        .collect::<Result<Vec<_>>>()?;
-    drop(host);
-    let x: Vec<&Tensor> = inputs.iter().collect();
     let y_shape = bench::out_shape(op, shape);
+    // As `kernlab bench --rotate`: copies of the inputs and outputs, cycled call by call, so
+    // that (with `--rotate auto`) no timed call finds its input still in L2.
+    let call_bytes = host.iter().map(Tensor::nbytes).sum::<usize>()
+        + y_shape.iter().product::<usize>() * dtype.size();
+    let n_buf = timing.rotate.copies(call_bytes, dev.props.l2_bytes);
+    let copies = (0..n_buf)
+        .map(|_| host.iter().map(|t| t.to_device(&device)).collect())
+        .collect::<Result<Vec<Vec<Tensor>>>>()?;
+    drop(host);
+    let xs: Vec<Vec<&Tensor>> = copies.iter().map(|c| c.iter().collect()).collect();
+    let x = &xs[0];
     let bytes = bench::min_bytes(op, shape, dtype) as f64;
     let flops = bench::flops(op, shape);
     let mut timer = CudaTimer::new(dev)?;
@@ -307,7 +314,7 @@ pub fn tune(
         };
         let mut y = Tensor::empty(&y_shape, dtype, &device)?;
         y.poison_nan()?;
-        match (c.run)(params, &x, &mut y).and_then(|_| dev.sync()) {
+        match (c.run)(params, x, &mut y).and_then(|_| dev.sync()) {
             Err(e @ (Error::UnsupportedShape { .. } | Error::NotContiguous { .. })) => {
                 t.note = Some(format!("skipped: {e}"));
                 trials.push(t);
@@ -332,7 +339,24 @@ pub fn tune(
             trials.push(t);
             continue;
         }
-        let stats = timer.time(timing, &mut || (c.run)(params, &x, &mut y))?;
+        let mut ys = vec![y];
+        for _ in 1..n_buf {
+            ys.push(Tensor::empty(&y_shape, dtype, &device)?);
+        }
+        // One call on every copy before timing (as bench does).
+        if n_buf > 1 {
+            if let Err(e) = (0..n_buf).try_for_each(|i| (c.run)(params, &xs[i], &mut ys[i])) {
+                t.note = Some(format!("error on a rotated copy: {e}"));
+                trials.push(t);
+                continue;
+            }
+        }
+        let mut k = 0usize;
+        let stats = timer.time(timing, &mut || {
+            let i = k % n_buf;
+            k += 1;
+            (c.run)(params, &xs[i], &mut ys[i])
+        })?;
         let ms = stats.median_ms;
         t.median_ms = Some(ms);
         t.tflops = Some(flops / (ms * 1e-3) / 1e12);
@@ -387,6 +411,7 @@ pub fn tune(
         shape: shape.to_vec(),
         bucket: b,
         trials,
+        rotate_copies: n_buf,
         stored,
         cache: cache.map(Path::to_path_buf),
     })

@@ -272,6 +272,12 @@ struct AutotuneArgs {
     /// Measurement duration per candidate, ms
     #[arg(long, default_value_t = 50.0, allow_negative_numbers = true)]
     rep_ms: f64,
+    /// Cycle through N copies of the inputs and outputs, call by call; `auto` (the default):
+    /// as many as make them 4× the L2 (at most 1024), so that no timed call finds its input
+    /// still in L2, as `kernlab bench --rotate auto` times (the L2 is also flushed before
+    /// each call)
+    #[arg(long, value_name = "N|auto", default_value = "auto")]
+    rotate: crate::bench::harness::Rotate,
     /// Measure, show, but do not write the cache
     #[arg(long)]
     dry_run: bool,
@@ -329,6 +335,7 @@ fn cmd_autotune(a: AutotuneArgs, out: &mut dyn Write) -> Result<()> {
     let timing = TimingOpts {
         warmup_ms: a.warmup_ms,
         rep_ms: a.rep_ms,
+        rotate: a.rotate,
         ..TimingOpts::default()
     };
     let cache = if a.dry_run {
@@ -385,12 +392,16 @@ fn write_tune_report(r: &crate::autotune::TuneReport, out: &mut dyn Write) -> Re
     let gemm = r.op.is_gemm();
     writeln!(
         out,
-        "\nautotune {} {} {} (bucket {}) on {}",
+        "\nautotune {} {} {} (bucket {}) on {}; timed flushed, {}",
         r.op,
         r.dtype,
         bench::report::shape_str(&r.shape),
         r.bucket,
-        r.device
+        r.device,
+        match r.rotate_copies {
+            1 => "one copy of the buffers".to_string(),
+            n => format!("cycling through {n} copies of the buffers"),
+        }
     )?;
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);

@@ -344,9 +344,9 @@ fn a_dtype_or_op_named_twice_runs_once() {
 /// writes no cache.
 #[test]
 fn autotune_softmax_keeps_the_fastest_candidate_as_auto() {
-    if crate::common::cuda().is_none() {
+    let Some(dev) = crate::common::cuda() else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("tune.json");
     let args = [
@@ -371,6 +371,16 @@ fn autotune_softmax_keeps_the_fastest_candidate_as_auto() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let r = &reports[0];
     assert!(r["cache"].is_null(), "--dry-run keeps no cache: {r}");
+    // Timed as `bench --rotate auto`: 2 MiB a call (input and output), so copies enough to
+    // make 4× the L2.
+    let l2 = dev.cuda().unwrap().props.l2_bytes;
+    let copies = kernlab::bench::harness::Rotate::Auto.copies(2 * 256 * 1024 * 4, l2);
+    assert!(copies > 1, "{copies} copies for a {l2}-byte L2");
+    assert_eq!(r["rotate_copies"].as_u64(), Some(copies as u64), "{r}");
+    assert!(
+        table.contains(&format!("cycling through {copies} copies")),
+        "{table}"
+    );
     let trials = r["trials"].as_array().unwrap();
     assert!(trials.len() >= 4, "{r}");
     let mut best: Option<(f64, &str)> = None;
