@@ -64,7 +64,8 @@ template <> __device__ __forceinline__ uint4 neg_inf_pack<f16>() {
     return make_uint4(0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u);
 }
 
-template <class T, int VEC, int K> struct RowRegs {
+// CS: the writes are streaming stores (st.global.cs: evict-first in L2), for v10.
+template <class T, int VEC, int K, bool CS = false> struct RowRegs {
     static constexpr bool PACKED = VEC > 1;
     uint4 raw[PACKED ? K : 1];
     float val[PACKED ? 1 : K];
@@ -205,7 +206,8 @@ template <class T, int VEC, int K> struct RowRegs {
             get(k, v, (const T*)nullptr);
             #pragma unroll
             for (int j = 0; j < VEC; ++j) v[j] = out(v[j]);
-            if constexpr (PACKED) st16(row + c0, pack(v, row));
+            if constexpr (PACKED && CS) st_stream16(row + c0, pack(v, row));
+            else if constexpr (PACKED) st16(row + c0, pack(v, row));
             else row[c0] = from_f32<T>(v[0]);
         }
     }
@@ -926,6 +928,10 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
 // tile slots hold nothing but tagged words, so whatever shape last used them, a stale state
 // never matches. Rows that start off a 16-byte boundary are peeled as in v6: tile 0 of a row
 // also takes its scalar head and tail.
+// KL_V10_CS=1 (KERNLAB_NVRTC_DEFINES, for experiments): v10 writes with streaming stores.
+#ifndef KL_V10_CS
+#define KL_V10_CS 0
+#endif
 struct __align__(16) L2PassHeader { unsigned done, epoch, pad[6]; };
 
 // Where tile c of a row lies: the row's scalar head and tail (as SplitPart), and packs
@@ -984,7 +990,7 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
         const i64 t2 = has2 ? blockIdx.x + (i - lag) * N : 0;
         const int r2 = (int)(t2 / cpr), c2 = (int)(t2 % cpr);
         const SplitPart g2 = tile_part<T, VEC>(x + r2 * ldx, cols, c2, tp);
-        RowRegs<T, VEC, U> b;
+        RowRegs<T, VEC, U, KL_V10_CS != 0> b;
         b.reload(x + r2 * ldx + g2.head + (i64)g2.p0 * VEC, has2 ? g2.n : 0, tid, nt);
         MaxSum row{KL_NEG_INF, 0.0f};
         if (has2)

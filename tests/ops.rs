@@ -438,21 +438,48 @@ test_device!(
     super::softmax_split_rows_walk_many_rows
 );
 
-/// v10 with each tile size and with extra lag (a wider L2 window, more tiles between a row's
-/// first pass and its second), over shapes where rows take one tile, a partial last tile, and
-/// more tiles than the grid has CTAs (lag 3 on the H200); odd widths peel. Each shape is
-/// launched twice (a stale row state from the launch before must not pass), and log_softmax
-/// once. GPU only.
+/// v10 with each tile size, and with extra lag on a grid capped at 100 CTAs (a wider L2
+/// window, more tiles between a row's first pass and its second, many tiles a CTA), over shapes
+/// where rows take one tile, a partial last tile, and more tiles than the grid has CTAs (lag 3
+/// on the H200, 8 with the cap); odd widths peel. Each shape is launched twice (a stale row
+/// state from the launch before must not pass), and log_softmax once. GPU only.
 fn softmax_v10_tilings_all_match(dev: &Device) {
     use softmax::{run_v10_tuned, V10Tuning};
     fn u2(p: &Params, x: &Tensor, y: &mut Tensor) -> kernlab::error::Result<()> {
-        run_v10_tuned(p, x, y, V10Tuning { u: 2, extra_lag: 0 })
+        run_v10_tuned(
+            p,
+            x,
+            y,
+            V10Tuning {
+                u: 2,
+                extra_lag: 0,
+                max_grid: None,
+            },
+        )
     }
     fn u4(p: &Params, x: &Tensor, y: &mut Tensor) -> kernlab::error::Result<()> {
-        run_v10_tuned(p, x, y, V10Tuning { u: 4, extra_lag: 0 })
+        run_v10_tuned(
+            p,
+            x,
+            y,
+            V10Tuning {
+                u: 4,
+                extra_lag: 0,
+                max_grid: None,
+            },
+        )
     }
     fn u4_lag3(p: &Params, x: &Tensor, y: &mut Tensor) -> kernlab::error::Result<()> {
-        run_v10_tuned(p, x, y, V10Tuning { u: 4, extra_lag: 3 })
+        run_v10_tuned(
+            p,
+            x,
+            y,
+            V10Tuning {
+                u: 4,
+                extra_lag: 3,
+                max_grid: Some(100),
+            },
+        )
     }
     let Some(v10) = variants(Op::Softmax, dev)
         .into_iter()
@@ -473,7 +500,7 @@ fn softmax_v10_tilings_all_match(dev: &Device) {
     for (label, run) in [
         ("u=2", u2 as registry::RunFn),
         ("u=4", u4),
-        ("u=4,lag=+3", u4_lag3),
+        ("u=4,lag=+3,grid=100", u4_lag3),
     ] {
         let forced = Variant {
             run: registry::Kernel::Unary(run),

@@ -1095,23 +1095,29 @@ pub fn v10_config(
     })
 }
 
-/// v10's tuning, from `KERNLAB_V10` ("u=2|4,lag=N") for experiments: `u`, the 16-byte packs a
-/// thread loads a pass (a tile is 512·u packs; default 4); `lag`, iterations added to the
-/// least safe lag (default 0).
+/// v10's tuning, from `KERNLAB_V10` ("u=2|4,lag=N,grid=G") for experiments: `u`, the 16-byte
+/// packs a thread loads a pass (a tile is 512·u packs; default 4); `lag`, iterations added to
+/// the least safe lag (default 0); `grid`, at most this many CTAs (default: all resident).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct V10Tuning {
     pub u: usize,
     pub extra_lag: usize,
+    pub max_grid: Option<usize>,
 }
 
 impl V10Tuning {
     pub fn parse(spec: &str) -> Self {
-        let mut t = V10Tuning { u: 4, extra_lag: 0 };
+        let mut t = V10Tuning {
+            u: 4,
+            extra_lag: 0,
+            max_grid: None,
+        };
         for kv in spec.split(',') {
             let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
             match (k.trim(), v.trim().parse::<usize>().ok()) {
                 ("u", Some(v)) => t.u = if v <= 2 { 2 } else { 4 },
                 ("lag", Some(v)) => t.extra_lag = v.min(64),
+                ("grid", Some(v)) if v > 0 => t.max_grid = Some(v),
                 _ => {}
             }
         }
@@ -1140,7 +1146,8 @@ pub fn run_v10_tuned(p: &Params, x: &Tensor, y: &mut Tensor, tuning: V10Tuning) 
     require_peelable("v10_l2pass", x, &io)?;
     let name = format!("softmax_v10_l2pass_u{}_{}", tuning.u, x.dtype());
     let f = io.dev.function(&SOFTMAX, &name)?;
-    let resident = blocks_per_sm(&f, V10_THREADS, 0)? * io.dev.props.sm_count as usize;
+    let resident = (blocks_per_sm(&f, V10_THREADS, 0)? * io.dev.props.sm_count as usize)
+        .min(tuning.max_grid.unwrap_or(usize::MAX));
     let c = v10_config(
         r.cols / r.pack,
         r.rows,
@@ -1946,15 +1953,15 @@ mod tests {
 
     #[test]
     fn v10_tuning_reads_its_settings() {
-        assert_eq!(V10Tuning::parse(""), V10Tuning { u: 4, extra_lag: 0 });
-        assert_eq!(
-            V10Tuning::parse("u=2, lag=3"),
-            V10Tuning { u: 2, extra_lag: 3 }
-        );
-        assert_eq!(
-            V10Tuning::parse("u=8,lag=x"),
-            V10Tuning { u: 4, extra_lag: 0 }
-        );
+        let t = |u, extra_lag, max_grid| V10Tuning {
+            u,
+            extra_lag,
+            max_grid,
+        };
+        assert_eq!(V10Tuning::parse(""), t(4, 0, None));
+        assert_eq!(V10Tuning::parse("u=2, lag=3"), t(2, 3, None));
+        assert_eq!(V10Tuning::parse("u=8,lag=x,grid=0"), t(4, 0, None));
+        assert_eq!(V10Tuning::parse("grid=132"), t(4, 0, Some(132)));
     }
 
     #[test]
