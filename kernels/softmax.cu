@@ -1019,6 +1019,7 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
     if (tid == 0) {
         __threadfence();
         if (atomicAdd(&hdr->done, 1u) == (unsigned)N - 1u) {
+            __threadfence();  // every CTA's read of the tag, seen through the count, comes first
             hdr->done = 0u;
             hdr->epoch = tag;
         }

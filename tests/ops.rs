@@ -440,9 +440,12 @@ test_device!(
 
 /// v10 with each tile size, and with extra lag on a grid capped at 100 CTAs (a wider L2
 /// window, more tiles between a row's first pass and its second, many tiles a CTA), over shapes
-/// where rows take one tile, a partial last tile, and more tiles than the grid has CTAs (lag 3
-/// on the H200, 8 with the cap); odd widths peel. Each shape is launched twice (a stale row
-/// state from the launch before must not pass), and log_softmax once. GPU only.
+/// where rows take one tile, a partial last tile, an empty last tile (f32 8197 columns with
+/// u = 4: two tiles a row, but rows whose start is misaligned peel a head and keep only 2048
+/// packs), and more tiles than the grid has CTAs (f32 4194305: lag 3 on the H200's 264 CTAs,
+/// 10 on the capped grid with its extra 3); odd widths peel. Each shape runs three launches on
+/// three different inputs (a state left by the launch before, with the right tag rule broken,
+/// would give wrong outputs), the last as log_softmax. GPU only.
 fn softmax_v10_tilings_all_match(dev: &Device) {
     use softmax::{run_v10_tuned, V10Tuning};
     fn u2(p: &Params, x: &Tensor, y: &mut Tensor) -> kernlab::error::Result<()> {
@@ -493,6 +496,7 @@ fn softmax_v10_tilings_all_match(dev: &Device) {
     };
     let shapes: &[(&[usize], DType)] = &[
         (&[4096, 1025], DType::F32),
+        (&[4, 8197], DType::F32),
         (&[333, 65537], DType::BF16),
         (&[9, 1_000_003], DType::F16),
         (&[3, 4_194_305], DType::F32),
@@ -507,8 +511,8 @@ fn softmax_v10_tilings_all_match(dev: &Device) {
             ..*v10
         };
         for (i, &(shape, dt)) in shapes.iter().enumerate() {
-            let x = rand(shape, dt, init, 290 + i as u64);
             for (launch, log) in [(0, false), (1, false), (2, true)] {
+                let x = rand(shape, dt, init, 290 + 10 * i as u64 + launch);
                 let p = Params {
                     log_softmax: log,
                     ..Params::default()

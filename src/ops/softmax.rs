@@ -1158,7 +1158,8 @@ pub fn run_v10_tuned(p: &Params, x: &Tensor, y: &mut Tensor, tuning: V10Tuning) 
     .ok_or_else(|| {
         unsupported(
             "v10_l2pass",
-            "the device holds no CTA of its kernel (occupancy 0)".into(),
+            "no CTA to run on (the device holds none of its kernel, or the grid is capped at 0)"
+                .into(),
         )
     })?;
     let cfg = LaunchConfig {
