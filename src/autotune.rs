@@ -287,12 +287,8 @@ pub fn tune(
     let y_shape = bench::out_shape(op, shape);
     // As `kernlab bench --rotate`: copies of the inputs and outputs, cycled call by call, so
     // that (with `--rotate auto`) no timed call finds its input still in L2.
-    let call_bytes = host.iter().map(Tensor::nbytes).sum::<usize>()
-        + y_shape.iter().product::<usize>() * dtype.size();
-    let n_buf = timing.rotate.copies(call_bytes, dev.props.l2_bytes);
-    let copies = (0..n_buf)
-        .map(|_| host.iter().map(|t| t.to_device(&device)).collect())
-        .collect::<Result<Vec<Vec<Tensor>>>>()?;
+    let copies = bench::rotated_inputs(timing.rotate, &host, &y_shape, dtype, &device)?;
+    let n_buf = copies.len();
     drop(host);
     let xs: Vec<Vec<&Tensor>> = copies.iter().map(|c| c.iter().collect()).collect();
     let x = &xs[0];

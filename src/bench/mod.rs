@@ -177,6 +177,28 @@ pub fn flops(op: Op, shape: &[usize]) -> f64 {
 }
 
 /// The output's shape: the input's for elementwise and row ops, `[M, N]` for a GEMM `M×N×K`.
+/// The copies of `host` (a call's inputs) on `device` that timed calls cycle through, as many
+/// as `rotate` asks for a call that also writes an output of `y_shape` and `dtype` (with
+/// [`Rotate::Auto`], against the device's L2, or the CPU's last-level cache). At least one.
+pub fn rotated_inputs(
+    rotate: Rotate,
+    host: &[Tensor],
+    y_shape: &[usize],
+    dtype: DType,
+    device: &Device,
+) -> Result<Vec<Vec<Tensor>>> {
+    let cache_bytes = match device {
+        Device::Cuda(d) => d.props.l2_bytes,
+        Device::Cpu => harness::cpu_llc_bytes(),
+    };
+    // What one call touches at least: its inputs and its output.
+    let call_bytes = host.iter().map(Tensor::nbytes).sum::<usize>()
+        + y_shape.iter().product::<usize>() * dtype.size();
+    (0..rotate.copies(call_bytes, cache_bytes))
+        .map(|_| host.iter().map(|t| t.to_device(device)).collect())
+        .collect()
+}
+
 pub fn out_shape(op: Op, shape: &[usize]) -> Vec<usize> {
     match (op.is_gemm(), shape) {
         (true, &[m, n, _]) => vec![m, n],
@@ -697,18 +719,9 @@ fn measure_point(
     // The reference's f64 values (of the inputs rounded to the dtype) are the oracle.
     let reference = make_reference(op, &host, &cfg.params, seed)?;
     // `--rotate N`: N copies of the inputs and N outputs, cycled through call by call.
-    let cache_bytes = match device {
-        Device::Cuda(d) => d.props.l2_bytes,
-        Device::Cpu => harness::cpu_llc_bytes(),
-    };
     let y_shape = out_shape(op, shape);
-    // What one call touches at least: its inputs and its output.
-    let call_bytes = host.iter().map(Tensor::nbytes).sum::<usize>()
-        + y_shape.iter().product::<usize>() * dtype.size();
-    let n_buf = cfg.timing.rotate.copies(call_bytes, cache_bytes);
-    let inputs = (0..n_buf)
-        .map(|_| host.iter().map(|t| t.to_device(device)).collect())
-        .collect::<Result<Vec<Vec<Tensor>>>>()?;
+    let inputs = rotated_inputs(cfg.timing.rotate, &host, &y_shape, dtype, device)?;
+    let n_buf = inputs.len();
     drop(host);
     let input_refs: Vec<Vec<&Tensor>> = inputs.iter().map(|b| b.iter().collect()).collect();
     let mut records = Vec::new();
