@@ -880,6 +880,16 @@ pub fn v9_config(
     })
 }
 
+/// A tuning spec's comma-separated `key=value` settings (v9's and v10's): each key and value
+/// trimmed (a bare key has the value ""), with the value as a count where it is one.
+fn tuning_pairs(spec: &str) -> impl Iterator<Item = (&str, &str, Option<usize>)> {
+    spec.split(',').map(|kv| {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        let v = v.trim();
+        (k.trim(), v, v.parse().ok())
+    })
+}
+
 /// v9's tuning, from `KERNLAB_V9` ("per_sm=N,smem_kb=M,pp=0|1") for experiments: `per_sm`
 /// CTAs an SM (1 or 2, each with its share of the SM's shared memory; default 2: one
 /// 1024-thread CTA an SM measured 10–25% slower on the H200); `smem_kb`, the shared memory a
@@ -902,13 +912,12 @@ impl V9Tuning {
             smem_kb: None,
             pingpong: None,
         };
-        for kv in spec.split(',') {
-            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-            match (k.trim(), v.trim().parse::<usize>().ok()) {
-                ("per_sm", Some(v)) => t.per_sm = v.clamp(1, 2),
-                ("smem_kb", Some(v)) => t.smem_kb = Some(v),
-                ("pp", Some(v)) => t.pingpong = Some(v != 0),
-                ("pp", None) => match v.trim().to_ascii_lowercase().as_str() {
+        for (k, v, n) in tuning_pairs(spec) {
+            match (k, n) {
+                ("per_sm", Some(n)) => t.per_sm = n.clamp(1, 2),
+                ("smem_kb", Some(n)) => t.smem_kb = Some(n),
+                ("pp", Some(n)) => t.pingpong = Some(n != 0),
+                ("pp", None) => match v.to_ascii_lowercase().as_str() {
                     "true" | "on" | "yes" => t.pingpong = Some(true),
                     "false" | "off" | "no" => t.pingpong = Some(false),
                     _ => {}
@@ -1112,12 +1121,11 @@ impl V10Tuning {
             extra_lag: 0,
             max_grid: None,
         };
-        for kv in spec.split(',') {
-            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-            match (k.trim(), v.trim().parse::<usize>().ok()) {
-                ("u", Some(v)) => t.u = if v <= 2 { 2 } else { 4 },
-                ("lag", Some(v)) => t.extra_lag = v.min(64),
-                ("grid", Some(v)) if v > 0 => t.max_grid = Some(v),
+        for (k, _, n) in tuning_pairs(spec) {
+            match (k, n) {
+                ("u", Some(n)) => t.u = if n <= 2 { 2 } else { 4 },
+                ("lag", Some(n)) => t.extra_lag = n.min(64),
+                ("grid", Some(n)) if n > 0 => t.max_grid = Some(n),
                 _ => {}
             }
         }
