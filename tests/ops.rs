@@ -448,41 +448,19 @@ test_device!(
 /// would give wrong outputs), the last as log_softmax. GPU only.
 fn softmax_v10_tilings_all_match(dev: &Device) {
     use softmax::{run_v10_tuned, V10Tuning};
-    fn u2(p: &Params, x: &Tensor, y: &mut Tensor) -> kernlab::error::Result<()> {
-        run_v10_tuned(
-            p,
-            x,
-            y,
-            V10Tuning {
-                u: 2,
-                extra_lag: 0,
-                max_grid: None,
-            },
-        )
-    }
-    fn u4(p: &Params, x: &Tensor, y: &mut Tensor) -> kernlab::error::Result<()> {
-        run_v10_tuned(
-            p,
-            x,
-            y,
-            V10Tuning {
-                u: 4,
-                extra_lag: 0,
-                max_grid: None,
-            },
-        )
-    }
-    fn u4_lag3(p: &Params, x: &Tensor, y: &mut Tensor) -> kernlab::error::Result<()> {
-        run_v10_tuned(
-            p,
-            x,
-            y,
-            V10Tuning {
-                u: 4,
-                extra_lag: 3,
-                max_grid: Some(100),
-            },
-        )
+    // v10 with u packs a thread, `LAG` iterations of extra lag and a grid of at most `GRID`
+    // CTAs (0: every resident one).
+    fn tuned<const U: usize, const LAG: usize, const GRID: usize>(
+        p: &Params,
+        x: &Tensor,
+        y: &mut Tensor,
+    ) -> kernlab::error::Result<()> {
+        let t = V10Tuning {
+            u: U,
+            extra_lag: LAG,
+            max_grid: (GRID > 0).then_some(GRID),
+        };
+        run_v10_tuned(p, x, y, t)
     }
     let Some(v10) = variants(Op::Softmax, dev)
         .into_iter()
@@ -502,9 +480,9 @@ fn softmax_v10_tilings_all_match(dev: &Device) {
         (&[3, 4_194_305], DType::F32),
     ];
     for (label, run) in [
-        ("u=2", u2 as registry::RunFn),
-        ("u=4", u4),
-        ("u=4,lag=+3,grid=100", u4_lag3),
+        ("u=2", tuned::<2, 0, 0> as registry::RunFn),
+        ("u=4", tuned::<4, 0, 0>),
+        ("u=4,lag=+3,grid=100", tuned::<4, 3, 100>),
     ] {
         let forced = Variant {
             run: registry::Kernel::Unary(run),
