@@ -1,7 +1,7 @@
 # Sourced by the GPU batch scripts (run from the repository root on the GPU machine):
 # $OUT (files that come back), the kernel cache, $K (the kernlab binary), $S (the summary
 # file printed last), `el`, which appends the seconds since the start and a label to $S,
-# `tab`, `gpu_tests`, `ttab` and `done_table` (below).
+# `tab`, `vtab`, `gpu_tests`, `ttab` and `done_table` (below).
 set -uo pipefail
 OUT=${OUT:-/tmp/kernlab-out}; mkdir -p "$OUT"
 export KERNLAB_CACHE_DIR=/tmp/kernlab-cache
@@ -12,6 +12,15 @@ t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s] $*" >> "$S"; }
 tab() { python3 -c "
 import csv,sys
 print(*[r['dtype']+':'+r['cols']+'='+(str(round(float(r['gbps']))) if r['status']=='ok' else r['status'][:12]) for r in csv.DictReader(open('$1'))])"; }
+# `vtab CSV [PREFIX]`: as `tab`, each point led by PREFIX and its variant's first three letters,
+# variant:dtype:cols=GB/s; a CSV that cannot be read prints its error.
+vtab() { python3 - "$1" "${2:-}" <<'PY'
+import csv, sys
+try: rs = list(csv.DictReader(open(sys.argv[1])))
+except Exception as e: print(sys.argv[1], e); sys.exit()
+print(*[sys.argv[2] + r['variant'][:3] + ':' + r['dtype'] + ':' + r['cols'] + '=' + (str(round(float(r['gbps']))) if r['status'] == 'ok' else r['status'][:10]) for r in rs])
+PY
+}
 # `gpu_tests SECONDS [FILTER]`: the GPU test executables (.gpu/run-tests, with
 # KERNLAB_REQUIRE_GPU=1 and KERNLAB_REQUIRE_NVRTC=1; variables set before the call reach them
 # too) into $OUT/tests-FILTER.log (tests-all.log without one); their totals and first failures

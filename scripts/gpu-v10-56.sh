@@ -14,11 +14,7 @@ timeout 200 $K sweep softmax --rows 4096 --cols $W --max-elements 2^28 --dtype f
 el sweep-a
 KERNLAB_V10=u=2 timeout 100 $K sweep softmax --rows 4096 --cols $W --max-elements 2^28 --dtype f32,bf16 --variants v10_l2pass --rep-ms 20 --rotate auto --csv "$OUT/b.csv" > "$OUT/b.log" 2>&1; echo "sweep u2 exit $?" >> "$S"
 el sweep-u2
-python3 -c "
-import csv
-for f,tag in (('$OUT/a.csv',''),('$OUT/b.csv','u2:')):
-    try: rs=list(csv.DictReader(open(f)))
-    except Exception as e: print(f, e); continue
-    print(*[tag+r['variant'][:3]+':'+r['dtype']+':'+r['cols']+'='+(str(round(float(r['gbps']))) if r['status']=='ok' else r['status'][:10]) for r in rs])" >> "$S"
+vtab "$OUT/a.csv" >> "$S"
+vtab "$OUT/b.csv" u2: >> "$S"
 grep -h "picked\|auto ->" "$OUT/a.log" | head -3 >> "$S"
 cat "$S"

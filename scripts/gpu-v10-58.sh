@@ -17,10 +17,5 @@ sw 150 auto,v10_l2pass a
 KERNLAB_V10=u=4,lag=2 sw 80 v10_l2pass lag2
 KERNLAB_V10=u=2 sw 80 v10_l2pass u2
 el sweeps
-python3 -c "
-import csv
-for f in ('a','lag2','u2'):
-    try: rs=list(csv.DictReader(open('$OUT/'+f+'.csv')))
-    except Exception as e: print(f, e); continue
-    print(f, *[r['variant'][:3]+':'+r['dtype']+':'+r['cols']+'='+(str(round(float(r['gbps']))) if r['status']=='ok' else r['status'][:10]) for r in rs])" >> "$S"
+for f in a lag2 u2; do echo "$f $(vtab "$OUT/$f.csv")" >> "$S"; done
 cat "$S"
