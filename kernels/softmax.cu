@@ -292,6 +292,12 @@ __device__ void softmax_v4_online(const T* __restrict__ x, T* __restrict__ y, in
     }
 }
 
+// A row's scalar head: its elements before the first 16-byte boundary (at most cols), which
+// the peeled kernels handle one at a time around the row's 16-byte packs.
+template <class T> __device__ __forceinline__ int row_head(const T* xr, int cols) {
+    return min((int)(((16u - (unsigned)((unsigned long long)xr & 15u)) & 15u) / sizeof(T)), cols);
+}
+
 // v4, peeled — what changed: rows that do not start on a 16-byte boundary (any odd width in
 // a contiguous tensor: row r starts at r·cols elements) still move 16-byte packs. Each row's
 // first `head` elements (up to its first 16-byte boundary) and last `tail` ones are scalar,
@@ -305,8 +311,7 @@ __device__ void softmax_v4_peel(const T* __restrict__ x, T* __restrict__ y, int 
     const T* xr = x + (i64)blockIdx.x * ldx;
     T* yr = y + (i64)blockIdx.x * ldy;
     const int nt = blockDim.x;
-    int head = (int)(((16u - (unsigned)((unsigned long long)xr & 15u)) & 15u) / sizeof(T));
-    if (head > cols) head = cols;
+    const int head = row_head(xr, cols);
     const int tail0 = head + ((cols - head) / VEC) * VEC;  // scalar again from here
     const int n_scalar = head + (cols - tail0);
     MaxSum st{KL_NEG_INF, 0.0f};
@@ -445,10 +450,7 @@ struct SplitPart {
 template <class T, int VEC>
 __device__ __forceinline__ SplitPart split_part(const T* xr, int cols, int G, int rank) {
     int head = 0;
-    if constexpr (VEC > 1) {
-        head = (int)(((16u - (unsigned)((unsigned long long)xr & 15u)) & 15u) / sizeof(T));
-        head = min(head, cols);
-    }
+    if constexpr (VEC > 1) head = row_head(xr, cols);
     const int packs = (cols - head) / VEC;
     const int chunk = (packs + G - 1) / G;
     const int p0 = min(packs, rank * chunk);
@@ -938,8 +940,7 @@ struct __align__(16) L2PassHeader { unsigned done, epoch, pad[6]; };
 // [q0, q0 + n / VEC) of its packed body, n elements (≤ 0: the tile is past the row's end).
 template <class T, int VEC>
 __device__ __forceinline__ SplitPart tile_part(const T* xr, int cols, int c, int tp) {
-    int head = (int)(((16u - (unsigned)((unsigned long long)xr & 15u)) & 15u) / sizeof(T));
-    head = min(head, cols);
+    const int head = row_head(xr, cols);
     const int packs = (cols - head) / VEC;
     const int q0 = min(packs, c * tp);
     return SplitPart{head, head + packs * VEC, q0, (min(packs, q0 + tp) - q0) * VEC};
