@@ -712,26 +712,71 @@ pub fn v8_fill_cta(packs: usize, sm: SmLimits) -> Option<(usize, usize)> {
     best.map(|(_, t, smem)| (t, smem))
 }
 
-/// Whether v8 sizes a one-CTA row of `threads` threads (the fewest that hold it in registers)
-/// by [`v8_fill_cta`] instead: where those would be more than 512, one CTA an SM. Measured on
-/// the H200 (4096 rows, tenth session, first of two interleaved runs, GB/s): f32 24577
-/// 3448 → 3924, 32769 3694 → 3901, 40001 3783 → 3790, bf16 40001 3282 → 3834. Where two or
-/// more CTAs an SM already fit it was mostly slower (f32 16385 3915 → 3803, bf16 4097
-/// 2930 → 2506), though f32 12345 gained (3543 → 3761). `KERNLAB_V8=fill=0|1` forces it off
-/// or on (experiments).
-fn v8_fill(threads: usize) -> bool {
-    static FORCED: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
-    let forced = *FORCED.get_or_init(|| {
-        std::env::var("KERNLAB_V8")
-            .unwrap_or_default()
-            .split(',')
-            .find_map(|kv| match kv.trim() {
-                "fill=1" => Some(true),
-                "fill=0" => Some(false),
-                _ => None,
-            })
-    });
-    forced.unwrap_or(threads > 512)
+/// v8's tuning, from `KERNLAB_V8` ("fill=0|1,cluster=N") for experiments: `fill`, whether a
+/// CTA's threads are chosen by [`v8_fill_cta`] (the most CTAs an SM) instead of the fewest that
+/// hold its share in registers — forced off or on, and with `fill=1` for clusters too (by
+/// default only for one-CTA rows past 512 threads, [`V8Tuning::fill_for`]); `cluster`, the
+/// cluster size forced up to N (a power of two, 2–16) where the row's smallest is below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct V8Tuning {
+    pub fill: Option<bool>,
+    pub cluster: Option<usize>,
+}
+
+impl V8Tuning {
+    pub fn parse(spec: &str) -> Self {
+        let mut t = V8Tuning::default();
+        for (k, _, n) in tuning_pairs(spec) {
+            match (k, n) {
+                ("fill", Some(n)) => t.fill = Some(n != 0),
+                ("cluster", Some(n)) if V8_CLUSTERS[1..].contains(&n) => t.cluster = Some(n),
+                _ => {}
+            }
+        }
+        t
+    }
+    /// `KERNLAB_V8`'s settings, read once per process.
+    pub fn from_env() -> Self {
+        static T: std::sync::OnceLock<V8Tuning> = std::sync::OnceLock::new();
+        *T.get_or_init(|| V8Tuning::parse(&std::env::var("KERNLAB_V8").unwrap_or_default()))
+    }
+    /// Whether v8 sizes the CTAs of a `c`-CTA row by [`v8_fill_cta`], where the fewest threads
+    /// that hold a share in registers are `threads`: by default for one-CTA rows past 512 threads
+    /// (one CTA an SM). Measured on the H200 (4096 rows, tenth session, first of two interleaved
+    /// runs, GB/s): f32 24577 3448 → 3924, 32769 3694 → 3901, 40001 3783 → 3790, bf16 40001
+    /// 3282 → 3834. Where two or more CTAs an SM already fit it was mostly slower (f32 16385
+    /// 3915 → 3803, bf16 4097 2930 → 2506), though f32 12345 gained (3543 → 3761).
+    pub fn fill_for(&self, c: usize, threads: usize) -> bool {
+        match self.fill {
+            Some(f) => f,
+            None => c == 1 && threads > 512,
+        }
+    }
+}
+
+/// v8's launch shape for rows of `packs` 16-byte packs on an SM of `sm`'s limits, clusters
+/// (up to 16) only where `hopper`: (cluster size C, threads a CTA, dynamic shared memory bytes
+/// a CTA). [`v8_config`]'s, with `tuning`'s forced cluster size (where larger than the row
+/// needs) and its fill rule ([`V8Tuning::fill_for`]). `None` when the row is wider than the
+/// largest cluster holds.
+pub fn v8_shape(
+    packs: usize,
+    sm: SmLimits,
+    hopper: bool,
+    tuning: V8Tuning,
+) -> Option<(usize, usize, usize)> {
+    let (c, threads, smem) = v8_config(packs, sm.smem_optin, if hopper { 16 } else { 1 })?;
+    let (c, threads, smem) = match tuning.cluster {
+        Some(n) if hopper && n > c => v8_config(packs.div_ceil(n), sm.smem_optin, 1)
+            .map_or((c, threads, smem), |(_, t, m)| (n, t, m)),
+        _ => (c, threads, smem),
+    };
+    let (threads, smem) = if tuning.fill_for(c, threads) {
+        v8_fill_cta(packs.div_ceil(c), sm).unwrap_or((threads, smem))
+    } else {
+        (threads, smem)
+    };
+    Some((c, threads, smem))
 }
 
 /// The widest row v8 holds on a device (elements): 16 CTAs' worth on sm_90 (clusters), one
@@ -756,12 +801,8 @@ pub fn run_v8_onchip(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let props = &io.dev.props;
     let hopper = props.compute_capability.0 >= 9;
     let packs = r.cols / r.pack;
-    let (c, threads, smem) = v8_config(
-        packs,
-        props.max_smem_per_block_optin,
-        if hopper { 16 } else { 1 },
-    )
-    .ok_or_else(|| {
+    let sm = SmLimits::of(props);
+    let (c, threads, smem) = v8_shape(packs, sm, hopper, V8Tuning::from_env()).ok_or_else(|| {
         refuse(format!(
             "rows of {} columns are wider than the {} it holds on chip{}",
             r.cols,
@@ -773,11 +814,6 @@ pub fn run_v8_onchip(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
             }
         ))
     })?;
-    let (threads, smem) = if c == 1 && v8_fill(threads) {
-        v8_fill_cta(packs, SmLimits::of(props)).unwrap_or((threads, smem))
-    } else {
-        (threads, smem)
-    };
     let grid = r.rows as u64 * c as u64;
     if grid > i32::MAX as u64 {
         return Err(refuse(format!(
@@ -1844,6 +1880,45 @@ mod tests {
         // Too few registers for even one CTA that holds the row: none.
         let tiny = SmLimits { regs: 8192, ..sm };
         assert_eq!(v8_fill_cta(6144, tiny), None);
+    }
+
+    #[test]
+    fn v8_tuning_forces_clusters_and_fill_only_where_asked() {
+        let d = V8Tuning::parse("");
+        assert_eq!(d, V8Tuning::default());
+        assert_eq!(
+            V8Tuning::parse(" fill=1 , cluster=8"),
+            V8Tuning {
+                fill: Some(true),
+                cluster: Some(8)
+            }
+        );
+        // Cluster sizes are the powers of two v8 launches, 2–16; anything else is ignored.
+        for bad in ["cluster=1", "cluster=3", "cluster=32", "cluster=x", "cluster"] {
+            assert_eq!(V8Tuning::parse(bad).cluster, None, "{bad}");
+        }
+        assert_eq!(V8Tuning::parse("fill=0").fill, Some(false));
+        // By default only one-CTA rows past 512 threads are filled.
+        assert!(d.fill_for(1, 544) && !d.fill_for(1, 512) && !d.fill_for(2, 1024));
+        assert!(V8Tuning::parse("fill=1").fill_for(4, 64));
+        assert!(!V8Tuning::parse("fill=0").fill_for(1, 1024));
+
+        let sm = SmLimits::H200;
+        let shape = |packs, spec: &str| v8_shape(packs, sm, true, V8Tuning::parse(spec));
+        // f32 131072 columns: two 1024-thread CTAs, 128 KB of each in shared memory.
+        assert_eq!(shape(32768, ""), Some((2, 1024, 8192 * 16)));
+        // Forced to four CTAs sized for two an SM: 512 threads, half in shared memory.
+        assert_eq!(shape(32768, "cluster=4,fill=1"), Some((4, 512, 4096 * 16)));
+        // Forced to four, not filled: the fewest threads that hold a quarter in registers.
+        assert_eq!(shape(32768, "cluster=4"), Some((4, 1024, 0)));
+        // A forced size below what the row needs changes nothing.
+        assert_eq!(shape(32768, "cluster=2,fill=0"), shape(32768, ""));
+        assert_eq!(shape(8 * 32768, "cluster=4"), shape(8 * 32768, ""));
+        // Without clusters (before sm_90) the forced size is ignored, and wide rows refused.
+        let pre = |packs, spec: &str| v8_shape(packs, sm, false, V8Tuning::parse(spec));
+        assert_eq!(pre(4096, "cluster=4"), pre(4096, ""));
+        assert_eq!(pre(32768, ""), None);
+        assert_eq!(shape(17 * v8_cta_packs(sm.smem_optin), ""), None);
     }
 
     #[test]
