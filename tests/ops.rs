@@ -609,6 +609,72 @@ fn out_of_device_memory_is_a_clear_error() {
     assert!(e.to_string().contains("out of device memory"), "{e}");
 }
 
+/// Workspaces: distinct names in one call, a buffer kept while it is large enough, a larger
+/// one made beside it (the old one stays alive for graphs that captured it), and no new one
+/// made while the stream captures a CUDA graph.
+#[test]
+fn workspaces_are_kept_grown_and_refused_where_they_must_be() {
+    use cudarc::driver::{sys, DevicePtr};
+    if crate::common::cuda().is_none() {
+        return;
+    }
+    // A device of its own: the capture below must not catch other tests' work on a shared
+    // stream.
+    let dev = kernlab::device::CudaDevice::open(0).unwrap();
+    let ptr = |b: &cudarc::driver::CudaSlice<u8>| b.device_ptr(&dev.stream).0;
+    let e = dev
+        .with_workspaces([("test ws a", 64), ("test ws a", 64)], |_| Ok(()))
+        .unwrap_err();
+    assert!(e.to_string().contains("asked for twice"), "{e}");
+    let (a0, b0) = dev
+        .with_workspaces([("test ws a", 256), ("test ws b", 1024)], |[a, b]| {
+            assert!(a.len() >= 256 && b.len() >= 1024);
+            Ok((ptr(a), ptr(b)))
+        })
+        .unwrap();
+    assert_ne!(a0, b0);
+    // As large or smaller: the same buffer.
+    let a1 = dev
+        .with_workspace("test ws a", 100, |a| Ok(ptr(a)))
+        .unwrap();
+    assert_eq!(a1, a0);
+    // Larger: a new one.
+    let a2 = dev
+        .with_workspace("test ws a", 1 << 20, |a| {
+            assert!(a.len() >= 1 << 20);
+            Ok(ptr(a))
+        })
+        .unwrap();
+    assert_ne!(a2, a0);
+    dev.stream
+        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .unwrap();
+    let grow = dev.with_workspace("test ws a", 2 << 20, |_| Ok(()));
+    let keep = dev.with_workspace("test ws a", 4096, |a| Ok(ptr(a)));
+    let fresh = dev.with_workspace("test ws c", 16, |_| Ok(()));
+    let _ = dev.stream.end_capture(sys::CUgraphInstantiate_flags(0));
+    let e = grow.unwrap_err().to_string();
+    assert!(
+        e.contains("CUDA-graph capture") && e.contains("test ws a"),
+        "{e}"
+    );
+    assert_eq!(
+        keep.unwrap(),
+        a2,
+        "a buffer large enough is used during a capture"
+    );
+    assert!(
+        fresh.is_err(),
+        "a first workspace cannot be made during a capture"
+    );
+    // After the capture, growth works again.
+    dev.with_workspace("test ws a", 2 << 20, |a| {
+        assert!(a.len() >= 2 << 20);
+        Ok(())
+    })
+    .unwrap();
+}
+
 #[test]
 fn tensors_round_trip_through_the_device() {
     let Some(dev) = crate::common::cuda() else {

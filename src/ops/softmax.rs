@@ -364,10 +364,8 @@ fn v3_forced_k(slots: usize) -> Option<usize> {
     static FORCED: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
     let forced = *FORCED.get_or_init(|| {
         let spec = std::env::var("KERNLAB_V3").unwrap_or_default();
-        let v = spec
-            .split(',')
-            .find_map(|kv| kv.trim().strip_prefix("k="))?;
-        let k = v.trim().parse().ok().filter(|k| KS.contains(k));
+        let (_, v, k) = tuning_pairs(&spec).find(|&(k, _, _)| k == "k")?;
+        let k = k.filter(|k| KS.contains(k));
         if k.is_none() {
             eprintln!("kernlab: KERNLAB_V3: ignoring k={v} (expected 1, 2, 4 or 8)");
         }
@@ -1167,6 +1165,13 @@ impl V10Tuning {
         }
         t
     }
+    /// v10's shape under these settings ([`v10_config`]) for `rows` rows of at most `packs`
+    /// 16-byte packs, `resident` CTAs on the device: tiles of 512·u packs, the grid capped at
+    /// `max_grid`, `extra_lag` added to the lag.
+    pub fn shape(&self, packs: usize, rows: usize, resident: usize) -> Option<V10Config> {
+        let resident = resident.min(self.max_grid.unwrap_or(usize::MAX));
+        v10_config(packs, rows, V10_THREADS * self.u, resident, self.extra_lag)
+    }
     /// `KERNLAB_V10`'s settings, read once per process.
     pub fn from_env() -> Self {
         static T: std::sync::OnceLock<V10Tuning> = std::sync::OnceLock::new();
@@ -1190,22 +1195,16 @@ pub fn run_v10_tuned(p: &Params, x: &Tensor, y: &mut Tensor, tuning: V10Tuning) 
     require_peelable("v10_l2pass", x, &io)?;
     let name = format!("softmax_v10_l2pass_u{}_{}", tuning.u, x.dtype());
     let f = io.dev.function(&SOFTMAX, &name)?;
-    let resident = (blocks_per_sm(&f, V10_THREADS, 0)? * io.dev.props.sm_count as usize)
-        .min(tuning.max_grid.unwrap_or(usize::MAX));
-    let c = v10_config(
-        r.cols / r.pack,
-        r.rows,
-        V10_THREADS * tuning.u,
-        resident,
-        tuning.extra_lag,
-    )
-    .ok_or_else(|| {
-        unsupported(
+    let resident = blocks_per_sm(&f, V10_THREADS, 0)? * io.dev.props.sm_count as usize;
+    let c = tuning
+        .shape(r.cols / r.pack, r.rows, resident)
+        .ok_or_else(|| {
+            unsupported(
             "v10_l2pass",
             "no CTA to run on (the device holds none of its kernel, or the grid is capped at 0)"
                 .into(),
         )
-    })?;
+        })?;
     let cfg = LaunchConfig {
         grid_dim: (c.grid as u32, 1, 1),
         block_dim: (V10_THREADS as u32, 1, 1),
@@ -1281,7 +1280,7 @@ impl V7Config {
 /// sharing its shared memory; `lag` tiles between a split row's reduction and its write.
 /// `KERNLAB_V7` may set them ("whole=64,part=64,tile=32,per_sm=2,lag=1", sizes in KiB) for
 /// experiments; the defaults are the best measured on the H200 (docs/perf-notes.md).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct V7Tuning {
     pub whole: usize,
     pub part: usize,
@@ -1305,25 +1304,26 @@ impl Default for V7Tuning {
 }
 
 impl V7Tuning {
+    /// The defaults with `spec`'s settings over them (sizes in KiB; others ignored).
+    pub fn parse(spec: &str) -> Self {
+        let mut t = V7Tuning::default();
+        for (k, _, n) in tuning_pairs(spec) {
+            match (k, n) {
+                ("whole", Some(v)) => t.whole = v << 10,
+                ("part", Some(v)) => t.part = v << 10,
+                ("tile", Some(v)) => t.tile = v << 10,
+                ("per_sm", Some(v)) => t.per_sm = v.clamp(1, 2),
+                ("lag", Some(v)) => t.lag = v.min(3),
+                _ => {}
+            }
+        }
+        t
+    }
     /// The defaults with `KERNLAB_V7`'s settings over them, read once per process (v7's
     /// launcher asks on every call).
     pub fn from_env() -> Self {
         static TUNING: std::sync::OnceLock<V7Tuning> = std::sync::OnceLock::new();
-        *TUNING.get_or_init(|| {
-            let mut t = V7Tuning::default();
-            for kv in std::env::var("KERNLAB_V7").unwrap_or_default().split(',') {
-                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-                match (k.trim(), v.parse::<usize>().ok()) {
-                    ("whole", Some(v)) => t.whole = v << 10,
-                    ("part", Some(v)) => t.part = v << 10,
-                    ("tile", Some(v)) => t.tile = v << 10,
-                    ("per_sm", Some(v)) => t.per_sm = v.clamp(1, 2),
-                    ("lag", Some(v)) => t.lag = v.min(3),
-                    _ => {}
-                }
-            }
-            t
-        })
+        *TUNING.get_or_init(|| V7Tuning::parse(&std::env::var("KERNLAB_V7").unwrap_or_default()))
     }
 }
 
@@ -1894,7 +1894,13 @@ mod tests {
             }
         );
         // Cluster sizes are the powers of two v8 launches, 2–16; anything else is ignored.
-        for bad in ["cluster=1", "cluster=3", "cluster=32", "cluster=x", "cluster"] {
+        for bad in [
+            "cluster=1",
+            "cluster=3",
+            "cluster=32",
+            "cluster=x",
+            "cluster",
+        ] {
             assert_eq!(V8Tuning::parse(bad).cluster, None, "{bad}");
         }
         assert_eq!(V8Tuning::parse("fill=0").fill, Some(false));
@@ -2046,6 +2052,15 @@ mod tests {
         assert_eq!(V10Tuning::parse("u=2, lag=3"), t(2, 3, None));
         assert_eq!(V10Tuning::parse("u=8,lag=x,grid=0"), t(4, 0, None));
         assert_eq!(V10Tuning::parse("grid=132"), t(4, 0, Some(132)));
+        // The settings reach the shape: f32 256×1 Mi (262144 packs) on 264 resident CTAs.
+        let d = t(4, 0, None).shape(262_144, 256, 264).unwrap();
+        assert_eq!((d.grid, d.tile, d.cpr, d.lag), (264, 2048, 128, 2));
+        let c = t(2, 3, Some(132)).shape(262_144, 256, 264).unwrap();
+        assert_eq!((c.grid, c.tile, c.cpr), (132, 1024, 256));
+        assert_eq!(c.lag, 255usize.div_ceil(132) + 1 + 3);
+        // A cap above the resident CTAs changes nothing; a cap of the tiles' count neither.
+        assert_eq!(t(4, 0, Some(1000)).shape(262_144, 256, 264), Some(d));
+        assert_eq!(t(4, 0, None).shape(100, 1, 264).unwrap().grid, 1);
     }
 
     #[test]
@@ -2079,6 +2094,25 @@ mod tests {
         // Without a Hopper GPU (here: a CPU tensor) wide rows go to v4, never to v5.
         assert_eq!(auto_choice(&t(100_000, DType::BF16)), "v4_online");
         assert_eq!(auto_choice(&t(1001, DType::F32)), "v3_block_regs"); // odd: scalar v2 holds 256
+    }
+
+    #[test]
+    fn v7_tuning_reads_its_settings_over_the_defaults() {
+        let d = V7Tuning::default();
+        assert_eq!(V7Tuning::parse(""), d);
+        // Spaces around keys and values are allowed; sizes are KiB.
+        let t = V7Tuning::parse(" whole = 32 , tile=16,lag= 2");
+        assert_eq!((t.whole, t.tile, t.lag), (32 << 10, 16 << 10, 2));
+        assert_eq!((t.part, t.per_sm), (d.part, d.per_sm));
+        assert_eq!(
+            V7Tuning::parse("per_sm=9,lag=9"),
+            V7Tuning {
+                per_sm: 2,
+                lag: 3,
+                ..d
+            }
+        );
+        assert_eq!(V7Tuning::parse("part=x,whole,nothing=1"), d);
     }
 
     #[test]
