@@ -290,8 +290,7 @@ pub fn tune(
     let copies = bench::rotated_inputs(timing.rotate, &host, &y_shape, dtype, &device)?;
     let n_buf = copies.len();
     drop(host);
-    let xs: Vec<Vec<&Tensor>> = copies.iter().map(|c| c.iter().collect()).collect();
-    let x = &xs[0];
+    let x: Vec<&Tensor> = copies[0].iter().collect();
     let bytes = bench::min_bytes(op, shape, dtype) as f64;
     let flops = bench::flops(op, shape);
     let mut timer = CudaTimer::new(dev)?;
@@ -310,7 +309,7 @@ pub fn tune(
         };
         let mut y = Tensor::empty(&y_shape, dtype, &device)?;
         y.poison_nan()?;
-        match (c.run)(params, x, &mut y).and_then(|_| dev.sync()) {
+        match (c.run)(params, &x, &mut y).and_then(|_| dev.sync()) {
             Err(e @ (Error::UnsupportedShape { .. } | Error::NotContiguous { .. })) => {
                 t.note = Some(format!("skipped: {e}"));
                 trials.push(t);
@@ -335,24 +334,14 @@ pub fn tune(
             trials.push(t);
             continue;
         }
-        let mut ys = vec![y];
-        for _ in 1..n_buf {
-            ys.push(Tensor::empty(&y_shape, dtype, &device)?);
+        let mut rot = bench::Rotation::new(&copies, y, &y_shape, dtype, &device)?;
+        let mut run = |x: &[&Tensor], y: &mut Tensor| (c.run)(params, x, y);
+        if let Err(e) = rot.warm(&mut run) {
+            t.note = Some(format!("error on a rotated copy: {e}"));
+            trials.push(t);
+            continue;
         }
-        // One call on every copy before timing (as bench does).
-        if n_buf > 1 {
-            if let Err(e) = (0..n_buf).try_for_each(|i| (c.run)(params, &xs[i], &mut ys[i])) {
-                t.note = Some(format!("error on a rotated copy: {e}"));
-                trials.push(t);
-                continue;
-            }
-        }
-        let mut k = 0usize;
-        let stats = timer.time(timing, &mut || {
-            let i = k % n_buf;
-            k += 1;
-            (c.run)(params, &xs[i], &mut ys[i])
-        })?;
+        let stats = timer.time(timing, &mut || rot.call(&mut run))?;
         let ms = stats.median_ms;
         t.median_ms = Some(ms);
         t.tflops = Some(flops / (ms * 1e-3) / 1e12);

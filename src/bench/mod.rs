@@ -199,6 +199,63 @@ pub fn rotated_inputs(
         .collect()
 }
 
+/// The copies of one point's inputs (from [`rotated_inputs`]) and as many outputs, which
+/// timed calls cycle through call by call (`--rotate`); used by `bench` and `autotune`.
+pub struct Rotation<'a> {
+    inputs: Vec<Vec<&'a Tensor>>,
+    outputs: Vec<Tensor>,
+    next: usize,
+}
+
+impl<'a> Rotation<'a> {
+    /// `first` is the output of the first copy (the one validation wrote); the others are
+    /// made like it (`y_shape`, `dtype`, on `device`).
+    pub fn new(
+        inputs: &'a [Vec<Tensor>],
+        first: Tensor,
+        y_shape: &[usize],
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Self> {
+        let mut outputs = vec![first];
+        for _ in 1..inputs.len() {
+            outputs.push(Tensor::empty(y_shape, dtype, device)?);
+        }
+        Ok(Rotation {
+            inputs: inputs.iter().map(|c| c.iter().collect()).collect(),
+            outputs,
+            next: 0,
+        })
+    }
+    /// How many copies.
+    pub fn len(&self) -> usize {
+        self.outputs.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.outputs.is_empty()
+    }
+    /// One call on every copy where there are several, before timing: no timed call is then
+    /// the first to touch its buffers (on the CPU a fresh output's pages fault in on first
+    /// write). The first error stops it.
+    pub fn warm(&mut self, mut f: impl FnMut(&[&Tensor], &mut Tensor) -> Result<()>) -> Result<()> {
+        if self.len() > 1 {
+            for (x, y) in self.inputs.iter().zip(self.outputs.iter_mut()) {
+                f(x, y)?;
+            }
+        }
+        Ok(())
+    }
+    /// The next call: on copy 0, 1, …, len − 1, then 0 again.
+    pub fn call(
+        &mut self,
+        f: &mut impl FnMut(&[&Tensor], &mut Tensor) -> Result<()>,
+    ) -> Result<()> {
+        let i = self.next % self.len();
+        self.next += 1;
+        f(&self.inputs[i], &mut self.outputs[i])
+    }
+}
+
 pub fn out_shape(op: Op, shape: &[usize]) -> Vec<usize> {
     match (op.is_gemm(), shape) {
         (true, &[m, n, _]) => vec![m, n],
@@ -723,7 +780,8 @@ fn measure_point(
     let inputs = rotated_inputs(cfg.timing.rotate, &host, &y_shape, dtype, device)?;
     let n_buf = inputs.len();
     drop(host);
-    let input_refs: Vec<Vec<&Tensor>> = inputs.iter().map(|b| b.iter().collect()).collect();
+    // The first copy: validation's input.
+    let x0: Vec<&Tensor> = inputs[0].iter().collect();
     let mut records = Vec::new();
     for v in &variants {
         let mut rec = Record::new(op, v, device, dtype, shape, &cfg.params, seed);
@@ -739,7 +797,7 @@ fn measure_point(
         // Nsight Systems shows each variant's validation and timing under its name.
         let _range = crate::profile::nvtx::range(&what);
         progress(Event::Note(&format!("{what}: validating")));
-        let (check, y) = match validate_inputs(v, &cfg.params, &input_refs[0], &reference) {
+        let (check, y) = match validate_inputs(v, &cfg.params, &x0, &reference) {
             Ok(r) => r,
             Err(e @ (Error::UnsupportedShape { .. } | Error::NotContiguous { .. })) => {
                 rec.status = Status::Unsupported;
@@ -764,35 +822,23 @@ fn measure_point(
             continue;
         }
         progress(Event::Note(&format!("{what}: timing")));
-        rec.picked = v.picks.map(|pick| pick(&cfg.params, &input_refs[0]));
+        rec.picked = v.picks.map(|pick| pick(&cfg.params, &x0));
         if let Some(rows) = &reference.rows {
             rec.note = Some(format!(
                 "validated on {}",
                 reference.describe(y_shape[0].max(rows.len()))
             ));
         }
-        let mut outputs = vec![y];
-        for _ in 1..n_buf {
-            outputs.push(Tensor::empty(&y_shape, dtype, device)?);
-        }
+        let mut rot = Rotation::new(&inputs, y, &y_shape, dtype, device)?;
         let p = cfg.params;
-        // One call on every copy first, so that no timed call is the first to touch its
-        // buffers (on the CPU a fresh output's pages fault in on first write).
-        if n_buf > 1 {
-            let first = (0..n_buf).try_for_each(|i| v.run(&p, &input_refs[i], &mut outputs[i]));
-            if let Err(e) = first {
-                rec.status = Status::Error;
-                rec.note = Some(format!("a call on a rotated copy failed: {e}"));
-                records.push(rec);
-                continue;
-            }
+        let mut run = |x: &[&Tensor], y: &mut Tensor| v.run(&p, x, y);
+        if let Err(e) = rot.warm(&mut run) {
+            rec.status = Status::Error;
+            rec.note = Some(format!("a call on a rotated copy failed: {e}"));
+            records.push(rec);
+            continue;
         }
-        let mut k = 0usize;
-        let mut call = || {
-            let i = k % n_buf;
-            k += 1;
-            v.run(&p, &input_refs[i], &mut outputs[i])
-        };
+        let mut call = || rot.call(&mut run);
         let timing = &cfg.timing;
         match harness::repeated(timing, &mut || timer.time(timing, &mut call)) {
             Ok(m) => {
@@ -807,4 +853,62 @@ fn measure_point(
         records.push(rec);
     }
     Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each copy holds its index; a call records the index of the input it got and writes it
+    /// into its output.
+    #[test]
+    fn rotation_warms_every_copy_then_cycles_through_them_in_turn() {
+        let dev = Device::Cpu;
+        let copies: Vec<Vec<Tensor>> = (0..3)
+            .map(|i| vec![Tensor::from_f64(&[i as f64; 4], &[2, 2], DType::F32).unwrap()])
+            .collect();
+        let first = Tensor::empty(&[2, 2], DType::F32, &dev).unwrap();
+        let mut rot = Rotation::new(&copies, first, &[2, 2], DType::F32, &dev).unwrap();
+        assert_eq!(rot.len(), 3);
+        let mut seen = Vec::new();
+        let mut run = |x: &[&Tensor], y: &mut Tensor| {
+            let v = x[0].to_f64_vec()?;
+            seen.push(v[0] as usize);
+            *y = Tensor::from_f64(&v, &[2, 2], DType::F32)?;
+            Ok(())
+        };
+        rot.warm(&mut run).unwrap();
+        for _ in 0..7 {
+            rot.call(&mut run).unwrap();
+        }
+        assert_eq!(seen, [0, 1, 2, 0, 1, 2, 0, 1, 2, 0]);
+        // Each output was written from its own copy.
+        for (i, y) in rot.outputs.iter().enumerate() {
+            assert_eq!(y.to_f64_vec().unwrap(), [i as f64; 4]);
+        }
+        // One copy: no warm-up call, every call on it.
+        let one = &copies[..1];
+        let first = Tensor::empty(&[2, 2], DType::F32, &dev).unwrap();
+        let mut rot = Rotation::new(one, first, &[2, 2], DType::F32, &dev).unwrap();
+        let mut n = 0;
+        let mut count = |_: &[&Tensor], _: &mut Tensor| {
+            n += 1;
+            Ok(())
+        };
+        rot.warm(&mut count).unwrap();
+        rot.call(&mut count).unwrap();
+        rot.call(&mut count).unwrap();
+        assert_eq!(n, 2);
+        // An error in the warm-up stops it and is returned.
+        let first = Tensor::empty(&[2, 2], DType::F32, &dev).unwrap();
+        let mut rot = Rotation::new(&copies, first, &[2, 2], DType::F32, &dev).unwrap();
+        let mut calls = 0;
+        let e = rot
+            .warm(&mut |_: &[&Tensor], _: &mut Tensor| {
+                calls += 1;
+                Err(Error::Invalid("boom".into()))
+            })
+            .unwrap_err();
+        assert!(e.to_string().contains("boom") && calls == 1, "{e}");
+    }
 }
