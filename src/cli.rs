@@ -245,7 +245,7 @@ fn cmd_profile(a: ProfileArgs, out: &mut dyn Write) -> Result<()> {
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  kernlab autotune matmul --shape 8192x8192x8192 --dtype bf16\n  kernlab autotune linear --shape 4096x4096x1024 --variants v5_mma,v6_wgmma\n  kernlab autotune softmax --shape 4096x1280 --dtype f32\n\nmatmul/linear: every configuration (tiles, stages, warps, GROUP_M) of v3_regs, v4_grouped,\nv5_mma and v6_wgmma (sm_90). softmax: which numbered version (v2 to v9) `auto` should run. Entries are keyed\nby device, op, variant, dtype and shape bucket (each size rounded up to a power of two), kept in\nautotune.json in kernlab's cache folder (~/.cache/kernlab, or $KERNLAB_CACHE_DIR), written atomically."
+    after_help = "Examples:\n  kernlab autotune matmul --shape 8192x8192x8192 --dtype bf16\n  kernlab autotune linear --shape 4096x4096x1024 --variants v5_mma,v6_wgmma\n  kernlab autotune softmax --shape 4096x1280 --dtype f32\n\nmatmul/linear: every configuration (tiles, stages, warps, GROUP_M) of v3_regs, v4_grouped,\nv5_mma and v6_wgmma (sm_90). softmax: which numbered version (v2 to v10) `auto` should run. Entries are keyed\nby device, op, variant, dtype and shape bucket (each size rounded up to a power of two), kept in\nautotune.json in kernlab's cache folder (~/.cache/kernlab, or $KERNLAB_CACHE_DIR), written atomically."
 )]
 struct AutotuneArgs {
     /// matmul, linear or softmax
