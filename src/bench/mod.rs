@@ -867,9 +867,12 @@ mod tests {
         let copies: Vec<Vec<Tensor>> = (0..3)
             .map(|i| vec![Tensor::from_f64(&[i as f64; 4], &[2, 2], DType::F32).unwrap()])
             .collect();
-        let first = Tensor::empty(&[2, 2], DType::F32, &dev).unwrap();
+        // The first output is the one given (validation's), the others new.
+        let first = Tensor::from_f64(&[7.0; 4], &[2, 2], DType::F32).unwrap();
         let mut rot = Rotation::new(&copies, first, &[2, 2], DType::F32, &dev).unwrap();
         assert_eq!(rot.len(), 3);
+        assert_eq!(rot.outputs[0].to_f64_vec().unwrap(), [7.0; 4]);
+        assert!(rot.outputs.iter().all(|y| y.shape() == [2, 2]));
         let mut seen = Vec::new();
         let mut run = |x: &[&Tensor], y: &mut Tensor| {
             let v = x[0].to_f64_vec()?;

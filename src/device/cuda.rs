@@ -252,13 +252,15 @@ impl CudaDevice {
         wants: [(&'static str, usize); N],
         f: impl FnOnce([&mut CudaSlice<u8>; N]) -> Result<R>,
     ) -> Result<R> {
-        let mut ws = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
-        for (i, &(name, bytes)) in wants.iter().enumerate() {
+        for (i, &(name, _)) in wants.iter().enumerate() {
             if wants[..i].iter().any(|w| w.0 == name) {
                 return Err(Error::Invalid(format!(
                     "workspace {name} asked for twice in one call"
                 )));
             }
+        }
+        let mut ws = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
+        for &(name, bytes) in &wants {
             let bufs = ws.entry(name).or_default();
             if bufs.last().is_none_or(|b| b.len() < bytes) {
                 let capturing = self

@@ -363,15 +363,22 @@ pub fn run_v3_block_regs(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 fn v3_forced_k(slots: usize) -> Option<usize> {
     static FORCED: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
     let forced = *FORCED.get_or_init(|| {
-        let spec = std::env::var("KERNLAB_V3").unwrap_or_default();
-        let (_, v, k) = tuning_pairs(&spec).find(|&(k, _, _)| k == "k")?;
-        let k = k.filter(|k| KS.contains(k));
-        if k.is_none() {
-            eprintln!("kernlab: KERNLAB_V3: ignoring k={v} (expected 1, 2, 4 or 8)");
+        match v3_parse_k(&std::env::var("KERNLAB_V3").unwrap_or_default())? {
+            Ok(k) => Some(k),
+            Err(v) => {
+                eprintln!("kernlab: KERNLAB_V3: ignoring k={v} (expected 1, 2, 4 or 8)");
+                None
+            }
         }
-        k
     });
     forced.filter(|&k| slots.div_ceil(k) <= 1024)
+}
+
+/// `KERNLAB_V3`'s `k=N`: `None` without a `k` setting, else N where it is 1, 2, 4 or 8, or the
+/// value given where it is not.
+fn v3_parse_k(spec: &str) -> Option<std::result::Result<usize, String>> {
+    let (_, v, k) = tuning_pairs(spec).find(|&(k, _, _)| k == "k")?;
+    Some(k.filter(|k| KS.contains(k)).ok_or_else(|| v.to_string()))
 }
 
 /// K (slots per thread) for v3: 4 — four loads in flight — unless the row is so short that
@@ -726,7 +733,7 @@ impl V8Tuning {
         let mut t = V8Tuning::default();
         for (k, _, n) in tuning_pairs(spec) {
             match (k, n) {
-                ("fill", Some(n)) => t.fill = Some(n != 0),
+                ("fill", Some(n @ (0 | 1))) => t.fill = Some(n == 1),
                 ("cluster", Some(n)) if V8_CLUSTERS[1..].contains(&n) => t.cluster = Some(n),
                 _ => {}
             }
@@ -914,7 +921,7 @@ pub fn v9_config(
     })
 }
 
-/// A tuning spec's comma-separated `key=value` settings (v9's and v10's): each key and value
+/// A tuning spec's comma-separated `key=value` settings (`KERNLAB_V3`, `_V7` to `_V10`): each key and value
 /// trimmed (a bare key has the value ""), with the value as a count where it is one.
 fn tuning_pairs(spec: &str) -> impl Iterator<Item = (&str, &str, Option<usize>)> {
     spec.split(',').map(|kv| {
@@ -1904,6 +1911,7 @@ mod tests {
             assert_eq!(V8Tuning::parse(bad).cluster, None, "{bad}");
         }
         assert_eq!(V8Tuning::parse("fill=0").fill, Some(false));
+        assert_eq!(V8Tuning::parse("fill=2").fill, None);
         // By default only one-CTA rows past 512 threads are filled.
         assert!(d.fill_for(1, 544) && !d.fill_for(1, 512) && !d.fill_for(2, 1024));
         assert!(V8Tuning::parse("fill=1").fill_for(4, 64));
@@ -1917,9 +1925,14 @@ mod tests {
         assert_eq!(shape(32768, "cluster=4,fill=1"), Some((4, 512, 4096 * 16)));
         // Forced to four, not filled: the fewest threads that hold a quarter in registers.
         assert_eq!(shape(32768, "cluster=4"), Some((4, 1024, 0)));
-        // A forced size below what the row needs changes nothing.
-        assert_eq!(shape(32768, "cluster=2,fill=0"), shape(32768, ""));
+        // A forced size no larger than what the row needs changes nothing.
+        assert_eq!(shape(32768, "cluster=2"), shape(32768, ""));
         assert_eq!(shape(8 * 32768, "cluster=4"), shape(8 * 32768, ""));
+        // One-CTA rows past 512 threads are filled by default; fill=0 keeps the fewest threads.
+        let (t, m) = v8_fill_cta(6144, sm).unwrap();
+        assert_eq!(shape(6144, ""), Some((1, t, m)));
+        assert_eq!(shape(6144, "fill=0"), Some((1, 768, 0)));
+        assert_ne!((t, m), (768, 0));
         // Without clusters (before sm_90) the forced size is ignored, and wide rows refused.
         let pre = |packs, spec: &str| v8_shape(packs, sm, false, V8Tuning::parse(spec));
         assert_eq!(pre(4096, "cluster=4"), pre(4096, ""));
@@ -2058,9 +2071,14 @@ mod tests {
         let c = t(2, 3, Some(132)).shape(262_144, 256, 264).unwrap();
         assert_eq!((c.grid, c.tile, c.cpr), (132, 1024, 256));
         assert_eq!(c.lag, 255usize.div_ceil(132) + 1 + 3);
-        // A cap above the resident CTAs changes nothing; a cap of the tiles' count neither.
+        // A cap above the resident CTAs changes nothing, nor one at the tiles' count (the grid
+        // is never more than the tiles); a cap of 0 leaves no CTA to run on.
         assert_eq!(t(4, 0, Some(1000)).shape(262_144, 256, 264), Some(d));
         assert_eq!(t(4, 0, None).shape(100, 1, 264).unwrap().grid, 1);
+        let one_row = t(4, 0, None).shape(262_144, 1, 264).unwrap();
+        assert_eq!(one_row.grid, 128);
+        assert_eq!(t(4, 0, Some(128)).shape(262_144, 1, 264), Some(one_row));
+        assert_eq!(t(4, 0, Some(0)).shape(262_144, 1, 264), None);
     }
 
     #[test]
@@ -2094,6 +2112,16 @@ mod tests {
         // Without a Hopper GPU (here: a CPU tensor) wide rows go to v4, never to v5.
         assert_eq!(auto_choice(&t(100_000, DType::BF16)), "v4_online");
         assert_eq!(auto_choice(&t(1001, DType::F32)), "v3_block_regs"); // odd: scalar v2 holds 256
+    }
+
+    #[test]
+    fn v3_reads_k_and_names_a_value_it_ignores() {
+        assert_eq!(v3_parse_k(""), None);
+        assert_eq!(v3_parse_k("scalar"), None);
+        assert_eq!(v3_parse_k("k=2"), Some(Ok(2)));
+        assert_eq!(v3_parse_k(" k = 4 "), Some(Ok(4)));
+        assert_eq!(v3_parse_k("k=3"), Some(Err("3".into())));
+        assert_eq!(v3_parse_k("k"), Some(Err(String::new())));
     }
 
     #[test]
