@@ -15,7 +15,6 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ops::{Op, Params};
 use crate::tensor::Tensor;
-use crate::validate;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -322,12 +321,7 @@ pub fn tune(
             }
             Ok(()) => {}
         }
-        let out = reference.select(y.to_f64_vec()?);
-        let check = if op.is_gemm() {
-            validate::compare_rows_l2(&out, &reference.values, reference.cols, dtype)
-        } else {
-            validate::compare(&out, &reference.values, reference.cols, dtype)
-        };
+        let check = reference.check(&y, op.is_gemm())?;
         t.max_rel_err = Some(check.max_rel_err);
         if !check.passed {
             t.note = Some(format!("FAILED validation: {}", check.describe()));

@@ -453,6 +453,62 @@ impl Tensor {
         }
     }
 
+    /// The storage offset of the first element of row `r` (rows over the last dimension, as
+    /// [`Tensor::rows_cols`] counts them).
+    fn row_offset(&self, mut r: usize) -> usize {
+        let nd = self.shape.len();
+        let mut off = 0;
+        for d in (0..nd.saturating_sub(1)).rev() {
+            off += (r % self.shape[d]) * self.strides[d];
+            r /= self.shape[d];
+        }
+        off
+    }
+
+    /// The elements of rows `rows` (over the last dimension), in the order given, as f64:
+    /// the storage is read once, and only those rows converted.
+    pub fn rows_f64(&self, rows: &[usize]) -> Result<Vec<f64>> {
+        let (n, cols, _) = self.rows_cols();
+        if let Some(&r) = rows.iter().find(|&&r| r >= n) {
+            return Err(Error::Invalid(format!(
+                "row {r} of a tensor of {n} rows asked for"
+            )));
+        }
+        let data = self.host_data()?;
+        let cs = self.strides.last().copied().unwrap_or(1);
+        Ok(rows
+            .par_iter()
+            .flat_map_iter(|&r| {
+                let base = self.row_offset(r);
+                let data = &data;
+                (0..cols).map(move |c| data.get_f64(base + c * cs))
+            })
+            .collect())
+    }
+
+    /// How many elements are NaN or infinite in the rows not listed in `skip`.
+    pub fn nonfinite_outside(&self, skip: &[usize]) -> Result<usize> {
+        let (n, cols, _) = self.rows_cols();
+        let mut skipped = vec![false; n];
+        for &r in skip {
+            if let Some(s) = skipped.get_mut(r) {
+                *s = true;
+            }
+        }
+        let data = self.host_data()?;
+        let cs = self.strides.last().copied().unwrap_or(1);
+        Ok((0..n)
+            .into_par_iter()
+            .filter(|&r| !skipped[r])
+            .map(|r| {
+                let base = self.row_offset(r);
+                (0..cols)
+                    .filter(|&c| !data.get_f64(base + c * cs).is_finite())
+                    .count()
+            })
+            .sum())
+    }
+
     /// The logical elements, in row-major order, as f64.
     pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
         let data = self.host_data()?;
@@ -582,6 +638,32 @@ mod tests {
         ] {
             assert!(parse_shape(bad).is_err(), "{bad} must be rejected");
         }
+    }
+
+    #[test]
+    fn rows_are_read_through_the_strides_and_counted_for_nan_outside_a_sample() {
+        // 2 × 3 rows of 4, rows 6 apart: elements at [b, r, c] = 100·b + 10·r + c.
+        let cpu = Device::Cpu;
+        let mut t = Tensor::empty_strided(&[2, 3, 4], &[18, 6, 1], DType::F32, &cpu).unwrap();
+        let mut vals = vec![f64::NAN; 36];
+        for b in 0..2 {
+            for r in 0..3 {
+                for c in 0..4 {
+                    vals[b * 18 + r * 6 + c] = (100 * b + 10 * r + c) as f64;
+                }
+            }
+        }
+        // The padding between rows stays NaN: it is not an element.
+        vals[18 + 2 * 6 + 3] = f64::INFINITY; // [1, 2, 3], row 5
+        t.storage = Storage::Cpu(CpuData::F32(vals.iter().map(|&v| v as f32).collect()));
+        assert_eq!(
+            t.rows_f64(&[4, 0]).unwrap(),
+            [110.0, 111.0, 112.0, 113.0, 0.0, 1.0, 2.0, 3.0]
+        );
+        assert!(t.rows_f64(&[6]).is_err());
+        assert_eq!(t.nonfinite_outside(&[]).unwrap(), 1);
+        assert_eq!(t.nonfinite_outside(&[5]).unwrap(), 0);
+        assert_eq!(t.nonfinite_outside(&[0, 4]).unwrap(), 1);
     }
 
     #[test]

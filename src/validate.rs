@@ -189,6 +189,30 @@ pub fn compare_rows_l2(out: &[f64], reference: &[f64], cols: usize, dtype: DType
     }
 }
 
+/// Rows of an `m`-row output for a sampled f64 reference: `want` rows at most (at least the
+/// first and the last, all of them when `want ≥ m`), the rest spread over [0, m) from `seed`;
+/// sorted, distinct.
+pub fn sample_rows(m: usize, want: usize, seed: u64) -> Vec<usize> {
+    if m == 0 {
+        return Vec::new();
+    }
+    if want >= m {
+        return (0..m).collect();
+    }
+    let mut rows = vec![0, m - 1];
+    let mut s = seed | 1;
+    while rows.len() < want.max(2) {
+        // xorshift64*: deterministic, spread over [0, m).
+        s ^= s >> 12;
+        s ^= s << 25;
+        s ^= s >> 27;
+        rows.push((s.wrapping_mul(0x2545_f491_4f6c_dd1d) % m as u64) as usize);
+    }
+    rows.sort_unstable();
+    rows.dedup();
+    rows
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,5 +278,21 @@ mod tests {
         assert!(compare(&[1.0, 2e-9], &r, 2, DType::F32).passed);
         let r2 = vec![1e-9, 1e-9];
         assert!(!compare(&[1e-9, 2e-9], &r2, 2, DType::F32).passed);
+    }
+
+    #[test]
+    fn sampled_rows_hold_the_ends_are_distinct_and_bounded() {
+        assert_eq!(sample_rows(0, 16, 1), Vec::<usize>::new());
+        assert_eq!(sample_rows(1, 16, 1), [0]);
+        assert_eq!(sample_rows(5, 16, 1), [0, 1, 2, 3, 4]);
+        assert_eq!(sample_rows(5, 5, 1), [0, 1, 2, 3, 4]);
+        for (m, want) in [(1000, 16), (1 << 20, 64), (3, 2)] {
+            let r = sample_rows(m, want, 42);
+            assert!(r.len() <= want && r.len() >= 2, "{m} {want}: {}", r.len());
+            assert_eq!((r[0], *r.last().unwrap()), (0, m - 1));
+            assert!(r.windows(2).all(|w| w[0] < w[1]));
+            assert_eq!(r, sample_rows(m, want, 42), "deterministic for a seed");
+        }
+        assert_ne!(sample_rows(1 << 20, 64, 1), sample_rows(1 << 20, 64, 2));
     }
 }

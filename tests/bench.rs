@@ -630,3 +630,72 @@ fn the_torch_baselines_gemm_records_map_to_kernlab_shapes_and_flops() {
         }
     }
 }
+
+/// Past the element count given, a softmax or GeLU reference covers sampled rows (the first
+/// and last among them), checks their values, and checks every other row for NaN/inf: a
+/// poisoned element outside the sample still fails, and so does a wrong value inside it.
+#[test]
+fn a_sampled_reference_checks_its_rows_and_every_row_for_nan() {
+    use kernlab::ops::softmax;
+    use kernlab::tensor::Tensor;
+    use kernlab::Params;
+    let p = Params::default();
+    for (op, row_stride) in [
+        (Op::Softmax, None),
+        (Op::Softmax, Some(40)),
+        (Op::Gelu, None),
+    ] {
+        let (rows, cols) = (300, 33);
+        let host = bench::make_inputs(op, &[rows, cols], DType::F32, 5, row_stride).unwrap();
+        let full = bench::make_reference(op, &host, &p, 5).unwrap();
+        assert!(full.rows.is_none());
+        // 20 rows' worth of elements: sampled.
+        let r = bench::make_reference_within(op, &host, &p, 5, 20 * cols).unwrap();
+        let sampled = r.rows.clone().expect("sampled rows");
+        assert!(
+            sampled.len() >= 16 && sampled.len() <= 20,
+            "{}",
+            sampled.len()
+        );
+        assert_eq!((sampled[0], *sampled.last().unwrap()), (0, rows - 1));
+        assert!(sampled.windows(2).all(|w| w[0] < w[1]));
+        // The sampled reference holds the full one's values on those rows.
+        let pick: Vec<f64> = sampled
+            .iter()
+            .flat_map(|&i| full.values[i * cols..(i + 1) * cols].iter().copied())
+            .collect();
+        assert_eq!(r.values, pick);
+        // An output made from the full reference passes; the description says what was checked.
+        let good = Tensor::from_f64(&full.values, &[rows, cols], DType::F32).unwrap();
+        let c = r.check(&good, false).unwrap();
+        assert!(c.passed, "{}", c.describe());
+        assert!(r.describe(rows).contains("sampled rows of 300"));
+        // A NaN in a row outside the sample fails.
+        let outside = (0..rows).find(|i| !sampled.contains(i)).unwrap();
+        let mut v = full.values.clone();
+        v[outside * cols + 7] = f64::NAN;
+        let c = r
+            .check(
+                &Tensor::from_f64(&v, &[rows, cols], DType::F32).unwrap(),
+                false,
+            )
+            .unwrap();
+        assert!(!c.passed && c.special_mismatches == 1, "{}", c.describe());
+        // A wrong value inside the sample fails.
+        let mut v = full.values.clone();
+        v[sampled[1] * cols + 3] += 0.25;
+        let c = r
+            .check(
+                &Tensor::from_f64(&v, &[rows, cols], DType::F32).unwrap(),
+                false,
+            )
+            .unwrap();
+        assert!(!c.passed, "{}", c.describe());
+    }
+    // Softmax's sampled reference is the softmax of those rows.
+    let host = bench::make_inputs(Op::Softmax, &[64, 9], DType::F32, 3, None).unwrap();
+    let r = bench::make_reference_within(Op::Softmax, &host, &p, 3, 16 * 9).unwrap();
+    let rows = r.rows.clone().unwrap();
+    let x = host[0].rows_f64(&rows).unwrap();
+    assert_eq!(r.values, softmax::reference(&x, 9, &p));
+}

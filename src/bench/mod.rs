@@ -275,9 +275,13 @@ pub fn make_inputs(
     let cpu = Device::Cpu;
     if !op.is_gemm() {
         // What a point holds on the host at once, about: the input (and its f64 values while
-        // it is made), the f64 reference, the output and the CPU tiers' f32 temporaries.
+        // it is made), the output and the CPU tiers' f32 temporaries, and the f64 reference
+        // (of sampled rows past FULL_REFERENCE_ELEMS).
         let numel = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
-        let bytes = numel.and_then(|n| n.checked_mul(2 * 8 + 3 * dtype.size() + 2 * 4));
+        let bytes = numel.and_then(|n| {
+            n.checked_mul(8 + 3 * dtype.size() + 2 * 4)?
+                .checked_add(n.min(FULL_REFERENCE_ELEMS) * 8)
+        });
         crate::tensor::check_host_memory(
             bytes.unwrap_or(usize::MAX),
             &format!(
@@ -340,22 +344,35 @@ pub struct Reference {
 }
 
 impl Reference {
-    /// The rows of a full output that this reference covers.
-    pub fn select(&self, out: Vec<f64>) -> Vec<f64> {
-        match &self.rows {
-            None => out,
-            Some(rows) => rows
-                .iter()
-                .flat_map(|&r| out[r * self.cols..(r + 1) * self.cols].iter().copied())
-                .collect(),
+    /// Check output `y` against this reference: its values on the reference's rows (by
+    /// relative L2 a row for a GEMM, `gemm`, else element by element), and where the reference
+    /// covers sampled rows only, every other row for NaN or infinity (counted as mismatches:
+    /// a NaN never passes, sampled or not).
+    pub fn check(&self, y: &Tensor, gemm: bool) -> Result<validate::Check> {
+        let out = match &self.rows {
+            None => y.to_f64_vec()?,
+            Some(rows) => y.rows_f64(rows)?,
+        };
+        let mut check = if gemm {
+            validate::compare_rows_l2(&out, &self.values, self.cols, y.dtype())
+        } else {
+            validate::compare(&out, &self.values, self.cols, y.dtype())
+        };
+        if let Some(rows) = &self.rows {
+            let bad = y.nonfinite_outside(rows)?;
+            if bad > 0 {
+                check.special_mismatches += bad;
+                check.passed = false;
+            }
         }
+        Ok(check)
     }
-    /// One line for reports: `all 1024 rows` or `64 sampled rows of 8192`.
+    /// One line for reports: `all 1024 rows` or `64 sampled rows of 8192 …`.
     pub fn describe(&self, total_rows: usize) -> String {
         match &self.rows {
             Some(r) if r.len() < total_rows => {
                 format!(
-                    "{} sampled rows of {total_rows} (first and last included)",
+                    "{} sampled rows of {total_rows} (first and last included; every row checked for NaN/inf)",
                     r.len()
                 )
             }
@@ -364,21 +381,43 @@ impl Reference {
     }
 }
 
-/// The f64 oracle for a point's host inputs (a GEMM too large for a full f64 product gets
-/// sampled rows, see `matmul::reference_rows`).
+/// Above this many elements a GeLU or softmax f64 reference covers sampled rows only, at
+/// least 16 of them (2^28: 2 GiB of f64 values; a sweep capped by `--max-elements 2^28` is
+/// checked in full).
+pub const FULL_REFERENCE_ELEMS: usize = 1 << 28;
+
+/// The f64 oracle for a point's host inputs. A GEMM too large for a full f64 product gets
+/// sampled rows (see `matmul::reference_rows`); so does a GeLU or softmax of more than
+/// [`FULL_REFERENCE_ELEMS`] elements.
 pub fn make_reference(op: Op, inputs: &[Tensor], p: &Params, seed: u64) -> Result<Reference> {
+    make_reference_within(op, inputs, p, seed, FULL_REFERENCE_ELEMS)
+}
+
+/// [`make_reference`] with the element count above which a row op's reference is sampled.
+pub fn make_reference_within(
+    op: Op,
+    inputs: &[Tensor],
+    p: &Params,
+    seed: u64,
+    full_elems: usize,
+) -> Result<Reference> {
     match op {
         Op::Gelu | Op::Softmax => {
             let x = &inputs[0];
-            let x64 = x.to_f64_vec()?;
-            let (_, cols, _) = x.rows_cols();
+            let (n, cols, _) = x.rows_cols();
+            let rows = (x.numel() > full_elems)
+                .then(|| validate::sample_rows(n, (full_elems / cols.max(1)).max(16), seed));
+            let x64 = match &rows {
+                None => x.to_f64_vec()?,
+                Some(r) => x.rows_f64(r)?,
+            };
             let values = match op {
                 Op::Gelu => crate::ops::gelu::reference(&x64, p),
                 _ => crate::ops::softmax::reference(&x64, cols, p),
             };
             Ok(Reference {
                 values,
-                rows: None,
+                rows: rows.filter(|r| r.len() < n),
                 cols,
             })
         }
@@ -539,13 +578,7 @@ pub fn validate_inputs(
     if let Some(d) = x.device().cuda() {
         d.sync()?;
     }
-    let out = reference.select(y.to_f64_vec()?);
-    let check = if v.op.is_gemm() {
-        validate::compare_rows_l2(&out, &reference.values, reference.cols, x.dtype())
-    } else {
-        validate::compare(&out, &reference.values, reference.cols, x.dtype())
-    };
-    Ok((check, y))
+    Ok((reference.check(&y, v.op.is_gemm())?, y))
 }
 
 /// A fresh seed from the OS (time and address entropy through a hasher).
@@ -826,7 +859,12 @@ fn measure_point(
         if let Some(rows) = &reference.rows {
             rec.note = Some(format!(
                 "validated on {}",
-                reference.describe(y_shape[0].max(rows.len()))
+                reference.describe(
+                    y_shape[..y_shape.len().saturating_sub(1)]
+                        .iter()
+                        .product::<usize>()
+                        .max(rows.len())
+                )
             ));
         }
         let mut rot = Rotation::new(&inputs, y, &y_shape, dtype, device)?;

@@ -169,20 +169,8 @@ pub fn reference_rows(m: usize, n: usize, k: usize, seed: u64) -> Vec<usize> {
         return (0..m).collect();
     }
     let per_row = n as f64 * k as f64;
-    let want = ((FULL_REFERENCE_MACS / per_row) as usize).clamp(16, m);
-    let mut rows = vec![0, m - 1];
-    let mut s = seed | 1;
-    while rows.len() < want {
-        // xorshift64*: deterministic, spread over [0, m).
-        s ^= s >> 12;
-        s ^= s << 25;
-        s ^= s >> 27;
-        let r = (s.wrapping_mul(0x2545_f491_4f6c_dd1d) % m as u64) as usize;
-        rows.push(r);
-    }
-    rows.sort_unstable();
-    rows.dedup();
-    rows
+    let want = ((FULL_REFERENCE_MACS / per_row) as usize).max(16);
+    crate::validate::sample_rows(m, want, seed)
 }
 
 /// The epilogue in f64: bias, then the activation, as PyTorch defines them.
