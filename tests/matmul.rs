@@ -206,6 +206,11 @@ fn large_shapes_are_validated_on_sampled_rows_including_the_edges() {
     assert!(rows.windows(2).all(|w| w[0] < w[1]));
     // small problems: every row
     assert_eq!(matmul::reference_rows(127, 255, 63, 1).len(), 127);
+    // Fewer rows than the least sample, each of them huge: every row (it used to panic).
+    assert_eq!(
+        matmul::reference_rows(8, 65536, 65536, 1),
+        (0..8).collect::<Vec<_>>()
+    );
 }
 
 #[test]
