@@ -12,6 +12,15 @@ use rand::{rngs::SmallRng, Rng, SeedableRng};
 use rayon::prelude::*;
 use std::sync::Arc;
 
+/// What [`Tensor::sample_blocks`] read: the chosen blocks' values, and over the other blocks
+/// (when scanned) the NaN/inf count and the first of them (logical index, value).
+#[derive(Debug, Clone)]
+pub struct Sampled {
+    pub values: Vec<f64>,
+    pub nonfinite: usize,
+    pub first_bad: Option<(usize, f64)>,
+}
+
 /// Host storage, typed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CpuData {
@@ -453,60 +462,76 @@ impl Tensor {
         }
     }
 
-    /// The storage offset of the first element of row `r` (rows over the last dimension, as
-    /// [`Tensor::rows_cols`] counts them).
-    fn row_offset(&self, mut r: usize) -> usize {
-        let nd = self.shape.len();
+    /// The storage offset of logical element `i` (row-major order).
+    fn logical_offset(&self, mut i: usize) -> usize {
         let mut off = 0;
-        for d in (0..nd.saturating_sub(1)).rev() {
-            off += (r % self.shape[d]) * self.strides[d];
-            r /= self.shape[d];
+        for d in (0..self.shape.len()).rev() {
+            off += (i % self.shape[d]) * self.strides[d];
+            i /= self.shape[d];
         }
         off
     }
 
-    /// The elements of rows `rows` (over the last dimension), in the order given, as f64:
-    /// the storage is read once, and only those rows converted.
-    pub fn rows_f64(&self, rows: &[usize]) -> Result<Vec<f64>> {
-        let (n, cols, _) = self.rows_cols();
-        if let Some(&r) = rows.iter().find(|&&r| r >= n) {
+    /// The logical elements of blocks `take`, in the order given, as f64, where block b is the
+    /// logical elements [b·width, (b + 1)·width) in row-major order (the last block may be
+    /// shorter): rows, when `width` is the last dimension. The storage is read once and only
+    /// those elements converted.
+    pub fn blocks_f64(&self, width: usize, take: &[usize]) -> Result<Vec<f64>> {
+        Ok(self.sample_blocks(width, take, false)?.values)
+    }
+
+    /// [`Tensor::blocks_f64`], and with `scan` the NaN/inf elements of every other block: how
+    /// many, and the first of them (logical index, value). The storage is read once.
+    pub fn sample_blocks(&self, width: usize, take: &[usize], scan: bool) -> Result<Sampled> {
+        let n = self.numel();
+        let width = width.max(1);
+        let blocks = n.div_ceil(width);
+        if let Some(&b) = take.iter().find(|&&b| b >= blocks) {
             return Err(Error::Invalid(format!(
-                "row {r} of a tensor of {n} rows asked for"
+                "block {b} of a tensor of {blocks} blocks of {width} asked for"
             )));
         }
         let data = self.host_data()?;
-        let cs = self.strides.last().copied().unwrap_or(1);
-        Ok(rows
+        let contiguous = self.is_contiguous();
+        let at = |i: usize| {
+            data.get_f64(if contiguous {
+                i
+            } else {
+                self.logical_offset(i)
+            })
+        };
+        let span = |b: usize| b * width..((b + 1) * width).min(n);
+        let values = take
             .par_iter()
-            .flat_map_iter(|&r| {
-                let base = self.row_offset(r);
-                let data = &data;
-                (0..cols).map(move |c| data.get_f64(base + c * cs))
-            })
-            .collect())
-    }
-
-    /// How many elements are NaN or infinite in the rows not listed in `skip`.
-    pub fn nonfinite_outside(&self, skip: &[usize]) -> Result<usize> {
-        let (n, cols, _) = self.rows_cols();
-        let mut skipped = vec![false; n];
-        for &r in skip {
-            if let Some(s) = skipped.get_mut(r) {
-                *s = true;
-            }
+            .flat_map_iter(|&b| span(b).map(at))
+            .collect();
+        let (mut nonfinite, mut first_bad) = (0, None);
+        if scan {
+            let mut sorted = take.to_vec();
+            sorted.sort_unstable();
+            type Bad = (usize, Option<(usize, f64)>);
+            let merge = |a: Bad, b: Bad| {
+                let first = match (a.1, b.1) {
+                    (Some(x), Some(y)) => Some(if x.0 <= y.0 { x } else { y }),
+                    (x, y) => x.or(y),
+                };
+                (a.0 + b.0, first)
+            };
+            (nonfinite, first_bad) = (0..blocks)
+                .into_par_iter()
+                .filter(|b| sorted.binary_search(b).is_err())
+                .map(|b| {
+                    let mut bad = span(b).map(|i| (i, at(i))).filter(|(_, v)| !v.is_finite());
+                    let first = bad.next();
+                    (first.map_or(0, |_| 1 + bad.count()), first)
+                })
+                .reduce(|| (0, None), merge);
         }
-        let data = self.host_data()?;
-        let cs = self.strides.last().copied().unwrap_or(1);
-        Ok((0..n)
-            .into_par_iter()
-            .filter(|&r| !skipped[r])
-            .map(|r| {
-                let base = self.row_offset(r);
-                (0..cols)
-                    .filter(|&c| !data.get_f64(base + c * cs).is_finite())
-                    .count()
-            })
-            .sum())
+        Ok(Sampled {
+            values,
+            nonfinite,
+            first_bad,
+        })
     }
 
     /// The logical elements, in row-major order, as f64.
@@ -641,29 +666,51 @@ mod tests {
     }
 
     #[test]
-    fn rows_are_read_through_the_strides_and_counted_for_nan_outside_a_sample() {
-        // 2 × 3 rows of 4, rows 6 apart: elements at [b, r, c] = 100·b + 10·r + c.
-        let cpu = Device::Cpu;
-        let mut t = Tensor::empty_strided(&[2, 3, 4], &[18, 6, 1], DType::F32, &cpu).unwrap();
-        let mut vals = vec![f64::NAN; 36];
+    fn blocks_are_read_through_the_strides_and_scanned_for_nan_outside_a_sample() {
+        // 2 × 3 rows of 4, rows 6 apart and batches 20 apart: [b, r, c] = 100·b + 10·r + c.
+        let (shape, strides) = ([2usize, 3, 4], [20usize, 6, 1]);
+        let mut vals = vec![f32::NAN; 40];
         for b in 0..2 {
             for r in 0..3 {
                 for c in 0..4 {
-                    vals[b * 18 + r * 6 + c] = (100 * b + 10 * r + c) as f64;
+                    vals[b * 20 + r * 6 + c] = (100 * b + 10 * r + c) as f32;
                 }
             }
         }
-        // The padding between rows stays NaN: it is not an element.
-        vals[18 + 2 * 6 + 3] = f64::INFINITY; // [1, 2, 3], row 5
-        t.storage = Storage::Cpu(CpuData::F32(vals.iter().map(|&v| v as f32).collect()));
+        vals[20 + 2 * 6 + 3] = f32::INFINITY; // [1, 2, 3]: row 5, logical element 23
+        vals[20 + 6] = f32::NAN; // [1, 1, 0]: row 4, logical element 16
+                                 // The padding between rows stays NaN: it is not an element.
+        let t = Tensor {
+            dtype: DType::F32,
+            shape: shape.to_vec(),
+            strides: strides.to_vec(),
+            storage: Storage::Cpu(CpuData::F32(vals)),
+        };
         assert_eq!(
-            t.rows_f64(&[4, 0]).unwrap(),
-            [110.0, 111.0, 112.0, 113.0, 0.0, 1.0, 2.0, 3.0]
+            t.blocks_f64(4, &[3, 0]).unwrap(),
+            [100.0, 101.0, 102.0, 103.0, 0.0, 1.0, 2.0, 3.0]
         );
-        assert!(t.rows_f64(&[6]).is_err());
-        assert_eq!(t.nonfinite_outside(&[]).unwrap(), 1);
-        assert_eq!(t.nonfinite_outside(&[5]).unwrap(), 0);
-        assert_eq!(t.nonfinite_outside(&[0, 4]).unwrap(), 1);
+        // Blocks need not be rows: 5 elements, the last block 4.
+        assert_eq!(
+            t.blocks_f64(5, &[4]).unwrap(),
+            [120.0, 121.0, 122.0, f64::INFINITY]
+        );
+        assert!(t.blocks_f64(4, &[6]).is_err());
+        let s = t.sample_blocks(4, &[], true).unwrap();
+        assert_eq!((s.nonfinite, s.first_bad.map(|b| b.0)), (2, Some(16)));
+        let s = t.sample_blocks(4, &[4], true).unwrap();
+        assert_eq!(s.nonfinite, 1);
+        assert_eq!(s.first_bad.map(|b| b.0), Some(23));
+        assert!(s.first_bad.unwrap().1.is_infinite());
+        assert_eq!(
+            t.sample_blocks(4, &[5, 4, 9], true)
+                .map(|s| s.nonfinite)
+                .ok(),
+            None
+        );
+        assert_eq!(t.sample_blocks(4, &[5, 4], true).unwrap().nonfinite, 0);
+        // Without the scan nothing is counted.
+        assert_eq!(t.sample_blocks(4, &[0], false).unwrap().nonfinite, 0);
     }
 
     #[test]

@@ -23,6 +23,9 @@ pub struct Check {
     pub special_mismatches: usize,
     /// The worst element: (index, out, ref).
     pub worst: Option<(usize, f64, f64)>,
+    /// With a sampled reference: the first NaN/inf output outside the sample (index, out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outside_sample: Option<(usize, f64)>,
 }
 
 impl Check {
@@ -40,6 +43,9 @@ impl Check {
         }
         if let Some((i, o, r)) = self.worst {
             s += &format!(", worst at element {i}: got {o:e}, want {r:e}");
+        }
+        if let Some((i, o)) = self.outside_sample {
+            s += &format!(", element {i} (outside the sampled rows, checked for NaN/inf) is {o}");
         }
         s
     }
@@ -138,6 +144,7 @@ pub fn compare(out: &[f64], reference: &[f64], cols: usize, dtype: DType) -> Che
         } else {
             acc.worst
         },
+        outside_sample: None,
     }
 }
 
@@ -186,31 +193,38 @@ pub fn compare_rows_l2(out: &[f64], reference: &[f64], cols: usize, dtype: DType
                 .max_by(|&i, &j| (o[i] - row[i]).abs().total_cmp(&(o[j] - row[j]).abs()))
                 .map(|j| (worst_row * cols + j, o[j], row[j]))
         },
+        outside_sample: None,
     }
 }
 
-/// Rows of an `m`-row output for a sampled f64 reference: `want` rows at most (at least the
-/// first and the last, all of them when `want ≥ m`), the rest spread over [0, m) from `seed`;
-/// sorted, distinct.
+/// Rows (or blocks) of an `m`-row output for a sampled f64 reference: min(`want`, `m`)
+/// distinct rows, the first and the last among them where `want ≥ 2`, the rest spread over
+/// [0, m) from `seed`; sorted.
 pub fn sample_rows(m: usize, want: usize, seed: u64) -> Vec<usize> {
-    if m == 0 {
-        return Vec::new();
-    }
-    if want >= m {
+    let want = want.min(m);
+    if want == m {
         return (0..m).collect();
     }
-    let mut rows = vec![0, m - 1];
-    let mut s = seed | 1;
-    while rows.len() < want.max(2) {
-        // xorshift64*: deterministic, spread over [0, m).
+    let mut rows = std::collections::BTreeSet::new();
+    if want >= 1 {
+        rows.insert(0);
+    }
+    if want >= 2 {
+        rows.insert(m - 1);
+    }
+    // xorshift64* from the seed (a zero state would stay zero): deterministic, spread over
+    // [0, m).
+    let mut s = seed ^ 0x9e37_79b9_7f4a_7c15;
+    if s == 0 {
+        s = 1;
+    }
+    while rows.len() < want {
         s ^= s >> 12;
         s ^= s << 25;
         s ^= s >> 27;
-        rows.push((s.wrapping_mul(0x2545_f491_4f6c_dd1d) % m as u64) as usize);
+        rows.insert((s.wrapping_mul(0x2545_f491_4f6c_dd1d) % m as u64) as usize);
     }
-    rows.sort_unstable();
-    rows.dedup();
-    rows
+    rows.into_iter().collect()
 }
 
 #[cfg(test)]
@@ -281,18 +295,29 @@ mod tests {
     }
 
     #[test]
-    fn sampled_rows_hold_the_ends_are_distinct_and_bounded() {
+    fn sampled_rows_hold_the_ends_are_distinct_and_exactly_as_many_as_asked() {
         assert_eq!(sample_rows(0, 16, 1), Vec::<usize>::new());
         assert_eq!(sample_rows(1, 16, 1), [0]);
         assert_eq!(sample_rows(5, 16, 1), [0, 1, 2, 3, 4]);
         assert_eq!(sample_rows(5, 5, 1), [0, 1, 2, 3, 4]);
-        for (m, want) in [(1000, 16), (1 << 20, 64), (3, 2)] {
+        assert_eq!(sample_rows(100, 1, 1), [0]);
+        assert_eq!(sample_rows(100, 0, 1), Vec::<usize>::new());
+        for (m, want) in [
+            (17, 16),
+            (32, 16),
+            (300, 16),
+            (1000, 16),
+            (1 << 20, 64),
+            (3, 2),
+        ] {
             let r = sample_rows(m, want, 42);
-            assert!(r.len() <= want && r.len() >= 2, "{m} {want}: {}", r.len());
+            assert_eq!(r.len(), want, "{m} {want}");
             assert_eq!((r[0], *r.last().unwrap()), (0, m - 1));
             assert!(r.windows(2).all(|w| w[0] < w[1]));
             assert_eq!(r, sample_rows(m, want, 42), "deterministic for a seed");
         }
-        assert_ne!(sample_rows(1 << 20, 64, 1), sample_rows(1 << 20, 64, 2));
+        // Neighbouring seeds give different samples.
+        assert_ne!(sample_rows(1 << 20, 64, 2), sample_rows(1 << 20, 64, 3));
+        assert_ne!(sample_rows(1 << 20, 64, 0), sample_rows(1 << 20, 64, 1));
     }
 }

@@ -631,71 +631,124 @@ fn the_torch_baselines_gemm_records_map_to_kernlab_shapes_and_flops() {
     }
 }
 
-/// Past the element count given, a softmax or GeLU reference covers sampled rows (the first
-/// and last among them), checks their values, and checks every other row for NaN/inf: a
-/// poisoned element outside the sample still fails, and so does a wrong value inside it.
+/// Past the element count given, a softmax or GeLU reference covers sampled rows (GeLU:
+/// blocks of 4096 elements; the first and last among them), checks their values, and checks
+/// every other block for NaN/inf: a poisoned element outside the sample still fails, and so
+/// does a wrong value inside it; indices in the failure are the output's.
 #[test]
 fn a_sampled_reference_checks_its_rows_and_every_row_for_nan() {
     use kernlab::ops::softmax;
     use kernlab::tensor::Tensor;
     use kernlab::Params;
     let p = Params::default();
-    for (op, row_stride) in [
-        (Op::Softmax, None),
-        (Op::Softmax, Some(40)),
-        (Op::Gelu, None),
-    ] {
-        let (rows, cols) = (300, 33);
-        let host = bench::make_inputs(op, &[rows, cols], DType::F32, 5, row_stride).unwrap();
+    let cases: [(Op, &[usize], Option<usize>, usize); 4] = [
+        (Op::Softmax, &[300, 33], None, 33),
+        (Op::Softmax, &[300, 33], Some(40), 33),
+        (Op::Gelu, &[300, 33], None, 4096),
+        (Op::Gelu, &[300 * 4096 + 5], None, 4096), // 1-D, the last block short
+    ];
+    for (op, shape, row_stride, width) in cases {
+        let what = format!("{op} {shape:?} {row_stride:?}");
+        let numel: usize = shape.iter().product();
+        let blocks = numel.div_ceil(width);
+        let host = bench::make_inputs(op, shape, DType::F32, 5, row_stride).unwrap();
         let full = bench::make_reference(op, &host, &p, 5).unwrap();
         assert!(full.rows.is_none());
-        // 20 rows' worth of elements: sampled.
-        let r = bench::make_reference_within(op, &host, &p, 5, 20 * cols).unwrap();
-        let sampled = r.rows.clone().expect("sampled rows");
-        assert!(
-            sampled.len() >= 16 && sampled.len() <= 20,
-            "{}",
-            sampled.len()
-        );
-        assert_eq!((sampled[0], *sampled.last().unwrap()), (0, rows - 1));
-        assert!(sampled.windows(2).all(|w| w[0] < w[1]));
-        // The sampled reference holds the full one's values on those rows.
+        // 20 blocks' worth of elements; a smaller problem (the 2-D GeLU) is checked in full.
+        let r = bench::make_reference_within(op, &host, &p, 5, 20 * width).unwrap();
+        if numel <= 20 * width {
+            assert!(r.rows.is_none(), "{what}");
+            continue;
+        }
+        let sampled = r.rows.clone().expect("sampled");
+        assert_eq!(sampled.len(), 20, "{what}");
+        assert_eq!((sampled[0], *sampled.last().unwrap()), (0, blocks - 1));
+        assert_eq!(r.cols, width);
+        // The sampled reference holds the full one's values on those blocks.
         let pick: Vec<f64> = sampled
             .iter()
-            .flat_map(|&i| full.values[i * cols..(i + 1) * cols].iter().copied())
+            .flat_map(|&b| {
+                full.values[b * width..((b + 1) * width).min(numel)]
+                    .iter()
+                    .copied()
+            })
             .collect();
-        assert_eq!(r.values, pick);
+        assert_eq!(r.values, pick, "{what}");
         // An output made from the full reference passes; the description says what was checked.
-        let good = Tensor::from_f64(&full.values, &[rows, cols], DType::F32).unwrap();
-        let c = r.check(&good, false).unwrap();
-        assert!(c.passed, "{}", c.describe());
-        assert!(r.describe(rows).contains("sampled rows of 300"));
-        // A NaN in a row outside the sample fails.
-        let outside = (0..rows).find(|i| !sampled.contains(i)).unwrap();
+        let out = |v: &[f64]| Tensor::from_f64(v, shape, DType::F32).unwrap();
+        let c = r.check(&out(&full.values), false).unwrap();
+        assert!(c.passed, "{what}: {}", c.describe());
+        assert!(r
+            .describe(numel)
+            .contains(&format!("20 sampled {} of {blocks}", r.unit)));
+        // An inf outside the sample fails, named with its index in the output.
+        let outside = (0..blocks).find(|b| !sampled.contains(b)).unwrap();
         let mut v = full.values.clone();
-        v[outside * cols + 7] = f64::NAN;
-        let c = r
-            .check(
-                &Tensor::from_f64(&v, &[rows, cols], DType::F32).unwrap(),
-                false,
-            )
-            .unwrap();
-        assert!(!c.passed && c.special_mismatches == 1, "{}", c.describe());
-        // A wrong value inside the sample fails.
+        v[outside * width + 7] = f64::INFINITY;
+        let c = r.check(&out(&v), false).unwrap();
+        assert!(
+            !c.passed && c.special_mismatches == 1,
+            "{what}: {}",
+            c.describe()
+        );
+        assert_eq!(c.outside_sample.map(|o| o.0), Some(outside * width + 7));
+        assert!(c.max_rel_err.is_infinite());
+        // A NaN inside the sample is counted once, at its index in the output.
         let mut v = full.values.clone();
-        v[sampled[1] * cols + 3] += 0.25;
-        let c = r
-            .check(
-                &Tensor::from_f64(&v, &[rows, cols], DType::F32).unwrap(),
-                false,
-            )
-            .unwrap();
-        assert!(!c.passed, "{}", c.describe());
+        v[sampled[1] * width + 3] = f64::NAN;
+        let c = r.check(&out(&v), false).unwrap();
+        assert!(
+            !c.passed && c.special_mismatches == 1,
+            "{what}: {}",
+            c.describe()
+        );
+        assert_eq!(c.worst.map(|w| w.0), Some(sampled[1] * width + 3));
+        // A wrong value inside the sample fails, at its index in the output.
+        let mut v = full.values.clone();
+        v[sampled[2] * width + 5] += 0.25;
+        let c = r.check(&out(&v), false).unwrap();
+        assert!(!c.passed, "{what}: {}", c.describe());
+        assert_eq!(c.worst.map(|w| w.0), Some(sampled[2] * width + 5));
     }
     // Softmax's sampled reference is the softmax of those rows.
     let host = bench::make_inputs(Op::Softmax, &[64, 9], DType::F32, 3, None).unwrap();
     let r = bench::make_reference_within(Op::Softmax, &host, &p, 3, 16 * 9).unwrap();
     let rows = r.rows.clone().unwrap();
-    let x = host[0].rows_f64(&rows).unwrap();
+    assert_eq!(rows.len(), 16);
+    let x = host[0].blocks_f64(9, &rows).unwrap();
     assert_eq!(r.values, softmax::reference(&x, 9, &p));
+}
+
+/// A GEMM past 2^31 multiply-adds is checked on sampled rows, row by row (relative L2), and
+/// every other row for NaN/inf.
+#[test]
+fn a_sampled_gemm_reference_checks_rows_and_scans_the_rest() {
+    use kernlab::tensor::Tensor;
+    use kernlab::Params;
+    let (m, n, k) = (4096, 512, 2048); // 2^32 multiply-adds: half the rows sampled
+    let host = bench::make_inputs(Op::Matmul, &[m, n, k], DType::F32, 9, None).unwrap();
+    let r = bench::make_reference(Op::Matmul, &host, &Params::default(), 9).unwrap();
+    let rows = r.rows.clone().expect("sampled rows");
+    assert_eq!((rows.len(), r.cols), (2048, n));
+    // The sampled rows' values in place, zeros elsewhere: passes (zeros are finite).
+    let mut y = vec![0.0; m * n];
+    for (i, &row) in rows.iter().enumerate() {
+        y[row * n..(row + 1) * n].copy_from_slice(&r.values[i * n..(i + 1) * n]);
+    }
+    let out = |v: &[f64]| Tensor::from_f64(v, &[m, n], DType::F32).unwrap();
+    let c = r.check(&out(&y), true).unwrap();
+    assert!(c.passed, "{}", c.describe());
+    // A row of the sample off by 1% fails.
+    let mut bad = y.clone();
+    let row = rows[rows.len() / 2];
+    bad[row * n..(row + 1) * n]
+        .iter_mut()
+        .for_each(|v| *v *= 1.01);
+    assert!(!r.check(&out(&bad), true).unwrap().passed);
+    // A NaN in a row outside the sample fails.
+    let outside = (0..m).find(|i| rows.binary_search(i).is_err()).unwrap();
+    let mut bad = y;
+    bad[outside * n + 1] = f64::NAN;
+    let c = r.check(&out(&bad), true).unwrap();
+    assert!(!c.passed && c.outside_sample.map(|o| o.0) == Some(outside * n + 1));
 }

@@ -278,9 +278,20 @@ pub fn make_inputs(
         // it is made), the output and the CPU tiers' f32 temporaries, and the f64 reference
         // (of sampled rows past FULL_REFERENCE_ELEMS).
         let numel = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+        // The reference's f64 values: every element up to FULL_REFERENCE_ELEMS, else sampled
+        // blocks (at least 16 of them).
+        let block = match op {
+            Op::Gelu => GELU_BLOCK,
+            _ => shape.last().copied().unwrap_or(1),
+        };
         let bytes = numel.and_then(|n| {
+            let reference = if n <= FULL_REFERENCE_ELEMS {
+                n
+            } else {
+                n.min(FULL_REFERENCE_ELEMS.max(block.saturating_mul(16)))
+            };
             n.checked_mul(8 + 3 * dtype.size() + 2 * 4)?
-                .checked_add(n.min(FULL_REFERENCE_ELEMS) * 8)
+                .checked_add(reference.checked_mul(8)?)
         });
         crate::tensor::check_host_memory(
             bytes.unwrap_or(usize::MAX),
@@ -334,57 +345,72 @@ pub fn make_inputs(
     Ok(v)
 }
 
-/// What a variant's output is compared with: f64 values of chosen rows of the output.
+/// What a variant's output is compared with: f64 values of the whole output, or of sampled
+/// blocks of it.
 #[derive(Debug, Clone)]
 pub struct Reference {
     pub values: Vec<f64>,
-    /// The output rows `values` holds (row-major, `cols` each); None: every row.
+    /// The blocks of `cols` logical elements (row-major; rows where `cols` is the output's last
+    /// dimension) that `values` holds, sorted; None: the whole output.
     pub rows: Option<Vec<usize>>,
     pub cols: usize,
+    /// What a block is, for reports ("rows", or for GeLU "blocks of 4096 elements").
+    pub unit: &'static str,
 }
 
 impl Reference {
-    /// Check output `y` against this reference: its values on the reference's rows (by
-    /// relative L2 a row for a GEMM, `gemm`, else element by element), and where the reference
-    /// covers sampled rows only, every other row for NaN or infinity (counted as mismatches:
-    /// a NaN never passes, sampled or not).
+    /// Check output `y` against this reference: its values where the reference has them (by
+    /// relative L2 a row for a GEMM, `gemm`, else element by element), and with sampled blocks
+    /// every other block for NaN or infinity: such an element fails the check (a NaN never
+    /// passes, sampled or not). Element indices in the result are the output's.
     pub fn check(&self, y: &Tensor, gemm: bool) -> Result<validate::Check> {
-        let out = match &self.rows {
-            None => y.to_f64_vec()?,
-            Some(rows) => y.rows_f64(rows)?,
+        let Some(blocks) = &self.rows else {
+            let out = y.to_f64_vec()?;
+            return Ok(self.compare(&out, y.dtype(), gemm));
         };
-        let mut check = if gemm {
-            validate::compare_rows_l2(&out, &self.values, self.cols, y.dtype())
-        } else {
-            validate::compare(&out, &self.values, self.cols, y.dtype())
-        };
-        if let Some(rows) = &self.rows {
-            let bad = y.nonfinite_outside(rows)?;
-            if bad > 0 {
-                check.special_mismatches += bad;
-                check.passed = false;
-            }
+        let s = y.sample_blocks(self.cols, blocks, true)?;
+        let mut check = self.compare(&s.values, y.dtype(), gemm);
+        // compare's indices count the sampled blocks' elements: map them back to the output.
+        if let Some(w) = check.worst.as_mut() {
+            w.0 = blocks[w.0 / self.cols] * self.cols + w.0 % self.cols;
+        }
+        if s.nonfinite > 0 {
+            check.special_mismatches += s.nonfinite;
+            check.passed = false;
+            check.max_rel_err = f64::INFINITY;
+            check.outside_sample = s.first_bad;
         }
         Ok(check)
     }
-    /// One line for reports: `all 1024 rows` or `64 sampled rows of 8192 …`.
-    pub fn describe(&self, total_rows: usize) -> String {
+    fn compare(&self, out: &[f64], dtype: DType, gemm: bool) -> validate::Check {
+        if gemm {
+            validate::compare_rows_l2(out, &self.values, self.cols, dtype)
+        } else {
+            validate::compare(out, &self.values, self.cols, dtype)
+        }
+    }
+    /// One line for reports, for an output of `numel` elements: `all 1024 rows`, or `64 sampled
+    /// rows of 8192 …`.
+    pub fn describe(&self, numel: usize) -> String {
+        let total = numel.div_ceil(self.cols.max(1));
         match &self.rows {
-            Some(r) if r.len() < total_rows => {
-                format!(
-                    "{} sampled rows of {total_rows} (first and last included; every row checked for NaN/inf)",
-                    r.len()
-                )
-            }
-            _ => format!("all {total_rows} rows"),
+            Some(r) if r.len() < total => format!(
+                "{} sampled {} of {total} (first and last included; all others checked for NaN/inf)",
+                r.len(),
+                self.unit
+            ),
+            _ => format!("all {total} {}", self.unit),
         }
     }
 }
 
-/// Above this many elements a GeLU or softmax f64 reference covers sampled rows only, at
-/// least 16 of them (2^28: 2 GiB of f64 values; a sweep capped by `--max-elements 2^28` is
-/// checked in full).
+/// Above this many elements a GeLU or softmax f64 reference covers sampled blocks only (rows;
+/// for GeLU, [`GELU_BLOCK`] elements), at least 16 of them (2^28: 2 GiB of f64 values; a sweep
+/// capped by `--max-elements 2^28` is checked in full).
 pub const FULL_REFERENCE_ELEMS: usize = 1 << 28;
+/// The block a sampled GeLU reference is made of (GeLU is element-wise, and its sweeps run
+/// 1-D tensors).
+pub const GELU_BLOCK: usize = 4096;
 
 /// The f64 oracle for a point's host inputs. A GEMM too large for a full f64 product gets
 /// sampled rows (see `matmul::reference_rows`); so does a GeLU or softmax of more than
@@ -393,7 +419,8 @@ pub fn make_reference(op: Op, inputs: &[Tensor], p: &Params, seed: u64) -> Resul
     make_reference_within(op, inputs, p, seed, FULL_REFERENCE_ELEMS)
 }
 
-/// [`make_reference`] with the element count above which a row op's reference is sampled.
+/// [`make_reference`] with the element count above which a GeLU or softmax reference is
+/// sampled.
 pub fn make_reference_within(
     op: Op,
     inputs: &[Tensor],
@@ -404,12 +431,19 @@ pub fn make_reference_within(
     match op {
         Op::Gelu | Op::Softmax => {
             let x = &inputs[0];
-            let (n, cols, _) = x.rows_cols();
-            let rows = (x.numel() > full_elems)
-                .then(|| validate::sample_rows(n, (full_elems / cols.max(1)).max(16), seed));
-            let x64 = match &rows {
-                None => x.to_f64_vec()?,
-                Some(r) => x.rows_f64(r)?,
+            let numel = x.numel();
+            let (_, cols, _) = x.rows_cols();
+            let (width, unit) = match op {
+                Op::Gelu if numel > full_elems => (GELU_BLOCK, "blocks of 4096 elements"),
+                _ => (cols.max(1), "rows"),
+            };
+            let blocks = numel.div_ceil(width);
+            let sample = validate::sample_rows(blocks, (full_elems / width).max(16), seed);
+            let sampled = numel > full_elems && sample.len() < blocks;
+            let x64 = if sampled {
+                x.blocks_f64(width, &sample)?
+            } else {
+                x.to_f64_vec()?
             };
             let values = match op {
                 Op::Gelu => crate::ops::gelu::reference(&x64, p),
@@ -417,14 +451,16 @@ pub fn make_reference_within(
             };
             Ok(Reference {
                 values,
-                rows: rows.filter(|r| r.len() < n),
-                cols,
+                rows: sampled.then_some(sample),
+                cols: if sampled { width } else { cols },
+                unit,
             })
         }
         Op::Matmul | Op::Linear => {
             let (m, n, k) = crate::ops::matmul::dims(op.name(), &inputs[0], &inputs[1])?;
             let rows = crate::ops::matmul::reference_rows(m, n, k, seed);
-            let a = inputs[0].to_f64_vec()?;
+            // Only the sampled rows of A, in order: the oracle takes them as rows 0, 1, ….
+            let a = inputs[0].blocks_f64(k, &rows)?;
             let w = inputs[1].to_f64_vec()?;
             let b = inputs.get(2).map(|b| b.to_f64_vec()).transpose()?;
             let act = if op == Op::Linear {
@@ -432,11 +468,13 @@ pub fn make_reference_within(
             } else {
                 crate::ops::matmul::Activation::None
             };
-            let values = crate::ops::matmul::reference(&a, &w, b.as_deref(), (n, k), &rows, act);
+            let at: Vec<usize> = (0..rows.len()).collect();
+            let values = crate::ops::matmul::reference(&a, &w, b.as_deref(), (n, k), &at, act);
             Ok(Reference {
                 values,
                 rows: (rows.len() < m).then_some(rows),
                 cols: n,
+                unit: "rows",
             })
         }
     }
@@ -554,6 +592,7 @@ pub fn validate_variant(
         values: reference.to_vec(),
         rows: None,
         cols,
+        unit: "rows",
     };
     validate_inputs(v, p, &[x], &r)
 }
@@ -856,15 +895,10 @@ fn measure_point(
         }
         progress(Event::Note(&format!("{what}: timing")));
         rec.picked = v.picks.map(|pick| pick(&cfg.params, &x0));
-        if let Some(rows) = &reference.rows {
+        if reference.rows.is_some() {
             rec.note = Some(format!(
                 "validated on {}",
-                reference.describe(
-                    y_shape[..y_shape.len().saturating_sub(1)]
-                        .iter()
-                        .product::<usize>()
-                        .max(rows.len())
-                )
+                reference.describe(y_shape.iter().product())
             ));
         }
         let mut rot = Rotation::new(&inputs, y, &y_shape, dtype, device)?;
