@@ -543,18 +543,9 @@ impl Tensor {
                 .map(|i| data.get_f64(i))
                 .collect());
         }
-        let shape = &self.shape;
-        let strides = &self.strides;
         Ok((0..self.numel())
             .into_par_iter()
-            .map(|mut i| {
-                let mut off = 0;
-                for d in (0..shape.len()).rev() {
-                    off += (i % shape[d]) * strides[d];
-                    i /= shape[d];
-                }
-                data.get_f64(off)
-            })
+            .map(|i| data.get_f64(self.logical_offset(i)))
             .collect())
     }
 

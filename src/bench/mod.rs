@@ -176,7 +176,6 @@ pub fn flops(op: Op, shape: &[usize]) -> f64 {
     }
 }
 
-/// The output's shape: the input's for elementwise and row ops, `[M, N]` for a GEMM `M×N×K`.
 /// The copies of `host` (a call's inputs) on `device` that timed calls cycle through, as many
 /// as `rotate` asks for a call that also writes an output of `y_shape` and `dtype` (with
 /// [`Rotate::Auto`], against the device's L2, or the CPU's last-level cache). At least one.
@@ -228,11 +227,8 @@ impl<'a> Rotation<'a> {
         })
     }
     /// How many copies.
-    pub fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.outputs.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.outputs.is_empty()
     }
     /// One call on every copy where there are several, before timing: no timed call is then
     /// the first to touch its buffers (on the CPU a fresh output's pages fault in on first
@@ -256,6 +252,7 @@ impl<'a> Rotation<'a> {
     }
 }
 
+/// The output's shape: the input's for elementwise and row ops, `[M, N]` for a GEMM `M×N×K`.
 pub fn out_shape(op: Op, shape: &[usize]) -> Vec<usize> {
     match (op.is_gemm(), shape) {
         (true, &[m, n, _]) => vec![m, n],
@@ -438,12 +435,12 @@ pub fn make_reference_within(
                 _ => (cols.max(1), "rows"),
             };
             let blocks = numel.div_ceil(width);
-            let sample = validate::sample_rows(blocks, (full_elems / width).max(16), seed);
-            let sampled = numel > full_elems && sample.len() < blocks;
-            let x64 = if sampled {
-                x.blocks_f64(width, &sample)?
-            } else {
-                x.to_f64_vec()?
+            let sample = (numel > full_elems)
+                .then(|| validate::sample_rows(blocks, (full_elems / width).max(16), seed))
+                .filter(|r| r.len() < blocks);
+            let x64 = match &sample {
+                Some(r) => x.blocks_f64(width, r)?,
+                None => x.to_f64_vec()?,
             };
             let values = match op {
                 Op::Gelu => crate::ops::gelu::reference(&x64, p),
@@ -451,8 +448,8 @@ pub fn make_reference_within(
             };
             Ok(Reference {
                 values,
-                rows: sampled.then_some(sample),
-                cols: if sampled { width } else { cols },
+                cols: if sample.is_some() { width } else { cols },
+                rows: sample,
                 unit,
             })
         }
