@@ -70,3 +70,11 @@ print("dtype cols rows", *vs, "pick")
 for k in sorted(t): print(*k, *[t[k].get(v, "-") for v in vs], pick.get(k, ""))
 PY
 }
+# `ptab CSV [PREFIX]`: as `vtab`, with a dispatching variant's pick: PREFIX dtype:cols=GB/s(pick).
+ptab() { python3 - "$1" "${2:-}" <<'PY'
+import csv, sys
+try: rs = list(csv.DictReader(open(sys.argv[1])))
+except Exception as e: print(sys.argv[1], e); sys.exit()
+print(sys.argv[2], *[r['dtype'] + ':' + r['cols'] + '=' + (str(round(float(r['gbps']))) if r['status'] == 'ok' else r['status'][:10]) + '(' + r.get('picked', '')[:2] + ')' for r in rs])
+PY
+}

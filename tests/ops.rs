@@ -379,6 +379,9 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
         (&[24, 2097155], &[DType::BF16]),
         // v8: clusters of 4 CTAs, each holding part of its ~73 KB share in shared memory.
         (&[40, 300001], &[DType::F32]),
+        // v8's 16-bit rule: 4 CTAs of 512 threads (an odd width, peeled), then 8.
+        (&[9, 262147], &[DType::BF16]),
+        (&[6, 524288], &[DType::F16]),
         // v9: an odd 16 MB row across half the GPU (132 CTAs a row on the H200, two groups).
         (&[3, 4194305], &[DType::F32]),
         // v9's ping-pong form (from 16 CTAs a row): on the H200 five groups of 52 (two pairs
@@ -797,7 +800,8 @@ test_device!(
 
 /// `auto`'s width heuristic for packed rows past 16384 columns: on sm_90, v8 for 16-bit rows up
 /// to v3's reach (65536) and f32 rows below `V8_F32_PACKED_BELOW`, where it led v3 on the H200;
-/// v3 (four or eight slots a thread) for the f32 rows from there to 32768, and before sm_90.
+/// v3 (four or eight slots a thread) for the f32 rows from there to 32768, and before sm_90;
+/// on sm_90 v8 and v9 past one CTA's reach.
 #[test]
 fn softmax_auto_sends_wide_packed_rows_to_v8_on_hopper() {
     let Some(dev) = crate::common::cuda() else {
@@ -822,6 +826,22 @@ fn softmax_auto_sends_wide_packed_rows_to_v8_on_hopper() {
     }
     for cols in [below, 32_768] {
         assert_eq!(pick(cols, DType::F32), "v3_block_regs", "f32 {cols}");
+    }
+    // Past one CTA's reach, on sm_90: v8 for f32 rows to eight CTAs, for 16-bit rows to two and
+    // where its 16-bit rule sizes four or eight CTAs for two an SM; v9 past that.
+    if hopper {
+        for (cols, dt, want) in [
+            (262_144, DType::F32, "v8_onchip"),
+            (524_288, DType::F32, "v8_onchip"),
+            (1_048_576, DType::F32, "v9_gridsync"),
+            (262_144, DType::BF16, "v8_onchip"),
+            (300_008, DType::BF16, "v8_onchip"),
+            (393_216, DType::F16, "v8_onchip"),
+            (524_288, DType::BF16, "v8_onchip"),
+            (786_432, DType::BF16, "v9_gridsync"),
+        ] {
+            assert_eq!(pick(cols, dt), want, "{dt} {cols}");
+        }
     }
 }
 

@@ -717,15 +717,41 @@ pub fn v8_fill_cta(packs: usize, sm: SmLimits) -> Option<(usize, usize)> {
     best.map(|(_, t, smem)| (t, smem))
 }
 
-/// v8's tuning, from `KERNLAB_V8` ("fill=0|1,cluster=N") for experiments: `fill`, whether a
-/// CTA's threads are chosen by [`v8_fill_cta`] (the most CTAs an SM) instead of the fewest that
-/// hold its share in registers — forced off or on, and with `fill=1` for clusters too (by
-/// default only for one-CTA rows past 512 threads, [`V8Tuning::fill_for`]); `cluster`, the
-/// cluster size forced up to N (a power of two, 2–16) where the row's smallest is below it.
+/// The shares (16-byte packs a CTA) at which [`v8_wide16_cluster`] sizes 16-bit clusters for
+/// two CTAs an SM: from three quarters of, up to, what two 512-thread CTAs an SM hold (eight
+/// packs a thread in registers and as much again in shared memory).
+pub const V8_WIDE16_SHARES: std::ops::RangeInclusive<usize> = 6144..=8192;
+
+/// v8's cluster for 16-bit rows that need two or more CTAs (`needed`, the smallest cluster
+/// that holds the row): 4 or 8 CTAs, the first whose share is in [`V8_WIDE16_SHARES`], sized
+/// by [`v8_fill_cta`] for two CTAs an SM; `None` (the default shape) elsewhere. Measured on
+/// the H200 (fourteenth session, bf16, 2^28 elements, two runs each, GB/s, against `auto`'s
+/// then choice): 262144 columns at C = 4 3674 / 3670 against 3606 / 3604 (v8, C = 2); 393216
+/// at C = 8 3445 / 3416 against 3383 / 3401 (v9); 524288 at C = 8 3496 / 3489 / 3499 / 3493
+/// against 3385–3401 (v9). Smaller shares lost (262144 at C = 8, a share of 4096: 3442 / 3433),
+/// as did 786432 at C = 8 (a share of 12288, one CTA an SM: 3192 against v9's 3375), and f32
+/// gained nothing beyond 1.5% (f32 keeps the default shape).
+pub fn v8_wide16_cluster(packs: usize, needed: usize) -> Option<usize> {
+    if needed < 2 {
+        return None;
+    }
+    [4, 8]
+        .into_iter()
+        .find(|&c| c >= needed && V8_WIDE16_SHARES.contains(&packs.div_ceil(c)))
+}
+
+/// v8's tuning, from `KERNLAB_V8` ("fill=0|1,cluster=N,wide16=0|1") for experiments: `fill`,
+/// whether a CTA's threads are chosen by [`v8_fill_cta`] (the most CTAs an SM) instead of the
+/// fewest that hold its share in registers — forced off or on, and with `fill=1` for clusters
+/// too (by default only for one-CTA rows past 512 threads, [`V8Tuning::fill_for`]); `cluster`,
+/// the cluster size forced up to N (a power of two, 2–16) where the row's smallest is below
+/// it; `wide16=0` turns off the 16-bit cluster rule ([`v8_wide16_cluster`]), which either of
+/// the other two also overrides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct V8Tuning {
     pub fill: Option<bool>,
     pub cluster: Option<usize>,
+    pub wide16: Option<bool>,
 }
 
 impl V8Tuning {
@@ -735,6 +761,7 @@ impl V8Tuning {
             match (k, n) {
                 ("fill", Some(n @ (0 | 1))) => t.fill = Some(n == 1),
                 ("cluster", Some(n)) if V8_CLUSTERS[1..].contains(&n) => t.cluster = Some(n),
+                ("wide16", Some(n @ (0 | 1))) => t.wide16 = Some(n == 1),
                 _ => {}
             }
         }
@@ -757,20 +784,34 @@ impl V8Tuning {
             None => c == 1 && threads > 512,
         }
     }
+    /// Whether the 16-bit cluster rule ([`v8_wide16_cluster`]) applies: unless `wide16=0`, or
+    /// `fill` or `cluster` is set.
+    pub fn wide16_rule(&self) -> bool {
+        self.wide16 != Some(false) && self.fill.is_none() && self.cluster.is_none()
+    }
 }
 
-/// v8's launch shape for rows of `packs` 16-byte packs on an SM of `sm`'s limits, clusters
-/// (up to 16) only where `hopper`: (cluster size C, threads a CTA, dynamic shared memory bytes
-/// a CTA). [`v8_config`]'s, with `tuning`'s forced cluster size (where larger than the row
-/// needs) and its fill rule ([`V8Tuning::fill_for`]). `None` when the row is wider than the
-/// largest cluster holds.
+/// v8's launch shape for rows of `packs` 16-byte packs (of 16-bit elements where `sixteen`) on
+/// an SM of `sm`'s limits, clusters (up to 16) only where `hopper`: (cluster size C, threads a
+/// CTA, dynamic shared memory bytes a CTA). [`v8_config`]'s, with the 16-bit cluster rule
+/// ([`v8_wide16_cluster`]) where `tuning` leaves it on, else `tuning`'s forced cluster size
+/// (where larger than the row needs) and its fill rule ([`V8Tuning::fill_for`]). `None` when
+/// the row is wider than the largest cluster holds.
 pub fn v8_shape(
     packs: usize,
     sm: SmLimits,
     hopper: bool,
+    sixteen: bool,
     tuning: V8Tuning,
 ) -> Option<(usize, usize, usize)> {
     let (c, threads, smem) = v8_config(packs, sm.smem_optin, if hopper { 16 } else { 1 })?;
+    if hopper && sixteen && tuning.wide16_rule() {
+        if let Some(c) = v8_wide16_cluster(packs, c) {
+            if let Some((t, m)) = v8_fill_cta(packs.div_ceil(c), sm) {
+                return Some((c, t, m));
+            }
+        }
+    }
     let (c, threads, smem) = match tuning.cluster {
         Some(n) if hopper && n > c => v8_config(packs.div_ceil(n), sm.smem_optin, 1)
             .map_or((c, threads, smem), |(_, t, m)| (n, t, m)),
@@ -807,7 +848,9 @@ pub fn run_v8_onchip(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let hopper = props.compute_capability.0 >= 9;
     let packs = r.cols / r.pack;
     let sm = SmLimits::of(props);
-    let (c, threads, smem) = v8_shape(packs, sm, hopper, V8Tuning::from_env()).ok_or_else(|| {
+    let sixteen = x.dtype().size() == 2;
+    let tuning = V8Tuning::from_env();
+    let (c, threads, smem) = v8_shape(packs, sm, hopper, sixteen, tuning).ok_or_else(|| {
         refuse(format!(
             "rows of {} columns are wider than the {} it holds on chip{}",
             r.cols,
@@ -1575,11 +1618,20 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
     // 16-bit rows in clusters of at most 2: past that v9 led v8 in two sessions' runs (bf16
     // 512×524288: 3359 / 3377 against 3314 / 3299 GB/s; 256×1048576: 3241 / 3216 against
     // 3179 / 3164), while f32 stayed with v8 (512×524288: 3632 against 3488).
+    // Past two, 16-bit rows take v8 where its 16-bit cluster rule sizes four or eight CTAs for
+    // two an SM (`v8_wide16_cluster`: bf16 262144–524288 columns, 1–3% ahead of v8's default
+    // shape and of v9).
     let v8_max_c = if dt == DType::F32 { 8 } else { 2 };
     let v8_takes = hopper
         && peelable
         && cuda.as_ref().is_some_and(|d| {
-            v8_config(cols / pack, d.props.max_smem_per_block_optin, v8_max_c).is_some()
+            let (packs, optin) = (cols / pack, d.props.max_smem_per_block_optin);
+            v8_config(packs, optin, v8_max_c).is_some()
+                || (dt != DType::F32
+                    && V8Tuning::from_env().wide16_rule()
+                    && v8_config(packs, optin, 16)
+                        .and_then(|(c, _, _)| v8_wide16_cluster(packs, c))
+                        .is_some())
         });
     // v6's capacity costs an occupancy query; two rules may ask for the same form.
     let fits = [std::cell::OnceCell::new(), std::cell::OnceCell::new()];
@@ -1897,7 +1949,8 @@ mod tests {
             V8Tuning::parse(" fill=1 , cluster=8"),
             V8Tuning {
                 fill: Some(true),
-                cluster: Some(8)
+                cluster: Some(8),
+                wide16: None
             }
         );
         // Cluster sizes are the powers of two v8 launches, 2–16; anything else is ignored.
@@ -1918,7 +1971,7 @@ mod tests {
         assert!(!V8Tuning::parse("fill=0").fill_for(1, 1024));
 
         let sm = SmLimits::H200;
-        let shape = |packs, spec: &str| v8_shape(packs, sm, true, V8Tuning::parse(spec));
+        let shape = |packs, spec: &str| v8_shape(packs, sm, true, false, V8Tuning::parse(spec));
         // f32 131072 columns: two 1024-thread CTAs, 128 KB of each in shared memory.
         assert_eq!(shape(32768, ""), Some((2, 1024, 8192 * 16)));
         // Forced to four CTAs sized for two an SM: 512 threads, half in shared memory.
@@ -1934,10 +1987,45 @@ mod tests {
         assert_eq!(shape(6144, "fill=0"), Some((1, 768, 0)));
         assert_ne!((t, m), (768, 0));
         // Without clusters (before sm_90) the forced size is ignored, and wide rows refused.
-        let pre = |packs, spec: &str| v8_shape(packs, sm, false, V8Tuning::parse(spec));
+        let pre = |packs, spec: &str| v8_shape(packs, sm, false, false, V8Tuning::parse(spec));
         assert_eq!(pre(4096, "cluster=4"), pre(4096, ""));
         assert_eq!(pre(32768, ""), None);
         assert_eq!(shape(17 * v8_cta_packs(sm.smem_optin), ""), None);
+    }
+
+    #[test]
+    fn v8_sizes_16_bit_clusters_for_two_ctas_an_sm_where_measured_ahead() {
+        let sm = SmLimits::H200;
+        let s16 = |packs, spec: &str| v8_shape(packs, sm, true, true, V8Tuning::parse(spec));
+        let s32 = |packs| v8_shape(packs, sm, true, false, V8Tuning::default());
+        let cols = |bf16_cols: usize| bf16_cols / 8;
+        // bf16 262144: four CTAs of 512 threads, half of each share in shared memory.
+        assert_eq!(s16(cols(262_144), ""), Some((4, 512, 4096 * 16)));
+        // bf16 393216 and 524288: eight such CTAs (shares of 6144 and 8192 packs).
+        assert_eq!(s16(cols(393_216), ""), Some((8, 512, 2048 * 16)));
+        assert_eq!(s16(cols(524_288), ""), Some((8, 512, 4096 * 16)));
+        // Outside the shares measured ahead, the default shape: one CTA a row (131072), a
+        // share of 9376 at C = 4 and 4688 at C = 8 (300007), more than eight CTAs' (786432).
+        for c in [131_072, 300_008, 786_432] {
+            assert_eq!(s16(cols(c), ""), s32(cols(c)), "bf16 {c}");
+        }
+        assert_eq!(s16(cols(300_008), "").map(|s| s.0), Some(2));
+        // f32 rows of the same packs keep the default (two 1024-thread CTAs at 131072).
+        assert_eq!(s32(32_768), Some((2, 1024, 8192 * 16)));
+        // wide16=0, fill or cluster turn the rule off.
+        assert_eq!(s16(32_768, "wide16=0"), s32(32_768));
+        assert_eq!(s16(32_768, "fill=0").map(|s| s.0), Some(2));
+        let (t, m) = v8_fill_cta(4096, sm).unwrap();
+        assert_eq!(s16(32_768, "cluster=8,fill=1"), Some((8, t, m)));
+        assert!(V8Tuning::parse("").wide16_rule());
+        assert!(!V8Tuning::parse("wide16=0").wide16_rule());
+        assert_eq!(V8Tuning::parse("wide16=2").wide16, None);
+        // The rule itself: only where the row needs two or more CTAs, never fewer CTAs.
+        assert_eq!(v8_wide16_cluster(32_768, 1), None);
+        assert_eq!(v8_wide16_cluster(32_768, 2), Some(4));
+        assert_eq!(v8_wide16_cluster(32_768, 8), None);
+        assert_eq!(v8_wide16_cluster(65_536, 4), Some(8));
+        assert_eq!(v8_wide16_cluster(65_537, 4), None);
     }
 
     #[test]
