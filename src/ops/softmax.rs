@@ -770,7 +770,7 @@ impl V8Tuning {
     /// `KERNLAB_V8`'s settings, read once per process.
     pub fn from_env() -> Self {
         static T: std::sync::OnceLock<V8Tuning> = std::sync::OnceLock::new();
-        *T.get_or_init(|| V8Tuning::parse(&std::env::var("KERNLAB_V8").unwrap_or_default()))
+        tuning_from_env(&T, "KERNLAB_V8", V8Tuning::parse)
     }
     /// Whether v8 sizes the CTAs of a `c`-CTA row by [`v8_fill_cta`], where the fewest threads
     /// that hold a share in registers are `threads`: by default for one-CTA rows past 512 threads
@@ -964,6 +964,16 @@ pub fn v9_config(
     })
 }
 
+/// An experiment's tuning from the environment variable `var`, parsed by `parse` once per
+/// process and kept in `cell` (the launchers ask on every call).
+fn tuning_from_env<T: Copy>(
+    cell: &'static std::sync::OnceLock<T>,
+    var: &str,
+    parse: fn(&str) -> T,
+) -> T {
+    *cell.get_or_init(|| parse(&std::env::var(var).unwrap_or_default()))
+}
+
 /// A tuning spec's comma-separated `key=value` settings (`KERNLAB_V3`, `_V7` to `_V10`): each key and value
 /// trimmed (a bare key has the value ""), with the value as a count where it is one.
 fn tuning_pairs(spec: &str) -> impl Iterator<Item = (&str, &str, Option<usize>)> {
@@ -1014,7 +1024,7 @@ impl V9Tuning {
     /// `KERNLAB_V9`'s settings, read once per process.
     pub fn from_env() -> Self {
         static T: std::sync::OnceLock<V9Tuning> = std::sync::OnceLock::new();
-        *T.get_or_init(|| V9Tuning::parse(&std::env::var("KERNLAB_V9").unwrap_or_default()))
+        tuning_from_env(&T, "KERNLAB_V9", V9Tuning::parse)
     }
     /// Whether groups of `g` CTAs, `groups` of them, run v9's ping-pong form: only where
     /// there is a pair of groups to alternate and rows are split; by default from
@@ -1225,7 +1235,7 @@ impl V10Tuning {
     /// `KERNLAB_V10`'s settings, read once per process.
     pub fn from_env() -> Self {
         static T: std::sync::OnceLock<V10Tuning> = std::sync::OnceLock::new();
-        *T.get_or_init(|| V10Tuning::parse(&std::env::var("KERNLAB_V10").unwrap_or_default()))
+        tuning_from_env(&T, "KERNLAB_V10", V10Tuning::parse)
     }
 }
 
@@ -1373,7 +1383,7 @@ impl V7Tuning {
     /// launcher asks on every call).
     pub fn from_env() -> Self {
         static TUNING: std::sync::OnceLock<V7Tuning> = std::sync::OnceLock::new();
-        *TUNING.get_or_init(|| V7Tuning::parse(&std::env::var("KERNLAB_V7").unwrap_or_default()))
+        tuning_from_env(&TUNING, "KERNLAB_V7", V7Tuning::parse)
     }
 }
 
