@@ -359,7 +359,7 @@ test_device!(softmax_strided_rows, super::softmax_strided_rows);
 /// leave the slots zeroed for the next launch. Shapes with more rows than groups, tiles of
 /// several rows with a remainder, odd widths (a scalar head and tail, different in every
 /// row), a row split over most of the GPU (v8: clusters of 4 and 16 here, 2 and 8 in the
-/// reference test's widths), and repeated
+/// reference test's widths; 4 and 8 of 512-thread CTAs at 16-bit by its 16-bit rule), and repeated
 /// launches (stale states from the previous launch must not pass for new ones) must all match
 /// the reference. v9's ping-pong form pairs groups that take turns to read, at widths where a
 /// row takes 16 CTAs or more, including grids with an odd group out; both of v9's forms are

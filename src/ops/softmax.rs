@@ -725,12 +725,14 @@ pub const V8_WIDE16_SHARES: std::ops::RangeInclusive<usize> = 6144..=8192;
 /// v8's cluster for 16-bit rows that need two or more CTAs (`needed`, the smallest cluster
 /// that holds the row): 4 or 8 CTAs, the first whose share is in [`V8_WIDE16_SHARES`], sized
 /// by [`v8_fill_cta`] for two CTAs an SM; `None` (the default shape) elsewhere. Measured on
-/// the H200 (fourteenth session, bf16, 2^28 elements, two runs each, GB/s, against `auto`'s
-/// then choice): 262144 columns at C = 4 3674 / 3670 against 3606 / 3604 (v8, C = 2); 393216
-/// at C = 8 3445 / 3416 against 3383 / 3401 (v9); 524288 at C = 8 3496 / 3489 / 3499 / 3493
-/// against 3385–3401 (v9). Smaller shares lost (262144 at C = 8, a share of 4096: 3442 / 3433),
-/// as did 786432 at C = 8 (a share of 12288, one CTA an SM: 3192 against v9's 3375), and f32
-/// gained nothing beyond 1.5% (f32 keeps the default shape).
+/// the H200 (fifteenth session, `scripts/gpu-w16-68.sh`, 2^28 elements, two interleaved runs,
+/// GB/s, against the same binary with the rule off): bf16 196608 (C = 4) 3668 / 3674 against
+/// 3583 / 3584 (v8, C = 2), 262144 (C = 4) 3687 / 3678 against 3624 / 3617, 393216 (C = 8)
+/// 3428 / 3428 against 3414 / 3425 (v9), 458752 (C = 8) 3509 / 3491 against 3369 / 3364 (v9),
+/// 524288 (C = 8) 3512 / 3530 against 3418 / 3404 (v9); f16 262144 +1.6%, 524288 +4.3%.
+/// Smaller shares lost (fourteenth session: 262144 at C = 8, a share of 4096, 3442 / 3433
+/// against 3606 / 3604), as did 786432 at C = 8 (a share of 12288, one CTA an SM: 3192 against
+/// v9's 3375); f32 gained nothing beyond 1.5% and keeps the default shape.
 pub fn v8_wide16_cluster(packs: usize, needed: usize) -> Option<usize> {
     if needed < 2 {
         return None;
@@ -1628,9 +1630,9 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
     // 16-bit rows in clusters of at most 2: past that v9 led v8 in two sessions' runs (bf16
     // 512×524288: 3359 / 3377 against 3314 / 3299 GB/s; 256×1048576: 3241 / 3216 against
     // 3179 / 3164), while f32 stayed with v8 (512×524288: 3632 against 3488).
-    // Past two, 16-bit rows take v8 where its 16-bit cluster rule sizes four or eight CTAs for
-    // two an SM (`v8_wide16_cluster`: bf16 262144–524288 columns, 1–3% ahead of v8's default
-    // shape and of v9).
+    // Past two CTAs, 16-bit rows take v8 where its 16-bit cluster rule sizes eight CTAs for two
+    // an SM (`v8_wide16_cluster`: bf16 393216–524288 columns, level with v9 to 4% ahead of it,
+    // fifteenth session).
     let v8_max_c = if dt == DType::F32 { 8 } else { 2 };
     let v8_takes = hopper
         && peelable
