@@ -2,7 +2,7 @@
 //! special values and strided rows. One body per behaviour; `test_device!` makes it a CPU
 //! test and a CUDA test.
 
-use crate::test_device;
+use crate::{test_device, test_gpu};
 use kernlab::bench::validate_variant;
 use kernlab::error::Error;
 use kernlab::ops::{gelu, softmax};
@@ -26,12 +26,13 @@ fn reference(op: Op, p: &Params, x: &Tensor) -> Vec<f64> {
     }
 }
 
-/// Widest row a register-resident softmax version holds, if it has a limit.
-fn width_limit(v: &Variant, dt: DType) -> Option<usize> {
+/// Widest row a register-resident softmax version holds, if it has a limit: with 16-byte packs
+/// where `vec` (rows whose width and stride are pack multiples), else one element a slot.
+fn width_limit(v: &Variant, dt: DType, vec: bool) -> Option<usize> {
     match (v.op, v.name) {
-        (Op::Softmax, "v2_warp_row") => Some(softmax::v2_max_cols(dt, true)),
-        (Op::Softmax, "v3_block_regs") => Some(softmax::v3_max_cols(dt, true)),
-        (Op::Softmax, "v5_cluster") => Some(softmax::v5_max_cols(dt, true)),
+        (Op::Softmax, "v2_warp_row") => Some(softmax::v2_max_cols(dt, vec)),
+        (Op::Softmax, "v3_block_regs") => Some(softmax::v3_max_cols(dt, vec)),
+        (Op::Softmax, "v5_cluster") => Some(softmax::v5_max_cols(dt, vec)),
         _ => None,
     }
 }
@@ -55,8 +56,11 @@ fn check(dev: &Device, v: &Variant, p: &Params, x_host: &Tensor, what: &str) -> 
             Some(y.to_f64_vec().unwrap())
         }
         Err(Error::UnsupportedShape { why, .. }) => {
-            let (_, cols, _) = x.rows_cols();
-            let scalar_limit = width_limit(v, x.dtype()).map(|l| l / (16 / x.dtype().size()));
+            // The limit of the form the row takes: packed where its width and stride are pack
+            // multiples (fresh allocations are 256-byte aligned), else scalar.
+            let (_, cols, ldx) = x.rows_cols();
+            let pack = 16 / x.dtype().size();
+            let reg_limit = width_limit(v, x.dtype(), cols % pack == 0 && ldx % pack == 0);
             // v7 moves only 16-byte packs: it refuses rows x and y cannot both peel.
             let packs_only =
                 ["v7_stream", "v8_onchip", "v9_gridsync", "v10_l2pass"].contains(&v.name);
@@ -74,7 +78,7 @@ fn check(dev: &Device, v: &Variant, p: &Params, x_host: &Tensor, what: &str) -> 
                 .flatten();
             assert!(
                 (packs_only && !softmax::packs_layout_ok(&x))
-                    || scalar_limit.is_some_and(|l| cols > l)
+                    || reg_limit.is_some_and(|l| cols > l)
                     || v8_limit.is_some_and(|l| cols > l)
                     || v9_limit.is_some_and(|l| cols > l),
                 "{} refused {:?} {what}: {why}",
@@ -85,6 +89,23 @@ fn check(dev: &Device, v: &Variant, p: &Params, x_host: &Tensor, what: &str) -> 
         }
         Err(e) => panic!("{} {} {what} {:?}: {e}", v.id(), x.dtype(), x.shape()),
     }
+}
+
+/// `v` run on `x` (a CPU tensor, copied to `dev`) into an output that starts finite (0.25
+/// everywhere), as f64: rows a kernel must make NaN cannot pass by keeping the NaN that
+/// `check`'s poisoned output starts with.
+fn run_into_finite(dev: &Device, v: &Variant, p: &Params, x_host: &Tensor) -> Vec<f64> {
+    let x = x_host.to_device(dev).unwrap();
+    let mut y = Tensor::from_f64(&vec![0.25; x.numel()], x.shape(), x.dtype())
+        .unwrap()
+        .to_device(dev)
+        .unwrap();
+    v.run(p, &[&x], &mut y)
+        .unwrap_or_else(|e| panic!("{} {:?}: {e}", v.id(), x.shape()));
+    if let Some(d) = dev.cuda() {
+        d.sync().unwrap();
+    }
+    y.to_f64_vec().unwrap()
 }
 
 fn rand(shape: &[usize], dt: DType, init: Init, seed: u64) -> Tensor {
@@ -249,9 +270,11 @@ fn softmax_special_values_follow_pytorch(dev: &Device) {
         for v in variants(Op::Softmax, dev) {
             for dt in DType::ALL {
                 let x = Tensor::from_f64(&x64, &[6, cols], dt).unwrap();
-                let Some(y) = check(dev, v, &p, &x, "special values") else {
+                if check(dev, v, &p, &x, "special values").is_none() {
                     continue;
-                };
+                }
+                // The properties below on an output that starts finite, not NaN-poisoned.
+                let y = run_into_finite(dev, v, &p, &x);
                 let r = |i: usize| &y[i * cols..(i + 1) * cols];
                 assert!(r(0).iter().enumerate().all(|(c, &p)| if c % 3 == 0 {
                     p == 0.0
@@ -390,16 +413,23 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
         (&[12, 1600003], &[DType::F32]),
         (&[3, 1048577], &[DType::F32]),
     ];
-    for v in variants(Op::Softmax, dev).into_iter().filter(|v| {
-        [
-            "v6_split",
-            "v7_stream",
-            "v8_onchip",
-            "v9_gridsync",
-            "v10_l2pass",
-        ]
-        .contains(&v.name)
-    }) {
+    let split = [
+        "v6_split",
+        "v7_stream",
+        "v8_onchip",
+        "v9_gridsync",
+        "v10_l2pass",
+    ];
+    let found: Vec<_> = variants(Op::Softmax, dev)
+        .into_iter()
+        .filter(|v| split.contains(&v.name))
+        .collect();
+    assert_eq!(
+        found.len(),
+        split.len(),
+        "the split-row versions registered"
+    );
+    for v in found {
         for (i, (shape, dts)) in shapes.iter().enumerate() {
             for &dt in *dts {
                 let x = rand(shape, dt, init, 90 + i as u64);
@@ -412,12 +442,10 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
     // v9's two forms, each forced wherever it can run: the plain one at the widths where the
     // ping-pong form is the default, and the ping-pong one at small G with many groups (the
     // default there is plain). Same shapes, two launches each.
-    let Some(v9) = variants(Op::Softmax, dev)
+    let v9 = variants(Op::Softmax, dev)
         .into_iter()
         .find(|v| v.name == "v9_gridsync")
-    else {
-        return;
-    };
+        .expect("v9_gridsync is registered");
     for (form, run) in [
         ("plain", softmax::run_v9_plain as registry::RunFn),
         ("ping-pong", softmax::run_v9_pingpong),
@@ -436,7 +464,7 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
         }
     }
 }
-test_device!(
+test_gpu!(
     softmax_split_rows_walk_many_rows,
     super::softmax_split_rows_walk_many_rows
 );
@@ -465,12 +493,10 @@ fn softmax_v10_tilings_all_match(dev: &Device) {
         };
         run_v10_tuned(p, x, y, t)
     }
-    let Some(v10) = variants(Op::Softmax, dev)
+    let v10 = variants(Op::Softmax, dev)
         .into_iter()
         .find(|v| v.name == "v10_l2pass")
-    else {
-        return;
-    };
+        .expect("v10_l2pass is registered");
     let init = Init::Normal {
         mean: 0.0,
         std: 3.0,
@@ -509,7 +535,7 @@ fn softmax_v10_tilings_all_match(dev: &Device) {
         }
     }
 }
-test_device!(
+test_gpu!(
     softmax_v10_tilings_all_match,
     super::softmax_v10_tilings_all_match
 );
@@ -782,9 +808,10 @@ fn log_softmax_matches_reference(dev: &Device) {
             vals.extend((0..cols).map(|_| ninf));
             vals.extend((0..cols).map(|c| if c == 7 { f64::NAN } else { 1.0 }));
             let x = Tensor::from_f64(&vals, &[3, cols], dt).unwrap();
-            let Some(y) = check(dev, v, &p, &x, "log_softmax special values") else {
+            if check(dev, v, &p, &x, "log_softmax special values").is_none() {
                 continue;
-            };
+            }
+            let y = run_into_finite(dev, v, &p, &x);
             assert!(y[..cols]
                 .iter()
                 .enumerate()

@@ -64,6 +64,23 @@ macro_rules! test_device {
     };
 }
 
+/// A test body for CUDA kernels alone: one test, `NAME::cuda` (a one-line skip where there is
+/// no GPU, a failure with KERNLAB_REQUIRE_GPU=1), and no CPU twin that would pass having run
+/// nothing.
+#[macro_export]
+macro_rules! test_gpu {
+    ($name:ident, $body:path) => {
+        mod $name {
+            #[test]
+            fn cuda() {
+                if let Some(d) = $crate::common::cuda() {
+                    $body(&d);
+                }
+            }
+        }
+    };
+}
+
 /// Whether a CUDA GPU is present (no skip line, no failure).
 pub fn gpu_present() -> bool {
     device::cuda_probe().is_ok()
