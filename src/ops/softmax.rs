@@ -3,8 +3,9 @@
 //! NaN or +inf, gives NaN outputs.
 //!
 //! Variants: `reference` (f64), `manual` (the lecture's `manual_softmax`: row max, subtract,
-//! exp, row sum, divide — one launch or pass each), `cuda/v1_block_row` … `cuda/v8_onchip`,
-//! `cuda/auto` (the width dispatch), `cpu/fused`.
+//! exp, row sum, divide — one launch or pass each), `cuda/v1_block_row` … `cuda/v10_l2pass`,
+//! `cuda/auto` (the autotuned choice where `kernlab autotune softmax` cached one, else the
+//! width heuristic, [`heuristic_choice`]), `cpu/fused`.
 
 use super::cpu_prims::{self as prim};
 use super::launch::{aligned16, cfg_1d, cuda_io, CudaIo};
@@ -333,9 +334,9 @@ pub fn v2_shape(slots: usize) -> Option<(usize, String)> {
         .map(|k| (32, format!("k{k}")))
 }
 
-/// v3: one block per row. Four slots per thread (four 16-byte loads in flight) when that
-/// needs at most 1024 threads, else eight; threads = the slots the row needs / K, rounded up
-/// to a warp. Small blocks let several rows share an SM, so one row's loads overlap another's
+/// v3: one block per row. K slots per thread by [`v3_slots_per_thread`] (1 or 2 for rows of
+/// at most 64 slots, 4 — four 16-byte loads in flight — when that needs at most 1024 threads,
+/// else 8); threads = the slots the row needs / K, rounded up to a warp. Small blocks let several rows share an SM, so one row's loads overlap another's
 /// reductions (one 1024-thread block per row with a slot each reached only 2.9 TB/s at
 /// 8192×4096 f32: see docs/perf-notes.md).
 pub fn run_v3_block_regs(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
@@ -623,7 +624,8 @@ pub fn symbols_v6(dt: DType) -> Vec<String> {
 }
 
 /// v8's CTAs: 1024 threads holding [`V8_K`] 16-byte packs each in registers (128 KB), the
-/// rest of their part in shared memory; one CTA an SM.
+/// rest of their part in shared memory; one CTA an SM at this size (smaller shares take fewer
+/// threads, and [`v8_fill_cta`] sizes CTAs for two or more an SM).
 pub const V8_THREADS: usize = 1024;
 pub const V8_K: usize = 8;
 /// Cluster sizes v8 tries, smallest first (past 8 they are non-portable; the H200 runs 16).
@@ -688,7 +690,8 @@ impl SmLimits {
 /// shared memory bytes). Threads are a warp's multiple with [`V8_K`] packs each in registers
 /// (64 registers a thread), the rest of the row in shared memory but at most as much as the
 /// registers hold; CTAs an SM are bounded by its registers, its shared memory (the opt-in +
-/// 1 KB, 1 KB reserved a CTA), its threads and its CTA limit (`sm`). Ties go to more threads.
+/// 1 KB, 1.5 KB counted a CTA for the system's reserve and the kernel's own), its threads and
+/// its CTA limit (`sm`). Ties go to more threads.
 /// `None` when no such CTA holds the row.
 pub fn v8_fill_cta(packs: usize, sm: SmLimits) -> Option<(usize, usize)> {
     let optin = sm.smem_optin;
@@ -1530,7 +1533,9 @@ pub fn symbols_v7(dt: DType) -> Vec<String> {
     vec![format!("softmax_v7_stream_{dt}")]
 }
 
-/// Which numbered version `auto` runs for a row width (and whether 16-byte packs apply).
+/// The register-resident version that holds a row of this width (and whether 16-byte packs
+/// apply): v2, v3, else v4. [`heuristic_choice`] starts from it and moves rows to v6, v8 or v9
+/// where they measured faster.
 pub fn dispatch(dt: DType, cols: usize, vec: bool) -> &'static str {
     if cols <= v2_max_cols(dt, vec) {
         "v2_warp_row"
@@ -1570,28 +1575,63 @@ pub fn run_named(name: &str, p: &Params, x: &Tensor, y: &mut Tensor) -> Result<(
     }
 }
 
-/// The numbered version `auto` runs for this input: the choice `kernlab autotune softmax`
-/// cached for this device, dtype and shape bucket when there is one, else the heuristic.
+/// The numbered version `auto` tries first for this input: the choice `kernlab autotune
+/// softmax` cached for this device, dtype and shape bucket when there is one, else the
+/// heuristic.
 pub fn auto_choice(x: &Tensor) -> &'static str {
+    auto_decision(x).0
+}
+
+/// [`auto_choice`], and whether the autotune cache made it.
+fn auto_decision(x: &Tensor) -> (&'static str, bool) {
     if let Some(d) = x.device().cuda() {
         if let Some(e) =
             crate::autotune::lookup(d, super::Op::Softmax, "auto", x.dtype(), x.shape())
         {
             if let Some(v) = AUTO_CANDIDATES.iter().find(|v| **v == e.variant) {
-                return v;
+                return (v, true);
             }
         }
     }
-    heuristic_choice(x)
+    (heuristic_choice(x), false)
 }
 
-/// What bench shows as `auto`'s pick: the version, and whether the autotune cache chose it.
+/// The layout `run_auto` ran on: dtype, shape, strides.
+type AutoKey = (DType, Vec<usize>, Vec<usize>);
+
+fn auto_key(x: &Tensor) -> AutoKey {
+    (x.dtype(), x.shape().to_vec(), x.strides().to_vec())
+}
+
+thread_local! {
+    /// What [`run_auto`] last ran on this thread, and on what layout: [`auto_label`] names it,
+    /// so a fallback past a choice that refused the shape is reported as what ran.
+    static AUTO_RAN: std::cell::RefCell<Option<(AutoKey, &'static str)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// What bench shows as `auto`'s pick: the version `run_auto` last ran on this layout (on this
+/// thread), else its first choice; marked where the autotune cache chose it or where the choice
+/// refused the shape and a fallback ran.
 pub fn auto_label(x: &Tensor) -> String {
-    let (c, h) = (auto_choice(x), heuristic_choice(x));
-    if c == h {
-        c.to_string()
-    } else {
-        format!("{c} (autotuned)")
+    let (choice, tuned) = auto_decision(x);
+    let key = auto_key(x);
+    let ran = AUTO_RAN.with(|r| {
+        r.borrow()
+            .as_ref()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, v)| *v)
+    });
+    pick_label(choice, tuned, ran)
+}
+
+/// `auto`'s label for its first `choice` (from the autotune cache where `tuned`) and the version
+/// that `ran`, where known.
+fn pick_label(choice: &str, tuned: bool, ran: Option<&str>) -> String {
+    match ran {
+        Some(v) if v != choice => format!("{v} ({choice} refused the shape)"),
+        _ if tuned => format!("{choice} (autotuned)"),
+        _ => choice.to_string(),
     }
 }
 
@@ -1605,13 +1645,15 @@ pub const V8_F32_PACKED_BELOW: usize = 28_672;
 
 /// The width heuristic, from the H200 measurements in docs/perf-notes.md: v2 for rows a
 /// warp holds, v3 for rows a block holds; on sm_90, v8 (a row per CTA in registers and shared
-/// memory, clusters of up to 8 past that for f32, up to 2 for 16-bit rows) for odd widths from
+/// memory, clusters of up to 8 past that for f32, up to 2 for 16-bit rows and up to 8 where
+/// [`v8_wide16_cluster`] sizes them) for odd widths from
 /// [`V8_ODD_FROM`], for 16-bit rows of 16385–65536 and f32 rows of 16385 to
 /// [`V8_F32_PACKED_BELOW`] − 1 (where v3 runs four or eight slots a thread slowly) and for
 /// every wider row it holds;
 /// then v9 (v8's parts across co-resident CTAs) for the rows all resident CTAs hold; v6 (rows
-/// split across CTAs, in registers) for the rows neither takes that its resident CTAs hold
-/// (other devices, layouts that do not peel); v4 beyond.
+/// split across CTAs, in registers, where its resident CTAs hold the row) for odd widths past
+/// 4096 that peel, and on sm_90 for the rows v9 does not take, before sm_90 for rows of at
+/// most 2 MB or fewer rows than SMs; v4 beyond.
 pub fn heuristic_choice(x: &Tensor) -> &'static str {
     let (rows, cols, ldx) = x.rows_cols();
     let dt = x.dtype();
@@ -1789,22 +1831,30 @@ fn with_split_workspace(
 /// (a bucket spans widths) falls back to the heuristic, and anything refused to v4, which
 /// takes every width.
 pub fn run_auto(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    AUTO_RAN.with(|r| *r.borrow_mut() = None);
+    let ran = run_auto_steps(p, x, y)?;
+    AUTO_RAN.with(|r| *r.borrow_mut() = Some((auto_key(x), ran)));
+    Ok(())
+}
+
+/// [`run_auto`]'s steps; the version that ran.
+fn run_auto_steps(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<&'static str> {
     let choice = auto_choice(x);
     if choice != "v4_online" {
         match run_named(choice, p, x, y) {
             Err(Error::UnsupportedShape { .. }) => {}
-            r => return r,
+            r => return r.map(|_| choice),
         }
         // Only now the heuristic (a call costs host time, and tiny problems are launch-bound).
         let h = heuristic_choice(x);
         if h != choice && h != "v4_online" {
             match run_named(h, p, x, y) {
                 Err(Error::UnsupportedShape { .. }) => {}
-                r => return r,
+                r => return r.map(|_| h),
             }
         }
     }
-    run_v4_online(p, x, y)
+    run_v4_online(p, x, y).map(|_| "v4_online")
 }
 
 pub fn symbols_v1(dt: DType) -> Vec<String> {
@@ -2212,6 +2262,31 @@ mod tests {
         // Without a Hopper GPU (here: a CPU tensor) wide rows go to v4, never to v5.
         assert_eq!(auto_choice(&t(100_000, DType::BF16)), "v4_online");
         assert_eq!(auto_choice(&t(1001, DType::F32)), "v3_block_regs"); // odd: scalar v2 holds 256
+                                                                        // Nothing ran on these layouts: the label is the first choice.
+        assert_eq!(auto_label(&t(4096, DType::F32)), "v3_block_regs");
+    }
+
+    #[test]
+    fn auto_labels_what_ran_and_who_chose_it() {
+        assert_eq!(pick_label("v8_onchip", false, None), "v8_onchip");
+        assert_eq!(
+            pick_label("v8_onchip", false, Some("v8_onchip")),
+            "v8_onchip"
+        );
+        assert_eq!(
+            pick_label("v8_onchip", true, Some("v8_onchip")),
+            "v8_onchip (autotuned)"
+        );
+        assert_eq!(pick_label("v6_split", true, None), "v6_split (autotuned)");
+        // A choice that refused the shape: the fallback that ran is named first.
+        assert_eq!(
+            pick_label("v9_gridsync", true, Some("v4_online")),
+            "v4_online (v9_gridsync refused the shape)"
+        );
+        assert_eq!(
+            pick_label("v8_onchip", false, Some("v6_split")),
+            "v6_split (v8_onchip refused the shape)"
+        );
     }
 
     #[test]
