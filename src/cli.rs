@@ -55,6 +55,8 @@ enum Cmd {
     Autotune(AutotuneArgs),
     /// Show the device, the CUDA libraries that load, the kernel cache and the ceilings
     Doctor {
+        /// auto (a CUDA GPU if there is one, else the CPU), cpu, cuda or cuda:N; with cuda, a
+        /// missing GPU or CUDA library is an error (exit 1)
         #[arg(long, default_value = "auto")]
         device: String,
         /// Measure the ceilings again instead of reading them from the cache
@@ -68,7 +70,7 @@ enum Cmd {
     after_help = "Examples:\n  kernlab inspect gelu --variant v1_naive,v3_vec16_ilp   # 4-byte vs 16-byte loads, side by side\n  kernlab inspect softmax --variant auto --dtype bf16 --sass\n  kernlab inspect gelu --variant v2_vec16 --kernel gelu_v2_vec16_tanh_f32 --out v2.ptx\n\nWorks without a GPU for everything NVRTC alone can answer (PTX, ptxas report, census);\noccupancy needs a GPU, the SASS census needs cuobjdump or nvdisasm on the PATH."
 )]
 struct InspectArgs {
-    /// gelu or softmax
+    /// gelu, softmax, matmul or linear
     op: String,
     /// Comma-separated CUDA variants, compared side by side (default: every CUDA variant)
     #[arg(long)]
@@ -465,7 +467,7 @@ struct RunArgs {
     #[arg(long)]
     log_softmax: bool,
     /// Linear: the activation after the bias in the fused epilogue: gelu-tanh, gelu-erf or none
-    #[arg(long, default_value = "gelu-tanh")]
+    #[arg(long, default_value = ACTIVATION_DEFAULT)]
     activation: String,
     /// Comma-separated dtypes: f32, bf16, f16, or all
     #[arg(long, default_value = "f32")]
@@ -584,7 +586,7 @@ fn check_durations(warmup_ms: f64, rep_ms: f64) -> Result<()> {
 }
 
 fn parse_dtypes(s: &str) -> Result<Vec<DType>> {
-    if s.eq_ignore_ascii_case("all") {
+    if s.split(',').any(|d| d.trim().eq_ignore_ascii_case("all")) {
         return Ok(DType::ALL.to_vec());
     }
     parse_list(s, |d| d.parse::<DType>().map_err(anyhow::Error::msg))
@@ -618,9 +620,24 @@ fn config(
 ) -> Result<(BenchConfig, Device, String)> {
     check_output_path("--json", a.json.as_deref())?;
     check_output_path("--csv", a.csv.as_deref())?;
+    check_distinct_outputs(&[("--json", a.json.as_deref()), ("--csv", a.csv.as_deref())])?;
     let dtypes = parse_dtypes(&a.dtype)?;
     let spec: DeviceSpec = a.device.parse().map_err(anyhow::Error::msg)?;
     let gelu: GeluApprox = a.gelu.parse().map_err(anyhow::Error::msg)?;
+    let act: crate::ops::matmul::Activation = a.activation.parse().map_err(anyhow::Error::msg)?;
+    // Flags of one op, in a run without it, would be ignored: say so instead.
+    let named = |o: crate::Op| ops.contains(&o);
+    if a.log_softmax && !named(crate::Op::Softmax) {
+        bail!("--log-softmax applies to softmax, which this run does not time");
+    }
+    if gelu != GeluApprox::default() && !named(crate::Op::Gelu) {
+        bail!("--gelu picks the GeLU op's form, and this run does not time gelu (linear's epilogue takes --activation)");
+    }
+    let act_default: crate::ops::matmul::Activation =
+        ACTIVATION_DEFAULT.parse().map_err(anyhow::Error::msg)?;
+    if act != act_default && !named(crate::Op::Linear) {
+        bail!("--activation applies to linear's epilogue, and this run does not time linear");
+    }
     check_durations(a.warmup_ms, a.rep_ms)?;
     if a.repeat == 0 || a.graph == Some(0) {
         bail!("--repeat and --graph take a count of at least 1");
@@ -657,7 +674,7 @@ fn config(
         params: Params {
             gelu,
             log_softmax: a.log_softmax,
-            act: a.activation.parse().map_err(anyhow::Error::msg)?,
+            act,
         },
         seed: a.seed,
         timing: TimingOpts {
@@ -677,11 +694,20 @@ fn config(
     Ok((cfg, dev, line))
 }
 
-/// An output file the run will write at its end: refuse a directory, or a missing folder, now
-/// rather than after the whole run.
+/// `bench` and `sweep`'s `--activation` default (linear's epilogue).
+const ACTIVATION_DEFAULT: &str = "gelu-tanh";
+
+/// An output file the run will write at its end: refuse a directory, a missing folder, or a
+/// file that cannot be opened for writing, now rather than after the whole run (a file this
+/// check creates is removed again; an existing one is left as it is).
 fn check_output_path(flag: &str, path: Option<&Path>) -> Result<()> {
     let Some(path) = path else { return Ok(()) };
-    if path.is_dir() {
+    if path.is_dir()
+        || path
+            .as_os_str()
+            .to_string_lossy()
+            .ends_with(std::path::MAIN_SEPARATOR)
+    {
         bail!(
             "{flag} {}: that is a directory; give a file name",
             path.display()
@@ -694,6 +720,36 @@ fn check_output_path(flag: &str, path: Option<&Path>) -> Result<()> {
             path.display(),
             dir.display()
         );
+    }
+    let existed = path.exists();
+    if let Err(e) = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+    {
+        bail!("{flag} {}: cannot be written ({e})", path.display());
+    }
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// Refuse two output flags naming the same file (the later write would replace the earlier).
+fn check_distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
+    let given: Vec<(&str, &Path)> = outputs
+        .iter()
+        .filter_map(|(f, p)| p.map(|p| (*f, p)))
+        .collect();
+    for (i, (f1, p1)) in given.iter().enumerate() {
+        for (f2, p2) in &given[i + 1..] {
+            if p1 == p2 {
+                bail!(
+                    "{f1} and {f2} both name {}: give each its own file",
+                    p1.display()
+                );
+            }
+        }
     }
     Ok(())
 }
@@ -769,6 +825,9 @@ fn cmd_bench(a: BenchArgs, out: &mut dyn Write) -> Result<()> {
     if report.any_failed() {
         bail!("some variants FAILED validation or raised errors (see the notes above); they were not timed");
     }
+    if !report.any_timed() {
+        bail!("nothing was timed: every variant refused its input (see the notes above)");
+    }
     Ok(())
 }
 
@@ -791,6 +850,11 @@ fn progress_bar() -> indicatif::ProgressBar {
 fn cmd_sweep(a: SweepArgs, out: &mut dyn Write) -> Result<()> {
     let op: crate::Op = a.op.parse()?;
     check_output_path("--plot", a.plot.as_deref())?;
+    check_distinct_outputs(&[
+        ("--plot", a.plot.as_deref()),
+        ("--json", a.run.json.as_deref()),
+        ("--csv", a.run.csv.as_deref()),
+    ])?;
     if let Some(p) = &a.plot {
         let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
         if !ext.eq_ignore_ascii_case("svg") && !ext.eq_ignore_ascii_case("png") {
@@ -821,7 +885,8 @@ fn cmd_sweep(a: SweepArgs, out: &mut dyn Write) -> Result<()> {
     };
     let mut plan = plan;
     if let Some(cap) = &a.max_elements {
-        let cap = *bench::sweep::parse_sizes(cap)?
+        let cap = *bench::sweep::parse_sizes(cap)
+            .with_context(|| format!("--max-elements {cap}"))?
             .first()
             .ok_or_else(|| anyhow::anyhow!("--max-elements needs a number"))?;
         if op.is_gemm() || a.numel.is_some() {
@@ -856,10 +921,11 @@ fn cmd_sweep(a: SweepArgs, out: &mut dyn Write) -> Result<()> {
     let report = report?;
     let title = format!(
         "{op}{} {} on {}",
-        if op == crate::Op::Gelu {
-            format!(" ({})", cfg.params.gelu.name())
-        } else {
-            String::new()
+        match op {
+            crate::Op::Gelu => format!(" ({})", cfg.params.gelu.name()),
+            crate::Op::Softmax if cfg.params.log_softmax => " (log_softmax)".to_string(),
+            crate::Op::Linear => format!(" (bias + {})", cfg.params.act.name()),
+            _ => String::new(),
         },
         cfg.dtypes
             .iter()
@@ -902,6 +968,9 @@ fn cmd_sweep(a: SweepArgs, out: &mut dyn Write) -> Result<()> {
     }
     if report.any_failed() {
         bail!("some points FAILED validation or raised errors (see the notes above); they were not timed");
+    }
+    if !report.any_timed() {
+        bail!("nothing was timed: every variant refused every point (see the notes above)");
     }
     Ok(())
 }

@@ -187,8 +187,26 @@ pub fn parse_shape(s: &str) -> Result<Vec<usize>> {
         .iter()
         .map(|p| {
             let p = p.replace('_', "");
-            p.parse::<usize>()
-                .map_err(|_| bad(&format!("'{p}' is not a whole number")))
+            let whole = |t: &str| -> Result<usize> {
+                match t.parse::<usize>() {
+                    Ok(v) => Ok(v),
+                    Err(_) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => {
+                        Err(bad(&format!("'{t}' is too large")))
+                    }
+                    Err(_) => Err(bad(&format!("'{t}' is not a whole number"))),
+                }
+            };
+            // A power of two may be written 2^N, as sweep sizes are.
+            match p.split_once('^') {
+                Some((b, e)) => {
+                    let (b, e) = (whole(b)?, whole(e)?);
+                    u32::try_from(e)
+                        .ok()
+                        .and_then(|e| b.checked_pow(e))
+                        .ok_or_else(|| bad(&format!("'{p}' is too large")))
+                }
+                None => whole(&p),
+            }
         })
         .collect::<Result<_>>()?;
     if dims.contains(&0) {
@@ -642,7 +660,14 @@ mod tests {
         assert_eq!(parse_shape("8192,4096").unwrap(), vec![8192, 4096]);
         assert_eq!(parse_shape("7").unwrap(), vec![7]);
         assert_eq!(parse_shape("2x3x4").unwrap(), vec![2, 3, 4]);
+        assert_eq!(parse_shape("2^10x4").unwrap(), vec![1024, 4]);
+        let msg = |s: &str| parse_shape(s).unwrap_err().to_string();
+        assert!(msg("99999999999999999999x1").contains("is too large"));
+        assert!(msg("2^64x1").contains("is too large"));
+        assert!(msg("12xq").contains("'q' is not a whole number"));
         for bad in [
+            "2^x4",
+            "^3",
             "",
             "x4",
             "4x",

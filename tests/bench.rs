@@ -574,6 +574,16 @@ fn cuda_graph_replays_rotation_and_repeats_time_every_variant() {
         report.timing_note
     );
     assert!(!report.records.is_empty());
+    // Every op had something timed, not only refusals.
+    for op in [Op::Gelu, Op::Softmax] {
+        assert!(
+            report
+                .records
+                .iter()
+                .any(|r| r.op == op && r.status == bench::Status::Ok),
+            "no {op} record was timed"
+        );
+    }
     for r in &report.records {
         if r.status == bench::Status::Unsupported {
             continue;

@@ -161,6 +161,89 @@ fn bad_arguments_get_clear_errors() {
             ],
             "softmax/v9_gridsync is a CUDA variant; this run is on the CPU",
         ),
+        // Flags of an op the run does not time are refused, not ignored.
+        (
+            &["bench", "gelu", "--device", "cpu", "--log-softmax"],
+            "--log-softmax applies to softmax",
+        ),
+        (
+            &["bench", "softmax", "--device", "cpu", "--gelu", "erf"],
+            "--gelu picks the GeLU op's form",
+        ),
+        (
+            &["sweep", "gelu", "--device", "cpu", "--activation", "none"],
+            "--activation applies to linear",
+        ),
+        // Outputs: one file a flag, and a file that can be written, checked before the run.
+        (
+            &[
+                "bench", "--device", "cpu", "--csv", "same.out", "--json", "same.out",
+            ],
+            "both name same.out",
+        ),
+        (
+            &["sweep", "softmax", "--plot", "p.svg", "--csv", "p.svg"],
+            "both name p.svg",
+        ),
+        (
+            &["bench", "--device", "cpu", "--csv", "/proc/kernlab-x.csv"],
+            "cannot be written",
+        ),
+        // Too many --rotate copies for the host: refused before any is made.
+        (
+            &[
+                "bench",
+                "gelu",
+                "--device",
+                "cpu",
+                "--shape",
+                "1024x1024",
+                "--rotate",
+                "100000000",
+            ],
+            "--rotate 100000000",
+        ),
+        // A GEMM's M×N output counts against host memory, however small its operands.
+        (
+            &[
+                "bench",
+                "matmul",
+                "--device",
+                "cpu",
+                "--shape",
+                "1000000x1000000x1",
+            ],
+            "of host memory",
+        ),
+        // Every variant refusing its input is not a successful run.
+        (
+            &[
+                "bench",
+                "gelu",
+                "--device",
+                "cpu",
+                "--shape",
+                "64x64",
+                "--row-stride",
+                "100",
+                "--rep-ms",
+                "1",
+            ],
+            "nothing was timed",
+        ),
+        (
+            &[
+                "sweep",
+                "softmax",
+                "--device",
+                "cpu",
+                "--cols",
+                "64",
+                "--max-elements",
+                "0",
+            ],
+            "--max-elements 0",
+        ),
     ] {
         let e = run(args).expect_err(&format!("{args:?} must fail"));
         assert!(

@@ -376,6 +376,7 @@ mod raw {
 #[test]
 fn profile_without_a_gpu_is_a_clear_error() {
     if crate::common::gpu_present() {
+        println!("skipped: a GPU is present (this test is of the error without one)");
         return;
     }
     let mut out = Vec::new();
@@ -404,7 +405,7 @@ mod gpu {
     fn profile(variant: &str, sync_each_launch: bool) -> Option<profile::ProfileReport> {
         crate::common::cuda()?;
         if let Err(why) = profile::cupti::available() {
-            if std::env::var("KERNLAB_REQUIRE_GPU").as_deref() == Ok("1") {
+            if crate::common::required("KERNLAB_REQUIRE_GPU") {
                 panic!("KERNLAB_REQUIRE_GPU=1 but CUPTI is missing: {why}");
             }
             println!("skipped: {why}");

@@ -398,17 +398,15 @@ fn the_disk_cache_returns_what_nvrtc_compiled() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    // SAFETY of the env var: this test alone reads the cache through compile_cached and the
-    // variable is process-wide only while this test runs in its own binary thread; other
-    // tests compile without the cache.
-    std::env::set_var("KERNLAB_CACHE_DIR", dir.path());
-    let first = nvrtc::compile_cached(&kernels::GELU, "sm_80", "x").unwrap();
-    let second = nvrtc::compile_cached(&kernels::GELU, "sm_80", "x").unwrap();
-    std::env::remove_var("KERNLAB_CACHE_DIR");
+    // The cache folder is passed in, not set through KERNLAB_CACHE_DIR: tests that compile
+    // at the same time (inspect, the CLI) would write theirs into this folder.
+    let kdir = dir.path().join("kernels");
+    let first = nvrtc::compile_cached_in(Some(&kdir), &kernels::GELU, "sm_80", "x").unwrap();
+    let second = nvrtc::compile_cached_in(Some(&kdir), &kernels::GELU, "sm_80", "x").unwrap();
     assert!(!first.from_cache && second.from_cache);
     assert_eq!(first.ptx, second.ptx);
     assert_eq!(first.cubin, second.cubin);
-    // One entry, in the cache folder's `kernels` (ceilings and autotuning files sit beside it).
+    // One entry, in the folder given.
     assert_eq!(
         std::fs::read_dir(dir.path().join("kernels"))
             .unwrap()

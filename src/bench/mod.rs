@@ -193,7 +193,31 @@ pub fn rotated_inputs(
     // What one call touches at least: its inputs and its output.
     let call_bytes = host.iter().map(Tensor::nbytes).sum::<usize>()
         + y_shape.iter().product::<usize>() * dtype.size();
-    (0..rotate.copies(call_bytes, cache_bytes))
+    let copies = rotate.copies(call_bytes, cache_bytes);
+    // Refuse a count that cannot fit before making any copy (each copy has an output too).
+    if copies > 1 {
+        let need = copies.saturating_mul(call_bytes);
+        let what = format!(
+            "--rotate {copies} (a copy of a call's inputs and output per count, {:.1} MiB each)",
+            call_bytes as f64 / (1u64 << 20) as f64
+        );
+        match device {
+            Device::Cpu => crate::tensor::check_host_memory(need, &what)?,
+            Device::Cuda(d) => {
+                if let Ok((free, total)) = d.ctx.mem_get_info() {
+                    if need > free {
+                        return Err(Error::OutOfDeviceMemory {
+                            requested: need,
+                            free,
+                            total,
+                            what,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    (0..copies)
         .map(|_| host.iter().map(|t| t.to_device(device)).collect())
         .collect()
 }
@@ -308,7 +332,7 @@ pub fn make_inputs(
     }
     let &[m, n, k] = shape else {
         return Err(Error::BadShape {
-            shape: format!("{shape:?}"),
+            shape: report::shape_str(shape),
             why: format!("{op} takes M×N×K (three sizes), e.g. 8192x8192x8192"),
         });
     };
@@ -317,6 +341,13 @@ pub fn make_inputs(
             "--row-stride applies to softmax and GeLU rows, not to {op}"
         )));
     }
+    crate::tensor::check_host_memory(
+        gemm_host_bytes(m, n, k, dtype).unwrap_or(usize::MAX),
+        &format!(
+            "{op} {dtype} {} (operands, the M×N output, f64 reference)",
+            report::shape_str(shape)
+        ),
+    )?;
     let normal = |std: f64| Init::Normal { mean: 0.0, std };
     let mut v = vec![
         Tensor::random(&[m, k], dtype, normal(1.0), seed, None, &cpu)?,
@@ -340,6 +371,31 @@ pub fn make_inputs(
         )?);
     }
     Ok(v)
+}
+
+/// What a GEMM point `M×N×K` holds on the host at once, about: the operands (each made in f64,
+/// then converted), the M×N output (read back from a device, or a CPU tier's own) with a CPU
+/// tier's f64 temporaries, and the f64 reference (W whole, the checked rows of A and of the
+/// output: all of them up to `FULL_REFERENCE_MACS`, else a sample). `None` on overflow.
+fn gemm_host_bytes(m: usize, n: usize, k: usize, dtype: DType) -> Option<usize> {
+    let macs = m as f64 * n as f64 * k as f64;
+    let checked_rows = if macs <= crate::ops::matmul::FULL_REFERENCE_MACS {
+        m
+    } else {
+        m.min(((crate::ops::matmul::FULL_REFERENCE_MACS / (n as f64 * k as f64)) as usize).max(16))
+    };
+    let operands = m
+        .checked_mul(k)?
+        .checked_add(n.checked_mul(k)?)?
+        .checked_add(n)?;
+    let output = m.checked_mul(n)?;
+    let reference = n
+        .checked_mul(k)?
+        .checked_add(checked_rows.checked_mul(k.checked_add(n)?)?)?;
+    operands
+        .checked_mul(8 + dtype.size())?
+        .checked_add(output.checked_mul(dtype.size() + 8)?)?
+        .checked_add(reference.checked_mul(8)?)
 }
 
 /// What a variant's output is compared with: f64 values of the whole output, or of sampled
@@ -926,6 +982,26 @@ fn measure_point(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn gemm_points_count_their_output_and_reference_on_the_host() {
+        const GIB: usize = 1 << 30;
+        // A 100000×100000 output of f32 from 1-wide operands: the output and the sampled
+        // reference rows, not the tiny operands, make it too big for most hosts.
+        let wide = gemm_host_bytes(100_000, 100_000, 1, DType::F32).unwrap();
+        assert!(wide > 100 * GIB, "{wide}");
+        // 8192³ bf16: operands, output and 32 sampled reference rows, a few GiB.
+        let square = gemm_host_bytes(8192, 8192, 8192, DType::BF16).unwrap();
+        assert!(square > GIB && square < 4 * GIB, "{square}");
+        // Small problems check every row: the reference covers the whole output.
+        let small = gemm_host_bytes(64, 32, 16, DType::F32).unwrap();
+        assert_eq!(
+            small,
+            (64 * 16 + 32 * 16 + 32) * 12 + 64 * 32 * 12 + (32 * 16 + 64 * 48) * 8
+        );
+        assert_eq!(gemm_host_bytes(usize::MAX, 2, 2, DType::F32), None);
+    }
+
     use super::*;
 
     /// Each copy holds its index; a call records the index of the input it got and writes it

@@ -408,7 +408,7 @@ impl BenchReport {
                     "{op}{} {dt} {} — {}",
                     if op == Op::Gelu {
                         format!(" ({})", first.params.gelu.name())
-                    } else if first.params.log_softmax {
+                    } else if op == Op::Softmax && first.params.log_softmax {
                         " (log_softmax)".to_string()
                     } else if op == crate::ops::Op::Linear {
                         format!(" (bias + {})", first.params.act.name())
@@ -559,11 +559,32 @@ impl BenchReport {
             r.tier != RecordTier::Torch && matches!(r.status, Status::Failed | Status::Error)
         })
     }
+
+    /// Whether one of kernlab's own variants was validated and timed (a run where every one
+    /// refused its input measured nothing).
+    pub fn any_timed(&self) -> bool {
+        self.records
+            .iter()
+            .any(|r| r.tier != RecordTier::Torch && r.status == Status::Ok)
+    }
+}
+
+/// The `form` column: what `op` computed with `params` beyond its name.
+fn form(op: Op, params: &Params) -> String {
+    match op {
+        Op::Gelu => params.gelu.name().to_string(),
+        Op::Softmax if params.log_softmax => "log_softmax".into(),
+        Op::Softmax => "softmax".into(),
+        Op::Linear => format!("bias + {}", params.act.name()),
+        Op::Matmul => String::new(),
+    }
 }
 
 /// One record's fields in the order of [`CSV_COLUMNS`].
+/// `rows`, `cols` and `numel` are the output's: for a GEMM `M×N×K`, M, N and M·N.
 pub fn csv_row(r: &Record) -> Vec<String> {
-    let (rows, cols) = match r.shape.as_slice() {
+    let out = crate::bench::out_shape(r.op, &r.shape);
+    let (rows, cols) = match out.as_slice() {
         [] => (1, 1),
         [n] => (1, *n),
         s => (s[..s.len() - 1].iter().product(), s[s.len() - 1]),
@@ -578,7 +599,7 @@ pub fn csv_row(r: &Record) -> Vec<String> {
         shape_str(&r.shape).replace('×', "x"),
         rows.to_string(),
         cols.to_string(),
-        r.shape.iter().product::<usize>().to_string(),
+        out.iter().product::<usize>().to_string(),
         format!("{:?}", r.status).to_lowercase(),
         r.validated.to_string(),
         o(r.max_rel_err),
@@ -596,6 +617,7 @@ pub fn csv_row(r: &Record) -> Vec<String> {
         o(r.tflops),
         o(r.pct_of_matmul),
         o(r.speedup_vs_manual),
+        form(r.op, &r.params),
         r.note.clone().unwrap_or_default(),
         r.picked.clone().unwrap_or_default(),
     ]
@@ -630,6 +652,9 @@ pub const CSV_COLUMNS: &[&str] = &[
     "tflops",
     "pct_of_matmul",
     "speedup_vs_manual",
+    // What the op computed beyond its name: gelu's form (tanh, erf), softmax or log_softmax,
+    // linear's epilogue (bias + gelu-tanh, …); empty for matmul.
+    "form",
     "note",
     // A dispatching variant's (`auto`'s) choice for this point; empty for the others.
     "picked",
@@ -669,6 +694,7 @@ mod tests {
         let at = |name: &str| &row[CSV_COLUMNS.iter().position(|c| *c == name).unwrap()];
         assert_eq!(at("picked"), "v8_onchip");
         assert_eq!(at("variant"), "auto");
+        assert_eq!(at("form"), "softmax");
         assert_eq!(
             (at("rows").as_str(), at("cols").as_str()),
             ("2048", "131072")
@@ -676,5 +702,27 @@ mod tests {
         r.picked = None;
         assert_eq!(csv_row(&r)[CSV_COLUMNS.len() - 1], "");
         assert_eq!(csv_field("v3, autotuned"), "\"v3, autotuned\"");
+    }
+
+    #[test]
+    fn csv_rows_of_a_gemm_give_its_output_shape() {
+        let r = Record::blank(
+            Op::Linear,
+            "v7_wgmma_tma_store",
+            RecordTier::Kernlab(Tier::Cuda),
+            DeviceKind::Cuda,
+            DType::BF16,
+            &[512, 256, 64],
+            &Params::default(),
+            1,
+        );
+        let row = csv_row(&r);
+        let at = |name: &str| row[CSV_COLUMNS.iter().position(|c| *c == name).unwrap()].clone();
+        assert_eq!(at("shape"), "512x256x64");
+        assert_eq!(at("form"), "bias + none");
+        assert_eq!(
+            (at("rows"), at("cols"), at("numel")),
+            ("512".into(), "256".into(), "131072".into())
+        );
     }
 }

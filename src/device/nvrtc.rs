@@ -195,11 +195,20 @@ fn valid_define(d: &str) -> bool {
 
 /// Compile one source for one architecture, through the disk cache when one is usable.
 pub fn compile_cached(src: &KernelSource, arch: &str, kernel_for_errors: &str) -> Result<Compiled> {
+    compile_cached_in(cache_dir().as_deref(), src, arch, kernel_for_errors)
+}
+
+/// [`compile_cached`] with the kernel cache folder `dir` (none: compile every time).
+pub fn compile_cached_in(
+    dir: Option<&Path>,
+    src: &KernelSource,
+    arch: &str,
+    kernel_for_errors: &str,
+) -> Result<Compiled> {
     let options = default_options(arch);
     let version = nvrtc_version()?;
     let key = cache_key(src, &options, arch, version);
-    let dir = cache_dir();
-    if let Some(dir) = &dir {
+    if let Some(dir) = dir {
         let path = dir.join(format!("{}-{key}.bin", src.file.replace('.', "_")));
         if let Some(mut c) = read_entry(&path) {
             c.file = src.file.to_string();

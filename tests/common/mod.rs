@@ -4,7 +4,8 @@ use kernlab::device::{self, nvrtc, CudaDevice};
 use kernlab::Device;
 use std::sync::{Arc, OnceLock};
 
-fn required(var: &str) -> bool {
+/// Whether `var` is set to 1 or true: a requirement, so a skip becomes a failure.
+pub fn required(var: &str) -> bool {
     std::env::var(var)
         .map(|v| v == "1" || v.eq_ignore_ascii_case("true"))
         .unwrap_or(false)
