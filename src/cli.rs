@@ -485,7 +485,8 @@ struct RunArgs {
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
     /// Write one CSV line per record to this path (times, GB/s, TFLOP/s, % of the ceilings;
-    /// `picked`: the version a dispatching variant such as `auto` ran)
+    /// `form`: the GeLU form, softmax or log_softmax, linear's epilogue; rows/cols: the
+    /// output's; `picked`: the version a dispatching variant such as `auto` ran)
     #[arg(long, value_name = "PATH")]
     csv: Option<PathBuf>,
     /// Seed for the random inputs (default: a fresh one each run, printed)
