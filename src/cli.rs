@@ -587,10 +587,18 @@ fn check_durations(warmup_ms: f64, rep_ms: f64) -> Result<()> {
 }
 
 fn parse_dtypes(s: &str) -> Result<Vec<DType>> {
-    if s.split(',').any(|d| d.trim().eq_ignore_ascii_case("all")) {
-        return Ok(DType::ALL.to_vec());
-    }
-    parse_list(s, |d| d.parse::<DType>().map_err(anyhow::Error::msg))
+    // Every entry is checked; `all` (None here) anywhere in the list means every dtype.
+    let named = parse_list(s, |d| {
+        if d.eq_ignore_ascii_case("all") {
+            return Ok(None);
+        }
+        d.parse::<DType>().map(Some).map_err(anyhow::Error::msg)
+    })?;
+    Ok(if named.contains(&None) {
+        DType::ALL.to_vec()
+    } else {
+        named.into_iter().flatten().collect()
+    })
 }
 
 /// A comma list, each item trimmed and parsed; an item named twice is kept once, in the
@@ -619,9 +627,9 @@ fn config(
     ops: Vec<crate::Op>,
     shapes: Vec<Vec<usize>>,
 ) -> Result<(BenchConfig, Device, String)> {
+    check_distinct_outputs(&[("--json", a.json.as_deref()), ("--csv", a.csv.as_deref())])?;
     check_output_path("--json", a.json.as_deref())?;
     check_output_path("--csv", a.csv.as_deref())?;
-    check_distinct_outputs(&[("--json", a.json.as_deref()), ("--csv", a.csv.as_deref())])?;
     let dtypes = parse_dtypes(&a.dtype)?;
     let spec: DeviceSpec = a.device.parse().map_err(anyhow::Error::msg)?;
     let gelu: GeluApprox = a.gelu.parse().map_err(anyhow::Error::msg)?;
@@ -722,18 +730,40 @@ fn check_output_path(flag: &str, path: Option<&Path>) -> Result<()> {
             dir.display()
         );
     }
-    let existed = path.exists();
-    if let Err(e) = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)
-    {
+    // An existing regular file is opened to append (nothing written); a new one is created and
+    // removed again. Anything else that exists (a symlink, a pipe) is left to the final write.
+    let probe = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() => std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map(|_| ()),
+        Ok(_) => Ok(()),
+        Err(_) => std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map(|_| {
+                let _ = std::fs::remove_file(path);
+            }),
+    };
+    if let Err(e) = probe {
         bail!("{flag} {}: cannot be written ({e})", path.display());
     }
-    if !existed {
-        let _ = std::fs::remove_file(path);
-    }
     Ok(())
+}
+
+/// Where a path's file lands: its folder, resolved, and its name (so `out.csv` and
+/// `./out.csv` are one file).
+fn output_target(path: &Path) -> PathBuf {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    match path.file_name() {
+        Some(name) => dir.join(name),
+        None => path.to_path_buf(),
+    }
 }
 
 /// Refuse two output flags naming the same file (the later write would replace the earlier).
@@ -744,7 +774,7 @@ fn check_distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
         .collect();
     for (i, (f1, p1)) in given.iter().enumerate() {
         for (f2, p2) in &given[i + 1..] {
-            if p1 == p2 {
+            if output_target(p1) == output_target(p2) {
                 bail!(
                     "{f1} and {f2} both name {}: give each its own file",
                     p1.display()
@@ -850,12 +880,12 @@ fn progress_bar() -> indicatif::ProgressBar {
 
 fn cmd_sweep(a: SweepArgs, out: &mut dyn Write) -> Result<()> {
     let op: crate::Op = a.op.parse()?;
-    check_output_path("--plot", a.plot.as_deref())?;
     check_distinct_outputs(&[
         ("--plot", a.plot.as_deref()),
         ("--json", a.run.json.as_deref()),
         ("--csv", a.run.csv.as_deref()),
     ])?;
+    check_output_path("--plot", a.plot.as_deref())?;
     if let Some(p) = &a.plot {
         let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
         if !ext.eq_ignore_ascii_case("svg") && !ext.eq_ignore_ascii_case("png") {

@@ -198,7 +198,11 @@ pub fn rotated_inputs(
     if copies > 1 {
         let need = copies.saturating_mul(call_bytes);
         let what = format!(
-            "--rotate {copies} (a copy of a call's inputs and output per count, {:.1} MiB each)",
+            "--rotate {} ({copies} copies of a call's inputs and output, {:.1} MiB each)",
+            match rotate {
+                Rotate::Auto => "auto".to_string(),
+                Rotate::Copies(n) => n.to_string(),
+            },
             call_bytes as f64 / (1u64 << 20) as f64
         );
         match device {

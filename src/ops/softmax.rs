@@ -1596,18 +1596,20 @@ fn auto_decision(x: &Tensor) -> (&'static str, bool) {
     (heuristic_choice(x), false)
 }
 
-/// The layout `run_auto` ran on: dtype, shape, strides.
-type AutoKey = (DType, Vec<usize>, Vec<usize>);
+/// The layout `run_auto` ran on: dtype, rows, columns, row stride (plain numbers: `run_auto`
+/// records it on every timed call, so no allocation).
+type AutoKey = (DType, usize, usize, usize);
 
 fn auto_key(x: &Tensor) -> AutoKey {
-    (x.dtype(), x.shape().to_vec(), x.strides().to_vec())
+    let (rows, cols, ld) = x.rows_cols();
+    (x.dtype(), rows, cols, ld)
 }
 
 thread_local! {
     /// What [`run_auto`] last ran on this thread, and on what layout: [`auto_label`] names it,
     /// so a fallback past a choice that refused the shape is reported as what ran.
-    static AUTO_RAN: std::cell::RefCell<Option<(AutoKey, &'static str)>> =
-        const { std::cell::RefCell::new(None) };
+    static AUTO_RAN: std::cell::Cell<Option<(AutoKey, &'static str)>> =
+        const { std::cell::Cell::new(None) };
 }
 
 /// What bench shows as `auto`'s pick: the version `run_auto` last ran on this layout (on this
@@ -1616,20 +1618,16 @@ thread_local! {
 pub fn auto_label(x: &Tensor) -> String {
     let (choice, tuned) = auto_decision(x);
     let key = auto_key(x);
-    let ran = AUTO_RAN.with(|r| {
-        r.borrow()
-            .as_ref()
-            .filter(|(k, _)| *k == key)
-            .map(|(_, v)| *v)
-    });
+    let ran = AUTO_RAN.get().filter(|(k, _)| *k == key).map(|(_, v)| v);
     pick_label(choice, tuned, ran)
 }
 
 /// `auto`'s label for its first `choice` (from the autotune cache where `tuned`) and the version
 /// that `ran`, where known.
 fn pick_label(choice: &str, tuned: bool, ran: Option<&str>) -> String {
+    let by = if tuned { ", autotuned," } else { "" };
     match ran {
-        Some(v) if v != choice => format!("{v} ({choice} refused the shape)"),
+        Some(v) if v != choice => format!("{v} ({choice}{by} refused the shape)"),
         _ if tuned => format!("{choice} (autotuned)"),
         _ => choice.to_string(),
     }
@@ -1831,9 +1829,9 @@ fn with_split_workspace(
 /// (a bucket spans widths) falls back to the heuristic, and anything refused to v4, which
 /// takes every width.
 pub fn run_auto(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    AUTO_RAN.with(|r| *r.borrow_mut() = None);
+    AUTO_RAN.set(None);
     let ran = run_auto_steps(p, x, y)?;
-    AUTO_RAN.with(|r| *r.borrow_mut() = Some((auto_key(x), ran)));
+    AUTO_RAN.set(Some((auto_key(x), ran)));
     Ok(())
 }
 
@@ -2281,7 +2279,7 @@ mod tests {
         // A choice that refused the shape: the fallback that ran is named first.
         assert_eq!(
             pick_label("v9_gridsync", true, Some("v4_online")),
-            "v4_online (v9_gridsync refused the shape)"
+            "v4_online (v9_gridsync, autotuned, refused the shape)"
         );
         assert_eq!(
             pick_label("v8_onchip", false, Some("v6_split")),
