@@ -952,12 +952,7 @@ fn cmd_sweep(a: SweepArgs, out: &mut dyn Write) -> Result<()> {
     let report = report?;
     let title = format!(
         "{op}{} {} on {}",
-        match op {
-            crate::Op::Gelu => format!(" ({})", cfg.params.gelu.name()),
-            crate::Op::Softmax if cfg.params.log_softmax => " (log_softmax)".to_string(),
-            crate::Op::Linear => format!(" (bias + {})", cfg.params.act.name()),
-            _ => String::new(),
-        },
+        bench::report::form_suffix(op, &cfg.params),
         cfg.dtypes
             .iter()
             .map(|d| d.to_string())

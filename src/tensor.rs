@@ -693,9 +693,9 @@ mod tests {
                 }
             }
         }
+        // The padding between rows stays NaN: it is not an element.
         vals[20 + 2 * 6 + 3] = f32::INFINITY; // [1, 2, 3]: row 5, logical element 23
         vals[20 + 6] = f32::NAN; // [1, 1, 0]: row 4, logical element 16
-                                 // The padding between rows stays NaN: it is not an element.
         let t = Tensor {
             dtype: DType::F32,
             shape: shape.to_vec(),

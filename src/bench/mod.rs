@@ -382,12 +382,7 @@ pub fn make_inputs(
 /// tier's f64 temporaries, and the f64 reference (W whole, the checked rows of A and of the
 /// output: all of them up to `FULL_REFERENCE_MACS`, else a sample). `None` on overflow.
 fn gemm_host_bytes(m: usize, n: usize, k: usize, dtype: DType) -> Option<usize> {
-    let macs = m as f64 * n as f64 * k as f64;
-    let checked_rows = if macs <= crate::ops::matmul::FULL_REFERENCE_MACS {
-        m
-    } else {
-        m.min(((crate::ops::matmul::FULL_REFERENCE_MACS / (n as f64 * k as f64)) as usize).max(16))
-    };
+    let checked_rows = crate::ops::matmul::reference_row_count(m, n, k);
     let operands = m
         .checked_mul(k)?
         .checked_add(n.checked_mul(k)?)?
@@ -986,6 +981,7 @@ fn measure_point(
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn gemm_points_count_their_output_and_reference_on_the_host() {
@@ -1005,8 +1001,6 @@ mod tests {
         );
         assert_eq!(gemm_host_bytes(usize::MAX, 2, 2, DType::F32), None);
     }
-
-    use super::*;
 
     /// Each copy holds its index; a call records the index of the input it got and writes it
     /// into its output.

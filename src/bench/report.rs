@@ -406,15 +406,7 @@ impl BenchReport {
                 let gemm = op.is_gemm();
                 let title = format!(
                     "{op}{} {dt} {} — {}",
-                    if op == Op::Gelu {
-                        format!(" ({})", first.params.gelu.name())
-                    } else if op == Op::Softmax && first.params.log_softmax {
-                        " (log_softmax)".to_string()
-                    } else if op == crate::ops::Op::Linear {
-                        format!(" (bias + {})", first.params.act.name())
-                    } else {
-                        String::new()
-                    },
+                    form_suffix(op, &first.params),
                     shape_str(&shape),
                     if gemm {
                         format!(
@@ -569,15 +561,30 @@ impl BenchReport {
     }
 }
 
-/// The `form` column: what `op` computed with `params` beyond its name.
-fn form(op: Op, params: &Params) -> String {
+/// What `op` computed with `params` beyond its name, where a title names it: the GeLU form,
+/// log_softmax, linear's epilogue; `None` for plain softmax and matmul.
+fn form(op: Op, params: &Params) -> Option<String> {
     match op {
-        Op::Gelu => params.gelu.name().to_string(),
-        Op::Softmax if params.log_softmax => "log_softmax".into(),
-        Op::Softmax => "softmax".into(),
-        Op::Linear => format!("bias + {}", params.act.name()),
-        Op::Matmul => String::new(),
+        Op::Gelu => Some(params.gelu.name().to_string()),
+        Op::Softmax if params.log_softmax => Some("log_softmax".into()),
+        Op::Linear => Some(format!("bias + {}", params.act.name())),
+        Op::Softmax | Op::Matmul => None,
     }
+}
+
+/// [`form`] for a title: ` (…)`, or nothing.
+pub fn form_suffix(op: Op, params: &Params) -> String {
+    form(op, params)
+        .map(|f| format!(" ({f})"))
+        .unwrap_or_default()
+}
+
+/// The `form` column: [`form`], `softmax` for plain softmax, empty for matmul.
+fn form_column(op: Op, params: &Params) -> String {
+    form(op, params).unwrap_or_else(|| match op {
+        Op::Softmax => "softmax".into(),
+        _ => String::new(),
+    })
 }
 
 /// One record's fields in the order of [`CSV_COLUMNS`].
@@ -617,7 +624,7 @@ pub fn csv_row(r: &Record) -> Vec<String> {
         o(r.tflops),
         o(r.pct_of_matmul),
         o(r.speedup_vs_manual),
-        form(r.op, &r.params),
+        form_column(r.op, &r.params),
         r.note.clone().unwrap_or_default(),
         r.picked.clone().unwrap_or_default(),
     ]

@@ -164,13 +164,18 @@ pub const FULL_REFERENCE_MACS: f64 = (1u64 << 31) as f64;
 /// else the first and last rows (edge tiles), and rows spread over the middle (at least 16,
 /// as many as fit in [`FULL_REFERENCE_MACS`]), picked from `seed`.
 pub fn reference_rows(m: usize, n: usize, k: usize, seed: u64) -> Vec<usize> {
-    let macs = m as f64 * n as f64 * k as f64;
-    if macs <= FULL_REFERENCE_MACS {
-        return (0..m).collect();
-    }
+    // sample_rows gives every row when asked for all of them.
+    crate::validate::sample_rows(m, reference_row_count(m, n, k), seed)
+}
+
+/// How many rows [`reference_rows`] gives: M when `M·N·K` ≤ [`FULL_REFERENCE_MACS`], else as
+/// many as fit in it, at least 16 (at most M).
+pub fn reference_row_count(m: usize, n: usize, k: usize) -> usize {
     let per_row = n as f64 * k as f64;
-    let want = ((FULL_REFERENCE_MACS / per_row) as usize).max(16);
-    crate::validate::sample_rows(m, want, seed)
+    if m as f64 * per_row <= FULL_REFERENCE_MACS {
+        return m;
+    }
+    ((FULL_REFERENCE_MACS / per_row) as usize).max(16).min(m)
 }
 
 /// The epilogue in f64: bias, then the activation, as PyTorch defines them.

@@ -2259,8 +2259,9 @@ mod tests {
         assert_eq!(auto_choice(&t(65536, DType::BF16)), "v3_block_regs");
         // Without a Hopper GPU (here: a CPU tensor) wide rows go to v4, never to v5.
         assert_eq!(auto_choice(&t(100_000, DType::BF16)), "v4_online");
-        assert_eq!(auto_choice(&t(1001, DType::F32)), "v3_block_regs"); // odd: scalar v2 holds 256
-                                                                        // Nothing ran on these layouts: the label is the first choice.
+        // Odd: the scalar v2 holds 256 columns.
+        assert_eq!(auto_choice(&t(1001, DType::F32)), "v3_block_regs");
+        // Nothing ran on these layouts: the label is the first choice.
         assert_eq!(auto_label(&t(4096, DType::F32)), "v3_block_regs");
     }
 
