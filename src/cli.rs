@@ -115,6 +115,8 @@ fn cmd_inspect(a: InspectArgs, out: &mut dyn Write) -> Result<()> {
     let op: Op = a.op.parse()?;
     let dtype: DType = a.dtype.parse().map_err(anyhow::Error::msg)?;
     let gelu: GeluApprox = a.gelu.parse().map_err(anyhow::Error::msg)?;
+    let act = ACTIVATION_DEFAULT.parse().map_err(anyhow::Error::msg)?;
+    check_op_flags(&[op], "inspect", gelu, act, false)?;
     let device: DeviceSpec = a.device.parse().map_err(anyhow::Error::msg)?;
     let mut req = InspectRequest::new(op, "");
     req.variants = a
@@ -180,8 +182,11 @@ struct ProfileArgs {
     #[arg(long, default_value = "tanh")]
     gelu: String,
     /// Linear: the epilogue's activation: gelu-tanh, gelu-erf or none
-    #[arg(long, default_value = "gelu-tanh")]
+    #[arg(long, default_value = ACTIVATION_DEFAULT)]
     activation: String,
+    /// Softmax: profile log_softmax (x − max − log Σ e^(x−max)), from the same kernels
+    #[arg(long)]
+    log_softmax: bool,
     /// auto, cuda or cuda:N
     #[arg(long, default_value = "auto")]
     device: String,
@@ -213,6 +218,8 @@ fn cmd_profile(a: ProfileArgs, out: &mut dyn Write) -> Result<()> {
     let op: Op = a.op.parse()?;
     let dtype: DType = a.dtype.parse().map_err(anyhow::Error::msg)?;
     let gelu: GeluApprox = a.gelu.parse().map_err(anyhow::Error::msg)?;
+    let act = a.activation.parse().map_err(anyhow::Error::msg)?;
+    check_op_flags(&[op], "profile", gelu, act, a.log_softmax)?;
     let device: DeviceSpec = a.device.parse().map_err(anyhow::Error::msg)?;
     let shape = match &a.shape {
         Some(s) => parse_shape(s)?,
@@ -225,8 +232,8 @@ fn cmd_profile(a: ProfileArgs, out: &mut dyn Write) -> Result<()> {
         dtype,
         params: Params {
             gelu,
-            act: a.activation.parse().map_err(anyhow::Error::msg)?,
-            ..Params::default()
+            act,
+            log_softmax: a.log_softmax,
         },
         iters: a.iters,
         seed: a.seed,
@@ -263,7 +270,7 @@ struct AutotuneArgs {
     #[arg(long)]
     variants: Option<String>,
     /// Linear: the epilogue's activation: gelu-tanh, gelu-erf or none
-    #[arg(long, default_value = "gelu-tanh")]
+    #[arg(long, default_value = ACTIVATION_DEFAULT)]
     activation: String,
     /// cuda or cuda:N
     #[arg(long, default_value = "auto")]
@@ -295,6 +302,8 @@ fn cmd_autotune(a: AutotuneArgs, out: &mut dyn Write) -> Result<()> {
     if !op.is_gemm() && op != Op::Softmax {
         bail!("{op} has nothing to tune: autotune takes matmul, linear or softmax");
     }
+    let act = a.activation.parse().map_err(anyhow::Error::msg)?;
+    check_op_flags(&[op], "tune", GeluApprox::default(), act, false)?;
     let dtypes =
         parse_dtypes(
             a.dtype
@@ -304,10 +313,7 @@ fn cmd_autotune(a: AutotuneArgs, out: &mut dyn Write) -> Result<()> {
     let shapes = if a.shape.is_empty() {
         vec![bench::default_shape(op, crate::DeviceKind::Cuda)]
     } else {
-        a.shape
-            .iter()
-            .map(|s| parse_shape(s))
-            .collect::<Result<Vec<_>, _>>()?
+        parse_shapes(&a.shape)?
     };
     for s in &shapes {
         if op.is_gemm() && s.len() != 3 {
@@ -331,7 +337,7 @@ fn cmd_autotune(a: AutotuneArgs, out: &mut dyn Write) -> Result<()> {
             .collect()
     });
     let params = Params {
-        act: a.activation.parse().map_err(anyhow::Error::msg)?,
+        act,
         ..Params::default()
     };
     let timing = TimingOpts {
@@ -604,14 +610,31 @@ fn parse_dtypes(s: &str) -> Result<Vec<DType>> {
 /// A comma list, each item trimmed and parsed; an item named twice is kept once, in the
 /// order first named.
 fn parse_list<T: PartialEq>(s: &str, parse: impl Fn(&str) -> Result<T>) -> Result<Vec<T>> {
-    let mut out = Vec::new();
-    for item in s.split(',') {
-        let v = parse(item.trim())?;
+    let items = s
+        .split(',')
+        .map(|item| parse(item.trim()))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(once_each(items))
+}
+
+/// Each value once, in the order first named.
+fn once_each<T: PartialEq>(items: Vec<T>) -> Vec<T> {
+    let mut out = Vec::with_capacity(items.len());
+    for v in items {
         if !out.contains(&v) {
             out.push(v);
         }
     }
-    Ok(out)
+    out
+}
+
+/// `--shape` flags, parsed; a shape named twice (8x8 and 8×8 alike) is run once.
+fn parse_shapes(flags: &[String]) -> Result<Vec<Vec<usize>>> {
+    let shapes = flags
+        .iter()
+        .map(|s| parse_shape(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(once_each(shapes))
 }
 
 fn parse_ops(s: &str) -> Result<Vec<Op>> {
@@ -634,19 +657,7 @@ fn config(
     let spec: DeviceSpec = a.device.parse().map_err(anyhow::Error::msg)?;
     let gelu: GeluApprox = a.gelu.parse().map_err(anyhow::Error::msg)?;
     let act: crate::ops::matmul::Activation = a.activation.parse().map_err(anyhow::Error::msg)?;
-    // Flags of one op, in a run without it, would be ignored: say so instead.
-    let named = |o: crate::Op| ops.contains(&o);
-    if a.log_softmax && !named(crate::Op::Softmax) {
-        bail!("--log-softmax applies to softmax, which this run does not time");
-    }
-    if gelu != GeluApprox::default() && !named(crate::Op::Gelu) {
-        bail!("--gelu picks the GeLU op's form, and this run does not time gelu (linear's epilogue takes --activation)");
-    }
-    let act_default: crate::ops::matmul::Activation =
-        ACTIVATION_DEFAULT.parse().map_err(anyhow::Error::msg)?;
-    if act != act_default && !named(crate::Op::Linear) {
-        bail!("--activation applies to linear's epilogue, and this run does not time linear");
-    }
+    check_op_flags(&ops, "time", gelu, act, a.log_softmax)?;
     check_durations(a.warmup_ms, a.rep_ms)?;
     if a.repeat == 0 || a.graph == Some(0) {
         bail!("--repeat and --graph take a count of at least 1");
@@ -703,8 +714,32 @@ fn config(
     Ok((cfg, dev, line))
 }
 
-/// `bench` and `sweep`'s `--activation` default (linear's epilogue).
+/// The `--activation` default (linear's epilogue) of every command that takes the flag.
 const ACTIVATION_DEFAULT: &str = "gelu-tanh";
+
+/// Flags of one op, in a run without it, would be ignored: say so instead. `does` is what the
+/// command does to its ops ("time", "profile", "tune", "inspect").
+fn check_op_flags(
+    ops: &[Op],
+    does: &str,
+    gelu: GeluApprox,
+    act: crate::ops::matmul::Activation,
+    log_softmax: bool,
+) -> Result<()> {
+    let named = |o: Op| ops.contains(&o);
+    if log_softmax && !named(Op::Softmax) {
+        bail!("--log-softmax applies to softmax, which this run does not {does}");
+    }
+    if gelu != GeluApprox::default() && !named(Op::Gelu) {
+        bail!("--gelu picks the GeLU op's form, and this run does not {does} gelu (linear's epilogue takes --activation)");
+    }
+    let act_default: crate::ops::matmul::Activation =
+        ACTIVATION_DEFAULT.parse().map_err(anyhow::Error::msg)?;
+    if act != act_default && !named(Op::Linear) {
+        bail!("--activation applies to linear's epilogue, and this run does not {does} linear");
+    }
+    Ok(())
+}
 
 /// An output file the run will write at its end: refuse a directory, a missing folder, or a
 /// file that cannot be opened for writing, now rather than after the whole run (a file this
@@ -815,11 +850,7 @@ fn write_problems(report: &bench::BenchReport, out: &mut dyn Write) -> Result<()
 
 fn cmd_bench(a: BenchArgs, out: &mut dyn Write) -> Result<()> {
     let ops = parse_ops(&a.op)?;
-    let shapes = a
-        .shape
-        .iter()
-        .map(|s| parse_shape(s))
-        .collect::<Result<Vec<_>, _>>()?;
+    let shapes = parse_shapes(&a.shape)?;
     let (mut cfg, dev, line) = config(&a.run, ops, shapes)?;
     cfg.row_stride = a.row_stride;
     eprintln!("{line}");

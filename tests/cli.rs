@@ -187,6 +187,22 @@ fn bad_arguments_get_clear_errors() {
             &["sweep", "gelu", "--device", "cpu", "--activation", "none"],
             "--activation applies to linear",
         ),
+        (
+            &["profile", "gelu", "--variant", "v1_naive", "--log-softmax"],
+            "which this run does not profile",
+        ),
+        (
+            &["profile", "softmax", "--variant", "auto", "--gelu", "erf"],
+            "does not profile gelu",
+        ),
+        (
+            &["autotune", "softmax", "--activation", "none"],
+            "does not tune linear",
+        ),
+        (
+            &["inspect", "softmax", "--gelu", "erf"],
+            "does not inspect gelu",
+        ),
         // Outputs: one file a flag, and a file that can be written, checked before the run.
         (
             &[
@@ -413,7 +429,7 @@ fn inspect_shows_the_load_width_difference_between_gelu_v1_and_v2() {
 }
 
 #[test]
-fn a_dtype_or_op_named_twice_runs_once() {
+fn a_dtype_op_or_shape_named_twice_runs_once() {
     let out = run(&[
         "bench",
         "softmax,softmax",
@@ -421,6 +437,8 @@ fn a_dtype_or_op_named_twice_runs_once() {
         "cpu",
         "--shape",
         "8x8",
+        "--shape",
+        "8×8",
         "--dtype",
         "f32,F32",
         "--variants",

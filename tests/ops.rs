@@ -374,6 +374,109 @@ fn softmax_strided_rows(dev: &Device) {
 }
 test_device!(softmax_strided_rows, super::softmax_strided_rows);
 
+type UnaryFn = fn(&Params, &Tensor, &mut Tensor) -> kernlab::Result<()>;
+
+/// The CUDA launchers (the library's unchecked entry points, the registry's `run` functions) write each
+/// row at y's own row stride and nothing in the gaps: an output laid out as rows apart by more
+/// than their width (NaN-poisoned, gaps included) gets every row right, and its gaps stay NaN.
+/// Strides alike in x and y (a peeled odd width at 32-byte-aligned rows), unlike in a pack
+/// multiple, and unlike otherwise. A version may refuse a layout it does not take
+/// (UnsupportedShape), never write it wrong; an output of another shape is refused.
+fn softmax_cuda_writes_rows_at_the_output_stride(dev: &Device) {
+    let p = Params::default();
+    let cuda: Vec<(&str, UnaryFn)> = variants(Op::Softmax, dev)
+        .iter()
+        .filter(|v| v.device == kernlab::DeviceKind::Cuda && v.name != "manual")
+        .map(|v| match v.run {
+            registry::Kernel::Unary(f) => (v.name, f),
+            _ => unreachable!("softmax is unary"),
+        })
+        .collect();
+    let names: Vec<&str> = cuda.iter().map(|c| c.0).collect();
+    assert!(
+        names.contains(&"v8_onchip") && names.contains(&"auto"),
+        "{names:?}"
+    );
+    let mut written = std::collections::HashMap::new();
+    for dt in DType::ALL {
+        let pack = 16 / dt.size();
+        for (rows, cols, ldx, ldy) in [
+            (5, 31, 40, 48),
+            (4, 4097, 4097 + 15 * pack, 4097 + 15 * pack),
+            (3, 4097, 4097, 4097 + 2 * pack),
+            (3, 1000, 1000, 1003),
+            (2, 70000, 70001, 70010),
+        ] {
+            let init = Init::Normal {
+                mean: 0.0,
+                std: 2.0,
+            };
+            let x = Tensor::random(&[rows, cols], dt, init, 5, Some(ldx), dev).unwrap();
+            let want = reference(Op::Softmax, &p, &x);
+            for &(name, run) in &cuda {
+                let mut y = Tensor::empty_strided(&[rows, cols], &[ldy, 1], dt, dev).unwrap();
+                y.poison_nan().unwrap();
+                match run(&p, &x, &mut y) {
+                    Ok(()) => {}
+                    Err(Error::UnsupportedShape { .. }) => continue,
+                    Err(e) => panic!("{name} {dt} {rows}×{cols} ld {ldx}/{ldy}: {e}"),
+                }
+                let got = y.to_f64_vec().unwrap();
+                let c = kernlab::validate::compare(&got, &want, cols, dt);
+                assert!(
+                    c.passed,
+                    "{name} {dt} {rows}×{cols} ld {ldx}/{ldy}: {}",
+                    c.describe()
+                );
+                let host = y.to_cpu().unwrap();
+                let flat = Tensor::from_cpu(
+                    host.cpu_data().unwrap().clone(),
+                    &[(rows - 1) * ldy + cols],
+                    &[1],
+                )
+                .unwrap()
+                .to_f64_vec()
+                .unwrap();
+                for r in 0..rows - 1 {
+                    let gap = &flat[r * ldy + cols..(r + 1) * ldy];
+                    assert!(
+                        gap.iter().all(|v| v.is_nan()),
+                        "{name} {dt} {rows}×{cols} ld {ldx}/{ldy}: row {r} wrote past its width"
+                    );
+                }
+                *written.entry(name).or_insert(0) += 1;
+            }
+        }
+    }
+    // Every version writes the narrow rows at every dtype; v8 also the odd widths laid out
+    // alike (peeled), and auto every layout (what it picks refuses, v4 takes).
+    for name in names {
+        let n = written.get(name).copied().unwrap_or(0);
+        let want = match name {
+            "auto" => 15,
+            "v8_onchip" => 9,
+            _ => 3,
+        };
+        assert!(n >= want, "{name} wrote {n} of the 15 layouts and dtypes");
+    }
+    let x = Tensor::random(
+        &[4, 64],
+        DType::F32,
+        Init::Uniform { lo: -1.0, hi: 1.0 },
+        1,
+        None,
+        dev,
+    )
+    .unwrap();
+    let mut y = Tensor::empty(&[4, 32], DType::F32, dev).unwrap();
+    let e = softmax::run_named("v3_block_regs", &p, &x, &mut y).unwrap_err();
+    assert!(matches!(e, Error::ShapeMismatch { .. }), "{e}");
+}
+test_gpu!(
+    softmax_cuda_writes_rows_at_the_output_stride,
+    super::softmax_cuda_writes_rows_at_the_output_stride
+);
+
 /// The versions that split rows across CTAs: v6 (in registers), v7 (tiles streamed through
 /// shared memory by bulk copies), v8 (clusters of CTAs holding a row in registers and
 /// shared memory) and v9 (v8's parts across co-resident CTAs, exchanging as v6). The

@@ -403,6 +403,19 @@ mod gpu {
     use kernlab::{DType, DeviceSpec, GeluApprox, Op, Params};
 
     fn profile(variant: &str, sync_each_launch: bool) -> Option<profile::ProfileReport> {
+        let tanh = Params {
+            gelu: GeluApprox::Tanh,
+            ..Params::default()
+        };
+        profile_op(Op::Gelu, variant, tanh, sync_each_launch)
+    }
+
+    fn profile_op(
+        op: Op,
+        variant: &str,
+        params: Params,
+        sync_each_launch: bool,
+    ) -> Option<profile::ProfileReport> {
         crate::common::cuda()?;
         if let Err(why) = profile::cupti::available() {
             if crate::common::required("KERNLAB_REQUIRE_GPU") {
@@ -412,14 +425,11 @@ mod gpu {
             return None;
         }
         let req = profile::ProfileRequest {
-            op: Op::Gelu,
+            op,
             variant: variant.into(),
             shape: vec![2048, 2048],
             dtype: DType::F32,
-            params: Params {
-                gelu: GeluApprox::Tanh,
-                ..Params::default()
-            },
+            params,
             iters: 4,
             seed: Some(7),
             device: DeviceSpec::Cuda(0),
@@ -498,5 +508,24 @@ mod gpu {
         let text = synced.render(None);
         assert!(text.contains("GPU busy"), "{text}");
         println!("{text}");
+
+        // log_softmax, validated against its own f64 reference before the recording, is
+        // named in the workload and runs softmax's one kernel a call.
+        let log = Params {
+            log_softmax: true,
+            ..Params::default()
+        };
+        let lsm = profile_op(Op::Softmax, "v3_block_regs", log, false).unwrap();
+        assert!(lsm.workload.contains("(log_softmax)"), "{}", lsm.workload);
+        let per = lsm.recording.kernels_per_iteration();
+        assert_eq!(per.len(), 4);
+        for it in &per {
+            assert_eq!(it.len(), 1, "softmax v3 is one kernel per call");
+            assert!(
+                it[0].name.starts_with("softmax_v3_block_regs"),
+                "{}",
+                it[0].name
+            );
+        }
     }
 }

@@ -75,6 +75,12 @@ pub fn run_manual_cuda(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let n = x.numel() as i64;
     let (rows_i, cols_i) = (rows as i32, cols as i32);
     let dt = x.dtype();
+    if !x.is_contiguous() || !y.is_contiguous() || x.shape() != y.shape() {
+        return Err(unsupported(
+            "manual",
+            "the five-op composition takes a contiguous input and output of one shape".into(),
+        ));
+    }
     let io = cuda_io(x, y)?;
     let dev = io.dev.clone();
     let cfg = cfg_1d(n as u64, 256)?;
@@ -199,19 +205,46 @@ struct Rows {
     pack: usize,
 }
 
-fn rows_of(x: &Tensor, io: &CudaIo) -> Rows {
+/// The device buffers of a call and their rows' layout. `y` may have its own row stride (the
+/// kernels take one); it must have x's shape, and rows laid out as rows (contiguous, or rows
+/// apart by a stride of at least their width), else this refuses it rather than write past it.
+fn rows_io<'a>(x: &'a Tensor, y: &'a mut Tensor) -> Result<(CudaIo<'a>, Rows)> {
     let (rows, cols, ldx) = x.rows_cols();
+    let in_rows = |t: &Tensor| t.is_contiguous() || t.is_row_strided();
+    if !in_rows(x) {
+        return Err(unsupported(
+            "cuda",
+            format!("the input's layout (strides {:?}) is not rows", x.strides()),
+        ));
+    }
+    if y.shape() != x.shape() || !in_rows(y) {
+        return Err(Error::ShapeMismatch {
+            op: "softmax".into(),
+            why: format!(
+                "the output ({:?}, strides {:?}) must have the input's shape {:?} in rows",
+                y.shape(),
+                y.strides(),
+                x.shape()
+            ),
+        });
+    }
+    let ldy = y.rows_cols().2;
+    let io = cuda_io(x, y)?;
     let pack = 16 / x.dtype().size();
-    let vec =
-        cols % pack == 0 && ldx % pack == 0 && aligned16(&io.dev, io.x) && aligned16(&io.dev, io.y);
-    Rows {
+    let vec = cols.is_multiple_of(pack)
+        && ldx.is_multiple_of(pack)
+        && ldy.is_multiple_of(pack)
+        && aligned16(&io.dev, io.x)
+        && aligned16(&io.dev, io.y);
+    let r = Rows {
         rows,
         cols,
         ldx: ldx as i64,
-        ldy: cols as i64,
+        ldy: ldy as i64,
         vec,
         pack,
-    }
+    };
+    Ok((io, r))
 }
 
 /// The refusal of a shape by `variant`, saying why.
@@ -232,8 +265,8 @@ fn too_wide(variant: &str, cols: usize, max: usize) -> Error {
 
 /// The versions that move only 16-byte packs (v7's bulk copies, v8's and v9's cp.async) take
 /// rows that are packs, or that x and y misalign alike (peeled); they refuse the rest.
-fn require_peelable(variant: &str, x: &Tensor, io: &CudaIo) -> Result<()> {
-    if peelable(x, io) {
+fn require_peelable(variant: &str, r: &Rows, io: &CudaIo) -> Result<()> {
+    if peelable(r, io) {
         return Ok(());
     }
     Err(unsupported(
@@ -269,8 +302,7 @@ fn check_rows(x: &Tensor) -> Result<()> {
 /// v1: one block per row, blockDim = the row width rounded up to a power of two (32..1024).
 pub fn run_v1_block_row(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
-    let io = cuda_io(x, y)?;
-    let r = rows_of(x, &io);
+    let (io, r) = rows_io(x, y)?;
     let block = r.cols.next_power_of_two().clamp(32, 1024) as u32;
     let cfg = LaunchConfig {
         grid_dim: (r.rows as u32, 1, 1),
@@ -297,8 +329,7 @@ fn kind(vec: bool) -> &'static str {
 /// v2: one warp per row, 4 rows per block; K = the fewest slots per lane that hold the row.
 pub fn run_v2_warp_row(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
-    let io = cuda_io(x, y)?;
-    let mut r = rows_of(x, &io);
+    let (io, mut r) = rows_io(x, y)?;
     // The forced scalar form only where it holds the row (≤ 256 columns); wider rows keep packs.
     r.vec &= !(v2_forced_scalar() && v2_shape(r.cols).is_some());
     let width = if r.vec { r.pack } else { 1 };
@@ -341,8 +372,7 @@ pub fn v2_shape(slots: usize) -> Option<(usize, String)> {
 /// 8192×4096 f32: see docs/perf-notes.md).
 pub fn run_v3_block_regs(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
-    let io = cuda_io(x, y)?;
-    let r = rows_of(x, &io);
+    let (io, r) = rows_io(x, y)?;
     let width = if r.vec { r.pack } else { 1 };
     let slots = r.cols.div_ceil(width);
     let k = v3_slots_per_thread(slots)
@@ -402,8 +432,7 @@ pub fn v3_slots_per_thread(slots: usize) -> Option<usize> {
 /// v4: one block per row (up to 1024 threads), any width.
 pub fn run_v4_online(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
-    let io = cuda_io(x, y)?;
-    let r = rows_of(x, &io);
+    let (io, r) = rows_io(x, y)?;
     // Rows that are not pack-aligned but equally misaligned in x and y (contiguous rows of an
     // odd width) take the peeled kernel: scalar head and tail, 16-byte packs between.
     let peel = !r.vec
@@ -460,7 +489,7 @@ pub fn v5_max_cols(dt: DType, vec: bool) -> usize {
 /// v5: a thread-block cluster per row (Hopper), the row in the cluster's registers.
 pub fn run_v5_cluster(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
-    let io = cuda_io(x, y)?;
+    let (io, r) = rows_io(x, y)?;
     if io.dev.props.compute_capability.0 < 9 {
         return Err(unsupported(
             "v5_cluster",
@@ -470,7 +499,6 @@ pub fn run_v5_cluster(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
             ),
         ));
     }
-    let r = rows_of(x, &io);
     let width = if r.vec { r.pack } else { 1 };
     let (c, threads, k) = v5_config(r.cols.div_ceil(width))
         .ok_or_else(|| too_wide("v5_cluster", r.cols, v5_max_cols(x.dtype(), r.vec)))?;
@@ -564,11 +592,10 @@ pub fn v6_config(slots: usize, rows: usize, resident: usize) -> Option<(usize, u
 /// the rows.
 pub fn run_v6_split(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
-    let io = cuda_io(x, y)?;
-    let r = rows_of(x, &io);
+    let (io, r) = rows_io(x, y)?;
     // Rows equally misaligned in x and y (odd widths) take the packed kernel with a scalar
     // head and tail, as v4's peeled kernel does.
-    let packed = peelable(x, &io);
+    let packed = peelable(&r, &io);
     let width = if packed { r.pack } else { 1 };
     let slots = r.cols.div_ceil(width);
     let name = v6_symbol(x.dtype(), packed);
@@ -845,10 +872,9 @@ pub fn v8_max_cols(dt: DType, props: &crate::device::cuda::DeviceProps) -> usize
 /// memory; clusters merge (max, sum) through DSMEM.
 pub fn run_v8_onchip(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
-    let io = cuda_io(x, y)?;
-    let r = rows_of(x, &io);
+    let (io, r) = rows_io(x, y)?;
     let refuse = |why: String| unsupported("v8_onchip", why);
-    require_peelable("v8_onchip", x, &io)?;
+    require_peelable("v8_onchip", &r, &io)?;
     let props = &io.dev.props;
     let hopper = props.compute_capability.0 >= 9;
     let packs = r.cols / r.pack;
@@ -1110,10 +1136,9 @@ pub fn run_v9_pingpong(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 /// v9 with its form forced on or off (`pingpong`), or chosen by G (`None`).
 fn run_v9_form(p: &Params, x: &Tensor, y: &mut Tensor, pingpong: Option<bool>) -> Result<()> {
     check_rows(x)?;
-    let io = cuda_io(x, y)?;
-    let r = rows_of(x, &io);
+    let (io, r) = rows_io(x, y)?;
     let refuse = |why: String| unsupported("v9_gridsync", why);
-    require_peelable("v9_gridsync", x, &io)?;
+    require_peelable("v9_gridsync", &r, &io)?;
     let tuning = V9Tuning {
         pingpong,
         ..V9Tuning::from_env()
@@ -1255,9 +1280,8 @@ pub fn run_v10_l2pass(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 /// v10 with the tuning given rather than `KERNLAB_V10`'s (for tests and experiments).
 pub fn run_v10_tuned(p: &Params, x: &Tensor, y: &mut Tensor, tuning: V10Tuning) -> Result<()> {
     check_rows(x)?;
-    let io = cuda_io(x, y)?;
-    let r = rows_of(x, &io);
-    require_peelable("v10_l2pass", x, &io)?;
+    let (io, r) = rows_io(x, y)?;
+    require_peelable("v10_l2pass", &r, &io)?;
     let name = format!("softmax_v10_l2pass_u{}_{}", tuning.u, x.dtype());
     let f = io.dev.function(&SOFTMAX, &name)?;
     let resident = blocks_per_sm(&f, V10_THREADS, 0)? * io.dev.props.sm_count as usize;
@@ -1437,8 +1461,10 @@ pub fn v7_config(
 
 /// Whether v7 (and v6's packed kernel) can move this layout in 16-byte packs: the rows'
 /// layout as [`packs_layout_ok`], and both bases aligned.
-fn peelable(x: &Tensor, io: &CudaIo) -> bool {
-    packs_layout_ok(x) && aligned16(&io.dev, io.x) && aligned16(&io.dev, io.y)
+fn peelable(r: &Rows, io: &CudaIo) -> bool {
+    r.ldx.abs_diff(r.ldy).is_multiple_of(r.pack as u64)
+        && aligned16(&io.dev, io.x)
+        && aligned16(&io.dev, io.y)
 }
 
 /// v7: a persistent grid streams tiles of rows (or parts of split rows) through shared
@@ -1446,8 +1472,7 @@ fn peelable(x: &Tensor, io: &CudaIo) -> bool {
 /// (max, sum) as v6 does. sm_90 and later.
 pub fn run_v7_stream(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
-    let io = cuda_io(x, y)?;
-    let r = rows_of(x, &io);
+    let (io, r) = rows_io(x, y)?;
     let refuse = |why: String| unsupported("v7_stream", why);
     if io.dev.props.compute_capability.0 < 9 {
         return Err(refuse(format!(
@@ -1455,7 +1480,7 @@ pub fn run_v7_stream(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
             io.dev.props.compute_capability.0, io.dev.props.compute_capability.1
         )));
     }
-    require_peelable("v7_stream", x, &io)?;
+    require_peelable("v7_stream", &r, &io)?;
     // Tiles of 16 rows: keep tile indices (and rows + 15) within i32.
     if r.rows > i32::MAX as usize - 16 {
         return Err(refuse(format!("{} rows: at most 2^31 − 17", r.rows)));

@@ -303,11 +303,7 @@ pub fn run(req: &ProfileRequest, note: &mut dyn FnMut(&str)) -> Result<ProfileRe
         v.id(),
         req.dtype,
         bench::report::shape_str(&req.shape),
-        if req.op == Op::Gelu {
-            format!(" ({})", req.params.gelu.name())
-        } else {
-            String::new()
-        }
+        bench::report::form_suffix(req.op, &req.params)
     );
     note(&format!("{workload}: making inputs and the f64 reference"));
     let host = bench::make_inputs(req.op, &req.shape, req.dtype, seed, None)?;
