@@ -248,6 +248,29 @@ __device__ __forceinline__ void cp_async16(u32 dst, const void* src, u32 src_byt
 __device__ __forceinline__ void cp_async_commit() {
     asm volatile("cp.async.commit_group;" ::: "memory");
 }
+// A row's scalar (an element of its unaligned head or tail) copied to this thread's 4-byte
+// shared slot with the row's other cp.async copies, so that cp.async.wait_all also waits for
+// it. Loaded by a plain ld.global after the 16-byte loads, ptxas issued it only after the
+// cp.async wait or the first use of their data, and a row waited for a second trip to memory
+// (softmax v8; docs/perf-notes.md, sixteenth session). cp.async moves 4-byte words from
+// 4-byte-aligned addresses: a 16-bit element's word is read in full when the element is its
+// upper half, else only the element's 2 bytes (src_bytes 2; the rest is zero-filled), so no
+// byte past the element's row end is read.
+template <class T> __device__ __forceinline__ void scalar_copy(u32* slot, const T* p) {
+    const unsigned long long a = (unsigned long long)p;
+    const u32 src_bytes = sizeof(T) == 4 ? 4u : ((a & 2) ? 4u : 2u);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;"
+                 :: "r"(smem_addr(slot)), "l"(a & ~3ull), "r"(src_bytes) : "memory");
+}
+// The element scalar_copy put in `slot` (after cp_async_wait_all), as f32.
+__device__ __forceinline__ float scalar_read(const u32* slot, const float*) {
+    return __uint_as_float(*slot);
+}
+template <class T> __device__ __forceinline__ float scalar_read(const u32* slot, const T* p) {
+    T v;
+    v.bits = (u16)(((unsigned long long)p & 2) ? (*slot >> 16) : (*slot & 0xffffu));
+    return to_f32(v);
+}
 // Wait until at most N of this thread's committed groups are still in flight.
 template <int N> __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");

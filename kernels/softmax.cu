@@ -790,6 +790,7 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     extern __shared__ __align__(16) uint4 v8_part[];
     __shared__ float scratch[64];
     __shared__ __align__(8) float state[2];
+    __shared__ u32 v8_scalar[16];  // a row has at most 2·(VEC − 1) ≤ 14 scalars
     const int tid = threadIdx.x, nt = blockDim.x;
     int rank = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -798,7 +799,9 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     if (csize > 1) __trap();  // clusters need sm_90; the launcher refuses older devices
 #endif
     const i64 row = blockIdx.x / csize;
-    // v8 spells out what v9's OnchipPart does (same steps, same order) rather than sharing it:
+    // v8 spells out what v9's OnchipPart does (same steps, same order but for the scalars,
+    // which v8 copies by cp.async: +8% at bf16 4097, while v9 lost 0.5–2% with them) rather
+    // than sharing it:
     // with the shared struct, NVRTC's code for v8 ran f32 5% slower on the H200 (1024×262144:
     // 3570 against 3783 GB/s, interleaved A/B; docs/perf-notes.md), with v9 unchanged.
     const T* xr = x + row * ldx;
@@ -807,16 +810,19 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     const SplitPart pt = split_part<T, VEC>(xr, cols, csize, rank);
     const int npk = pt.n / VEC, rpk = min(npk, nt * K), spk = npk - rpk;
     const T* xb = xr + pt.head + (i64)pt.p0 * VEC;
+    // CTA 0 of the row also does the scalar head and tail, one element a thread, copied to
+    // shared memory with the packs (scalar_copy says why).
+    const bool sc = rank == 0 && tid < pt.scalars(cols);
+    const T* xsp = xr + (sc ? pt.scalar_col(tid) : 0);
+    if (sc) scalar_copy(v8_scalar + tid, xsp);
     // The shared-memory copies go out first: they hold no registers while in flight.
     for (int p = tid; p < spk; p += nt) cp_async16(smem_addr(v8_part + p), xb + (i64)(rpk + p) * VEC, 16);
     RowRegs<T, VEC, K> r;
     r.load(xb, rpk * VEC, tid, nt);
     const SmemPart<T> sp{v8_part, spk, tid, nt};
-    // CTA 0 of the row also does the scalar head and tail, one element a thread.
-    const bool sc = rank == 0 && tid < pt.scalars(cols);
-    const float xs = sc ? to_f32(xr[pt.scalar_col(tid)]) : KL_NEG_INF;
     const float mr = r.max();  // the register packs' max while the copies land
     cp_async_wait_all();
+    const float xs = sc ? scalar_read(v8_scalar + tid, xsp) : KL_NEG_INF;
     const float mt = fmax_nan(mr, sp.max());
     // Each thread's (max, sum) at once, then one merged block reduction. Taking the block's
     // max first and the sums against it (as v3 does: cheaper merges, but the sums wait for a
