@@ -22,6 +22,7 @@ fn main() -> Result<()> {
     let dtype: DType = a[1].parse().map_err(anyhow::Error::msg)?;
     let rows: usize = a[2].parse().context("ROWS")?;
     let cols: usize = a[3].parse().context("COLS")?;
+    ensure!(rows >= 1 && cols >= 1, "ROWS and COLS must be at least 1");
     let lds = a[4]
         .split(',')
         .map(|s| s.parse::<usize>().context("LD"))

@@ -75,10 +75,16 @@ pub fn run_manual_cuda(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let n = x.numel() as i64;
     let (rows_i, cols_i) = (rows as i32, cols as i32);
     let dt = x.dtype();
-    if !x.is_contiguous() || !y.is_contiguous() || x.shape() != y.shape() {
+    if x.shape() != y.shape() {
+        return Err(Error::ShapeMismatch {
+            op: "softmax".into(),
+            why: format!("input is {:?}, output is {:?}", x.shape(), y.shape()),
+        });
+    }
+    if !x.is_contiguous() || !y.is_contiguous() {
         return Err(unsupported(
             "manual",
-            "the five-op composition takes a contiguous input and output of one shape".into(),
+            "the five-op composition takes a contiguous input and output".into(),
         ));
     }
     let io = cuda_io(x, y)?;
@@ -1459,8 +1465,10 @@ pub fn v7_config(
     })
 }
 
-/// Whether v7 (and v6's packed kernel) can move this layout in 16-byte packs: the rows'
-/// layout as [`packs_layout_ok`], and both bases aligned.
+/// Whether the packed kernels that peel (v6's packed kernel, v7–v10) can move this call's rows
+/// in 16-byte packs: x's and y's row strides equal modulo the pack, so that their rows are
+/// equally misaligned, and both bases aligned. [`packs_layout_ok`] is the same test for the
+/// contiguous output the registry's callers pass.
 fn peelable(r: &Rows, io: &CudaIo) -> bool {
     r.ldx.abs_diff(r.ldy).is_multiple_of(r.pack as u64)
         && aligned16(&io.dev, io.x)
@@ -1545,10 +1553,12 @@ pub fn run_v7_stream(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 }
 
 /// Whether this input's rows can be moved in 16-byte packs, peeled where they start off a
-/// 16-byte boundary: x's row stride equal to the contiguous y's (cols) modulo the pack, so
-/// both rows are equally misaligned (aligned rows, with cols and ldx multiples of the pack,
-/// are the case of no misalignment). The layouts v6's packed kernel and v7 take (v7 refuses
-/// the others); the bases are checked apart (cuMemAlloc'd ones are aligned).
+/// 16-byte boundary, into a contiguous output (as the registry's callers pass): x's row stride
+/// equal to y's (cols) modulo the pack, so both rows are equally misaligned (aligned rows,
+/// with cols and ldx multiples of the pack, are the case of no misalignment). `auto`'s
+/// heuristic and the tests read it; the launchers test the call's own strides (`peelable`),
+/// and the bases apart (cuMemAlloc'd ones are aligned). With a strided y (the unchecked
+/// launchers only) the heuristic may pick a version that refuses it; `auto` then runs v4.
 pub fn packs_layout_ok(x: &Tensor) -> bool {
     let (_, cols, ldx) = x.rows_cols();
     ldx.abs_diff(cols) % (16 / x.dtype().size()) == 0
