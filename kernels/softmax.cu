@@ -124,6 +124,26 @@ template <class T, int VEC, int K, bool CS = false> struct RowRegs {
             return m;
         }
     }
+    // max() with `seed` (a value of T, or −inf) first in the chain (v8's KL_V8_SCALAR form).
+    __device__ __forceinline__ float max_seeded(float seed) const {
+        if constexpr (HALF) {
+            const u32 b = from_f32<T>(seed).bits;
+            u32 a = b | (b << 16);
+            #pragma unroll
+            for (int k = 0; k < K; ++k) a = max_pack(a, raw[k]);
+            return max_word(a);
+        } else {
+            float m = seed;
+            #pragma unroll
+            for (int k = 0; k < K; ++k) {
+                float v[VEC];
+                get(k, v, (const T*)nullptr);
+                #pragma unroll
+                for (int j = 0; j < VEC; ++j) m = fmax_nan(m, v[j]);
+            }
+            return m;
+        }
+    }
     // Σ e^(x − m). With a finite m the −inf padding adds exactly 0; with m = −inf (a row of
     // all −inf) every term is NaN, and so is every output, as PyTorch gives. For a 16-bit
     // softmax (`fold`) e^(x − m) is 2^(x·log2e − m·log2e): one FMA before the ex2 instead of
@@ -783,6 +803,17 @@ template <class T, int K> struct OnchipPart {
     }
 };
 
+// Two v8 forms for experiments (KERNLAB_NVRTC_DEFINES; the defaults are the kernels measured):
+// KL_V8_C1=1: rows on one CTA skip the divisions by the cluster size (ncu put ~6% of the
+//   stall samples at bf16 4096 in the prologue: the parameters' loads and those divisions).
+// KL_V8_SCALAR=1: the scalar by a plain load that seeds the register max, not by cp.async
+//   (f32's SASS then issues it first; ptxas reassociates bf16's max chain, so no help there).
+#ifndef KL_V8_C1
+#define KL_V8_C1 0
+#endif
+#ifndef KL_V8_SCALAR
+#define KL_V8_SCALAR 0
+#endif
 template <class T, int K>
 __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
                                   i64 ldx, i64 ldy, int lg, int csize) {
@@ -798,7 +829,7 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
 #else
     if (csize > 1) __trap();  // clusters need sm_90; the launcher refuses older devices
 #endif
-    const i64 row = blockIdx.x / csize;
+    const i64 row = (KL_V8_C1 && csize == 1) ? (i64)blockIdx.x : (i64)(blockIdx.x / csize);
     // v8 spells out what v9's OnchipPart does (same steps, same order but for the scalars,
     // which v8 copies by cp.async: +8% at bf16 4097, while v9 lost 0.5–2% with them) rather
     // than sharing it:
@@ -807,22 +838,25 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     const T* xr = x + row * ldx;
     T* yr = y + row * ldy;
     // This CTA's packs: the first nt·K in registers, the rest (spk) in shared memory.
-    const SplitPart pt = split_part<T, VEC>(xr, cols, csize, rank);
+    const SplitPart pt = (KL_V8_C1 && csize == 1) ? split_part<T, VEC>(xr, cols, 1, 0)
+                                                  : split_part<T, VEC>(xr, cols, csize, rank);
     const int npk = pt.n / VEC, rpk = min(npk, nt * K), spk = npk - rpk;
     const T* xb = xr + pt.head + (i64)pt.p0 * VEC;
     // CTA 0 of the row also does the scalar head and tail, one element a thread, copied to
     // shared memory with the packs (scalar_copy says why).
     const bool sc = rank == 0 && tid < pt.scalars(cols);
     const T* xsp = xr + (sc ? pt.scalar_col(tid) : 0);
-    if (sc) scalar_copy(v8_scalar + tid, xsp);
+    if (!KL_V8_SCALAR && sc) scalar_copy(v8_scalar + tid, xsp);
+    const float xs1 = KL_V8_SCALAR && sc ? to_f32(*xsp) : KL_NEG_INF;
     // The shared-memory copies go out first: they hold no registers while in flight.
     for (int p = tid; p < spk; p += nt) cp_async16(smem_addr(v8_part + p), xb + (i64)(rpk + p) * VEC, 16);
     RowRegs<T, VEC, K> r;
     r.load(xb, rpk * VEC, tid, nt);
     const SmemPart<T> sp{v8_part, spk, tid, nt};
-    const float mr = r.max();  // the register packs' max while the copies land
+    // The register packs' max while the copies land.
+    const float mr = KL_V8_SCALAR ? r.max_seeded(xs1) : r.max();
     cp_async_wait_all();
-    const float xs = sc ? scalar_read(v8_scalar + tid, xsp) : KL_NEG_INF;
+    const float xs = KL_V8_SCALAR ? xs1 : sc ? scalar_read(v8_scalar + tid, xsp) : KL_NEG_INF;
     const float mt = fmax_nan(mr, sp.max());
     // Each thread's (max, sum) at once, then one merged block reduction. Taking the block's
     // max first and the sums against it (as v3 does: cheaper merges, but the sums wait for a
