@@ -107,33 +107,26 @@ template <class T, int VEC, int K, bool CS = false> struct RowRegs {
     // packs are compared two values an instruction (max.NaN.bf16x2 / f16x2) without
     // unpacking; the max is exact either way.
     __device__ __forceinline__ float max() const {
-        if constexpr (HALF) {
-            u32 a = neg_inf_pack<T>().x;
-            #pragma unroll
-            for (int k = 0; k < K; ++k) a = max_pack(a, raw[k]);
-            return max_word(a);
-        } else {
-            float m = KL_NEG_INF;
-            #pragma unroll
-            for (int k = 0; k < K; ++k) {
-                float v[VEC];
-                get(k, v, (const T*)nullptr);
-                #pragma unroll
-                for (int j = 0; j < VEC; ++j) m = fmax_nan(m, v[j]);
-            }
-            return m;
-        }
+        return max_from(neg_inf_pack<T>().x, KL_NEG_INF);
     }
     // max() with `seed` (a value of T, or −inf) first in the chain (v8's KL_V8_SCALAR form).
     __device__ __forceinline__ float max_seeded(float seed) const {
         if constexpr (HALF) {
             const u32 b = from_f32<T>(seed).bits;
-            u32 a = b | (b << 16);
+            return max_from(b | (b << 16), seed);
+        } else {
+            return max_from(0u, seed);
+        }
+    }
+    // The chain from `a0` (two 16-bit values, for HALF) or `m0` (f32 rows).
+    __device__ __forceinline__ float max_from(u32 a0, float m0) const {
+        if constexpr (HALF) {
+            u32 a = a0;
             #pragma unroll
             for (int k = 0; k < K; ++k) a = max_pack(a, raw[k]);
             return max_word(a);
         } else {
-            float m = seed;
+            float m = m0;
             #pragma unroll
             for (int k = 0; k < K; ++k) {
                 float v[VEC];
