@@ -441,11 +441,7 @@ pub fn run_v4_online(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let (io, r) = rows_io(x, y)?;
     // Rows that are not pack-aligned but equally misaligned in x and y (contiguous rows of an
     // odd width) take the peeled kernel: scalar head and tail, 16-byte packs between.
-    let peel = !r.vec
-        && r.cols >= 4 * r.pack
-        && (r.ldx - r.ldy) % r.pack as i64 == 0
-        && aligned16(&io.dev, io.x)
-        && aligned16(&io.dev, io.y);
+    let peel = !r.vec && r.cols >= 4 * r.pack && peelable(&r, &io);
     let width = if r.vec || peel { r.pack } else { 1 };
     let threads = (r.cols.div_ceil(width).div_ceil(32) * 32).clamp(32, 1024) as u32;
     let cfg = LaunchConfig {
@@ -1465,9 +1461,9 @@ pub fn v7_config(
     })
 }
 
-/// Whether the packed kernels that peel (v6's packed kernel, v7–v10) can move this call's rows
-/// in 16-byte packs: x's and y's row strides equal modulo the pack, so that their rows are
-/// equally misaligned, and both bases aligned. [`packs_layout_ok`] is the same test for the
+/// Whether the packed kernels that peel (v4's and v6's peeled kernels, v7–v10) can move this
+/// call's rows in 16-byte packs: x's and y's row strides equal modulo the pack, so that their
+/// rows are equally misaligned, and both bases aligned. [`packs_layout_ok`] is the same test for the
 /// contiguous output the registry's callers pass.
 fn peelable(r: &Rows, io: &CudaIo) -> bool {
     r.ldx.abs_diff(r.ldy).is_multiple_of(r.pack as u64)
