@@ -350,11 +350,8 @@ pub fn run_v2_warp_row(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 /// a row) also for rows that move 16-byte packs, where that form holds them (≤ 256 columns).
 fn v2_forced_scalar() -> bool {
     static FORCED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *FORCED.get_or_init(|| {
-        std::env::var("KERNLAB_V2")
-            .unwrap_or_default()
-            .split(',')
-            .any(|kv| kv.trim() == "scalar")
+    tuning_from_env(&FORCED, "KERNLAB_V2", |spec| {
+        spec.split(',').any(|kv| kv.trim() == "scalar")
     })
 }
 
