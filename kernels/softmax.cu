@@ -823,11 +823,11 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     if (csize > 1) __trap();  // clusters need sm_90; the launcher refuses older devices
 #endif
     const i64 row = (KL_V8_C1 && csize == 1) ? (i64)blockIdx.x : (i64)(blockIdx.x / csize);
-    // v8 spells out what v9's OnchipPart does (same steps, same order but for the scalars,
-    // which v8 copies by cp.async: +8% at bf16 4097, while v9 lost 0.5–2% with them) rather
-    // than sharing it:
-    // with the shared struct, NVRTC's code for v8 ran f32 5% slower on the H200 (1024×262144:
-    // 3570 against 3783 GB/s, interleaved A/B; docs/perf-notes.md), with v9 unchanged.
+    // v8 spells out what v9's OnchipPart does rather than sharing it: with the shared struct,
+    // NVRTC's code for v8 ran f32 5% slower on the H200 (1024×262144: 3570 against 3783 GB/s,
+    // interleaved A/B; docs/perf-notes.md), with v9 unchanged. Same steps, same order, but
+    // for the scalars, which v8 copies by cp.async (+8% at bf16 4097; v9 lost 0.4–2.3% with
+    // them).
     const T* xr = x + row * ldx;
     T* yr = y + row * ldy;
     // This CTA's packs: the first nt·K in registers, the rest (spk) in shared memory.
