@@ -109,7 +109,7 @@ template <class T, int VEC, int K, bool CS = false> struct RowRegs {
     __device__ __forceinline__ float max() const {
         return max_from(neg_inf_pack<T>().x, KL_NEG_INF);
     }
-    // max() with `seed` (a value of T, or −inf) first in the chain (v8's KL_V8_SCALAR form).
+    // max() with `seed` (a value of T, or −inf) first in the chain (v8's f32 rows).
     __device__ __forceinline__ float max_seeded(float seed) const {
         if constexpr (HALF) {
             const u32 b = from_f32<T>(seed).bits;
@@ -363,6 +363,12 @@ __device__ void softmax_v4_peel(const T* __restrict__ x, T* __restrict__ y, int 
 __device__ __forceinline__ unsigned cluster_ctarank() {
     unsigned r;
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+// This CTA's cluster's index in the grid (clusters along x): blockIdx.x / cluster size.
+__device__ __forceinline__ unsigned cluster_index() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
     return r;
 }
 __device__ __forceinline__ void cluster_sync_all() {
@@ -796,17 +802,6 @@ template <class T, int K> struct OnchipPart {
     }
 };
 
-// Two v8 forms for experiments (KERNLAB_NVRTC_DEFINES; the defaults are the kernels measured):
-// KL_V8_C1=1: rows on one CTA skip the divisions by the cluster size (ncu put ~6% of the
-//   stall samples at bf16 4096 in the prologue: the parameters' loads and those divisions).
-// KL_V8_SCALAR=1: the scalar by a plain load that seeds the register max, not by cp.async
-//   (f32's SASS then issues it first; ptxas reassociates bf16's max chain, so no help there).
-#ifndef KL_V8_C1
-#define KL_V8_C1 0
-#endif
-#ifndef KL_V8_SCALAR
-#define KL_V8_SCALAR 0
-#endif
 template <class T, int K>
 __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
                                   i64 ldx, i64 ldy, int lg, int csize) {
@@ -816,40 +811,52 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     __shared__ __align__(8) float state[2];
     __shared__ u32 v8_scalar[16];  // a row has at most 2·(VEC − 1) ≤ 14 scalars
     const int tid = threadIdx.x, nt = blockDim.x;
+    // The row and this CTA's rank in it with no integer division: a CTA's block index at one
+    // CTA a row, the cluster's index and rank otherwise. (ncu put ~6% of the stall samples at
+    // bf16 4096×4097 on the prologue's divisions by csize; without them bf16 4097 and 12345
+    // ran 2.5–5% faster: docs/perf-notes.md, seventeenth session.)
     int rank = 0;
+    i64 row = blockIdx.x;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (csize > 1) rank = (int)cluster_ctarank();
+    if (csize > 1) {
+        rank = (int)cluster_ctarank();
+        row = cluster_index();
+    }
 #else
     if (csize > 1) __trap();  // clusters need sm_90; the launcher refuses older devices
 #endif
-    const i64 row = (KL_V8_C1 && csize == 1) ? (i64)blockIdx.x : (i64)(blockIdx.x / csize);
     // v8 spells out what v9's OnchipPart does rather than sharing it: with the shared struct,
     // NVRTC's code for v8 ran f32 5% slower on the H200 (1024×262144: 3570 against 3783 GB/s,
     // interleaved A/B; docs/perf-notes.md), with v9 unchanged. Same steps, same order, but
-    // for the scalars, which v8 copies by cp.async (+8% at bf16 4097; v9 lost 0.4–2.3% with
-    // them).
+    // for the scalars (below; v9 lost 0.4–2.3% with v8's 16-bit form at both dtypes).
     const T* xr = x + row * ldx;
     T* yr = y + row * ldy;
     // This CTA's packs: the first nt·K in registers, the rest (spk) in shared memory.
-    const SplitPart pt = (KL_V8_C1 && csize == 1) ? split_part<T, VEC>(xr, cols, 1, 0)
-                                                  : split_part<T, VEC>(xr, cols, csize, rank);
+    const SplitPart pt = csize == 1 ? split_part<T, VEC>(xr, cols, 1, 0)
+                                    : split_part<T, VEC>(xr, cols, csize, rank);
     const int npk = pt.n / VEC, rpk = min(npk, nt * K), spk = npk - rpk;
     const T* xb = xr + pt.head + (i64)pt.p0 * VEC;
-    // CTA 0 of the row also does the scalar head and tail, one element a thread, copied to
-    // shared memory with the packs (scalar_copy says why).
+    // CTA 0 of the row also does the scalar head and tail, one element a thread. ptxas issued
+    // a plain load of it only once the packs had landed (a second trip to memory), so 16-bit
+    // rows copy it to shared memory with the packs (scalar_copy); f32 rows load it plainly
+    // and seed the register max with it, which has ptxas issue it first. Measured on the H200
+    // (docs/perf-notes.md, sixteenth and seventeenth sessions): the copy gained 8% at bf16
+    // 4097 where the seeded load lost 10–18% at bf16 (ptxas reassociates its max chain); at
+    // f32 the seeded load was 0–2% ahead of the copy.
     const bool sc = rank == 0 && tid < pt.scalars(cols);
     const T* xsp = xr + (sc ? pt.scalar_col(tid) : 0);
-    if (!KL_V8_SCALAR && sc) scalar_copy(v8_scalar + tid, xsp);
-    const float xs1 = KL_V8_SCALAR && sc ? to_f32(*xsp) : KL_NEG_INF;
+    constexpr bool plain = sizeof(T) == 4;
+    if (!plain && sc) scalar_copy(v8_scalar + tid, xsp);
+    const float xs1 = plain && sc ? to_f32(*xsp) : KL_NEG_INF;
     // The shared-memory copies go out first: they hold no registers while in flight.
     for (int p = tid; p < spk; p += nt) cp_async16(smem_addr(v8_part + p), xb + (i64)(rpk + p) * VEC, 16);
     RowRegs<T, VEC, K> r;
     r.load(xb, rpk * VEC, tid, nt);
     const SmemPart<T> sp{v8_part, spk, tid, nt};
     // The register packs' max while the copies land.
-    const float mr = KL_V8_SCALAR ? r.max_seeded(xs1) : r.max();
+    const float mr = plain ? r.max_seeded(xs1) : r.max();
     cp_async_wait_all();
-    const float xs = KL_V8_SCALAR ? xs1 : sc ? scalar_read(v8_scalar + tid, xsp) : KL_NEG_INF;
+    const float xs = plain ? xs1 : sc ? scalar_read(v8_scalar + tid, xsp) : KL_NEG_INF;
     const float mt = fmax_nan(mr, sp.max());
     // Each thread's (max, sum) at once, then one merged block reduction. Taking the block's
     // max first and the sums against it (as v3 does: cheaper merges, but the sums wait for a
