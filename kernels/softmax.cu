@@ -1074,16 +1074,21 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
 #define KL_V1(TN, T) \
     extern "C" __global__ void __launch_bounds__(1024) softmax_v1_block_row_##TN(KL_ARGS(T)) { softmax_v1_block_row<T>(KL_PASS); }
 
+// v2's blocks are 128 threads. KL_V2_THREADS=N (KERNLAB_NVRTC_DEFINES, experiments) compiles
+// them for up to N, which the launcher uses with KERNLAB_V2=threads=N.
+#ifndef KL_V2_THREADS
+#define KL_V2_THREADS 128
+#endif
 #define KL_V2(TN, T, K)                                                                        \
-    extern "C" __global__ void __launch_bounds__(128) softmax_v2_warp_row_vec_k##K##_##TN(KL_ARGS(T)) { \
+    extern "C" __global__ void __launch_bounds__(KL_V2_THREADS) softmax_v2_warp_row_vec_k##K##_##TN(KL_ARGS(T)) { \
         softmax_v2_warp_row<T, Pack<T>::N, K, 32>(KL_PASS); }                                      \
-    extern "C" __global__ void __launch_bounds__(128) softmax_v2_warp_row_scalar_k##K##_##TN(KL_ARGS(T)) { \
+    extern "C" __global__ void __launch_bounds__(KL_V2_THREADS) softmax_v2_warp_row_scalar_k##K##_##TN(KL_ARGS(T)) { \
         softmax_v2_warp_row<T, 1, K, 32>(KL_PASS); }
 // Several rows per warp: W lanes a row, one slot each.
 #define KL_V2W(TN, T, W)                                                                       \
-    extern "C" __global__ void __launch_bounds__(128) softmax_v2_warp_row_vec_w##W##_##TN(KL_ARGS(T)) { \
+    extern "C" __global__ void __launch_bounds__(KL_V2_THREADS) softmax_v2_warp_row_vec_w##W##_##TN(KL_ARGS(T)) { \
         softmax_v2_warp_row<T, Pack<T>::N, 1, W>(KL_PASS); }                                       \
-    extern "C" __global__ void __launch_bounds__(128) softmax_v2_warp_row_scalar_w##W##_##TN(KL_ARGS(T)) { \
+    extern "C" __global__ void __launch_bounds__(KL_V2_THREADS) softmax_v2_warp_row_scalar_w##W##_##TN(KL_ARGS(T)) { \
         softmax_v2_warp_row<T, 1, 1, W>(KL_PASS); }
 
 // v3's K = 8 instances run 1024-thread blocks holding 128 KB rows: one block per SM, so they

@@ -341,9 +341,50 @@ pub fn run_v2_warp_row(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let width = if r.vec { r.pack } else { 1 };
     let (lanes, shape) = v2_shape(r.cols.div_ceil(width))
         .ok_or_else(|| too_wide("v2_warp_row", r.cols, v2_max_cols(x.dtype(), r.vec)))?;
-    let cfg = cfg_1d(r.rows as u64 * lanes as u64, 128)?;
+    let threads = v2_threads();
+    let cfg = cfg_1d(r.rows as u64 * lanes as u64, threads)?;
     let name = format!("softmax_v2_warp_row_{}_{shape}_{}", kind(r.vec), x.dtype());
+    if threads != V2_THREADS {
+        // The kernels' launch bounds are KL_V2_THREADS (128 unless defined otherwise).
+        let f = io.dev.function(&SOFTMAX, &name)?;
+        let most = f
+            .get_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+            )
+            .map_err(|e| crate::error::Error::driver("cuFuncGetAttribute", e))?;
+        if threads as i32 > most {
+            return Err(unsupported(
+                "v2_warp_row",
+                format!(
+                    "KERNLAB_V2=threads={threads}, but {name} was compiled for at most {most} \
+                     threads a block: set KERNLAB_NVRTC_DEFINES=KL_V2_THREADS={threads} too"
+                ),
+            ));
+        }
+    }
     launch_rows(io, &r, p, name, cfg)
+}
+
+/// v2's threads a block: 128 (four rows of a warp, or more of W lanes).
+pub const V2_THREADS: u32 = 128;
+
+/// v2's threads a block, from `KERNLAB_V2`'s `threads=N` (experiments: N a power of two from
+/// 32 to 1024, with the kernels compiled for it by `KERNLAB_NVRTC_DEFINES=KL_V2_THREADS=N`);
+/// [`V2_THREADS`] unset, or for any other value (with a warning).
+fn v2_threads() -> u32 {
+    static THREADS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    tuning_from_env(&THREADS, "KERNLAB_V2", |spec| {
+        match tuning_pairs(spec).find(|&(k, _, _)| k == "threads") {
+            None => V2_THREADS,
+            Some((_, _, Some(n))) if (32..=1024).contains(&n) && n.is_power_of_two() => n as u32,
+            Some((_, v, _)) => {
+                eprintln!(
+                    "kernlab: KERNLAB_V2: ignoring threads={v} (expected a power of two from 32 to 1024)"
+                );
+                V2_THREADS
+            }
+        }
+    })
 }
 
 /// `KERNLAB_V2=scalar` (experiments): v2 takes its scalar form (one element a slot, more lanes
