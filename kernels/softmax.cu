@@ -780,6 +780,9 @@ template <class T, int K> struct OnchipPart {
           sp{buf, pt.n / VEC - rpk, (int)threadIdx.x, (int)blockDim.x},
           sc(rank == 0 && (int)threadIdx.x < pt.scalars(cols)) {
         const T* xb = xr + pt.head + (i64)pt.p0 * VEC;
+        // Without this prefetch ptxas issues the scalar load below after the cp.async wait, a
+        // second trip to memory that the row's other CTAs wait for; with it the load goes first.
+        if (sc) asm volatile("prefetch.global.L1 [%0];" :: "l"(xr + pt.scalar_col(sp.tid)));
         for (int p = sp.tid; p < sp.n; p += sp.nt) cp_async16(smem_addr(buf + p), xb + (i64)(rpk + p) * VEC, 16);
         r.load(xb, rpk * VEC, sp.tid, sp.nt);
         xs = sc ? to_f32(xr[pt.scalar_col(sp.tid)]) : KL_NEG_INF;

@@ -334,7 +334,8 @@ fn softmax_row_loads_carry_the_evict_last_policy() {
 
 /// v9 (both forms) copies its shared-memory packs with cp.async and exchanges (max, sum)
 /// through tagged 64-bit global slots (relaxed, single-copy atomic), with no cluster
-/// instructions: its CTAs need not share a cluster.
+/// instructions: its CTAs need not share a cluster. The scalar head and tail are prefetched
+/// to L1 before the copies (without it ptxas loads them after the cp.async wait).
 #[test]
 fn softmax_v9_uses_cp_async_and_the_global_exchange() {
     if !nvrtc_or_skip() {
@@ -349,6 +350,7 @@ fn softmax_v9_uses_cp_async_and_the_global_exchange() {
         for needle in [
             "cp.async.cg.shared.global",
             "cp.async.wait_all",
+            "prefetch.global.L1",
             "st.relaxed.gpu.global.v2.u64",
             "ld.relaxed.gpu.global.v2.u64",
             "st.global.v4",
