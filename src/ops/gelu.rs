@@ -35,10 +35,9 @@ pub fn gelu_f32(x: f32, approx: GeluApprox) -> f32 {
     match approx {
         GeluApprox::Tanh => {
             let u = 0.797_884_6_f32 * (x + 0.044715 * x * x * x);
-            // libm (Rust) rather than glibc's expf: right after faer's kernels, glibc's expf
-            // made the linear epilogue ~4× slower (512×384×256: 17.4 vs 4.6 ms per call; the
-            // cause is not pinned down, an AVX–SSE transition penalty is the suspect).
-            x / (1.0 + libm::expf(-2.0 * u))
+            // kernlab's own e^x, which a loop vectorises (libm's is a call an element; glibc's
+            // expf, right after faer's kernels, made the linear epilogue ~4× slower still).
+            x / (1.0 + super::cpu_prims::exp_f32(-2.0 * u))
         }
         GeluApprox::Erf => 0.5 * x * libm::erfcf(-std::f32::consts::FRAC_1_SQRT_2 * x),
     }
@@ -281,14 +280,43 @@ pub fn run_v3_vec16_ilp(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 
 // ---- fused CPU --------------------------------------------------------------------------
 /// One parallel pass: read, convert to f32, GeLU, round, store.
+/// A chunk of the fused CPU GeLU: one loop a form, so that the compiler need not unswitch
+/// the form's branch to vectorise it (the linear epilogue's loop, with the branch inside, ran
+/// ~2× slower).
+#[inline(always)]
+fn gelu_chunk<T: Element>(y: &mut [T], x: &[T], a: GeluApprox) {
+    #[inline(always)]
+    fn each<T: Element>(y: &mut [T], x: &[T], f: impl Fn(f32) -> f32) {
+        for (o, &v) in y.iter_mut().zip(x) {
+            *o = T::from_f32(f(v.to_f32()));
+        }
+    }
+    match a {
+        GeluApprox::Tanh => each(y, x, |v| gelu_f32(v, GeluApprox::Tanh)),
+        GeluApprox::Erf => each(y, x, |v| gelu_f32(v, GeluApprox::Erf)),
+    }
+}
+
+/// [`gelu_chunk`] compiled for AVX2 (8 lanes, not SSE2's 4).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn gelu_chunk_avx2<T: Element>(y: &mut [T], x: &[T], a: GeluApprox) {
+    gelu_chunk(y, x, a)
+}
+
 pub fn run_cpu_fused(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     fn go<T: Element>(x: &[T], y: &mut [T], a: GeluApprox) {
+        let avx2 = super::cpu_prims::has_avx2();
         y.par_chunks_mut(GRAIN)
             .zip(x.par_chunks(GRAIN))
             .for_each(|(y, x)| {
-                for (o, &v) in y.iter_mut().zip(x) {
-                    *o = T::from_f32(gelu_f32(v.to_f32(), a));
+                #[cfg(target_arch = "x86_64")]
+                if avx2 {
+                    // SAFETY: the CPU has AVX2 (`has_avx2`).
+                    return unsafe { gelu_chunk_avx2(y, x, a) };
                 }
+                let _ = avx2;
+                gelu_chunk(y, x, a)
             });
     }
     let n = x.numel();

@@ -1963,30 +1963,51 @@ pub fn symbols_auto(dt: DType) -> Vec<String> {
 // ---- fused CPU ----------------------------------------------------------------------------------
 /// Rows in parallel; each row: max, Σ e^(x−max) into the output, scale — the row stays in
 /// cache (log_softmax: (x − max) − ln Σ).
+/// One row of the fused CPU softmax: the max, e^(x − max) into `buf` and its sum, then the
+/// outputs. NaNs are skipped by the max and reach the sum through e^(NaN − max).
+#[inline(always)]
+fn cpu_softmax_row<T: Element>(row: &[T], out: &mut [T], buf: &mut [f32], log: bool) {
+    let m = prim::max_f32(row);
+    for (b, v) in buf.iter_mut().zip(row) {
+        *b = prim::exp_f32(v.to_f32() - m);
+    }
+    let s = prim::sum_f32(buf);
+    if log {
+        // (x − m) − ln Σ: x − m is exact near the max, where outputs are near 0.
+        let ls = s.ln();
+        for (o, v) in out.iter_mut().zip(row) {
+            *o = T::from_f32((v.to_f32() - m) - ls);
+        }
+    } else {
+        let inv = 1.0 / s;
+        for (o, b) in out.iter_mut().zip(buf.iter()) {
+            *o = T::from_f32(b * inv);
+        }
+    }
+}
+
+/// [`cpu_softmax_row`] compiled for AVX2 (8 lanes, not SSE2's 4).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn cpu_softmax_row_avx2<T: Element>(row: &[T], out: &mut [T], buf: &mut [f32], log: bool) {
+    cpu_softmax_row(row, out, buf, log)
+}
+
 pub fn run_cpu_fused(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     fn go<T: Element>(x: &[T], y: &mut [T], cols: usize, ldx: usize, log: bool) {
+        let avx2 = prim::has_avx2();
         let mut tmp_rows: Vec<&mut [T]> = y.chunks_mut(cols).collect();
         tmp_rows.par_iter_mut().enumerate().for_each_init(
             || vec![0.0f32; cols],
             |buf, (r, out)| {
                 let row = &x[r * ldx..r * ldx + cols];
-                let m = row.iter().fold(f32::NEG_INFINITY, |a, v| a.max(v.to_f32()));
-                for (b, v) in buf.iter_mut().zip(row) {
-                    *b = (v.to_f32() - m).exp();
+                #[cfg(target_arch = "x86_64")]
+                if avx2 {
+                    // SAFETY: the CPU has AVX2 (`has_avx2`).
+                    return unsafe { cpu_softmax_row_avx2(row, out, buf, log) };
                 }
-                let s = prim::sum_f32(buf);
-                if log {
-                    // (x − m) − ln Σ: x − m is exact near the max, where outputs are near 0.
-                    let ls = s.ln();
-                    for (o, v) in out.iter_mut().zip(row) {
-                        *o = T::from_f32((v.to_f32() - m) - ls);
-                    }
-                } else {
-                    let inv = 1.0 / s;
-                    for (o, b) in out.iter_mut().zip(buf.iter()) {
-                        *o = T::from_f32(b * inv);
-                    }
-                }
+                let _ = avx2;
+                cpu_softmax_row(row, out, buf, log)
             },
         );
     }
