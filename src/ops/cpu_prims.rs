@@ -46,9 +46,9 @@ pub fn has_avx2() -> bool {
 /// a degree-7 polynomial (the constant and linear terms exact, the rest the Taylor
 /// coefficients, which at |r| ≤ 0.347 leave under 2e-8 relative), then 2^n built from
 /// exponent bits in two halves, so that n = 128 gives +inf. Within 2 ulp of e^x where that is
-/// a normal f32 (the tests check against f64); 0 below −87.3, where e^x is under 1.22e-38:
-/// subnormal arithmetic costs a microcode assist an element on x86, and the linear
-/// epilogue's GeLU, whose exponents run far below, ran several times slower with it. NaN gives
+/// a normal f32 (the tests check against f64); 0 below −87.3, where e^x is under 1.22e-38
+/// (subnormal arithmetic costs a microcode assist an element on x86; the linear epilogue's
+/// GeLU sends its exponents far below). NaN gives
 /// NaN, +inf +inf, −inf 0. libm's `expf` is exact to the ulp but a call per element, which the
 /// compiler cannot vectorise: the fused CPU loops ran 2–18× slower with it.
 #[inline(always)]
