@@ -148,9 +148,12 @@ impl Element for f16 {
         let h = self.to_bits() as u32;
         let sign = (h & 0x8000) << 16;
         let em = h & 0x7FFF;
-        // Exponent and mantissa moved into f32's places, then scaled by 2^(127 − 15): exact
-        // for normals and subnormals alike.
-        let finite = (f32::from_bits(em << 13) * f32::from_bits((254 - 15) << 23)).to_bits();
+        // Normals: exponent and mantissa moved into f32's places, rebiased. Subnormals: the
+        // mantissa, an integer, times 2^-24 (exact, with no subnormal f32 operand, so a
+        // denormals-are-zero mode cannot flush it).
+        let normal = (em << 13) + ((127 - 15) << 23);
+        let sub = (em as f32 * f32::from_bits((127 - 24) << 23)).to_bits();
+        let finite = if em < 0x400 { sub } else { normal };
         let special = (em << 13) | 0x7F80_0000 | if em > 0x7C00 { 0x0040_0000 } else { 0 };
         f32::from_bits(sign | if em >= 0x7C00 { special } else { finite })
     }

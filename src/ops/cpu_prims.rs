@@ -44,13 +44,13 @@ pub fn has_avx2() -> bool {
 /// e^x in f32, written so that a loop over a slice vectorises (no branch, no call): x clamped
 /// to [−87.3, 88.8], x = n·ln 2 + r with |r| ≤ ln 2 / 2 (Cody–Waite: ln 2 in two parts), e^r by
 /// a degree-7 polynomial (the constant and linear terms exact, the rest the Taylor
-/// coefficients, which at |r| ≤ 0.347 leave under 2e-8 relative), then 2^n built from
-/// exponent bits in two halves, so that n = 128 gives +inf. Within 2 ulp of e^x where that is
-/// a normal f32 (the tests check against f64); 0 below −87.3, where e^x is under 1.22e-38
-/// (subnormal arithmetic costs a microcode assist an element on x86; the linear epilogue's
-/// GeLU sends its exponents far below). NaN gives
-/// NaN, +inf +inf, −inf 0. libm's `expf` is exact to the ulp but a call per element, which the
-/// compiler cannot vectorise: the fused CPU loops ran 2–18× slower with it.
+/// coefficients, which at |r| ≤ 0.347 leave under 2e-8 relative), then p·2^n with 2^n as two
+/// factors built from exponent bits (n = 128 does not fit one; with p < 1 the product is still
+/// finite, past f32::MAX it is +inf). Within 1.5 ulp of e^x for x ≥ −87.3 (the tests check a
+/// grid against f64; an exhaustive check found 1.22 at most); 0 below −87.3, where e^x is
+/// under 1.22e-38 (subnormal arithmetic costs a microcode assist an element on x86; the linear
+/// epilogue's GeLU sends its exponents far below). NaN gives NaN, +inf +inf, −inf 0. libm's
+/// `expf` is exact to the ulp but a call per element, which the compiler cannot vectorise.
 #[inline(always)]
 pub fn exp_f32(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
@@ -210,7 +210,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn exp_f32_is_within_two_ulp_of_f64_and_keeps_the_special_values() {
+    fn exp_f32_is_within_one_and_a_half_ulp_of_f64_and_keeps_the_special_values() {
         let mut worst = 0.0f64;
         // Every 1/4096 from −110 to 90, and the f32 values around the overflow and underflow
         // edges.
@@ -235,12 +235,11 @@ mod tests {
                 assert!(want < 1.22e-38);
                 continue;
             }
-            let e = (got - want).abs() / want;
+            // In ulps of the result's binade.
+            let ulp = 2f64.powi(want.log2().floor() as i32 - 23);
+            let e = (got - want).abs() / ulp;
             worst = worst.max(e);
-            assert!(
-                e < 2.0 * f32::EPSILON as f64,
-                "exp({x}) = {got:e}, want {want:e}: {e:e}"
-            );
+            assert!(e <= 1.5, "exp({x}) = {got:e}, want {want:e}: {e:.2} ulp");
         }
         assert!(worst > 0.0, "nothing compared");
         assert!(exp_f32(f32::NAN).is_nan());

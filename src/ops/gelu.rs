@@ -279,7 +279,6 @@ pub fn run_v3_vec16_ilp(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 }
 
 // ---- fused CPU --------------------------------------------------------------------------
-/// One parallel pass: read, convert to f32, GeLU, round, store.
 /// A chunk of the fused CPU GeLU: one loop a form, so that the compiler need not unswitch
 /// the form's branch to vectorise it (the linear epilogue's loop, with the branch inside, ran
 /// ~2× slower).
@@ -304,6 +303,7 @@ fn gelu_chunk_avx2<T: Element>(y: &mut [T], x: &[T], a: GeluApprox) {
     gelu_chunk(y, x, a)
 }
 
+/// One parallel pass: read, convert to f32, GeLU, round, store.
 pub fn run_cpu_fused(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     fn go<T: Element>(x: &[T], y: &mut [T], a: GeluApprox) {
         let avx2 = super::cpu_prims::has_avx2();

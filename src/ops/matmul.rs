@@ -275,6 +275,8 @@ pub fn run_cpu_faer(g: &Gemm, c: &mut Tensor) -> Result<()> {
         rows_pass(rows, bias, f)
     }
     fn pass(out: &mut [f32], bias: &[f32], f: impl Fn(f32) -> f32 + Sync) {
+        // The bias is [N] (the registry's checks); rows are split by its length.
+        assert!(!bias.is_empty() && out.len().is_multiple_of(bias.len()));
         let avx2 = prim::has_avx2();
         out.par_chunks_mut(bias.len() * 64).for_each(|rows| {
             #[cfg(target_arch = "x86_64")]
@@ -290,6 +292,12 @@ pub fn run_cpu_faer(g: &Gemm, c: &mut Tensor) -> Result<()> {
     if g.n > 0 && (bias.is_some() || approx.is_some()) {
         let zeros;
         let b = match bias.as_deref() {
+            Some(b) if b.len() != g.n => {
+                return Err(Error::ShapeMismatch {
+                    op: "linear/faer".into(),
+                    why: format!("a bias of {} values for N = {}", b.len(), g.n),
+                })
+            }
             Some(b) => b,
             None => {
                 zeros = vec![0.0f32; g.n];

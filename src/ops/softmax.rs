@@ -1961,8 +1961,6 @@ pub fn symbols_auto(dt: DType) -> Vec<String> {
 }
 
 // ---- fused CPU ----------------------------------------------------------------------------------
-/// Rows in parallel; each row: max, Σ e^(x−max) into the output, scale — the row stays in
-/// cache (log_softmax: (x − max) − ln Σ).
 /// One row of the fused CPU softmax: the max, e^(x − max) into `buf` and its sum, then the
 /// outputs. NaNs are skipped by the max and reach the sum through e^(NaN − max).
 #[inline(always)]
@@ -1993,6 +1991,9 @@ fn cpu_softmax_row_avx2<T: Element>(row: &[T], out: &mut [T], buf: &mut [f32], l
     cpu_softmax_row(row, out, buf, log)
 }
 
+/// Rows in parallel; each row: max, e^(x − max) into a buffer and its sum, scale — the row
+/// stays in cache (log_softmax: (x − max) − ln Σ). Outputs under ~1.2e-38 come out 0
+/// ([`prim::exp_f32`]).
 pub fn run_cpu_fused(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     fn go<T: Element>(x: &[T], y: &mut [T], cols: usize, ldx: usize, log: bool) {
         let avx2 = prim::has_avx2();
