@@ -477,6 +477,51 @@ test_gpu!(
     super::softmax_cuda_writes_rows_at_the_output_stride
 );
 
+/// The CUDA launchers are public safe functions: called directly, past the registry's checks,
+/// with an output of another dtype or size, each refuses it (a kernel would write out of
+/// bounds, or only part of it) and leaves the output as it was.
+fn cuda_launchers_refuse_an_output_of_another_dtype_or_size(dev: &Device) {
+    let p = Params::default();
+    for op in [Op::Gelu, Op::Softmax] {
+        for v in variants(op, dev) {
+            let kernlab::registry::Kernel::Unary(run) = v.run else {
+                continue;
+            };
+            let x = Tensor::random(
+                &[4, 64],
+                DType::F32,
+                Init::Uniform { lo: -1.0, hi: 1.0 },
+                1,
+                None,
+                dev,
+            )
+            .unwrap();
+            for (dt, shape) in [
+                (DType::BF16, [4, 64]),
+                (DType::F16, [4, 64]),
+                (DType::F32, [4, 32]),
+            ] {
+                let mut y = Tensor::from_f64(&vec![f64::NAN; shape[0] * shape[1]], &shape, dt)
+                    .unwrap()
+                    .to_device(dev)
+                    .unwrap();
+                let e = run(&p, &x, &mut y).expect_err(&format!("{}: {dt} {shape:?}", v.id()));
+                assert!(matches!(e, Error::ShapeMismatch { .. }), "{}: {e}", v.id());
+                let back = y.to_f64_vec().unwrap();
+                assert!(
+                    back.iter().all(|v| v.is_nan()),
+                    "{}: the output was written",
+                    v.id()
+                );
+            }
+        }
+    }
+}
+test_gpu!(
+    cuda_launchers_refuse_an_output_of_another_dtype_or_size,
+    super::cuda_launchers_refuse_an_output_of_another_dtype_or_size
+);
+
 /// The versions that split rows across CTAs: v6 (in registers), v7 (tiles streamed through
 /// shared memory by bulk copies), v8 (clusters of CTAs holding a row in registers and
 /// shared memory) and v9 (v8's parts across co-resident CTAs, exchanging as v6). The

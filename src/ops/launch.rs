@@ -20,6 +20,27 @@ pub fn cuda_io<'a>(x: &'a Tensor, y: &'a mut Tensor) -> Result<CudaIo<'a>> {
         .cuda()
         .cloned()
         .ok_or_else(|| Error::Invalid("a CUDA launcher was handed a CPU tensor".into()))?;
+    // The public launchers are safe functions: a y of another dtype, size or device would be
+    // written out of bounds (or in part), so they are refused here, not only by the registry.
+    if y.dtype() != x.dtype() || y.numel() != x.numel() {
+        return Err(Error::ShapeMismatch {
+            op: "cuda".into(),
+            why: format!(
+                "the output ({} {:?}) must have the input's dtype and size ({} {:?})",
+                y.dtype(),
+                y.shape(),
+                x.dtype(),
+                x.shape()
+            ),
+        });
+    }
+    if y.device().cuda().map(|d| d.ordinal) != Some(dev.ordinal) {
+        return Err(Error::Invalid(format!(
+            "the output is on {}, the input on cuda:{}",
+            y.device().describe(),
+            dev.ordinal
+        )));
+    }
     let xb = x
         .cuda_buf()
         .ok_or_else(|| Error::Invalid("input is not on CUDA".into()))?;
@@ -39,20 +60,28 @@ pub fn aligned16(dev: &CudaDevice, b: &CudaSlice<u8>) -> bool {
 /// (past 48 KB a block must opt in), with the device's context made current (it stays so for
 /// the caller's launch). The attribute lives on the CUfunction, which the
 /// device's function cache shares, so it holds for every later launch of that kernel.
+/// The attribute is only ever raised (under a lock), so a call on another thread that needs
+/// less cannot lower it between this call and its launch.
 pub fn allow_dynamic_smem(
     dev: &CudaDevice,
     f: &cudarc::driver::CudaFunction,
     name: &str,
     bytes: usize,
 ) -> Result<()> {
+    use cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as MAX_DYN;
+    static RAISE: std::sync::Mutex<()> = std::sync::Mutex::new(());
     dev.ctx
         .bind_to_thread()
         .map_err(crate::device::cuda::launch_err(name))?;
-    f.set_attribute(
-        cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        bytes as i32,
-    )
-    .map_err(crate::device::cuda::launch_err(name))
+    let _g = RAISE.lock().unwrap_or_else(|e| e.into_inner());
+    let now = f
+        .get_attribute(MAX_DYN)
+        .map_err(crate::device::cuda::launch_err(name))?;
+    if (bytes as i64) <= now as i64 {
+        return Ok(());
+    }
+    f.set_attribute(MAX_DYN, bytes as i32)
+        .map_err(crate::device::cuda::launch_err(name))
 }
 
 /// A 1-D launch covering `work` items with `block` threads each.

@@ -71,6 +71,7 @@ pub fn run_manual_cpu(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 /// CUDA: the same five ops, one launch each (plus casts for 16-bit inputs); log_softmax
 /// replaces the divide by a log of the sums and a subtract (six launches).
 pub fn run_manual_cuda(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    check_rows(x)?;
     let (rows, cols, _) = x.rows_cols();
     let n = x.numel() as i64;
     let (rows_i, cols_i) = (rows as i32, cols as i32);
@@ -296,14 +297,22 @@ fn launch_rows(io: CudaIo, r: &Rows, p: &Params, name: String, cfg: LaunchConfig
 
 fn check_rows(x: &Tensor) -> Result<()> {
     let (rows, cols, _) = x.rows_cols();
-    if rows > i32::MAX as usize || cols > i32::MAX as usize {
+    if rows > i32::MAX as usize || cols > MAX_COLS {
         return Err(unsupported(
             "cuda",
-            format!("{rows} rows × {cols} columns: each must be below 2^31"),
+            format!(
+                "{rows} rows × {cols} columns: rows must be below 2^31 and columns at most {MAX_COLS}"
+            ),
         ));
     }
     Ok(())
 }
+
+/// The widest row the CUDA kernels take: 2^31 − 2^16. Their column loops count in 32-bit
+/// ints, stepping up to 8192 at a time (v4: 1024 threads × 8 16-bit elements), and must not
+/// pass 2^31 − 1.
+pub const MAX_COLS: usize = (1 << 31) - (1 << 16);
+const _: () = assert!(MAX_COLS + 8192 <= i32::MAX as usize);
 
 /// v1: one block per row, blockDim = the row width rounded up to a power of two (32..1024).
 pub fn run_v1_block_row(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
@@ -546,13 +555,24 @@ pub fn run_v5_cluster(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let f = io.dev.function(&SOFTMAX, &name)?;
     let grid = (r.rows as u64) * c as u64;
     if grid > i32::MAX as u64 {
-        return Err(too_wide("v5_cluster", r.cols, 0));
+        return Err(unsupported(
+            "v5_cluster",
+            format!("{} rows × {c} CTAs a row: over the grid limit", r.rows),
+        ));
     }
     let cfg = LaunchConfig {
         grid_dim: (grid as u32, 1, 1),
         block_dim: (threads as u32, 1, 1),
         shared_mem_bytes: 0,
     };
+    if c > 1 && super::launch::max_active_clusters(&io.dev, &f, &name, cfg, c as u32)? == 0 {
+        return Err(unsupported(
+            "v5_cluster",
+            format!(
+                "this GPU cannot place a cluster of {c} CTAs of {threads} threads (use v8_onchip or auto)"
+            ),
+        ));
+    }
     launch_rows_cluster(&io, &r, p, &f, &name, cfg, c)
 }
 
