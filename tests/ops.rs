@@ -479,7 +479,7 @@ test_gpu!(
 
 /// The CUDA launchers are public safe functions: called directly, past the registry's checks,
 /// with an output of another dtype or size, each refuses it (a kernel would write out of
-/// bounds, or only part of it) and leaves the output as it was.
+/// bounds, or only part of it) and leaves the output as it was; an empty input is refused.
 fn cuda_launchers_refuse_an_output_of_another_dtype_or_size(dev: &Device) {
     let p = Params::default();
     for op in [Op::Gelu, Op::Softmax] {
@@ -514,6 +514,11 @@ fn cuda_launchers_refuse_an_output_of_another_dtype_or_size(dev: &Device) {
                     v.id()
                 );
             }
+            // An empty tensor is refused, not launched with an empty grid.
+            let x0 = Tensor::empty(&[0, 64], DType::F32, dev).unwrap();
+            let mut y0 = Tensor::empty(&[0, 64], DType::F32, dev).unwrap();
+            let e = run(&p, &x0, &mut y0).unwrap_err();
+            assert!(matches!(e, Error::EmptyTensor { .. }), "{}: {e}", v.id());
         }
     }
 }

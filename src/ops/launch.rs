@@ -22,6 +22,12 @@ pub fn cuda_io<'a>(x: &'a Tensor, y: &'a mut Tensor) -> Result<CudaIo<'a>> {
         .ok_or_else(|| Error::Invalid("a CUDA launcher was handed a CPU tensor".into()))?;
     // The public launchers are safe functions: a y of another dtype, size or device would be
     // written out of bounds (or in part), so they are refused here, not only by the registry.
+    if x.numel() == 0 {
+        return Err(Error::EmptyTensor {
+            op: "cuda".into(),
+            shape: x.shape().to_vec(),
+        });
+    }
     if y.dtype() != x.dtype() || y.numel() != x.numel() {
         return Err(Error::ShapeMismatch {
             op: "cuda".into(),
