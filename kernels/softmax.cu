@@ -466,6 +466,15 @@ struct SplitPart {
     __device__ __forceinline__ int scalars(int cols) const { return head + (cols - tail0); }
     __device__ __forceinline__ int scalar_col(int i) const { return i < head ? i : tail0 + (i - head); }
 };
+// split_part for a row with no scalar head or tail (the caller knows it starts on a 16-byte
+// boundary and is a whole number of packs).
+template <int VEC>
+__device__ __forceinline__ SplitPart split_packed(int cols, int G, int rank) {
+    const int packs = cols / VEC;
+    const int chunk = (packs + G - 1) / G;
+    const int p0 = min(packs, rank * chunk);
+    return SplitPart{0, cols, p0, (min(packs, p0 + chunk) - p0) * VEC};
+}
 template <class T, int VEC>
 __device__ __forceinline__ SplitPart split_part(const T* xr, int cols, int G, int rank) {
     int head = 0;
@@ -707,8 +716,9 @@ __device__ void softmax_v7_stream(const T* __restrict__ x, T* __restrict__ y, in
 // waits for its slowest peer); wider rows take a cluster of C = 2–16 such CTAs (sm_90), which
 // merge their (max, sum) through distributed shared memory as v5 does, with a quarter of v5's
 // CTAs a row. Smaller parts take fewer threads (several CTAs an SM). Rows that start off a
-// 16-byte boundary are peeled as in v6 (CTA rank 0 does the scalar head and tail). One read
-// and one write of each element.
+// 16-byte boundary are peeled as in v6 (CTA rank 0 does the scalar head and tail); rows with
+// no scalar at all run a second kernel built without that code (softmax_v8_packed_*). One
+// read and one write of each element.
 // The packs of a row part held in shared memory: thread tid owns packs tid, tid + nt, … —
 // the ones it copied itself, so after its own cp.async.wait_all it reads them with no
 // barrier. RowRegs's rules (its packed max and its choice of exponent and output), so both
@@ -805,7 +815,9 @@ template <class T, int K> struct OnchipPart {
     }
 };
 
-template <class T, int K>
+// PEEL = false: the launcher vouches that no row has a scalar head or tail (16-byte aligned
+// bases and row strides, widths a multiple of the pack), and the kernel drops that code.
+template <class T, int K, bool PEEL>
 __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
                                   i64 ldx, i64 ldy, int lg, int csize) {
     constexpr int VEC = Pack<T>::N;
@@ -814,14 +826,19 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     __shared__ __align__(8) float state[2];
     __shared__ u32 v8_scalar[16];  // a row has at most 2·(VEC − 1) ≤ 14 scalars
     const int tid = threadIdx.x, nt = blockDim.x;
-    // The row and this CTA's rank in it with no integer division: a CTA's block index at one
-    // CTA a row, the cluster's index and rank otherwise. (ncu put ~6% of the stall samples at
-    // bf16 4096×4097 on the prologue's divisions by csize; without them bf16 4097 and 12345
-    // ran 2.5–5% faster: docs/perf-notes.md, seventeenth session.)
+    // The row and this CTA's rank in it. The peeling kernel takes them with no integer
+    // division: a CTA's block index at one CTA a row, the cluster's index and rank otherwise
+    // (ncu put ~6% of the stall samples at bf16 4096×4097 on the prologue's divisions by
+    // csize; without them bf16 4097 and 12345 ran 2.5–5% faster). The packed kernel divides:
+    // with %clusterid.x it ran 0.2% slower at bf16 2048×65536 and ×131072 and 1.1% slower at
+    // 1024×262144. (docs/perf-notes.md, seventeenth and nineteenth sessions.)
     int rank = 0;
     i64 row = blockIdx.x;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (csize > 1) {
+    if (!PEEL) {
+        if (csize > 1) rank = (int)cluster_ctarank();
+        row = blockIdx.x / csize;
+    } else if (csize > 1) {
         rank = (int)cluster_ctarank();
         row = cluster_index();
     }
@@ -835,8 +852,9 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     const T* xr = x + row * ldx;
     T* yr = y + row * ldy;
     // This CTA's packs: the first nt·K in registers, the rest (spk) in shared memory.
-    const SplitPart pt = csize == 1 ? split_part<T, VEC>(xr, cols, 1, 0)
-                                    : split_part<T, VEC>(xr, cols, csize, rank);
+    const SplitPart pt = !PEEL     ? split_packed<VEC>(cols, csize, rank)
+                         : csize == 1 ? split_part<T, VEC>(xr, cols, 1, 0)
+                                      : split_part<T, VEC>(xr, cols, csize, rank);
     const int npk = pt.n / VEC, rpk = min(npk, nt * K), spk = npk - rpk;
     const T* xb = xr + pt.head + (i64)pt.p0 * VEC;
     // CTA 0 of the row also does the scalar head and tail, one element a thread. ptxas issued
@@ -846,7 +864,7 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     // (docs/perf-notes.md, sixteenth and seventeenth sessions): the copy gained 8% at bf16
     // 4097 where the seeded load lost 10–18% at bf16 (ptxas reassociates its max chain); at
     // f32 the seeded load was 0–2% ahead of the copy.
-    const bool sc = rank == 0 && tid < pt.scalars(cols);
+    const bool sc = PEEL && rank == 0 && tid < pt.scalars(cols);
     const T* xsp = xr + (sc ? pt.scalar_col(tid) : 0);
     constexpr bool plain = sizeof(T) == 4;
     if (!plain && sc) scalar_copy(v8_scalar + tid, xsp);
@@ -1153,9 +1171,12 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
         softmax_v7_stream<T>(KL_PASS, ctas_per_row, rows_per_tile, chunk, stages, lag, hdr, slots); }
 
 // v8: one 1024-thread CTA an SM, all 64 registers (as v3 at K = 8).
+// softmax_v8_packed_*: rows with no scalar head or tail (the launcher's `vec` rows).
 #define KL_V8(TN, T)                                                                              \
     extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v8_onchip_##TN(KL_ARGS(T), int csize) { \
-        softmax_v8_onchip<T, 8>(KL_PASS, csize); }
+        softmax_v8_onchip<T, 8, true>(KL_PASS, csize); }                                          \
+    extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v8_packed_##TN(KL_ARGS(T), int csize) { \
+        softmax_v8_onchip<T, 8, false>(KL_PASS, csize); }
 
 // v9: 1024 or 512 threads (one or two CTAs an SM), 64 registers as v8. The ping-pong form is
 // built for sm_90 and later (for sm_80 ptxas spilled it at 64 registers; the launcher runs it

@@ -210,6 +210,7 @@ fn softmax_16_bit_rows_take_the_packed_max_and_the_folded_exponent() {
             (format!("softmax_v5_cluster_vec_k8_{dt}"), 64),
             (format!("softmax_v6_split_vec_{dt}"), 64),
             (format!("softmax_v8_onchip_{dt}"), 64),
+            (format!("softmax_v8_packed_{dt}"), 64),
             (format!("softmax_v9_gridsync_{dt}"), 64),
             (format!("softmax_v9_pingpong_{dt}"), 64),
         ] {
@@ -277,6 +278,29 @@ fn softmax_v8_uses_cp_async_and_the_cluster_exchange_on_sm_90() {
                 "{sym} loads a scalar with ld.global.u16"
             );
         }
+        // The kernel for rows with no scalar head or tail has no scalar code at all, and
+        // takes its row as blockIdx.x / csize (perf-notes, nineteenth session).
+        let sym = format!("softmax_v8_packed_{dt}");
+        let body = ptx_entry_body(&c.ptx, &sym).unwrap();
+        for needle in [
+            "cp.async.cg.shared.global",
+            "cp.async.wait_all",
+            "mapa.shared::cluster",
+            "ld.shared::cluster.v2.f32",
+            "barrier.cluster.arrive.release.aligned",
+            "barrier.cluster.wait.acquire.aligned",
+            "%cluster_ctarank",
+        ] {
+            assert!(body.contains(needle), "{sym} has no {needle}");
+        }
+        for scalar in [
+            "cp.async.ca.shared.global",
+            "ld.global.u16",
+            "ld.global.f32",
+            "%clusterid.x",
+        ] {
+            assert!(!body.contains(scalar), "{sym} has {scalar}");
+        }
     }
 }
 
@@ -297,6 +321,7 @@ fn softmax_row_loads_carry_the_evict_last_policy() {
                 format!("softmax_v3_block_regs_vec_k8_{dt}"),
                 format!("softmax_v6_split_vec_{dt}"),
                 format!("softmax_v8_onchip_{dt}"),
+                format!("softmax_v8_packed_{dt}"),
                 format!("softmax_v9_gridsync_{dt}"),
             ];
             if c.arch == "sm_90a" {

@@ -960,7 +960,14 @@ pub fn run_v8_onchip(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
             r.rows
         )));
     }
-    let name = format!("softmax_v8_onchip_{}", x.dtype());
+    // Rows with no scalar head or tail run the kernel built without that code (PEEL = false):
+    // with it, bf16 4096×65536 and ×131072 ran 2.3% and 3.6% slower (docs/perf-notes.md,
+    // nineteenth session).
+    let name = if r.vec {
+        format!("softmax_v8_packed_{}", x.dtype())
+    } else {
+        format!("softmax_v8_onchip_{}", x.dtype())
+    };
     let f = io.dev.function(&SOFTMAX, &name)?;
     super::launch::allow_dynamic_smem(&io.dev, &f, &name, smem)?;
     let cfg = LaunchConfig {
@@ -989,7 +996,10 @@ pub fn run_v8_onchip(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 }
 
 pub fn symbols_v8(dt: DType) -> Vec<String> {
-    vec![format!("softmax_v8_onchip_{dt}")]
+    vec![
+        format!("softmax_v8_onchip_{dt}"),
+        format!("softmax_v8_packed_{dt}"),
+    ]
 }
 
 /// v9's CTAs: [`V9_THREADS`] / `per_sm` threads holding [`V9_K`] 16-byte packs each in
