@@ -213,6 +213,8 @@ fn softmax_16_bit_rows_take_the_packed_max_and_the_folded_exponent() {
             (format!("softmax_v8_packed_{dt}"), 64),
             (format!("softmax_v9_gridsync_{dt}"), 64),
             (format!("softmax_v9_pingpong_{dt}"), 64),
+            (format!("softmax_v9_gridsync_packed_{dt}"), 64),
+            (format!("softmax_v9_pingpong_packed_{dt}"), 64),
         ] {
             let body = ptx_entry_body(&c.ptx, &sym).unwrap();
             assert!(body.contains(max2), "{sym} has no {max2}");
@@ -323,6 +325,7 @@ fn softmax_row_loads_carry_the_evict_last_policy() {
                 format!("softmax_v8_onchip_{dt}"),
                 format!("softmax_v8_packed_{dt}"),
                 format!("softmax_v9_gridsync_{dt}"),
+                format!("softmax_v9_gridsync_packed_{dt}"),
             ];
             if c.arch == "sm_90a" {
                 syms.push(format!("softmax_v5_cluster_vec_k8_{dt}"));
@@ -388,6 +391,29 @@ fn softmax_v9_uses_cp_async_and_the_global_exchange() {
         );
         assert!(!body.contains("cluster"), "{sym} uses cluster instructions");
     }
+    // The packed kernels (rows with no scalar head or tail): the same exchange, no scalar code.
+    for sym in ["f32", "bf16", "f16"].iter().flat_map(|dt| {
+        ["gridsync", "pingpong"].map(|form| format!("softmax_v9_{form}_packed_{dt}"))
+    }) {
+        let body = ptx_entry_body(&c.ptx, &sym).unwrap();
+        for needle in [
+            "cp.async.cg.shared.global",
+            "cp.async.wait_all",
+            "st.relaxed.gpu.global.v2.u64",
+            "ld.relaxed.gpu.global.v2.u64",
+            "st.global.v4",
+        ] {
+            assert!(body.contains(needle), "{sym} has no {needle}");
+        }
+        for scalar in [
+            "prefetch.global.L1",
+            "ld.global.u16",
+            "ld.global.f32",
+            "cluster",
+        ] {
+            assert!(!body.contains(scalar), "{sym} has {scalar}");
+        }
+    }
     // The ping-pong form polls its partner's slot before it loads: one poll loop more than the
     // plain form's exchange (on sm_90a; its sm_80 symbol is the plain form).
     let polls = |sym: &str| {
@@ -397,14 +423,16 @@ fn softmax_v9_uses_cp_async_and_the_global_exchange() {
             .count()
     };
     for dt in ["f32", "bf16", "f16"] {
-        let (plain, pp) = (
-            polls(&format!("softmax_v9_gridsync_{dt}")),
-            polls(&format!("softmax_v9_pingpong_{dt}")),
-        );
-        assert!(
-            pp > plain,
-            "softmax_v9_pingpong_{dt} has {pp} polls, the plain form {plain}: no turn-taking"
-        );
+        for packed in ["", "_packed"] {
+            let (plain, pp) = (
+                polls(&format!("softmax_v9_gridsync{packed}_{dt}")),
+                polls(&format!("softmax_v9_pingpong{packed}_{dt}")),
+            );
+            assert!(
+                pp > plain,
+                "softmax_v9_pingpong{packed}_{dt} has {pp} polls, the plain form {plain}: no turn-taking"
+            );
+        }
     }
 }
 

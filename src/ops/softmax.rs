@@ -1090,7 +1090,9 @@ fn tuning_pairs(spec: &str) -> impl Iterator<Item = (&str, &str, Option<usize>)>
 /// 1024-thread CTA an SM measured 10–25% slower on the H200); `smem_kb`, the shared memory a
 /// part prefers (KiB; 0: all it can have; default: as much as its registers hold, 64 KiB at
 /// two an SM); `pp`, the ping-pong form forced on or off (default: by G; besides 0|1 it
-/// takes off|on, false|true and no|yes).
+/// takes off|on, false|true and no|yes); `packed=1`, rows with no scalar head or tail run the
+/// kernels built without that code (`softmax_v9_*_packed_*`, as v8's packed kernel; default
+/// off until measured).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct V9Tuning {
     pub per_sm: usize,
@@ -1098,6 +1100,8 @@ pub struct V9Tuning {
     /// Ping-pong (half the groups read while the other half exchange and write): forced on
     /// or off; `None` lets [`V9Tuning::pingpong_for`] decide by G.
     pub pingpong: Option<bool>,
+    /// Rows with no scalar head or tail run the `_packed` kernels.
+    pub packed: bool,
 }
 
 impl V9Tuning {
@@ -1106,12 +1110,14 @@ impl V9Tuning {
             per_sm: 2,
             smem_kb: None,
             pingpong: None,
+            packed: false,
         };
         for (k, v, n) in tuning_pairs(spec) {
             match (k, n) {
                 ("per_sm", Some(n)) => t.per_sm = n.clamp(1, 2),
                 ("smem_kb", Some(n)) => t.smem_kb = Some(n),
                 ("pp", Some(n)) => t.pingpong = Some(n != 0),
+                ("packed", Some(n)) => t.packed = n != 0,
                 ("pp", None) => match v.to_ascii_lowercase().as_str() {
                     "true" | "on" | "yes" => t.pingpong = Some(true),
                     "false" | "off" | "no" => t.pingpong = Some(false),
@@ -1189,28 +1195,43 @@ fn v9_cols_held(resident: usize, threads: usize, smem: usize, pack: usize) -> us
 /// registers and shared memory as v8 does; (max, sum) exchanged through global memory as v6
 /// does; a persistent grid of groups of G CTAs walks the rows.
 pub fn run_v9_gridsync(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    run_v9_form(p, x, y, V9Tuning::from_env().pingpong)
+    let t = V9Tuning::from_env();
+    run_v9_form(p, x, y, t.pingpong, t.packed)
+}
+
+/// v9 with its packed kernels where every row is whole 16-byte packs, as `KERNLAB_V9=packed=1`
+/// has it (for tests and experiments).
+pub fn run_v9_packed(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    run_v9_form(p, x, y, V9Tuning::from_env().pingpong, true)
 }
 
 /// v9 in its plain form wherever it runs (for tests and experiments).
 pub fn run_v9_plain(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    run_v9_form(p, x, y, Some(false))
+    run_v9_form(p, x, y, Some(false), V9Tuning::from_env().packed)
 }
 
 /// v9 in its ping-pong form wherever that can run: sm_90 or later, rows split across CTAs,
 /// two groups or more (for tests and experiments).
 pub fn run_v9_pingpong(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    run_v9_form(p, x, y, Some(true))
+    run_v9_form(p, x, y, Some(true), V9Tuning::from_env().packed)
 }
 
-/// v9 with its form forced on or off (`pingpong`), or chosen by G (`None`).
-fn run_v9_form(p: &Params, x: &Tensor, y: &mut Tensor, pingpong: Option<bool>) -> Result<()> {
+/// v9 with its form forced on or off (`pingpong`), or chosen by G (`None`); the packed
+/// kernels for rows of whole packs where `packed`.
+fn run_v9_form(
+    p: &Params,
+    x: &Tensor,
+    y: &mut Tensor,
+    pingpong: Option<bool>,
+    packed: bool,
+) -> Result<()> {
     check_rows(x)?;
     let (io, r) = rows_io(x, y)?;
     let refuse = |why: String| unsupported("v9_gridsync", why);
     require_peelable("v9_gridsync", &r, &io)?;
     let tuning = V9Tuning {
         pingpong,
+        packed,
         ..V9Tuning::from_env()
     };
     let (name, threads, smem, resident) = v9_resident(&io.dev, x.dtype())?;
@@ -1243,6 +1264,29 @@ fn run_v9_form(p: &Params, x: &Tensor, y: &mut Tensor, pingpong: Option<bool>) -
     } else {
         name
     };
+    // The packed kernel (KERNLAB_V9=packed=1) where every row is whole packs, under the same
+    // residency check as the ping-pong form (the grid waits on itself, so it must all fit);
+    // refused, not replaced, where it fails, so that an experiment measures what it names.
+    let name = if tuning.packed && r.vec {
+        let dt = format!("_{}", x.dtype());
+        let packed = format!("{}_packed{dt}", name.strip_suffix(&dt).unwrap_or(&name));
+        let fits = || -> Option<bool> {
+            let f = io.dev.function(&SOFTMAX, &packed).ok()?;
+            Some(
+                smem_blocks_per_sm(&io.dev, &f, &packed, c.threads, c.smem).ok()?
+                    * io.dev.props.sm_count as usize
+                    >= grid,
+            )
+        };
+        if fits() != Some(true) {
+            return Err(refuse(format!(
+                "KERNLAB_V9=packed=1: {packed} cannot be loaded or does not hold the grid of {grid} CTAs resident"
+            )));
+        }
+        packed
+    } else {
+        name
+    };
     launch_split(io, &r, p, name, cfg, c.g, "softmax v9 workspace")
 }
 
@@ -1250,6 +1294,8 @@ pub fn symbols_v9(dt: DType) -> Vec<String> {
     vec![
         format!("softmax_v9_gridsync_{dt}"),
         format!("softmax_v9_pingpong_{dt}"),
+        format!("softmax_v9_gridsync_packed_{dt}"),
+        format!("softmax_v9_pingpong_packed_{dt}"),
     ]
 }
 
@@ -2229,6 +2275,9 @@ mod tests {
         assert_eq!(V9Tuning::parse("pp=true").pingpong, Some(true));
         assert_eq!(V9Tuning::parse("pp=Off").pingpong, Some(false));
         assert_eq!(V9Tuning::parse("pp=maybe").pingpong, None);
+        // The packed kernels only when asked.
+        assert!(!d.packed && !V9Tuning::parse("packed=0,pp=1").packed);
+        assert!(V9Tuning::parse("pp=0,packed=1").packed);
     }
 
     #[test]
