@@ -406,6 +406,11 @@ fn softmax_cuda_writes_rows_at_the_output_stride(dev: &Device) {
             (3, 4097, 4097, 4097 + 2 * pack),
             (3, 1000, 1000, 1003),
             (2, 70000, 70001, 70010),
+            // Rows of whole packs at padded strides, x's and y's apart: v8's packed kernel on
+            // one CTA a row, then in a cluster.
+            (3, 1024, 1024 + pack, 1024 + 2 * pack),
+            (2, 65536, 65536 + 4 * pack, 65536),
+            (2, 262144, 262144 + pack, 262144 + 3 * pack),
         ] {
             let init = Init::Normal {
                 mean: 0.0,
@@ -550,6 +555,9 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
         // v8's 16-bit rule: 4 CTAs of 512 threads (an odd width, peeled), then 8.
         (&[9, 262147], &[DType::BF16]),
         (&[6, 524288], &[DType::F16]),
+        // v8's packed kernel in clusters of 2 (f32) and 4 (bf16, the 16-bit rule).
+        (&[8, 131072], &[DType::F32]),
+        (&[9, 262144], &[DType::BF16]),
         // v9: an odd 16 MB row across half the GPU (132 CTAs a row on the H200, two groups).
         (&[3, 4194305], &[DType::F32]),
         // v9's ping-pong form (from 16 CTAs a row): on the H200 five groups of 52 (two pairs

@@ -1085,14 +1085,14 @@ fn tuning_pairs(spec: &str) -> impl Iterator<Item = (&str, &str, Option<usize>)>
     })
 }
 
-/// v9's tuning, from `KERNLAB_V9` ("per_sm=N,smem_kb=M,pp=0|1") for experiments: `per_sm`
-/// CTAs an SM (1 or 2, each with its share of the SM's shared memory; default 2: one
+/// v9's tuning, from `KERNLAB_V9` ("per_sm=N,smem_kb=M,pp=0|1,packed=0|1") for experiments:
+/// `per_sm` CTAs an SM (1 or 2, each with its share of the SM's shared memory; default 2: one
 /// 1024-thread CTA an SM measured 10–25% slower on the H200); `smem_kb`, the shared memory a
 /// part prefers (KiB; 0: all it can have; default: as much as its registers hold, 64 KiB at
 /// two an SM); `pp`, the ping-pong form forced on or off (default: by G; besides 0|1 it
-/// takes off|on, false|true and no|yes); `packed=1`, rows with no scalar head or tail run the
-/// kernels built without that code (`softmax_v9_*_packed_*`, as v8's packed kernel; default
-/// off until measured).
+/// takes off|on, false|true and no|yes); `packed=1` (or on, as `pp`), rows with no scalar
+/// head or tail run the kernels built without that code (`softmax_v9_*_packed_*`, as v8's
+/// packed kernel; default off until measured).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct V9Tuning {
     pub per_sm: usize,
@@ -1118,6 +1118,11 @@ impl V9Tuning {
                 ("smem_kb", Some(n)) => t.smem_kb = Some(n),
                 ("pp", Some(n)) => t.pingpong = Some(n != 0),
                 ("packed", Some(n)) => t.packed = n != 0,
+                ("packed", None) => match v.to_ascii_lowercase().as_str() {
+                    "true" | "on" | "yes" => t.packed = true,
+                    "false" | "off" | "no" => t.packed = false,
+                    _ => {}
+                },
                 ("pp", None) => match v.to_ascii_lowercase().as_str() {
                     "true" | "on" | "yes" => t.pingpong = Some(true),
                     "false" | "off" | "no" => t.pingpong = Some(false),
@@ -2278,6 +2283,7 @@ mod tests {
         // The packed kernels only when asked.
         assert!(!d.packed && !V9Tuning::parse("packed=0,pp=1").packed);
         assert!(V9Tuning::parse("pp=0,packed=1").packed);
+        assert!(V9Tuning::parse("packed=On").packed && !V9Tuning::parse("packed=no").packed);
     }
 
     #[test]
