@@ -39,7 +39,9 @@ pub fn gelu_f32(x: f32, approx: GeluApprox) -> f32 {
             // expf, right after faer's kernels, made the linear epilogue ~4× slower still).
             x / (1.0 + super::cpu_prims::exp_f32(-2.0 * u))
         }
-        GeluApprox::Erf => 0.5 * x * libm::erfcf(-std::f32::consts::FRAC_1_SQRT_2 * x),
+        GeluApprox::Erf => {
+            0.5 * x * super::cpu_prims::erfc_f32(-std::f32::consts::FRAC_1_SQRT_2 * x)
+        }
     }
 }
 
