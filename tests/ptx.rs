@@ -240,16 +240,23 @@ fn softmax_16_bit_rows_take_the_packed_max_and_the_folded_exponent() {
 
 /// v8 merges a row's (max, sum) across its cluster through distributed shared memory on
 /// sm_90: each kernel must map a peer's shared memory, read it, and split the cluster barrier
-/// (arrive after the reads, wait before the exit), copy its shared-memory packs with cp.async,
-/// and take the row from the cluster's index.
+/// (arrive after the reads, wait before the exit) and copy its shared-memory packs with
+/// cp.async; the peeling kernels take the row from the cluster's index, and the packed ones
+/// (rows with no scalar head or tail) carry no scalar code.
 #[test]
 fn softmax_v8_uses_cp_async_and_the_cluster_exchange_on_sm_90() {
     if !nvrtc_or_skip() {
         return;
     }
     let c = softmax_sm90a();
-    for dt in ["f32", "bf16", "f16"] {
-        let sym = format!("softmax_v8_onchip_{dt}");
+    for (dt, packed) in ["f32", "bf16", "f16"]
+        .into_iter()
+        .flat_map(|dt| [(dt, false), (dt, true)])
+    {
+        let sym = format!(
+            "softmax_v8_{}_{dt}",
+            if packed { "packed" } else { "onchip" }
+        );
         let body = ptx_entry_body(&c.ptx, &sym).unwrap();
         for needle in [
             "cp.async.cg.shared.global",
@@ -259,12 +266,25 @@ fn softmax_v8_uses_cp_async_and_the_cluster_exchange_on_sm_90() {
             "barrier.cluster.arrive.release.aligned",
             "barrier.cluster.wait.acquire.aligned",
             "%cluster_ctarank",
-            // The row is the cluster's index, not blockIdx.x / csize (perf-notes, seventeenth
-            // session).
-            "%clusterid.x",
         ] {
             assert!(body.contains(needle), "{sym} has no {needle}");
         }
+        if packed {
+            // The kernel for rows with no scalar head or tail has no scalar code at all, and
+            // takes its row as blockIdx.x / csize (perf-notes, nineteenth session).
+            for scalar in [
+                "cp.async.ca.shared.global",
+                "ld.global.u16",
+                "ld.global.f32",
+                "%clusterid.x",
+            ] {
+                assert!(!body.contains(scalar), "{sym} has {scalar}");
+            }
+            continue;
+        }
+        // The row is the cluster's index, not blockIdx.x / csize (perf-notes, seventeenth
+        // session).
+        assert!(body.contains("%clusterid.x"), "{sym} has no %clusterid.x");
         // The scalar head and tail: ptxas issued a plain load of them only once the packs had
         // landed (perf-notes, sixteenth and seventeenth sessions). 16-bit rows copy them by
         // 4-byte cp.async with the packs and load none plainly; f32 rows load them plainly
@@ -279,29 +299,6 @@ fn softmax_v8_uses_cp_async_and_the_cluster_exchange_on_sm_90() {
                 !body.contains("ld.global.u16"),
                 "{sym} loads a scalar with ld.global.u16"
             );
-        }
-        // The kernel for rows with no scalar head or tail has no scalar code at all, and
-        // takes its row as blockIdx.x / csize (perf-notes, nineteenth session).
-        let sym = format!("softmax_v8_packed_{dt}");
-        let body = ptx_entry_body(&c.ptx, &sym).unwrap();
-        for needle in [
-            "cp.async.cg.shared.global",
-            "cp.async.wait_all",
-            "mapa.shared::cluster",
-            "ld.shared::cluster.v2.f32",
-            "barrier.cluster.arrive.release.aligned",
-            "barrier.cluster.wait.acquire.aligned",
-            "%cluster_ctarank",
-        ] {
-            assert!(body.contains(needle), "{sym} has no {needle}");
-        }
-        for scalar in [
-            "cp.async.ca.shared.global",
-            "ld.global.u16",
-            "ld.global.f32",
-            "%clusterid.x",
-        ] {
-            assert!(!body.contains(scalar), "{sym} has {scalar}");
         }
     }
 }
@@ -363,37 +360,21 @@ fn softmax_row_loads_carry_the_evict_last_policy() {
 /// v9 (both forms) copies its shared-memory packs with cp.async and exchanges (max, sum)
 /// through tagged 64-bit global slots (relaxed, single-copy atomic), with no cluster
 /// instructions: its CTAs need not share a cluster. The scalar head and tail are prefetched
-/// to L1 before the copies (without it ptxas loads them after the cp.async wait).
+/// to L1 before the copies (without it ptxas loads them after the cp.async wait); the packed
+/// kernels carry no scalar code.
 #[test]
 fn softmax_v9_uses_cp_async_and_the_global_exchange() {
     if !nvrtc_or_skip() {
         return;
     }
     let c = softmax_sm90a();
-    for sym in ["f32", "bf16", "f16"]
-        .iter()
-        .flat_map(|dt| ["gridsync", "pingpong"].map(|form| format!("softmax_v9_{form}_{dt}")))
-    {
-        let body = ptx_entry_body(&c.ptx, &sym).unwrap();
-        for needle in [
-            "cp.async.cg.shared.global",
-            "cp.async.wait_all",
-            "prefetch.global.L1",
-            "st.relaxed.gpu.global.v2.u64",
-            "ld.relaxed.gpu.global.v2.u64",
-            "st.global.v4",
-        ] {
-            assert!(body.contains(needle), "{sym} has no {needle}");
-        }
-        assert!(
-            body.contains("ld.global.v4") || body.contains("ld.global.L2::cache_hint.v4"),
-            "{sym} has no 16-byte global load"
-        );
-        assert!(!body.contains("cluster"), "{sym} uses cluster instructions");
-    }
-    // The packed kernels (rows with no scalar head or tail): the same exchange, no scalar code.
-    for sym in ["f32", "bf16", "f16"].iter().flat_map(|dt| {
-        ["gridsync", "pingpong"].map(|form| format!("softmax_v9_{form}_packed_{dt}"))
+    for (sym, packed) in ["f32", "bf16", "f16"].iter().flat_map(|dt| {
+        ["gridsync", "pingpong"].into_iter().flat_map(move |form| {
+            [
+                (format!("softmax_v9_{form}_{dt}"), false),
+                (format!("softmax_v9_{form}_packed_{dt}"), true),
+            ]
+        })
     }) {
         let body = ptx_entry_body(&c.ptx, &sym).unwrap();
         for needle in [
@@ -405,13 +386,21 @@ fn softmax_v9_uses_cp_async_and_the_global_exchange() {
         ] {
             assert!(body.contains(needle), "{sym} has no {needle}");
         }
-        for scalar in [
-            "prefetch.global.L1",
-            "ld.global.u16",
-            "ld.global.f32",
-            "cluster",
-        ] {
-            assert!(!body.contains(scalar), "{sym} has {scalar}");
+        assert!(
+            body.contains("ld.global.v4") || body.contains("ld.global.L2::cache_hint.v4"),
+            "{sym} has no 16-byte global load"
+        );
+        assert!(!body.contains("cluster"), "{sym} uses cluster instructions");
+        if packed {
+            // Rows with no scalar head or tail: no scalar code.
+            for scalar in ["prefetch.global.L1", "ld.global.u16", "ld.global.f32"] {
+                assert!(!body.contains(scalar), "{sym} has {scalar}");
+            }
+        } else {
+            assert!(
+                body.contains("prefetch.global.L1"),
+                "{sym} has no prefetch.global.L1"
+            );
         }
     }
     // The ping-pong form polls its partner's slot before it loads: one poll loop more than the
