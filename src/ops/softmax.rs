@@ -1085,6 +1085,17 @@ fn tuning_pairs(spec: &str) -> impl Iterator<Item = (&str, &str, Option<usize>)>
     })
 }
 
+/// A tuning setting's on/off value: a count (0 is off), or true|false, on|off, yes|no in any
+/// case; `None` for anything else.
+fn switch(v: &str, n: Option<usize>) -> Option<bool> {
+    match (n, v.to_ascii_lowercase().as_str()) {
+        (Some(n), _) => Some(n != 0),
+        (None, "true" | "on" | "yes") => Some(true),
+        (None, "false" | "off" | "no") => Some(false),
+        _ => None,
+    }
+}
+
 /// v9's tuning, from `KERNLAB_V9` ("per_sm=N,smem_kb=M,pp=0|1,packed=0|1") for experiments:
 /// `per_sm` CTAs an SM (1 or 2, each with its share of the SM's shared memory; default 2: one
 /// 1024-thread CTA an SM measured 10–25% slower on the H200); `smem_kb`, the shared memory a
@@ -1116,18 +1127,16 @@ impl V9Tuning {
             match (k, n) {
                 ("per_sm", Some(n)) => t.per_sm = n.clamp(1, 2),
                 ("smem_kb", Some(n)) => t.smem_kb = Some(n),
-                ("pp", Some(n)) => t.pingpong = Some(n != 0),
-                ("packed", Some(n)) => t.packed = n != 0,
-                ("packed", None) => match v.to_ascii_lowercase().as_str() {
-                    "true" | "on" | "yes" => t.packed = true,
-                    "false" | "off" | "no" => t.packed = false,
-                    _ => {}
-                },
-                ("pp", None) => match v.to_ascii_lowercase().as_str() {
-                    "true" | "on" | "yes" => t.pingpong = Some(true),
-                    "false" | "off" | "no" => t.pingpong = Some(false),
-                    _ => {}
-                },
+                ("pp", _) => {
+                    if let Some(b) = switch(v, n) {
+                        t.pingpong = Some(b);
+                    }
+                }
+                ("packed", _) => {
+                    if let Some(b) = switch(v, n) {
+                        t.packed = b;
+                    }
+                }
                 _ => {}
             }
         }
@@ -1165,12 +1174,10 @@ pub fn v9_smem(optin: usize, per_sm: usize) -> usize {
     }
 }
 
-/// v9's kernel, its largest CTA (threads, dynamic shared memory) and how many of those the
-/// GPU holds at once (the driver's occupancy figure × SMs), with the shared-memory opt-in set.
-fn v9_resident(
-    dev: &crate::device::CudaDevice,
-    dt: DType,
-) -> Result<(String, usize, usize, usize)> {
+/// v9's largest CTA (threads, dynamic shared memory) and how many of those the GPU holds at
+/// once (the driver's occupancy figure × SMs, for its plain kernel), with the shared-memory
+/// opt-in set.
+fn v9_resident(dev: &crate::device::CudaDevice, dt: DType) -> Result<(usize, usize, usize)> {
     let name = format!("softmax_v9_gridsync_{dt}");
     let f = dev.function(&SOFTMAX, &name)?;
     let per_sm = V9Tuning::from_env().per_sm;
@@ -1180,13 +1187,13 @@ fn v9_resident(
     );
     let n = smem_blocks_per_sm(dev, &f, &name, threads, smem)?.min(per_sm)
         * dev.props.sm_count as usize;
-    Ok((name, threads, smem, n))
+    Ok((threads, smem, n))
 }
 
 /// The widest row v9 holds on this device (elements): every resident CTA's registers and
 /// shared memory. `None` when the kernel cannot be loaded or the occupancy query fails.
 pub fn v9_max_cols(dev: &crate::device::CudaDevice, dt: DType) -> Option<usize> {
-    let (_, threads, smem, n) = v9_resident(dev, dt).ok()?;
+    let (threads, smem, n) = v9_resident(dev, dt).ok()?;
     Some(v9_cols_held(n, threads, smem, 16 / dt.size()))
 }
 
@@ -1239,7 +1246,7 @@ fn run_v9_form(
         packed,
         ..V9Tuning::from_env()
     };
-    let (name, threads, smem, resident) = v9_resident(&io.dev, x.dtype())?;
+    let (threads, smem, resident) = v9_resident(&io.dev, x.dtype())?;
     let pref = tuning.pref_bytes(threads);
     let c = v9_config(r.cols / r.pack, r.rows, threads, smem, pref, resident).ok_or_else(|| {
         refuse(format!(
@@ -1254,43 +1261,44 @@ fn run_v9_form(
         block_dim: (c.threads as u32, 1, 1),
         shared_mem_bytes: c.smem as u32,
     };
-    // The ping-pong form (built for sm_90 and later; measured on the H200) has the same launch
-    // bounds. It runs only where the driver confirms the same grid is resident with it; if it
-    // cannot be loaded or set up, the plain form runs.
-    let pingpong_fits = || -> Option<String> {
-        let pp = format!("softmax_v9_pingpong_{}", x.dtype());
-        let f = io.dev.function(&SOFTMAX, &pp).ok()?;
-        let fits = smem_blocks_per_sm(&io.dev, &f, &pp, c.threads, c.smem).ok()?
-            * io.dev.props.sm_count as usize;
-        (fits >= grid).then_some(pp)
-    };
-    let name = if io.dev.props.compute_capability.0 >= 9 && tuning.pingpong_for(c.g, c.groups) {
-        pingpong_fits().unwrap_or(name)
-    } else {
-        name
-    };
-    // The packed kernel (KERNLAB_V9=packed=1) where every row is whole packs, under the same
-    // residency check as the ping-pong form (the grid waits on itself, so it must all fit);
-    // refused, not replaced, where it fails, so that an experiment measures what it names.
-    let name = if tuning.packed && r.vec {
-        let dt = format!("_{}", x.dtype());
-        let packed = format!("{}_packed{dt}", name.strip_suffix(&dt).unwrap_or(&name));
+    // Whether the driver confirms the whole grid resident with kernel `sym` (the grid waits on
+    // itself); false if it cannot be loaded or asked.
+    let resident_with = |sym: &str| -> bool {
         let fits = || -> Option<bool> {
-            let f = io.dev.function(&SOFTMAX, &packed).ok()?;
+            let f = io.dev.function(&SOFTMAX, sym).ok()?;
             Some(
-                smem_blocks_per_sm(&io.dev, &f, &packed, c.threads, c.smem).ok()?
+                smem_blocks_per_sm(&io.dev, &f, sym, c.threads, c.smem).ok()?
                     * io.dev.props.sm_count as usize
                     >= grid,
             )
         };
-        if fits() != Some(true) {
+        fits() == Some(true)
+    };
+    let dt = x.dtype();
+    // The ping-pong form (built for sm_90 and later; measured on the H200) has the same launch
+    // bounds. It runs only where the driver confirms the same grid is resident with it; if it
+    // cannot be loaded or set up, the plain form runs.
+    let form = if io.dev.props.compute_capability.0 >= 9
+        && tuning.pingpong_for(c.g, c.groups)
+        && resident_with(&format!("softmax_v9_pingpong_{dt}"))
+    {
+        "pingpong"
+    } else {
+        "gridsync"
+    };
+    // The packed kernel (KERNLAB_V9=packed=1) where every row is whole packs, under the same
+    // residency check; refused, not replaced, where it fails, so that an experiment measures
+    // what it names.
+    let name = if tuning.packed && r.vec {
+        let packed = format!("softmax_v9_{form}_packed_{dt}");
+        if !resident_with(&packed) {
             return Err(refuse(format!(
                 "KERNLAB_V9=packed=1: {packed} cannot be loaded or does not hold the grid of {grid} CTAs resident"
             )));
         }
         packed
     } else {
-        name
+        format!("softmax_v9_{form}_{dt}")
     };
     launch_split(io, &r, p, name, cfg, c.g, "softmax v9 workspace")
 }
