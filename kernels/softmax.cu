@@ -776,8 +776,7 @@ template <class T> struct SmemPart {
 // CTA `rank` of G, the first nt·K in registers, the rest (sp.n) in shared memory `buf`, copied
 // there by cp.async — issued first: they hold no registers while in flight. CTA rank 0 also
 // holds the row's scalar head and tail, one element a thread.
-// PEEL = false: no row has a scalar head or tail (as v8's packed kernel), and that code goes.
-template <class T, int K, bool PEEL = true> struct OnchipPart {
+template <class T, int K> struct OnchipPart {
     static constexpr int VEC = Pack<T>::N;
     SplitPart pt;
     int rpk;  // packs in registers
@@ -786,10 +785,10 @@ template <class T, int K, bool PEEL = true> struct OnchipPart {
     RowRegs<T, VEC, K> r;
     float xs;
     __device__ __forceinline__ OnchipPart(const T* xr, int cols, int G, int rank, uint4* buf)
-        : pt(PEEL ? split_part<T, VEC>(xr, cols, G, rank) : split_packed<VEC>(cols, G, rank)),
+        : pt(split_part<T, VEC>(xr, cols, G, rank)),
           rpk(min(pt.n / VEC, (int)blockDim.x * K)),
           sp{buf, pt.n / VEC - rpk, (int)threadIdx.x, (int)blockDim.x},
-          sc(PEEL && rank == 0 && (int)threadIdx.x < pt.scalars(cols)) {
+          sc(rank == 0 && (int)threadIdx.x < pt.scalars(cols)) {
         const T* xb = xr + pt.head + (i64)pt.p0 * VEC;
         // Without this prefetch ptxas issues the scalar load below after the cp.async wait, a
         // second trip to memory that the row's other CTAs wait for; with it the load goes first.
@@ -928,7 +927,7 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
 // one half reads while the other exchanges and writes. Measured on the H200: +10% at f32 4 Mi
 // (2 groups of 132), +3% at 1 Mi (8 of 33), −3% at 262144 (33 of 8), where the many groups
 // are out of step anyway; the launcher runs it from 16 CTAs a row.
-template <class T, int K, bool PP, bool PEEL = true>
+template <class T, int K, bool PP>
 __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
                                     i64 ldx, i64 ldy, int lg, int G, SplitHeader* hdr,
                                     SplitSlot* slots) {
@@ -956,7 +955,7 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
                 __syncthreads();
             }
         }
-        const OnchipPart<T, K, PEEL> part(x + row * ldx, cols, G, rank, v9_part);
+        const OnchipPart<T, K> part(x + row * ldx, cols, G, rank, v9_part);
         MaxSum st = part.maxsum(lg);
         // Scratch buffers as in v6: with G > 1 the exchange's reduction (scratch[1]) separates
         // one row's reads of scratch[0] from the next row's writes; with G = 1 rows alternate.
@@ -1181,9 +1180,9 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
 
 // v9: 1024 or 512 threads (one or two CTAs an SM), 64 registers as v8. The ping-pong form is
 // built for sm_90 and later (for sm_80 ptxas spilled it at 64 registers; the launcher runs it
-// from sm_90 on, and its sm_80 symbol is the plain form). The *_packed kernels, for rows with
-// no scalar head or tail as v8's, run only with KERNLAB_V9=packed=1 (an experiment, not yet
-// measured).
+// from sm_90 on, and its sm_80 symbol is the plain form). Kernels built without the peel, as
+// v8's packed one, ran level with these (H200, nineteenth and twentieth sessions) and were
+// dropped.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define KL_V9_PP true
 #else
@@ -1195,13 +1194,7 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
         softmax_v9_gridsync<T, 8, false>(KL_PASS, ctas_per_row, hdr, slots); }                \
     extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v9_pingpong_##TN(                 \
         KL_ARGS(T), int ctas_per_row, SplitHeader* hdr, SplitSlot* slots) {                       \
-        softmax_v9_gridsync<T, 8, KL_V9_PP>(KL_PASS, ctas_per_row, hdr, slots); }                 \
-    extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v9_gridsync_packed_##TN(          \
-        KL_ARGS(T), int ctas_per_row, SplitHeader* hdr, SplitSlot* slots) {                       \
-        softmax_v9_gridsync<T, 8, false, false>(KL_PASS, ctas_per_row, hdr, slots); }             \
-    extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v9_pingpong_packed_##TN(          \
-        KL_ARGS(T), int ctas_per_row, SplitHeader* hdr, SplitSlot* slots) {                       \
-        softmax_v9_gridsync<T, 8, KL_V9_PP, false>(KL_PASS, ctas_per_row, hdr, slots); }
+        softmax_v9_gridsync<T, 8, KL_V9_PP>(KL_PASS, ctas_per_row, hdr, slots); }
 
 // v10: 512-thread CTAs, two an SM (64 registers); U = 2 or 4 packs a thread a pass.
 #define KL_V10(TN, T, U)                                                                          \

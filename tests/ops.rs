@@ -594,8 +594,7 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
     }
     // v9's two forms, each forced wherever it can run: the plain one at the widths where the
     // ping-pong form is the default, and the ping-pong one at small G with many groups (the
-    // default there is plain); then its packed kernels (the aligned shapes). Same shapes, two
-    // launches each.
+    // default there is plain). Same shapes, two launches each.
     let v9 = variants(Op::Softmax, dev)
         .into_iter()
         .find(|v| v.name == "v9_gridsync")
@@ -603,8 +602,6 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
     for (form, run) in [
         ("plain", softmax::run_v9_plain as registry::RunFn),
         ("ping-pong", softmax::run_v9_pingpong),
-        // The packed kernels (KERNLAB_V9=packed=1) where rows are whole packs.
-        ("packed", softmax::run_v9_packed),
     ] {
         let forced = Variant {
             run: registry::Kernel::Unary(run),

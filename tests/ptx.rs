@@ -213,8 +213,6 @@ fn softmax_16_bit_rows_take_the_packed_max_and_the_folded_exponent() {
             (format!("softmax_v8_packed_{dt}"), 64),
             (format!("softmax_v9_gridsync_{dt}"), 64),
             (format!("softmax_v9_pingpong_{dt}"), 64),
-            (format!("softmax_v9_gridsync_packed_{dt}"), 64),
-            (format!("softmax_v9_pingpong_packed_{dt}"), 64),
         ] {
             let body = ptx_entry_body(&c.ptx, &sym).unwrap();
             assert!(body.contains(max2), "{sym} has no {max2}");
@@ -322,7 +320,6 @@ fn softmax_row_loads_carry_the_evict_last_policy() {
                 format!("softmax_v8_onchip_{dt}"),
                 format!("softmax_v8_packed_{dt}"),
                 format!("softmax_v9_gridsync_{dt}"),
-                format!("softmax_v9_gridsync_packed_{dt}"),
             ];
             if c.arch == "sm_90a" {
                 syms.push(format!("softmax_v5_cluster_vec_k8_{dt}"));
@@ -360,21 +357,17 @@ fn softmax_row_loads_carry_the_evict_last_policy() {
 /// v9 (both forms) copies its shared-memory packs with cp.async and exchanges (max, sum)
 /// through tagged 64-bit global slots (relaxed, single-copy atomic), with no cluster
 /// instructions: its CTAs need not share a cluster. The scalar head and tail are prefetched
-/// to L1 before the copies (without it ptxas loads them after the cp.async wait); the packed
-/// kernels carry no scalar code.
+/// to L1 before the copies (without it ptxas loads them after the cp.async wait).
 #[test]
 fn softmax_v9_uses_cp_async_and_the_global_exchange() {
     if !nvrtc_or_skip() {
         return;
     }
     let c = softmax_sm90a();
-    for (sym, packed) in ["f32", "bf16", "f16"].iter().flat_map(|dt| {
-        ["gridsync", "pingpong"].into_iter().flat_map(move |form| {
-            [
-                (format!("softmax_v9_{form}_{dt}"), false),
-                (format!("softmax_v9_{form}_packed_{dt}"), true),
-            ]
-        })
+    for sym in ["f32", "bf16", "f16"].iter().flat_map(|dt| {
+        ["gridsync", "pingpong"]
+            .into_iter()
+            .map(move |form| format!("softmax_v9_{form}_{dt}"))
     }) {
         let body = ptx_entry_body(&c.ptx, &sym).unwrap();
         for needle in [
@@ -391,17 +384,10 @@ fn softmax_v9_uses_cp_async_and_the_global_exchange() {
             "{sym} has no 16-byte global load"
         );
         assert!(!body.contains("cluster"), "{sym} uses cluster instructions");
-        if packed {
-            // Rows with no scalar head or tail: no scalar code.
-            for scalar in ["prefetch.global.L1", "ld.global.u16", "ld.global.f32"] {
-                assert!(!body.contains(scalar), "{sym} has {scalar}");
-            }
-        } else {
-            assert!(
-                body.contains("prefetch.global.L1"),
-                "{sym} has no prefetch.global.L1"
-            );
-        }
+        assert!(
+            body.contains("prefetch.global.L1"),
+            "{sym} has no prefetch.global.L1"
+        );
     }
     // The ping-pong form polls its partner's slot before it loads: one poll loop more than the
     // plain form's exchange (on sm_90a; its sm_80 symbol is the plain form).
@@ -412,16 +398,14 @@ fn softmax_v9_uses_cp_async_and_the_global_exchange() {
             .count()
     };
     for dt in ["f32", "bf16", "f16"] {
-        for packed in ["", "_packed"] {
-            let (plain, pp) = (
-                polls(&format!("softmax_v9_gridsync{packed}_{dt}")),
-                polls(&format!("softmax_v9_pingpong{packed}_{dt}")),
-            );
-            assert!(
-                pp > plain,
-                "softmax_v9_pingpong{packed}_{dt} has {pp} polls, the plain form {plain}: no turn-taking"
-            );
-        }
+        let (plain, pp) = (
+            polls(&format!("softmax_v9_gridsync_{dt}")),
+            polls(&format!("softmax_v9_pingpong_{dt}")),
+        );
+        assert!(
+            pp > plain,
+            "softmax_v9_pingpong_{dt} has {pp} polls, the plain form {plain}: no turn-taking"
+        );
     }
 }
 

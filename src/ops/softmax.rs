@@ -1096,14 +1096,12 @@ fn switch(v: &str, n: Option<usize>) -> Option<bool> {
     }
 }
 
-/// v9's tuning, from `KERNLAB_V9` ("per_sm=N,smem_kb=M,pp=0|1,packed=0|1") for experiments:
+/// v9's tuning, from `KERNLAB_V9` ("per_sm=N,smem_kb=M,pp=0|1") for experiments:
 /// `per_sm` CTAs an SM (1 or 2, each with its share of the SM's shared memory; default 2: one
 /// 1024-thread CTA an SM measured 10–25% slower on the H200); `smem_kb`, the shared memory a
 /// part prefers (KiB; 0: all it can have; default: as much as its registers hold, 64 KiB at
 /// two an SM); `pp`, the ping-pong form forced on or off (default: by G; besides 0|1 it
-/// takes off|on, false|true and no|yes); `packed=1` (or on, as `pp`), rows with no scalar
-/// head or tail run the kernels built without that code (`softmax_v9_*_packed_*`, as v8's
-/// packed kernel; default off until measured).
+/// takes off|on, false|true and no|yes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct V9Tuning {
     pub per_sm: usize,
@@ -1111,8 +1109,6 @@ pub struct V9Tuning {
     /// Ping-pong (half the groups read while the other half exchange and write): forced on
     /// or off; `None` lets [`V9Tuning::pingpong_for`] decide by G.
     pub pingpong: Option<bool>,
-    /// Rows with no scalar head or tail run the `_packed` kernels.
-    pub packed: bool,
 }
 
 impl V9Tuning {
@@ -1121,7 +1117,6 @@ impl V9Tuning {
             per_sm: 2,
             smem_kb: None,
             pingpong: None,
-            packed: false,
         };
         for (k, v, n) in tuning_pairs(spec) {
             match (k, n) {
@@ -1130,11 +1125,6 @@ impl V9Tuning {
                 ("pp", _) => {
                     if let Some(b) = switch(v, n) {
                         t.pingpong = Some(b);
-                    }
-                }
-                ("packed", _) => {
-                    if let Some(b) = switch(v, n) {
-                        t.packed = b;
                     }
                 }
                 _ => {}
@@ -1207,43 +1197,28 @@ fn v9_cols_held(resident: usize, threads: usize, smem: usize, pack: usize) -> us
 /// registers and shared memory as v8 does; (max, sum) exchanged through global memory as v6
 /// does; a persistent grid of groups of G CTAs walks the rows.
 pub fn run_v9_gridsync(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    let t = V9Tuning::from_env();
-    run_v9_form(p, x, y, t.pingpong, t.packed)
-}
-
-/// v9 with its packed kernels where every row is whole 16-byte packs, as `KERNLAB_V9=packed=1`
-/// has it (for tests and experiments).
-pub fn run_v9_packed(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    run_v9_form(p, x, y, V9Tuning::from_env().pingpong, true)
+    run_v9_form(p, x, y, V9Tuning::from_env().pingpong)
 }
 
 /// v9 in its plain form wherever it runs (for tests and experiments).
 pub fn run_v9_plain(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    run_v9_form(p, x, y, Some(false), V9Tuning::from_env().packed)
+    run_v9_form(p, x, y, Some(false))
 }
 
 /// v9 in its ping-pong form wherever that can run: sm_90 or later, rows split across CTAs,
 /// two groups or more (for tests and experiments).
 pub fn run_v9_pingpong(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    run_v9_form(p, x, y, Some(true), V9Tuning::from_env().packed)
+    run_v9_form(p, x, y, Some(true))
 }
 
-/// v9 with its form forced on or off (`pingpong`), or chosen by G (`None`); the packed
-/// kernels for rows of whole packs where `packed`.
-fn run_v9_form(
-    p: &Params,
-    x: &Tensor,
-    y: &mut Tensor,
-    pingpong: Option<bool>,
-    packed: bool,
-) -> Result<()> {
+/// v9 with its form forced on or off (`pingpong`), or chosen by G (`None`).
+fn run_v9_form(p: &Params, x: &Tensor, y: &mut Tensor, pingpong: Option<bool>) -> Result<()> {
     check_rows(x)?;
     let (io, r) = rows_io(x, y)?;
     let refuse = |why: String| unsupported("v9_gridsync", why);
     require_peelable("v9_gridsync", &r, &io)?;
     let tuning = V9Tuning {
         pingpong,
-        packed,
         ..V9Tuning::from_env()
     };
     let (threads, smem, resident) = v9_resident(&io.dev, x.dtype())?;
@@ -1286,20 +1261,7 @@ fn run_v9_form(
     } else {
         "gridsync"
     };
-    // The packed kernel (KERNLAB_V9=packed=1) where every row is whole packs, under the same
-    // residency check; refused, not replaced, where it fails, so that an experiment measures
-    // what it names.
-    let name = if tuning.packed && r.vec {
-        let packed = format!("softmax_v9_{form}_packed_{dt}");
-        if !resident_with(&packed) {
-            return Err(refuse(format!(
-                "KERNLAB_V9=packed=1: {packed} cannot be loaded or does not hold the grid of {grid} CTAs resident"
-            )));
-        }
-        packed
-    } else {
-        format!("softmax_v9_{form}_{dt}")
-    };
+    let name = format!("softmax_v9_{form}_{dt}");
     launch_split(io, &r, p, name, cfg, c.g, "softmax v9 workspace")
 }
 
@@ -1307,8 +1269,6 @@ pub fn symbols_v9(dt: DType) -> Vec<String> {
     vec![
         format!("softmax_v9_gridsync_{dt}"),
         format!("softmax_v9_pingpong_{dt}"),
-        format!("softmax_v9_gridsync_packed_{dt}"),
-        format!("softmax_v9_pingpong_packed_{dt}"),
     ]
 }
 
@@ -2288,10 +2248,6 @@ mod tests {
         assert_eq!(V9Tuning::parse("pp=true").pingpong, Some(true));
         assert_eq!(V9Tuning::parse("pp=Off").pingpong, Some(false));
         assert_eq!(V9Tuning::parse("pp=maybe").pingpong, None);
-        // The packed kernels only when asked.
-        assert!(!d.packed && !V9Tuning::parse("packed=0,pp=1").packed);
-        assert!(V9Tuning::parse("pp=0,packed=1").packed);
-        assert!(V9Tuning::parse("packed=On").packed && !V9Tuning::parse("packed=no").packed);
     }
 
     #[test]
