@@ -1,13 +1,21 @@
 # Sourced by the GPU batch scripts (run from the repository root on the GPU machine):
-# $OUT (files that come back), the kernel cache, $K (the kernlab binary), $S (the summary
-# file printed last), `el`, which appends the seconds since the start and a label to $S,
-# `tab`, `vtab`, `gpu_tests`, `ttab` and `done_table` (below).
+# $OUT (where a script writes its files), the kernel cache, $K (the kernlab binary), $S (the
+# summary file printed last), `el`, which appends the seconds since the start and a label to
+# $S, `tab`, `vtab`, `gpu_tests`, `ttab` and `done_table` (below).
+# The device tool brings back only a few files from its $OUT (the twentieth session lost a
+# run's table and test log to that), so the scripts write to a work folder, and what comes
+# back is $S and files.tgz, every file of the work folder, packed again at each `el` and on
+# exit (so a run killed by its time limit still returns what it had at its last `el`):
+# `tar -xzf files.tgz` here.
 set -uo pipefail
-OUT=${OUT:-/tmp/kernlab-out}; mkdir -p "$OUT"
+RET=${OUT:-/tmp/kernlab-out}; mkdir -p "$RET"
+OUT=/tmp/kernlab-work; rm -rf "$OUT"; mkdir -p "$OUT"
 export KERNLAB_CACHE_DIR=/tmp/kernlab-cache
 K=.gpu/bin/kernlab
-S="$OUT/summary.txt"
-t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s] $*" >> "$S"; }
+S="$RET/summary.txt"
+pack_out() { tar -czf /tmp/kernlab-files.tgz -C "$OUT" . 2>/dev/null && cp /tmp/kernlab-files.tgz "$RET/files.tgz"; }
+trap pack_out EXIT
+t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s] $*" >> "$S"; pack_out; }
 # `tab CSV`: one line of a bench/sweep CSV's points, dtype:cols=GB/s (or the status when not ok).
 tab() { python3 -c "
 import csv,sys
