@@ -200,42 +200,53 @@ impl Element for f16 {
 mod tests {
     use super::*;
 
-    #[test]
-    fn bf16_conversions_match_half_bit_for_bit() {
+    /// `T`'s conversions against `half`'s (`of_bits`, `bits`, `to_f32`, `from_f32`), bit for
+    /// bit: to_f32 of every bit pattern; from_f32 of every f32 in `probes` and of a sweep of
+    /// the rest.
+    fn check_against_half<T: Element>(
+        of_bits: fn(u16) -> T,
+        bits: fn(T) -> u16,
+        to_f32: fn(T) -> f32,
+        from_f32: fn(f32) -> T,
+        probes: impl Iterator<Item = u32>,
+    ) {
         for b in 0..=u16::MAX {
-            let v = bf16::from_bits(b);
+            let v = of_bits(b);
             assert_eq!(
-                <bf16 as Element>::to_f32(v).to_bits(),
-                v.to_f32().to_bits(),
+                <T as Element>::to_f32(v).to_bits(),
+                to_f32(v).to_bits(),
                 "to_f32 of {b:#06x}"
             );
         }
-        // Every bf16 value's neighbourhood in f32: exact, just under, at and just over the
-        // rounding tie, the largest below the next; and a sweep of the rest.
-        let lows = [0u32, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF];
-        let hi = (0..=0xFFFFu32).flat_map(|h| lows.iter().map(move |l| (h << 16) | l));
-        for bits in hi.chain((0..=u32::MAX).step_by(65_521)) {
-            let v = f32::from_bits(bits);
+        for x in probes.chain((0..=u32::MAX).step_by(65_521)) {
+            let v = f32::from_bits(x);
             assert_eq!(
-                <bf16 as Element>::from_f32(v).to_bits(),
-                bf16::from_f32(v).to_bits(),
-                "from_f32 of {bits:#010x}"
+                bits(<T as Element>::from_f32(v)),
+                bits(from_f32(v)),
+                "from_f32 of {x:#010x} ({v:e})"
             );
         }
     }
 
     #[test]
+    fn bf16_conversions_match_half_bit_for_bit() {
+        // Every bf16 value's neighbourhood in f32: exact, just under, at and just over the
+        // rounding tie, the largest below the next.
+        let lows = [0u32, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF];
+        let hi = (0..=0xFFFFu32).flat_map(|h| lows.iter().map(move |l| (h << 16) | l));
+        check_against_half(
+            bf16::from_bits,
+            bf16::to_bits,
+            bf16::to_f32,
+            bf16::from_f32,
+            hi,
+        );
+    }
+
+    #[test]
     fn f16_conversions_match_half_bit_for_bit() {
-        for b in 0..=u16::MAX {
-            let v = f16::from_bits(b);
-            assert_eq!(
-                <f16 as Element>::to_f32(v).to_bits(),
-                v.to_f32().to_bits(),
-                "to_f32 of {b:#06x}"
-            );
-        }
         // Around every f16 value (exact, ties, just off them), in f32, for every rounding
-        // position f16's normals and subnormals have; and a sweep of the rest.
+        // position f16's normals and subnormals have.
         let near = (0..=u16::MAX).flat_map(|b| {
             let c = f16::from_bits(b).to_f32().to_bits();
             (0..=14u32).flat_map(move |s| {
@@ -258,13 +269,13 @@ mod tests {
             let mb = m.to_bits();
             [mb, mb + 1, mb - 1, mb | 0x8000_0000, (mb + 1) | 0x8000_0000]
         });
-        for bits in near.chain(ties).chain((0..=u32::MAX).step_by(65_521)) {
-            let v = f32::from_bits(bits);
-            assert_eq!(
-                <f16 as Element>::from_f32(v).to_bits(),
-                f16::from_f32(v).to_bits(),
-                "from_f32 of {bits:#010x} ({v:e})"
-            );
-        }
+        let probes = near.chain(ties);
+        check_against_half(
+            f16::from_bits,
+            f16::to_bits,
+            f16::to_f32,
+            f16::from_f32,
+            probes,
+        );
     }
 }
