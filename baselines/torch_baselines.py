@@ -23,7 +23,9 @@ Every variant is first validated against a float64 reference (gelu/softmax: kern
 element-wise error measure, see `rel_err_array`; matmul/linear: the relative L2 error of each
 checked output row, see `row_rel_l2_array`, on all rows or on a seeded sample of rows for large
 outputs), and only a variant that passes is timed, with `triton.testing.do_bench` (median,
-p20, p80; L2 flushed before each call by do_bench).
+p20, p80; L2 flushed before each call by do_bench). With `--rotate N|auto` (gelu and softmax,
+as kernlab's `--rotate`) the timed calls cycle through N copies of the input and as many
+outputs, so neither side's figure has its calls reuse one buffer while the other's does not.
 
 Exit codes: 0 the run completed (individual records may still be "failed" or "error");
 1 an unexpected internal error (JSON with the records so far is still written when --json is
@@ -403,6 +405,36 @@ def parse_variants(text):
     return out
 
 
+# --rotate, as kernlab's `--rotate` (src/bench/harness.rs, Rotate): `auto` makes the copies of a
+# call's input and output at least ROTATE_CACHE_MULTIPLE x the L2, at most ROTATE_MAX_COPIES.
+ROTATE_CACHE_MULTIPLE = 4
+ROTATE_MAX_COPIES = 1024
+
+
+def parse_rotate(text):
+    """--rotate's value: "auto" or a count of at least 1 (returned as an int)."""
+    t = str(text).strip()
+    if t.lower() == "auto":
+        return "auto"
+    try:
+        n = int(t)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"--rotate takes a count of at least 1 or 'auto' (got {text!r})")
+    return n
+
+
+def rotate_copies(spec, call_bytes, cache_bytes):
+    """The copies a point's timed calls cycle through: `spec` itself when it is a count; for
+    "auto", ceil(ROTATE_CACHE_MULTIPLE x cache_bytes / call_bytes) within [1, ROTATE_MAX_COPIES]
+    (kernlab's Rotate::copies)."""
+    if spec != "auto":
+        return max(1, int(spec))
+    need = ROTATE_CACHE_MULTIPLE * int(cache_bytes)
+    n = -(-need // max(1, int(call_bytes)))
+    return min(max(n, 1), ROTATE_MAX_COPIES)
+
 def rel_err_py(out_rows, ref_rows, floor):
     """kernlab's error measure in pure Python, mirroring `rel_err_array` line for line.
 
@@ -747,6 +779,8 @@ def make_record(op, variant, dtype, shape, gelu, activation=None):
         "error_metric": ERROR_METRICS["gemm" if gemm else "elementwise"],
         "validated_rows": None,
         "max_elem_rel_err": None,
+        # gelu / softmax under --rotate: the copies the timed calls cycled through (null: one)
+        "rotate_copies": None,
     }
 
 
@@ -823,6 +857,8 @@ class Bench:
         self.tol = DTYPES[args.dtype][2]
         self.floor = DTYPES[args.dtype][3]
         self._do_bench_kwargs = self._bench_kwargs()
+        self.cache_bytes = args.cache_bytes if args.cache_bytes else int(
+            getattr(torch.cuda.get_device_properties(self.dev), "L2_cache_size", 0) or (50 << 20))
 
     # -- inputs and reference -----------------------------------------------------------------
     def make_input(self, shape):
@@ -1255,11 +1291,51 @@ class Bench:
             kw["return_mode"] = "median"
         return kw
 
+    def rotated(self, x, call_bytes):
+        """x and its copies for --rotate (a call reads x and writes as many bytes: call_bytes
+        in all), so no timed call finds its input in L2 or reuses the last calls' pages. The
+        copies are made only when there is room for them and their outputs."""
+        a = self.args
+        n = rotate_copies(a.rotate, call_bytes, self.cache_bytes)
+        if n > 1:
+            free, _ = self.torch.cuda.mem_get_info()
+            if n * call_bytes > free:
+                raise RuntimeError(f"--rotate {a.rotate}: {n} copies of {call_bytes} bytes "
+                                   f"(input and output) do not fit in {free} free bytes")
+        return [x] + [x.clone() for _ in range(n - 1)]
+
+    @staticmethod
+    def cycling(fn, xs):
+        """A call of fn on the next of xs, its output kept until that copy comes round again,
+        so the outputs rotate as well (each call's output lands in a block freed n + 1 calls
+        earlier). With one copy: fn(x), nothing kept."""
+        if len(xs) == 1:
+            x = xs[0]
+            return lambda: fn(x)
+        ring = [None] * len(xs)
+        state = [0]
+
+        def call():
+            i = state[0]
+            ring[i] = fn(xs[i])
+            state[0] = (i + 1) % len(xs)
+
+        return call
+
     def time(self, fn):
         """(median_ms, p20_ms, p80_ms) of fn() by triton.testing.do_bench."""
+        import gc
         import triton.testing as tt
 
-        res = tt.do_bench(fn, **self._do_bench_kwargs)
+        # No garbage collection inside the timed loop (as timeit): a collection there holds up
+        # the next launch, and the GPU, done with the flush, waits for it inside the events.
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            res = tt.do_bench(fn, **self._do_bench_kwargs)
+        finally:
+            if was:
+                gc.enable()
         if isinstance(res, (list, tuple)):
             vals = [float(v) for v in res]
             if len(vals) >= 3:
@@ -1372,6 +1448,7 @@ class Bench:
         del ref
         torch.cuda.empty_cache()
 
+        xs = None  # the input and its copies for --rotate, made before the first timing
         for v in variants:
             r = recs[v]
             if v not in fns:
@@ -1379,7 +1456,10 @@ class Bench:
                 continue
             fn = fns[v]
             try:
-                med, p20, p80 = self.time(lambda: fn(x))
+                if xs is None:
+                    xs = self.rotated(x, r["bytes"])
+                r["rotate_copies"] = len(xs) if len(xs) > 1 else None
+                med, p20, p80 = self.time(self.cycling(fn, xs))
                 r["median_ms"], r["p20_ms"], r["p80_ms"] = med, p20, p80
                 r["gbps"] = r["bytes"] / (med * 1e-3) / 1e9 if med and med > 0 else None
                 if p20 is None:
@@ -1394,7 +1474,7 @@ class Bench:
             torch.cuda.empty_cache()
             log(r)
 
-        del x, fns
+        del x, xs, fns
         torch.cuda.empty_cache()
         return [recs[v] for v in variants]
 
@@ -1448,6 +1528,7 @@ def run_benchmarks(torch, args):
         "seed": int(args.seed),
         "cuda_version": torch.version.cuda,
         "timer": "triton.testing.do_bench, L2 flushed before each call",
+        "rotate": args.rotate,
         "warmup_ms": args.warmup_ms,
         "rep_ms": args.rep_ms,
         "manual_precision": args.manual_precision,
@@ -1527,6 +1608,18 @@ def self_test():
         check(raises(parse_shapes, bad), f"shape '{bad}' accepted")
     check(parse_variants("triton,torch_native,triton") == ["triton", "torch_native"], "variants")
     check(raises(parse_variants, "torch_eager"), "unknown variant accepted")
+    # --rotate, as kernlab's Rotate::copies.
+    check(parse_rotate("auto") == "auto" and parse_rotate(" AUTO ") == "auto", "rotate auto")
+    check(parse_rotate("3") == 3, "rotate count")
+    for bad in ("0", "-2", "x", "", "1.5"):
+        check(raises(parse_rotate, bad), f"rotate '{bad}' accepted")
+    l2 = 60 << 20
+    check(rotate_copies(1, 1 << 20, l2) == 1 and rotate_copies(7, 1, l2) == 7, "rotate counts")
+    check(rotate_copies("auto", 1 << 20, l2) == 240, "rotate auto at 1 MiB a call")
+    check(rotate_copies("auto", 8 << 20, l2) == 30, "rotate auto at 8 MiB a call")
+    check(rotate_copies("auto", (8 << 20) + 1, l2) == 30, "rotate auto rounds up")
+    check(rotate_copies("auto", 1 << 30, l2) == 1, "rotate auto past 4x L2")
+    check(rotate_copies("auto", 16, l2) == ROTATE_MAX_COPIES, "rotate auto at most 1024")
     check(softmax_num_warps(1024) == 4 and softmax_num_warps(2048) == 8
           and softmax_num_warps(4096) == 16 and softmax_num_warps(131072) == 16, "num_warps")
 
@@ -1838,6 +1931,13 @@ def build_parser():
                    help="torch.compile mode (default, reduce-overhead, max-autotune, ...); "
                         "torch_compile compiles torch_manual for gelu/softmax, torch_native for "
                         "matmul/linear")
+    p.add_argument("--rotate", type=str, default="1",
+                   help="gelu/softmax: cycle the timed calls through N copies of the input (and "
+                        "as many outputs), or 'auto': as many as make the copies 4x the L2, at "
+                        "most 1024, as kernlab's --rotate (default 1: one buffer, do_bench's "
+                        "usual way); matmul and linear are not rotated")
+    p.add_argument("--cache-bytes", type=int, default=None,
+                   help="the L2 size --rotate auto counts with (default: the device's, from torch)")
     p.add_argument("--quiet", action="store_true", help="no per-variant progress on stderr")
     p.add_argument("--copy-bytes", type=int, default=1 << 30,
                    help="also time dst.copy_(src) of this many bytes, PyTorch's side of the copy "
@@ -1870,6 +1970,12 @@ def main(argv=None):
               f"skipped", file=sys.stderr)
     if args.warmup_ms <= 0 or args.rep_ms <= 0:
         parser.error("--warmup-ms and --rep-ms must be > 0")
+    try:
+        args.rotate = parse_rotate(args.rotate)
+    except ValueError as e:
+        parser.error(str(e))
+    if args.cache_bytes is not None and args.cache_bytes < 1:
+        parser.error("--cache-bytes must be at least 1")
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(2 ** 31)
     if args.op != "gelu":

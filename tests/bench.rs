@@ -424,36 +424,57 @@ fn the_torch_baselines_script_is_run_with_the_run_s_op_shapes_and_dtype() {
     }
     let dir = tempfile::tempdir().unwrap();
     let params = kernlab::Params::default();
-    let timing = bench::harness::TimingOpts::default();
-    let go = |t: &TorchConfig| {
+    let mut timing = bench::harness::TimingOpts::default();
+    let l2 = 60 << 20;
+    let run = |t: &TorchConfig, timing: &bench::harness::TimingOpts| {
         run_script(
             t,
             Op::Softmax,
             DType::F32,
             &sample_shapes(),
             &params,
-            &timing,
+            timing,
             42,
             0,
+            l2,
         )
     };
-    match go(&stub_script(dir.path(), TORCH_SAMPLE, 0)) {
+    let args_of = |o: Outcome| match o {
         Outcome::Ran(doc) => {
-            let args = doc.device.unwrap();
-            for want in [
-                "--op softmax",
-                "--dtype f32",
-                "--shapes 4096x256,4096x1024",
-                "--seed 42",
-                "--warmup-ms 25",
-                "--rep-ms 100",
-            ] {
-                assert!(args.contains(want), "{want} not in {args}");
-            }
             assert_eq!(doc.records.len(), 8);
+            doc.device.unwrap()
         }
         o => panic!("{o:?}"),
+    };
+    let args = args_of(run(&stub_script(dir.path(), TORCH_SAMPLE, 0), &timing));
+    for want in [
+        "--op softmax",
+        "--dtype f32",
+        "--shapes 4096x256,4096x1024",
+        "--seed 42",
+        "--warmup-ms 25",
+        "--rep-ms 100",
+    ] {
+        assert!(args.contains(want), "{want} not in {args}");
     }
+    // One buffer unless the run rotates; then the script rotates as kernlab does, counting
+    // with the same L2.
+    assert!(!args.contains("--rotate"), "{args}");
+    for (rotate, want) in [
+        (
+            bench::harness::Rotate::Auto,
+            "--rotate auto --cache-bytes 62914560",
+        ),
+        (
+            bench::harness::Rotate::Copies(7),
+            "--rotate 7 --cache-bytes 62914560",
+        ),
+    ] {
+        timing.rotate = rotate;
+        let args = args_of(run(&stub_script(dir.path(), TORCH_SAMPLE, 0), &timing));
+        assert!(args.contains(want), "{want} not in {args}");
+    }
+    let go = |t: &TorchConfig| run(t, &timing);
     let unavailable = r#"{"available": false, "reason": "no CUDA device", "records": []}"#;
     match go(&stub_script(dir.path(), unavailable, 3)) {
         Outcome::Unavailable(why) => assert_eq!(why, "no CUDA device"),
@@ -529,20 +550,37 @@ fn torch_records_merge_into_the_same_table_and_plot() {
 
 #[test]
 fn the_real_baselines_script_runs_or_says_why_not() {
-    // Here (no torch): exit 3 and its reason; on the GPU machine with torch: records.
+    // Here (no torch): exit 3 and its reason; on the GPU machine with torch: records, timed
+    // over three rotated copies.
     let t = bench::torch::TorchConfig::locate();
     let timing = bench::harness::TimingOpts {
         warmup_ms: 1.0,
         rep_ms: 5.0,
+        rotate: bench::harness::Rotate::Copies(3),
         ..Default::default()
     };
     let shapes = vec![vec![256, 1000]];
     let params = kernlab::Params::default();
-    match bench::torch::run_script(&t, Op::Softmax, DType::F32, &shapes, &params, &timing, 1, 0) {
+    let l2 = 60 << 20;
+    match bench::torch::run_script(
+        &t,
+        Op::Softmax,
+        DType::F32,
+        &shapes,
+        &params,
+        &timing,
+        1,
+        0,
+        l2,
+    ) {
         bench::torch::Outcome::Ran(doc) => {
             let recs = bench::torch::to_records(&doc, &shapes, &params, 1000.0).unwrap();
             assert_eq!(recs.len(), 4);
             assert!(recs.iter().all(|r| r.shape == vec![256, 1000]));
+            for r in &recs {
+                assert_eq!(r.status, bench::Status::Ok, "{r:?}");
+                assert_eq!(r.rotate_copies, Some(3), "{r:?}");
+            }
         }
         bench::torch::Outcome::Unavailable(why) => println!("baselines unavailable: {why}"),
         bench::torch::Outcome::Failed(why) => panic!("the baselines script failed: {why}"),

@@ -847,9 +847,10 @@ fn add_torch_baselines(
             &cfg.timing,
             seed,
             d.ordinal,
+            d.props.l2_bytes,
         ) {
             torch::Outcome::Ran(doc) => {
-                let line = torch::describe(&doc, &t.script);
+                let line = torch::describe(&doc, &t.script, cfg.timing.rotate);
                 if !report.torch_notes.contains(&line) {
                     report.torch_notes.push(line);
                 }

@@ -7,7 +7,7 @@
 //! run says so in one line and goes on. Its GB/s, % of copy and speedups are derived here from
 //! kernlab's own byte count and the script's median time, like every other record.
 
-use super::harness::TimingOpts;
+use super::harness::{Rotate, TimingOpts};
 use super::report::{Record, RecordTier, Status};
 use crate::device::DeviceKind;
 use crate::dtype::DType;
@@ -103,6 +103,9 @@ pub struct TorchRecord {
     pub bytes: usize,
     pub gbps: Option<f64>,
     pub note: Option<String>,
+    /// gelu / softmax under `--rotate`: the copies the timed calls cycled through (none: one).
+    #[serde(default)]
+    pub rotate_copies: Option<usize>,
 }
 
 pub fn parse(json: &str) -> crate::Result<TorchDoc> {
@@ -174,6 +177,7 @@ pub fn to_records(
         };
         r.validated = t.validated;
         r.max_rel_err = t.max_rel_err;
+        r.rotate_copies = t.rotate_copies.filter(|&n| n > 1);
         r.note = t.note.clone();
         if t.bytes != r.bytes {
             r.note = Some(format!(
@@ -207,7 +211,8 @@ pub enum Outcome {
     Failed(String),
 }
 
-/// Run the script for one op and dtype over `shapes` on CUDA device `ordinal`.
+/// Run the script for one op and dtype over `shapes` on CUDA device `ordinal`, whose L2
+/// holds `l2_bytes` (what `--rotate auto` counts with, on both sides).
 #[allow(clippy::too_many_arguments)]
 pub fn run_script(
     cfg: &TorchConfig,
@@ -218,6 +223,7 @@ pub fn run_script(
     timing: &TimingOpts,
     seed: u64,
     ordinal: usize,
+    l2_bytes: usize,
 ) -> Outcome {
     if !cfg.script.is_file() {
         return Outcome::Unavailable(format!(
@@ -255,6 +261,10 @@ pub fn run_script(
         .arg("--json")
         .arg(&json)
         .arg("--quiet");
+    if timing.rotate != Rotate::Copies(1) {
+        cmd.args(["--rotate", &timing.rotate.to_string()])
+            .args(["--cache-bytes", &l2_bytes.max(1).to_string()]);
+    }
     if op == Op::Gelu {
         cmd.args(["--gelu", params.gelu.name()]);
     }
@@ -315,11 +325,19 @@ pub fn visible_device(visible: Option<&str>, ordinal: usize) -> String {
     }
 }
 
-/// The header line about a document: versions and device.
-pub fn describe(doc: &TorchDoc, script: &Path) -> String {
+/// The header line about a document: versions, device and how it was timed (`rotate`: the
+/// run's `--rotate`, which the script was given for gelu and softmax).
+pub fn describe(doc: &TorchDoc, script: &Path, rotate: Rotate) -> String {
+    let rotated = match rotate {
+        Rotate::Copies(1) => String::new(),
+        r => format!(
+            "; gelu and softmax calls rotated over copies of the input and output as kernlab's \
+             (--rotate {r}: the same count a shape)"
+        ),
+    };
     format!(
         "PyTorch baselines ({}): torch {}, triton {}, {}; timed by triton.testing.do_bench \
-         (median; L2 flushed by do_bench; --repeat, --graph and --rotate do not apply to them)",
+         (median; L2 flushed by do_bench{rotated}; --repeat and --graph do not apply to them)",
         script.display(),
         doc.torch_version.as_deref().unwrap_or("?"),
         doc.triton_version.as_deref().unwrap_or("?"),
@@ -342,6 +360,35 @@ mod tests {
         assert!(line.contains("-1.0%"), "{line}");
         let none = parse(r#"{"available": true, "records": []}"#).unwrap();
         assert!(copy_comparison(&none, 1.0).is_none());
+    }
+
+    #[test]
+    fn rotated_runs_say_so_and_keep_their_copies() {
+        let rec = |copies: &str| {
+            format!(
+                r#"{{"op": "softmax", "variant": "torch_native", "tier": "torch", "dtype": "bf16",
+                "shape": [4096, 32], "gelu": null, "status": "ok", "validated": true,
+                "max_rel_err": 0.001, "median_ms": 0.005, "p20_ms": 0.004, "p80_ms": 0.006,
+                "bytes": 524288, "gbps": 104.9, "note": null{copies}}}"#
+            )
+        };
+        let doc = parse(&format!(
+            r#"{{"available": true, "records": [{}, {}]}}"#,
+            rec(r#", "rotate_copies": 480"#),
+            rec("")
+        ))
+        .unwrap();
+        let recs = to_records(&doc, &[vec![4096, 32]], &Params::default(), 4000.0).unwrap();
+        assert_eq!(recs[0].rotate_copies, Some(480));
+        assert_eq!(recs[1].rotate_copies, None);
+        let script = Path::new("b.py");
+        let line = describe(&doc, script, Rotate::Auto);
+        assert!(
+            line.contains("rotated") && line.contains("--rotate auto"),
+            "{line}"
+        );
+        assert!(line.contains("--repeat and --graph do not apply"), "{line}");
+        assert!(!describe(&doc, script, Rotate::Copies(1)).contains("rotate"));
     }
 
     #[test]
