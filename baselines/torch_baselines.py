@@ -23,9 +23,8 @@ Every variant is first validated against a float64 reference (gelu/softmax: kern
 element-wise error measure, see `rel_err_array`; matmul/linear: the relative L2 error of each
 checked output row, see `row_rel_l2_array`, on all rows or on a seeded sample of rows for large
 outputs), and only a variant that passes is timed, with `triton.testing.do_bench` (median,
-p20, p80; L2 flushed before each call by do_bench). With `--rotate N|auto` (gelu and softmax,
-as kernlab's `--rotate`) the timed calls cycle through N copies of the input and as many
-outputs, so neither side's figure has its calls reuse one buffer while the other's does not.
+p20, p80; L2 flushed before each call by do_bench). With `--rotate N|auto` (as kernlab's
+`--rotate`) the timed calls cycle through N copies of the inputs and as many outputs, so neither side's figure has its calls reuse one buffer while the other's does not.
 
 Exit codes: 0 the run completed (individual records may still be "failed" or "error");
 1 an unexpected internal error (JSON with the records so far is still written when --json is
@@ -779,7 +778,7 @@ def make_record(op, variant, dtype, shape, gelu, activation=None):
         "error_metric": ERROR_METRICS["gemm" if gemm else "elementwise"],
         "validated_rows": None,
         "max_elem_rel_err": None,
-        # gelu / softmax under --rotate: the copies the timed calls cycled through (null: one)
+        # under --rotate: the copies the timed calls cycled through (null: one)
         "rotate_copies": None,
     }
 
@@ -1240,6 +1239,7 @@ class Bench:
         del ref, idx
         torch.cuda.empty_cache()
 
+        xs = None  # the inputs and their copies for --rotate, made before the first timing
         for v in variants:
             r = recs[v]
             if v not in fns:
@@ -1247,7 +1247,10 @@ class Bench:
                 continue
             fn = fns[v]
             try:
-                med, p20, p80 = self.time(lambda: fn(x, w, b))
+                if xs is None:
+                    xs = self.rotated((x, w, b), r["bytes"])
+                r["rotate_copies"] = len(xs) if len(xs) > 1 else None
+                med, p20, p80 = self.time(self.cycling(fn, xs))
                 r["median_ms"], r["p20_ms"], r["p80_ms"] = med, p20, p80
                 if med and med > 0:
                     r["gbps"] = r["bytes"] / (med * 1e-3) / 1e9
@@ -1265,7 +1268,7 @@ class Bench:
             torch.cuda.empty_cache()
             log(r)
 
-        del x, w, b, fns
+        del x, w, b, xs, fns
         torch.cuda.empty_cache()
         return [recs[v] for v in variants]
 
@@ -1291,33 +1294,36 @@ class Bench:
             kw["return_mode"] = "median"
         return kw
 
-    def rotated(self, x, call_bytes):
-        """x and its copies for --rotate (a call reads x and writes as many bytes: call_bytes
-        in all), so no timed call finds its input in L2 or reuses the last calls' pages. The
-        copies are made only when there is room for them and their outputs."""
+    def rotated(self, inputs, call_bytes):
+        """The tuple of a call's inputs and its copies for --rotate (a call reads them and
+        writes its output: call_bytes in all), so no timed call finds its inputs in L2 or
+        reuses the last calls' pages; None (matmul's bias) stays None. The copies are made
+        only when there is room for them and their outputs."""
         a = self.args
         n = rotate_copies(a.rotate, call_bytes, self.cache_bytes)
         if n > 1:
             free, _ = self.torch.cuda.mem_get_info()
             if n * call_bytes > free:
                 raise RuntimeError(f"--rotate {a.rotate}: {n} copies of {call_bytes} bytes "
-                                   f"(input and output) do not fit in {free} free bytes")
-        return [x] + [x.clone() for _ in range(n - 1)]
+                                   f"(inputs and output) do not fit in {free} free bytes")
+        inputs = tuple(inputs)
+        return [inputs] + [tuple(None if t is None else t.clone() for t in inputs)
+                           for _ in range(n - 1)]
 
     @staticmethod
     def cycling(fn, xs):
-        """A call of fn on the next of xs, its output kept until that copy comes round again,
-        so the outputs rotate as well (each call's output lands in a block freed n + 1 calls
-        earlier). With one copy: fn(x), nothing kept."""
+        """A call of fn on the next tuple of xs, its output kept until that copy comes round
+        again, so the outputs rotate as well (each call's output lands in a block freed n + 1
+        calls earlier). With one copy: fn(*xs[0]), nothing kept."""
         if len(xs) == 1:
-            x = xs[0]
-            return lambda: fn(x)
+            args = xs[0]
+            return lambda: fn(*args)
         ring = [None] * len(xs)
         state = [0]
 
         def call():
             i = state[0]
-            ring[i] = fn(xs[i])
+            ring[i] = fn(*xs[i])
             state[0] = (i + 1) % len(xs)
 
         return call
@@ -1457,7 +1463,7 @@ class Bench:
             fn = fns[v]
             try:
                 if xs is None:
-                    xs = self.rotated(x, r["bytes"])
+                    xs = self.rotated((x,), r["bytes"])
                 r["rotate_copies"] = len(xs) if len(xs) > 1 else None
                 med, p20, p80 = self.time(self.cycling(fn, xs))
                 r["median_ms"], r["p20_ms"], r["p80_ms"] = med, p20, p80
@@ -1932,10 +1938,10 @@ def build_parser():
                         "torch_compile compiles torch_manual for gelu/softmax, torch_native for "
                         "matmul/linear")
     p.add_argument("--rotate", type=str, default="1",
-                   help="gelu/softmax: cycle the timed calls through N copies of the input (and "
-                        "as many outputs), or 'auto': as many as make the copies 4x the L2, at "
-                        "most 1024, as kernlab's --rotate (default 1: one buffer, do_bench's "
-                        "usual way); matmul and linear are not rotated")
+                   help="cycle the timed calls through N copies of the inputs (and as many "
+                        "outputs), or 'auto': as many as make the copies 4x the L2, at most "
+                        "1024, as kernlab's --rotate (default 1: one buffer, do_bench's usual "
+                        "way)")
     p.add_argument("--cache-bytes", type=int, default=None,
                    help="the L2 size --rotate auto counts with (default: the device's, from torch)")
     p.add_argument("--quiet", action="store_true", help="no per-variant progress on stderr")

@@ -518,13 +518,13 @@ struct RunArgs {
     /// Cycle through N copies of the input (and output) buffers, call by call; `auto`: as many
     /// as make the copies (inputs and output) 4× the L2 (the CPU's last-level cache), at most
     /// 1024, so that no call finds its input still cached (even lines loaded L2::evict_last,
-    /// which the flush leaves); not with --graph. With --torch, the PyTorch columns of gelu and
-    /// softmax are rotated the same way
+    /// which the flush leaves); not with --graph. With --torch, the PyTorch columns are rotated
+    /// the same way
     #[arg(long, value_name = "N|auto", default_value = "1")]
     rotate: crate::bench::harness::Rotate,
     /// Also run baselines/torch_baselines.py (or $KERNLAB_BASELINES) with python3 (or
     /// $KERNLAB_PYTHON): PyTorch manual and native, torch.compile and Triton, as extra columns
-    /// (timed by do_bench; gelu and softmax with --rotate's copies)
+    /// (timed by do_bench, with --rotate's copies)
     #[arg(long)]
     torch: bool,
     /// Measure the matmul ceiling again instead of reading it from the cache

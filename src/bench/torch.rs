@@ -326,12 +326,12 @@ pub fn visible_device(visible: Option<&str>, ordinal: usize) -> String {
 }
 
 /// The header line about a document: versions, device and how it was timed (`rotate`: the
-/// run's `--rotate`, which the script was given for gelu and softmax).
+/// run's `--rotate`, which the script was given too).
 pub fn describe(doc: &TorchDoc, script: &Path, rotate: Rotate) -> String {
     let rotated = match rotate {
         Rotate::Copies(1) => String::new(),
         r => format!(
-            "; gelu and softmax calls rotated over copies of the input and output as kernlab's \
+            "; calls rotated over copies of the inputs and output as kernlab's \
              (--rotate {r}: the same count a shape)"
         ),
     };
