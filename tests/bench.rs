@@ -581,6 +581,29 @@ fn the_real_baselines_script_runs_or_says_why_not() {
                 assert_eq!(r.status, bench::Status::Ok, "{r:?}");
                 assert_eq!(r.rotate_copies, Some(3), "{r:?}");
             }
+            // A GEMM's a, w (and bias) rotate too.
+            let shapes = vec![vec![128, 192, 64]];
+            match bench::torch::run_script(
+                &t,
+                Op::Linear,
+                DType::F32,
+                &shapes,
+                &params,
+                &timing,
+                1,
+                0,
+                l2,
+            ) {
+                bench::torch::Outcome::Ran(doc) => {
+                    let recs = bench::torch::to_records(&doc, &shapes, &params, 1000.0).unwrap();
+                    assert!(!recs.is_empty());
+                    for r in &recs {
+                        assert_eq!(r.status, bench::Status::Ok, "{r:?}");
+                        assert_eq!(r.rotate_copies, Some(3), "{r:?}");
+                    }
+                }
+                o => panic!("the baselines script on a linear: {o:?}"),
+            }
         }
         bench::torch::Outcome::Unavailable(why) => println!("baselines unavailable: {why}"),
         bench::torch::Outcome::Failed(why) => panic!("the baselines script failed: {why}"),
