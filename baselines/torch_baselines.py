@@ -726,6 +726,10 @@ def check_contract(doc):
             else:
                 need(t is None, f"{where}: {r['status']} but 'tflops' set")
         need(r["status"] in ("ok", "failed", "error"), f"{where}: bad status")
+        rc = r.get("rotate_copies")  # optional (older documents lack it)
+        need(rc is None or (isinstance(rc, int) and not isinstance(rc, bool) and rc >= 2
+                            and r["status"] == "ok"),
+             f"{where}: 'rotate_copies' is neither null nor a count of at least 2 on an ok record")
         need(isinstance(r["validated"], bool), f"{where}: 'validated' is not a bool")
         need(isinstance(r["bytes"], int) and r["bytes"] > 0, f"{where}: bad bytes")
         for k in ("max_rel_err", "median_ms", "p20_ms", "p80_ms", "gbps"):
@@ -1249,8 +1253,8 @@ class Bench:
             try:
                 if xs is None:
                     xs = self.rotated((x, w, b), r["bytes"])
+                med, p20, p80 = self.time(self.cycling(fn, xs, torch.cuda.synchronize))
                 r["rotate_copies"] = len(xs) if len(xs) > 1 else None
-                med, p20, p80 = self.time(self.cycling(fn, xs))
                 r["median_ms"], r["p20_ms"], r["p80_ms"] = med, p20, p80
                 if med and med > 0:
                     r["gbps"] = r["bytes"] / (med * 1e-3) / 1e9
@@ -1298,23 +1302,29 @@ class Bench:
         """The tuple of a call's inputs and its copies for --rotate (a call reads them and
         writes its output: call_bytes in all), so no timed call finds its inputs in L2 or
         reuses the last calls' pages; None (matmul's bias) stays None. The copies are made
-        only when there is room for them and their outputs."""
+        only when there is room for them, their outputs (one more while a ring slot is being
+        replaced) and do_bench's flush buffer (256 MiB)."""
         a = self.args
         n = rotate_copies(a.rotate, call_bytes, self.cache_bytes)
         if n > 1:
             free, _ = self.torch.cuda.mem_get_info()
-            if n * call_bytes > free:
+            need = (n + 1) * call_bytes + (256 << 20)
+            if need > free:
                 raise RuntimeError(f"--rotate {a.rotate}: {n} copies of {call_bytes} bytes "
-                                   f"(inputs and output) do not fit in {free} free bytes")
+                                   f"(inputs and output) and the flush buffer need {need} "
+                                   f"bytes; {free} are free")
         inputs = tuple(inputs)
         return [inputs] + [tuple(None if t is None else t.clone() for t in inputs)
                            for _ in range(n - 1)]
 
     @staticmethod
-    def cycling(fn, xs):
-        """A call of fn on the next tuple of xs, its output kept until that copy comes round
-        again, so the outputs rotate as well (each call's output lands in a block freed n + 1
-        calls earlier). With one copy: fn(*xs[0]), nothing kept."""
+    def cycling(fn, xs, sync=None):
+        """A call of fn on the next tuple of xs, its output kept in a ring slot until that copy
+        comes round again, so the outputs move between blocks as well (which block a call
+        gets is the caching allocator's choice). With several copies the ring is filled once
+        (one call on every copy, then `sync()`) before the closure is returned, so no timed
+        call pays for a first allocation (as kernlab warms every copy). With one copy:
+        fn(*xs[0]), nothing kept."""
         if len(xs) == 1:
             args = xs[0]
             return lambda: fn(*args)
@@ -1326,6 +1336,10 @@ class Bench:
             ring[i] = fn(*xs[i])
             state[0] = (i + 1) % len(xs)
 
+        for _ in xs:
+            call()
+        if sync is not None:
+            sync()
         return call
 
     def time(self, fn):
@@ -1464,8 +1478,8 @@ class Bench:
             try:
                 if xs is None:
                     xs = self.rotated((x,), r["bytes"])
+                med, p20, p80 = self.time(self.cycling(fn, xs, torch.cuda.synchronize))
                 r["rotate_copies"] = len(xs) if len(xs) > 1 else None
-                med, p20, p80 = self.time(self.cycling(fn, xs))
                 r["median_ms"], r["p20_ms"], r["p80_ms"] = med, p20, p80
                 r["gbps"] = r["bytes"] / (med * 1e-3) / 1e9 if med and med > 0 else None
                 if p20 is None:
@@ -1533,7 +1547,8 @@ def run_benchmarks(torch, args):
         "device": torch.cuda.get_device_name(torch.cuda.current_device()),
         "seed": int(args.seed),
         "cuda_version": torch.version.cuda,
-        "timer": "triton.testing.do_bench, L2 flushed before each call",
+        "timer": "triton.testing.do_bench, L2 flushed before each call, Python's garbage "
+                 "collector off while it runs",
         "rotate": args.rotate,
         "warmup_ms": args.warmup_ms,
         "rep_ms": args.rep_ms,
@@ -1626,6 +1641,17 @@ def self_test():
     check(rotate_copies("auto", (8 << 20) + 1, l2) == 30, "rotate auto rounds up")
     check(rotate_copies("auto", 1 << 30, l2) == 1, "rotate auto past 4x L2")
     check(rotate_copies("auto", 16, l2) == ROTATE_MAX_COPIES, "rotate auto at most 1024")
+    seen, synced = [], []
+    call = Bench.cycling(lambda a, b: seen.append((a, b)) or [a], [(1, None), (2, None), (3, None)],
+                         lambda: synced.append(len(seen)))
+    check(seen == [(1, None), (2, None), (3, None)] and synced == [3],
+          "cycling fills the ring (one call a copy) and syncs before it returns")
+    for _ in range(4):
+        call()
+    check([a for a, _ in seen[3:]] == [1, 2, 3, 1], "cycling takes the copies in turn")
+    one = []
+    call = Bench.cycling(lambda a: one.append(a), [(7,)], lambda: one.append("sync"))
+    check(one == [] and (call() or one == [7]), "one copy: no warm-up, the plain call")
     check(softmax_num_warps(1024) == 4 and softmax_num_warps(2048) == 8
           and softmax_num_warps(4096) == 16 and softmax_num_warps(131072) == 16, "num_warps")
 
@@ -1938,8 +1964,8 @@ def build_parser():
                         "torch_compile compiles torch_manual for gelu/softmax, torch_native for "
                         "matmul/linear")
     p.add_argument("--rotate", type=str, default="1",
-                   help="cycle the timed calls through N copies of the inputs (and as many "
-                        "outputs), or 'auto': as many as make the copies 4x the L2, at most "
+                   help="cycle the timed calls through N copies of the inputs (each call's "
+                        "output kept until its copy comes round again), or 'auto': as many as make the copies 4x the L2, at most "
                         "1024, as kernlab's --rotate (default 1: one buffer, do_bench's usual "
                         "way)")
     p.add_argument("--cache-bytes", type=int, default=None,

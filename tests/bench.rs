@@ -474,6 +474,7 @@ fn the_torch_baselines_script_is_run_with_the_run_s_op_shapes_and_dtype() {
         let args = args_of(run(&stub_script(dir.path(), TORCH_SAMPLE, 0), &timing));
         assert!(args.contains(want), "{want} not in {args}");
     }
+    timing.rotate = bench::harness::Rotate::Copies(1);
     let go = |t: &TorchConfig| run(t, &timing);
     let unavailable = r#"{"available": false, "reason": "no CUDA device", "records": []}"#;
     match go(&stub_script(dir.path(), unavailable, 3)) {
@@ -500,6 +501,72 @@ fn the_torch_baselines_script_is_run_with_the_run_s_op_shapes_and_dtype() {
         Outcome::Unavailable(why) => assert!(why.contains("KERNLAB_BASELINES"), "{why}"),
         o => panic!("{o:?}"),
     }
+}
+
+/// The script's `--rotate auto` count for every op (its own byte count and rule, run by
+/// python3 without torch) is kernlab's, so "the same count a shape" in the header holds.
+#[test]
+fn the_baselines_script_rotates_as_many_copies_as_kernlab() {
+    use bench::harness::Rotate;
+    let cases: Vec<(Op, DType, Vec<usize>)> = vec![
+        (Op::Softmax, DType::BF16, vec![4096, 32]),
+        (Op::Softmax, DType::F32, vec![4096, 256]),
+        (Op::Softmax, DType::F32, vec![7, 1000]),
+        (Op::Gelu, DType::F16, vec![1024, 4097]),
+        (Op::Softmax, DType::F32, vec![256, 1 << 20]),
+        (Op::Matmul, DType::BF16, vec![128, 192, 64]),
+        (Op::Linear, DType::F32, vec![1000, 300, 77]),
+        (Op::Linear, DType::BF16, vec![8192, 8192, 8192]),
+    ];
+    let l2 = 60usize << 20;
+    let calls = cases
+        .iter()
+        .map(|(op, dt, s)| {
+            let shape = s
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!("print(rotate_copies('auto', record_bytes('{op}', '{dt}', ({shape},)), {l2}))")
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let code = format!(
+        "import importlib.util as u\n\
+         s = u.spec_from_file_location('tb', 'baselines/torch_baselines.py')\n\
+         m = u.module_from_spec(s); s.loader.exec_module(m)\n\
+         rotate_copies, record_bytes = m.rotate_copies, m.record_bytes\n{calls}\n"
+    );
+    if !std::path::Path::new("baselines/torch_baselines.py").is_file() {
+        println!("skipped: baselines/torch_baselines.py is not here");
+        return;
+    }
+    let out = match std::process::Command::new("python3")
+        .args(["-c", &code])
+        .output()
+    {
+        Ok(o) => o,
+        Err(_) => {
+            println!("skipped: no python3");
+            return;
+        }
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Vec<usize> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    let want: Vec<usize> = cases
+        .iter()
+        .map(|(op, dt, s)| Rotate::Auto.copies(bench::min_bytes(*op, s, *dt), l2))
+        .collect();
+    assert_eq!(got, want);
+    // The cases cover the rule's range: at most 1024, exactly 1 past 4x L2, and between.
+    assert!(want.contains(&1) && want.iter().any(|&n| n > 1 && n < 1024));
 }
 
 #[test]

@@ -103,7 +103,8 @@ pub struct TorchRecord {
     pub bytes: usize,
     pub gbps: Option<f64>,
     pub note: Option<String>,
-    /// gelu / softmax under `--rotate`: the copies the timed calls cycled through (none: one).
+    /// Under `--rotate`: the copies the timed calls cycled through (none: one; set on `ok`
+    /// records only).
     #[serde(default)]
     pub rotate_copies: Option<usize>,
 }
@@ -177,7 +178,7 @@ pub fn to_records(
         };
         r.validated = t.validated;
         r.max_rel_err = t.max_rel_err;
-        r.rotate_copies = t.rotate_copies.filter(|&n| n > 1);
+        r.rotate_copies = t.rotate_copies.filter(|&n| n > 1 && t.status == "ok");
         r.note = t.note.clone();
         if t.bytes != r.bytes {
             r.note = Some(format!(
@@ -373,14 +374,16 @@ mod tests {
             )
         };
         let doc = parse(&format!(
-            r#"{{"available": true, "records": [{}, {}]}}"#,
+            r#"{{"available": true, "records": [{}, {}, {}, {}]}}"#,
             rec(r#", "rotate_copies": 480"#),
-            rec("")
+            rec(""),
+            rec(r#", "rotate_copies": 1"#),
+            rec(r#", "rotate_copies": 480"#).replace(r#""status": "ok""#, r#""status": "error""#)
         ))
         .unwrap();
         let recs = to_records(&doc, &[vec![4096, 32]], &Params::default(), 4000.0).unwrap();
-        assert_eq!(recs[0].rotate_copies, Some(480));
-        assert_eq!(recs[1].rotate_copies, None);
+        let copies: Vec<_> = recs.iter().map(|r| r.rotate_copies).collect();
+        assert_eq!(copies, [Some(480), None, None, None]);
         let script = Path::new("b.py");
         let line = describe(&doc, script, Rotate::Auto);
         assert!(
