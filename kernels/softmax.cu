@@ -927,6 +927,38 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
 // one half reads while the other exchanges and writes. Measured on the H200: +10% at f32 4 Mi
 // (2 groups of 132), +3% at 1 Mi (8 of 33), −3% at 262144 (33 of 8), where the many groups
 // are out of step anyway; the launcher runs it from 16 CTAs a row.
+// KL_V9_TRACE=1 (KERNLAB_NVRTC_DEFINES, for experiments; `examples/v9_trace.rs` reads it back):
+// thread 0 of each v9 CTA stamps %globaltimer (ns, the GPU's one clock) KL_V9_STAMPS times a
+// row it walks — at the loop's top, after the ping-pong wait (its loads go out), once its part
+// is reduced (a block barrier: every load of the CTA has landed), once the exchange is done,
+// and once its own stores are issued — into
+// kl_v9_trace[(iteration · KL_V9_TRACE_CTAS + CTA) · KL_V9_STAMPS + k], for the first
+// KL_V9_TRACE_ITERS iterations and KL_V9_TRACE_CTAS CTAs. CTA 0 writes the launch's shape to
+// kl_v9_trace_meta: grid, G, the ping-pong form (0/1) and rows. Without the macro nothing of
+// this is compiled. Traced, the ping-pong forms (what `auto` runs from 16 CTAs a row) keep
+// their registers with no spill; the plain f32 form spills 20 bytes (ptxas, sm_90a), and
+// stamps written through shared memory or one asm block spilled more.
+#ifndef KL_V9_TRACE
+#define KL_V9_TRACE 0
+#endif
+#define KL_V9_STAMPS 5
+#if KL_V9_TRACE
+#define KL_V9_TRACE_ITERS 64
+#define KL_V9_TRACE_CTAS 1024
+__device__ unsigned long long kl_v9_trace[KL_V9_TRACE_ITERS * KL_V9_TRACE_CTAS * KL_V9_STAMPS];
+__device__ unsigned long long kl_v9_trace_meta[4];
+template <int K> __device__ __forceinline__ void v9_stamp(unsigned iter) {
+    if (threadIdx.x == 0 && iter < KL_V9_TRACE_ITERS && blockIdx.x < KL_V9_TRACE_CTAS) {
+        unsigned long long t;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory");
+        kl_v9_trace[((size_t)iter * KL_V9_TRACE_CTAS + blockIdx.x) * KL_V9_STAMPS + K] = t;
+    }
+}
+#define KL_V9_STAMP(K) v9_stamp<K>(iter)
+#else
+#define KL_V9_STAMP(K)
+#endif
+
 template <class T, int K, bool PP>
 __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
                                     i64 ldx, i64 ldy, int lg, int G, SplitHeader* hdr,
@@ -942,8 +974,17 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
     // half reads while the other exchanges and writes. Each wait is for an earlier publish,
     // and a partner that waits has a row at that step, so nothing waits in a cycle.
     const int half = G > 1 ? groups / 2 : 0;
+#if KL_V9_TRACE
+    if (blockIdx.x == 0 && tid == 0) {
+        kl_v9_trace_meta[0] = gridDim.x;
+        kl_v9_trace_meta[1] = (unsigned long long)G;
+        kl_v9_trace_meta[2] = PP ? 1 : 0;
+        kl_v9_trace_meta[3] = (unsigned long long)rows;
+    }
+#endif
     unsigned iter = 0;
     for (i64 row = g; g < groups && row < rows; row += groups, ++iter) {
+        KL_V9_STAMP(0);
         if constexpr (PP) {
             if (g < 2 * half && (g >= half || iter > 0)) {
                 if (tid == 0) {
@@ -955,11 +996,13 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
                 __syncthreads();
             }
         }
+        KL_V9_STAMP(1);
         const OnchipPart<T, K> part(x + row * ldx, cols, G, rank, v9_part);
         MaxSum st = part.maxsum(lg);
         // Scratch buffers as in v6: with G > 1 the exchange's reduction (scratch[1]) separates
         // one row's reads of scratch[0] from the next row's writes; with G = 1 rows alternate.
         st = block_maxsum(st, scratch[G > 1 ? 0 : (iter & 1)]);
+        KL_V9_STAMP(2);
         if (G > 1) {
             SplitSlot* s = slots + (size_t)(iter & 1) * gridDim.x;
             const unsigned seq = iter + 1;
@@ -968,7 +1011,9 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
             for (int q = tid; q < G; q += nt) all = maxsum_merge(all, split_wait(s + g * G + q, seq));
             st = block_maxsum(all, scratch[1]);
         }
+        KL_V9_STAMP(3);
         part.store(y + row * ldy, st.m, st.s, lg);
+        KL_V9_STAMP(4);
     }
     split_finish(hdr, slots, G > 1 ? 2 * gridDim.x : 0);
 }

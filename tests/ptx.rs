@@ -405,6 +405,52 @@ fn softmax_v9_uses_cp_async_and_the_global_exchange() {
     }
 }
 
+/// `KL_V9_TRACE=1` (examples/v9_trace.rs) gives every v9 kernel its five %globaltimer stamps,
+/// and the ping-pong forms (what `auto` runs from 16 CTAs a row, the rows worth tracing) keep
+/// them with no spill; the default build has none.
+#[test]
+fn softmax_v9_carries_its_trace_stamps_only_when_asked() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let src = kernels::ALL
+        .iter()
+        .find(|s| s.file == "softmax.cu")
+        .unwrap();
+    let mut opts = nvrtc::base_options("sm_90a");
+    opts.push("-DKL_V9_TRACE=1".into());
+    let traced = nvrtc::compile(src, "sm_90a", &opts, "(all)").unwrap_or_else(|e| panic!("{e}"));
+    let plain = softmax_sm90a();
+    assert!(
+        traced.ptx.contains(".global .align 8 .b8 kl_v9_trace["),
+        "no trace buffer"
+    );
+    assert!(
+        !plain.ptx.contains("kl_v9_trace"),
+        "the default build has a trace buffer"
+    );
+    for sym in ["f32", "bf16", "f16"]
+        .iter()
+        .flat_map(|dt| ["gridsync", "pingpong"].map(|form| format!("softmax_v9_{form}_{dt}")))
+    {
+        let body = ptx_entry_body(&traced.ptx, &sym).unwrap();
+        assert_eq!(body.matches("%globaltimer").count(), 5, "{sym}");
+        let info = traced.ptxas_info(&sym).unwrap();
+        if sym.contains("pingpong") {
+            assert_eq!(
+                (info.spill_store_bytes, info.spill_load_bytes),
+                (0, 0),
+                "{sym} spills when traced: {info:?}"
+            );
+        }
+        let body = ptx_entry_body(&plain.ptx, &sym).unwrap();
+        assert!(
+            !body.contains("%globaltimer"),
+            "{sym} is stamped by default"
+        );
+    }
+}
+
 #[test]
 fn a_compile_error_names_the_file_the_kernel_and_shows_the_log() {
     if !nvrtc_or_skip() {

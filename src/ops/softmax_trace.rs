@@ -1,0 +1,337 @@
+//! v9's row timeline from the kernel's own clock: where a wide row's time goes between its
+//! CTAs' loads, the exchange and the writes. An experiment's tool. The kernels carry the
+//! stamps only when built with `KERNLAB_NVRTC_DEFINES=KL_V9_TRACE=1` (kernels/softmax.cu, above
+//! `softmax_v9_gridsync`); `examples/v9_trace.rs` launches v9 that way, reads the stamps back
+//! and prints [`Summary`].
+//!
+//! Thread 0 of each CTA stamps `%globaltimer` (ns, one clock for the whole GPU) five times a
+//! row: 0 at the loop's top, 1 once the ping-pong wait is over (its loads go out), 2 once its
+//! part is reduced (after a block barrier: every load of the CTA has landed), 3 once the
+//! exchange is done, 4 once its own stores are issued.
+
+use crate::device::CudaDevice;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+
+/// Stamps a CTA and row (`KL_V9_STAMPS`).
+pub const STAMPS: usize = 5;
+/// Iterations (rows a group walks) and CTAs the kernel keeps stamps for
+/// (`KL_V9_TRACE_ITERS`, `KL_V9_TRACE_CTAS`).
+pub const ITERS: usize = 64;
+pub const CTAS: usize = 1024;
+
+/// The traced launch's shape, as its CTA 0 wrote it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta {
+    pub grid: usize,
+    /// CTAs a row.
+    pub g: usize,
+    pub pingpong: bool,
+    pub rows: usize,
+}
+
+impl Meta {
+    pub fn groups(&self) -> usize {
+        self.grid / self.g.max(1)
+    }
+}
+
+fn trace_globals(
+    dev: &CudaDevice,
+    dt: DType,
+) -> Result<std::sync::Arc<cudarc::driver::CudaModule>> {
+    let (module, _) = dev.module(
+        &crate::kernels::SOFTMAX,
+        &format!("softmax_v9_gridsync_{dt}"),
+    )?;
+    Ok(module)
+}
+
+fn missing(e: cudarc::driver::DriverError) -> Error {
+    Error::Invalid(format!(
+        "no v9 trace in the loaded softmax module ({e}): the kernels were built without \
+         KL_V9_TRACE; run with KERNLAB_NVRTC_DEFINES=KL_V9_TRACE=1"
+    ))
+}
+
+/// Zero the stamps and the shape before a traced launch.
+pub fn clear(dev: &CudaDevice, dt: DType) -> Result<()> {
+    let module = trace_globals(dev, dt)?;
+    for name in ["kl_v9_trace", "kl_v9_trace_meta"] {
+        let mut g = module.get_global(name, &dev.stream).map_err(missing)?;
+        dev.stream
+            .memset_zeros(&mut g)
+            .map_err(|e| Error::driver("cuMemsetD8Async (v9 trace)", e))?;
+    }
+    dev.sync()
+}
+
+/// The shape and the stamps of the last traced launch (after it has finished): stamp k of CTA
+/// b in iteration i at `(i · CTAS + b) · STAMPS + k`, 0 where none was written.
+pub fn read(dev: &CudaDevice, dt: DType) -> Result<(Meta, Vec<u64>)> {
+    let module = trace_globals(dev, dt)?;
+    let get = |name: &str, n: usize| -> Result<Vec<u64>> {
+        let g = module.get_global(name, &dev.stream).map_err(missing)?;
+        let mut bytes = vec![0u8; n * 8];
+        if g.len() != bytes.len() {
+            return Err(Error::Invalid(format!(
+                "{name} holds {} bytes, this build expects {}: kernels/softmax.cu and \
+                 src/ops/softmax_trace.rs disagree",
+                g.len(),
+                bytes.len()
+            )));
+        }
+        dev.stream
+            .memcpy_dtoh(&g, &mut bytes)
+            .map_err(|e| Error::driver("cuMemcpyDtoHAsync (v9 trace)", e))?;
+        dev.sync()?;
+        Ok(bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect())
+    };
+    let m = get("kl_v9_trace_meta", 4)?;
+    let meta = Meta {
+        grid: m[0] as usize,
+        g: m[1] as usize,
+        pingpong: m[2] != 0,
+        rows: m[3] as usize,
+    };
+    if meta.grid == 0 || meta.g == 0 {
+        return Err(Error::Invalid(
+            "the v9 trace is empty: no traced v9 launch ran since it was cleared".into(),
+        ));
+    }
+    Ok((meta, get("kl_v9_trace", ITERS * CTAS * STAMPS)?))
+}
+
+/// One row's timeline, ns: means over its CTAs where a figure is per CTA.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RowTimes {
+    /// Loop top to loads out (the ping-pong wait).
+    pub wait_turn: f64,
+    /// Loads out to the part reduced.
+    pub load: f64,
+    /// The last CTA's reduce minus the first's.
+    pub skew: f64,
+    /// The first CTA done with the exchange minus the last CTA's reduce: what the exchange
+    /// costs once every part is in (publish, visibility, poll, barrier).
+    pub exchange: f64,
+    /// Part reduced to exchange done: a CTA's wait for its peers and the exchange.
+    pub idle: f64,
+    /// Exchange done to thread 0's stores issued.
+    pub store: f64,
+    /// Loop top to stores issued.
+    pub total: f64,
+}
+
+/// The rows whose every CTA left all its stamps (iterations and CTAs past the kernel's
+/// limits, or never reached, are skipped).
+pub fn rows(meta: &Meta, stamps: &[u64]) -> Vec<RowTimes> {
+    let groups = meta.groups();
+    let mut out = Vec::new();
+    for i in 0..ITERS {
+        for g in 0..groups {
+            let ctas = g * meta.g..(g + 1) * meta.g;
+            if ctas.end > CTAS {
+                continue;
+            }
+            let st = |b: usize, k: usize| stamps.get((i * CTAS + b) * STAMPS + k).copied();
+            let all: Option<Vec<[f64; STAMPS]>> = ctas
+                .clone()
+                .map(|b| {
+                    let mut s = [0.0; STAMPS];
+                    for (k, v) in s.iter_mut().enumerate() {
+                        *v = st(b, k).filter(|&t| t != 0)? as f64;
+                    }
+                    Some(s)
+                })
+                .collect();
+            let Some(s) = all else { continue };
+            let n = s.len() as f64;
+            let mean = |f: &dyn Fn(&[f64; STAMPS]) -> f64| s.iter().map(f).sum::<f64>() / n;
+            let max = |k: usize| s.iter().map(|c| c[k]).fold(f64::MIN, f64::max);
+            let min = |k: usize| s.iter().map(|c| c[k]).fold(f64::MAX, f64::min);
+            out.push(RowTimes {
+                wait_turn: mean(&|c| c[1] - c[0]),
+                load: mean(&|c| c[2] - c[1]),
+                skew: max(2) - min(2),
+                exchange: min(3) - max(2),
+                idle: mean(&|c| c[3] - c[2]),
+                store: mean(&|c| c[4] - c[3]),
+                total: mean(&|c| c[4] - c[0]),
+            });
+        }
+    }
+    out
+}
+
+/// Medians over the traced rows, ns, and the kernel's span (first stamp to last).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    pub rows: usize,
+    pub wait_turn: f64,
+    pub load: f64,
+    pub skew: f64,
+    pub exchange: f64,
+    pub idle: f64,
+    pub store: f64,
+    pub total: f64,
+    /// Σ idle / Σ total over the rows: the share of a CTA's row time spent waiting.
+    pub idle_share: f64,
+    pub span: f64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+pub fn summarize(rows: &[RowTimes], stamps: &[u64]) -> Summary {
+    let col = |f: fn(&RowTimes) -> f64| median(rows.iter().map(f).collect());
+    let (lo, hi) = stamps
+        .iter()
+        .filter(|&&t| t != 0)
+        .fold((u64::MAX, 0), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+    let idle: f64 = rows.iter().map(|r| r.idle).sum();
+    let total: f64 = rows.iter().map(|r| r.total).sum();
+    Summary {
+        rows: rows.len(),
+        wait_turn: col(|r| r.wait_turn),
+        load: col(|r| r.load),
+        skew: col(|r| r.skew),
+        exchange: col(|r| r.exchange),
+        idle: col(|r| r.idle),
+        store: col(|r| r.store),
+        total: col(|r| r.total),
+        idle_share: if total > 0.0 { idle / total } else { f64::NAN },
+        span: if hi > lo { (hi - lo) as f64 } else { 0.0 },
+    }
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let us = |ns: f64| ns / 1e3;
+        writeln!(
+            f,
+            "{} rows traced; medians a row, µs (a CTA's figures averaged over the row's CTAs):",
+            self.rows
+        )?;
+        writeln!(
+            f,
+            "  waiting its turn (ping-pong)   {:8.2}",
+            us(self.wait_turn)
+        )?;
+        writeln!(f, "  loads out → part reduced       {:8.2}", us(self.load))?;
+        writeln!(f, "  skew of the parts' reduce      {:8.2}", us(self.skew))?;
+        writeln!(
+            f,
+            "  last reduce → first exchanged  {:8.2}",
+            us(self.exchange)
+        )?;
+        writeln!(f, "  a CTA's wait (reduce → exch.)  {:8.2}", us(self.idle))?;
+        writeln!(f, "  stores issued (thread 0)       {:8.2}", us(self.store))?;
+        writeln!(f, "  loop top → stores issued       {:8.2}", us(self.total))?;
+        writeln!(
+            f,
+            "  share of row time waiting      {:7.1}%",
+            100.0 * self.idle_share
+        )?;
+        write!(f, "  first stamp → last stamp       {:8.2}", us(self.span))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Stamps for a launch of two groups of two CTAs, two iterations, from a closure
+    /// (iteration, CTA) → the five stamps.
+    fn stamps(f: impl Fn(usize, usize) -> [u64; STAMPS]) -> Vec<u64> {
+        let mut v = vec![0u64; ITERS * CTAS * STAMPS];
+        for i in 0..2 {
+            for b in 0..4 {
+                let s = f(i, b);
+                v[(i * CTAS + b) * STAMPS..][..STAMPS].copy_from_slice(&s);
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn a_row_s_timeline_comes_from_its_own_ctas() {
+        let meta = Meta {
+            grid: 4,
+            g: 2,
+            pingpong: false,
+            rows: 4,
+        };
+        // CTA b of iteration i starts at 100·i µs; its part is reduced 10 + b µs after its
+        // loads go out (1 µs after the top), the exchange ends 3 µs after the row's last reduce
+        // (CTA 1 of a group ends 0.5 µs later) and the stores take 2 µs.
+        let v = stamps(|i, b| {
+            let t0 = 100_000 * i as u64 + 1_000_000;
+            let last = t0 + 1_000 + 10_000 + ((b / 2) * 2 + 1) as u64 * 1_000;
+            let t2 = t0 + 1_000 + 10_000 + b as u64 * 1_000;
+            let t3 = last + 3_000 + (b % 2) as u64 * 500;
+            [t0, t0 + 1_000, t2, t3, t3 + 2_000]
+        });
+        let r = rows(&meta, &v);
+        assert_eq!(r.len(), 4);
+        // Group 0 (CTAs 0, 1): reduces at +11 and +12 µs, exchange done at +15 and +15.5.
+        let g0 = r[0];
+        assert_eq!(g0.wait_turn, 1_000.0);
+        assert_eq!(g0.load, 10_500.0);
+        assert_eq!(g0.skew, 1_000.0);
+        assert_eq!(g0.exchange, 3_000.0);
+        assert_eq!(g0.idle, (4_000.0 + 3_500.0) / 2.0);
+        assert_eq!(g0.store, 2_000.0);
+        assert_eq!(g0.total, (17_000.0 + 17_500.0) / 2.0);
+        // Group 1 (CTAs 2, 3) is its own row: reduces at +13 and +14 µs.
+        assert_eq!(r[1].load, 12_500.0);
+        assert_eq!(r[1].exchange, 3_000.0);
+        let s = summarize(&r, &v);
+        assert_eq!(s.rows, 4);
+        assert_eq!(s.exchange, 3_000.0);
+        assert_eq!(s.skew, 1_000.0);
+        // Idle 3.75 µs a row; totals 17.25 µs (group 0) and 19.25 µs (group 1), twice each.
+        assert!((s.idle_share - 15_000.0 / 73_000.0).abs() < 1e-12);
+        // From the first top (1 000 000) to the last store: iteration 1's CTA 3, 19.5 µs
+        // after its top at 1 100 000.
+        assert_eq!(s.span, 119_500.0);
+        let text = s.to_string();
+        assert!(
+            text.contains("4 rows traced") && text.contains("3.00"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn rows_with_a_missing_stamp_are_skipped() {
+        let meta = Meta {
+            grid: 4,
+            g: 2,
+            pingpong: true,
+            rows: 3,
+        };
+        // Iteration 1 of group 1 never ran (3 rows: group 1 walks one), CTA 3 of it has zeros.
+        let v = stamps(|i, b| {
+            if i == 1 && b >= 2 {
+                [0; STAMPS]
+            } else {
+                [1, 2, 3, 4, 5].map(|k| k * 1_000 + 10_000 * i as u64 + b as u64)
+            }
+        });
+        let r = rows(&meta, &v);
+        assert_eq!(r.len(), 3);
+        assert!(summarize(&[], &v).exchange.is_nan());
+    }
+}
