@@ -24,15 +24,13 @@ fn main() -> Result<()> {
         .map_or(Ok(DType::F32), |s| s.parse())
         .map_err(anyhow::Error::msg)?;
     let calls: usize = a.get(3).map_or(Ok(3), |s| s.parse()).context("CALLS")?;
-    ensure!(
-        std::env::var("KERNLAB_NVRTC_DEFINES").is_ok_and(|d| d.contains("KL_V9_TRACE=1")),
-        "set KERNLAB_NVRTC_DEFINES=KL_V9_TRACE=1: the kernels carry the stamps only then"
-    );
     let (dev, line) = Device::open(DeviceSpec::Auto)?;
     eprintln!("{line}");
     let Some(cuda) = dev.cuda().cloned() else {
         bail!("v9_trace runs a CUDA kernel and needs a GPU");
     };
+    // Fails at once, saying what to set, when the kernels were built without the stamps.
+    trace::clear(&cuda, dtype)?;
     let p = Params::default();
     let init = Init::Normal {
         mean: 0.0,
@@ -42,15 +40,7 @@ fn main() -> Result<()> {
     let mut y = Tensor::empty(&[rows, cols], dtype, &dev)?;
     y.poison_nan()?;
     kernlab::ops::softmax::run_named("v9_gridsync", &p, &x, &mut y)?;
-    let reference: Vec<f64> = x
-        .to_f64_vec()?
-        .chunks(cols)
-        .flat_map(|r| {
-            let m = r.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-            let s: f64 = r.iter().map(|v| (v - m).exp()).sum();
-            r.iter().map(move |v| (v - m).exp() / s).collect::<Vec<_>>()
-        })
-        .collect();
+    let reference = kernlab::ops::softmax::reference(&x.to_f64_vec()?, cols, &p);
     let check = kernlab::validate::compare(&y.to_f64_vec()?, &reference, cols, dtype);
     ensure!(
         check.passed,
