@@ -166,17 +166,12 @@ pub fn rows(meta: &Meta, stamps: &[u64]) -> Vec<RowTimes> {
     out
 }
 
-/// Medians over the traced rows, ns, and the kernel's span (first stamp to last).
+/// The traced rows' medians, ns, and the kernel's span (first stamp to last).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Summary {
     pub rows: usize,
-    pub wait_turn: f64,
-    pub load: f64,
-    pub skew: f64,
-    pub exchange: f64,
-    pub idle: f64,
-    pub store: f64,
-    pub total: f64,
+    /// Each figure's median over the rows (NaN with no row).
+    pub median: RowTimes,
     /// Σ idle / Σ total over the rows: the share of a CTA's row time spent waiting.
     pub idle_share: f64,
     pub span: f64,
@@ -187,12 +182,7 @@ fn median(mut v: Vec<f64>) -> f64 {
         return f64::NAN;
     }
     v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    crate::bench::harness::quantile(&v, 0.5)
 }
 
 pub fn summarize(rows: &[RowTimes], stamps: &[u64]) -> Summary {
@@ -205,13 +195,15 @@ pub fn summarize(rows: &[RowTimes], stamps: &[u64]) -> Summary {
     let total: f64 = rows.iter().map(|r| r.total).sum();
     Summary {
         rows: rows.len(),
-        wait_turn: col(|r| r.wait_turn),
-        load: col(|r| r.load),
-        skew: col(|r| r.skew),
-        exchange: col(|r| r.exchange),
-        idle: col(|r| r.idle),
-        store: col(|r| r.store),
-        total: col(|r| r.total),
+        median: RowTimes {
+            wait_turn: col(|r| r.wait_turn),
+            load: col(|r| r.load),
+            skew: col(|r| r.skew),
+            exchange: col(|r| r.exchange),
+            idle: col(|r| r.idle),
+            store: col(|r| r.store),
+            total: col(|r| r.total),
+        },
         idle_share: if total > 0.0 { idle / total } else { f64::NAN },
         span: if hi > lo { (hi - lo) as f64 } else { 0.0 },
     }
@@ -220,6 +212,7 @@ pub fn summarize(rows: &[RowTimes], stamps: &[u64]) -> Summary {
 impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let us = |ns: f64| ns / 1e3;
+        let m = &self.median;
         writeln!(
             f,
             "{} rows traced; medians a row, µs (a CTA's figures averaged over the row's CTAs):",
@@ -228,18 +221,14 @@ impl std::fmt::Display for Summary {
         writeln!(
             f,
             "  waiting its turn (ping-pong)   {:8.2}",
-            us(self.wait_turn)
+            us(m.wait_turn)
         )?;
-        writeln!(f, "  loads out → part reduced       {:8.2}", us(self.load))?;
-        writeln!(f, "  skew of the parts' reduce      {:8.2}", us(self.skew))?;
-        writeln!(
-            f,
-            "  last reduce → first exchanged  {:8.2}",
-            us(self.exchange)
-        )?;
-        writeln!(f, "  a CTA's wait (reduce → exch.)  {:8.2}", us(self.idle))?;
-        writeln!(f, "  stores issued (thread 0)       {:8.2}", us(self.store))?;
-        writeln!(f, "  loop top → stores issued       {:8.2}", us(self.total))?;
+        writeln!(f, "  loads out → part reduced       {:8.2}", us(m.load))?;
+        writeln!(f, "  skew of the parts' reduce      {:8.2}", us(m.skew))?;
+        writeln!(f, "  last reduce → first exchanged  {:8.2}", us(m.exchange))?;
+        writeln!(f, "  a CTA's wait (reduce → exch.)  {:8.2}", us(m.idle))?;
+        writeln!(f, "  stores issued (thread 0)       {:8.2}", us(m.store))?;
+        writeln!(f, "  loop top → stores issued       {:8.2}", us(m.total))?;
         writeln!(
             f,
             "  share of row time waiting      {:7.1}%",
@@ -300,8 +289,8 @@ mod tests {
         assert_eq!(r[1].exchange, 3_000.0);
         let s = summarize(&r, &v);
         assert_eq!(s.rows, 4);
-        assert_eq!(s.exchange, 3_000.0);
-        assert_eq!(s.skew, 1_000.0);
+        assert_eq!(s.median.exchange, 3_000.0);
+        assert_eq!(s.median.skew, 1_000.0);
         // Idle 3.75 µs a row; totals 17.25 µs (group 0) and 19.25 µs (group 1), twice each.
         assert!((s.idle_share - 15_000.0 / 73_000.0).abs() < 1e-12);
         // From the first top (1 000 000) to the last store: iteration 1's CTA 3, 19.5 µs
@@ -332,6 +321,6 @@ mod tests {
         });
         let r = rows(&meta, &v);
         assert_eq!(r.len(), 3);
-        assert!(summarize(&[], &v).exchange.is_nan());
+        assert!(summarize(&[], &v).median.exchange.is_nan());
     }
 }
