@@ -178,7 +178,6 @@ pub fn to_records(
         };
         r.validated = t.validated;
         r.max_rel_err = t.max_rel_err;
-        r.rotate_copies = t.rotate_copies.filter(|&n| n > 1 && t.status == "ok");
         r.note = t.note.clone();
         if t.bytes != r.bytes {
             r.note = Some(format!(
@@ -192,6 +191,7 @@ pub fn to_records(
             ));
         }
         if r.status == Status::Ok {
+            r.rotate_copies = t.rotate_copies.filter(|&n| n > 1);
             r.median_ms = t.median_ms;
             r.p20_ms = t.p20_ms;
             r.p80_ms = t.p80_ms;
