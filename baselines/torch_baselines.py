@@ -24,7 +24,8 @@ element-wise error measure, see `rel_err_array`; matmul/linear: the relative L2 
 checked output row, see `row_rel_l2_array`, on all rows or on a seeded sample of rows for large
 outputs), and only a variant that passes is timed, with `triton.testing.do_bench` (median,
 p20, p80; L2 flushed before each call by do_bench). With `--rotate N|auto` (as kernlab's
-`--rotate`) the timed calls cycle through N copies of the inputs and as many outputs, so neither side's figure has its calls reuse one buffer while the other's does not.
+`--rotate`) the timed calls cycle through N copies of the inputs and as many outputs, so
+neither side's figure has its calls reuse one buffer while the other's does not.
 
 Exit codes: 0 the run completed (individual records may still be "failed" or "error");
 1 an unexpected internal error (JSON with the records so far is still written when --json is
@@ -1965,9 +1966,9 @@ def build_parser():
                         "matmul/linear")
     p.add_argument("--rotate", type=str, default="1",
                    help="cycle the timed calls through N copies of the inputs (each call's "
-                        "output kept until its copy comes round again), or 'auto': as many as make the copies 4x the L2, at most "
-                        "1024, as kernlab's --rotate (default 1: one buffer, do_bench's usual "
-                        "way)")
+                        "output kept until its copy comes round again), or 'auto': as many "
+                        "as make the copies 4x the L2, at most 1024, as kernlab's --rotate "
+                        "(default 1: one buffer, do_bench's usual way)")
     p.add_argument("--cache-bytes", type=int, default=None,
                    help="the L2 size --rotate auto counts with (default: the device's, from torch)")
     p.add_argument("--quiet", action="store_true", help="no per-variant progress on stderr")
