@@ -237,27 +237,85 @@ pub fn flush_bytes(l2_bytes: usize) -> usize {
     (2 * l2_bytes).max(256 << 20)
 }
 
+/// How the GPU timer writes its flush buffer: the driver's memset (the default), or a
+/// kernel of 16-byte stores, as do_bench's `cache.zero_()` runs PyTorch's fill kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushForm {
+    Memset,
+    Kernel,
+}
+
+impl FlushForm {
+    /// `KERNLAB_FLUSH=memset|kernel` (experiments: whether the flush's form moves the µs-sized
+    /// calls). Unset or empty is `memset`; anything else is an error naming the choices.
+    pub fn from_env() -> Result<Self> {
+        Self::parse(&std::env::var("KERNLAB_FLUSH").unwrap_or_default())
+    }
+
+    pub fn parse(spec: &str) -> Result<Self> {
+        match spec.trim() {
+            "" | "memset" => Ok(FlushForm::Memset),
+            "kernel" => Ok(FlushForm::Kernel),
+            other => Err(Error::Invalid(format!(
+                "KERNLAB_FLUSH={other}: expected memset (the default) or kernel"
+            ))),
+        }
+    }
+}
+
 /// A GPU timer: holds the flush buffer so repeated measurements reuse it.
 pub struct CudaTimer<'a> {
     dev: &'a CudaDevice,
     flush: CudaSlice<u8>,
     pub flush_bytes: usize,
+    pub flush_form: FlushForm,
 }
 
 impl<'a> CudaTimer<'a> {
     pub fn new(dev: &'a CudaDevice) -> Result<Self> {
+        let flush_form = FlushForm::from_env()?;
         let bytes = flush_bytes(dev.props.l2_bytes);
         let flush = dev.alloc_bytes(bytes, "the L2 flush buffer")?;
         Ok(CudaTimer {
             dev,
             flush,
             flush_bytes: bytes,
+            flush_form,
         })
     }
 
-    fn flush_l2(&mut self) -> Result<()> {
+    /// Write the flush buffer once, in the timer's form (what precedes each timed call).
+    pub fn flush_l2(&mut self) -> Result<()> {
+        match self.flush_form {
+            FlushForm::Memset => self
+                .dev
+                .memset_pattern(&mut self.flush, 1, 0, self.flush_bytes),
+            FlushForm::Kernel => {
+                // flush_bytes is a multiple of 16 (256 MiB, or twice an L2 of whole KiB).
+                let words = (self.flush_bytes / 16) as i64;
+                let cfg = crate::ops::launch::cfg_1d(words as u64, 256)?;
+                let zero = 0u32;
+                crate::launch!(
+                    self.dev,
+                    &crate::kernels::ELEMENTWISE,
+                    "fill_u32x4",
+                    cfg,
+                    [&mut self.flush, &zero, &words]
+                );
+                Ok(())
+            }
+        }
+    }
+
+    /// The flush buffer's bytes (tests: what a flush wrote).
+    pub fn flush_contents(&self) -> Result<Vec<u8>> {
+        self.dev.dtoh(&self.flush, self.flush_bytes)
+    }
+
+    /// Fill the flush buffer with `byte` (tests: a pattern that a flush must overwrite).
+    pub fn fill_flush(&mut self, byte: u8) -> Result<()> {
         self.dev
-            .memset_pattern(&mut self.flush, 1, 0, self.flush_bytes)
+            .memset_pattern(&mut self.flush, 1, byte as u32, self.flush_bytes)
     }
 
     /// Time `f` (which enqueues work on the device's stream) per `opts`: call by call, or as
@@ -469,6 +527,18 @@ impl CpuTimer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_flush_form_parses_its_two_names_and_refuses_others() {
+        assert_eq!(FlushForm::parse("").unwrap(), FlushForm::Memset);
+        assert_eq!(FlushForm::parse(" memset ").unwrap(), FlushForm::Memset);
+        assert_eq!(FlushForm::parse("kernel").unwrap(), FlushForm::Kernel);
+        let e = FlushForm::parse("kernels").unwrap_err().to_string();
+        assert!(
+            e.contains("KERNLAB_FLUSH=kernels") && e.contains("memset"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn quantiles_interpolate_like_numpy() {
