@@ -6,7 +6,9 @@
 //! checked against the f64 reference (NaN-poisoned), then CALLS traced launches (default 3) each
 //! print their rows' medians. The stamps cost a few instructions a row; the kernels without the
 //! macro have none of them. Nothing here flushes the L2: at the widths v9 runs (≥ 1 Mi f32
-//! columns by default) a launch reads far more than the L2 holds.
+//! columns by default) a launch reads far more than the L2 holds. v9 runs as `auto` would run
+//! it, so `KERNLAB_V9` settings apply (`KERNLAB_V9=smpair=1` traces the smpair form). Each call
+//! also prints each CTA's lateness at its reduce and the SMs the CTAs ran on (`%smid`).
 use anyhow::{bail, ensure, Context, Result};
 use kernlab::ops::softmax_trace as trace;
 use kernlab::{DType, Device, DeviceSpec, Init, Params, Tensor};
@@ -64,10 +66,73 @@ fn main() -> Result<()> {
             meta.grid,
             meta.g,
             meta.groups(),
-            if meta.pingpong { "ping-pong" } else { "plain" },
+            if meta.smpair {
+                "smpair"
+            } else if meta.pingpong {
+                "ping-pong"
+            } else {
+                "plain"
+            },
             if s.span > 0.0 { bytes / s.span } else { f64::NAN }
         );
         println!("{s}");
+        // Are the late CTAs the same ones row after row?
+        let per_cta = trace::lateness(&meta, &stamps);
+        let mut late: Vec<(usize, f64)> = per_cta
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|(_, l)| l.is_finite())
+            .collect();
+        late.sort_by(|a, b| a.1.total_cmp(&b.1));
+        if let (Some(first), Some(last)) = (late.first(), late.last()) {
+            let q = |f: f64| late[((late.len() - 1) as f64 * f).round() as usize].1 / 1e3;
+            println!(
+                "  CTAs' median lateness at reduce, µs: min {:.2}, p25 {:.2}, median {:.2}, \
+                 p75 {:.2}, max {:.2} (CTA {} {:.2}, CTA {} {:.2})",
+                first.1 / 1e3,
+                q(0.25),
+                q(0.5),
+                q(0.75),
+                last.1 / 1e3,
+                first.0,
+                first.1 / 1e3,
+                last.0,
+                last.1 / 1e3
+            );
+            let slow: Vec<String> = late
+                .iter()
+                .rev()
+                .take(8)
+                .map(|(b, l)| format!("{b}:{:.1}", l / 1e3))
+                .collect();
+            println!("  latest CTAs (CTA:µs): {}", slow.join(" "));
+        }
+        // The same by SM: does a slow SM make both its CTAs late?
+        let sms = trace::sm_ids(&cuda, dtype)?;
+        let half = meta.grid / 2;
+        let shared = (0..half.min(sms.len()))
+            .filter(|&b| b + half < sms.len() && sms[b].is_some() && sms[b] == sms[b + half])
+            .count();
+        let by = trace::lateness_by_sm(&per_cta, &sms);
+        let show = |s: &trace::SmLate| {
+            let c: Vec<String> = s
+                .ctas
+                .iter()
+                .map(|(b, l)| format!("{b}:{:.1}", l / 1e3))
+                .collect();
+            format!("SM {} [{}]", s.sm, c.join(" "))
+        };
+        println!(
+            "  {} SMs; CTAs b and b + {half} share an SM in {shared} of {half} pairs; \
+             correlation of an SM's two CTAs' lateness {:.2}",
+            by.len(),
+            trace::sm_pair_correlation(&by)
+        );
+        let top: Vec<String> = by.iter().take(6).map(show).collect();
+        let bottom: Vec<String> = by.iter().rev().take(3).map(show).collect();
+        println!("  latest SMs: {}", top.join(", "));
+        println!("  earliest SMs: {}", bottom.join(", "));
         if !meta.pingpong && dtype == DType::F32 {
             println!(
                 "  (the plain f32 form spills 20 bytes when traced: its figures may run slow)"

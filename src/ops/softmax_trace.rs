@@ -27,6 +27,8 @@ pub struct Meta {
     /// CTAs a row.
     pub g: usize,
     pub pingpong: bool,
+    /// The smpair form (ping-pong with SM-paired places; CTA indices here are places).
+    pub smpair: bool,
     pub rows: usize,
 }
 
@@ -57,7 +59,7 @@ fn missing(e: cudarc::driver::DriverError) -> Error {
 /// Zero the stamps and the shape before a traced launch.
 pub fn clear(dev: &CudaDevice, dt: DType) -> Result<()> {
     let module = trace_globals(dev, dt)?;
-    for name in ["kl_v9_trace", "kl_v9_trace_meta"] {
+    for name in ["kl_v9_trace", "kl_v9_trace_meta", "kl_v9_smid"] {
         let mut g = module.get_global(name, &dev.stream).map_err(missing)?;
         dev.stream
             .memset_zeros(&mut g)
@@ -66,35 +68,48 @@ pub fn clear(dev: &CudaDevice, dt: DType) -> Result<()> {
     dev.sync()
 }
 
+/// `n` 64-bit words of the trace global `name`, checked against the build's size.
+fn read_words(dev: &CudaDevice, dt: DType, name: &str, n: usize) -> Result<Vec<u64>> {
+    let module = trace_globals(dev, dt)?;
+    let g = module.get_global(name, &dev.stream).map_err(missing)?;
+    let mut bytes = vec![0u8; n * 8];
+    if g.len() != bytes.len() {
+        return Err(Error::Invalid(format!(
+            "{name} holds {} bytes, this build expects {}: kernels/softmax.cu and \
+             src/ops/softmax_trace.rs disagree",
+            g.len(),
+            bytes.len()
+        )));
+    }
+    dev.stream
+        .memcpy_dtoh(&g, &mut bytes)
+        .map_err(|e| Error::driver("cuMemcpyDtoHAsync (v9 trace)", e))?;
+    dev.sync()?;
+    Ok(bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect())
+}
+
+/// Each CTA's SM (`%smid`) in the last traced launch, for the first [`CTAS`] CTAs; `None`
+/// for a CTA that did not run.
+pub fn sm_ids(dev: &CudaDevice, dt: DType) -> Result<Vec<Option<u32>>> {
+    Ok(read_words(dev, dt, "kl_v9_smid", CTAS)?
+        .into_iter()
+        .map(|v| v.checked_sub(1).map(|sm| sm as u32))
+        .collect())
+}
+
 /// The shape and the stamps of the last traced launch (after it has finished): stamp k of CTA
 /// b in iteration i at `(i · CTAS + b) · STAMPS + k`, 0 where none was written.
 pub fn read(dev: &CudaDevice, dt: DType) -> Result<(Meta, Vec<u64>)> {
-    let module = trace_globals(dev, dt)?;
-    let get = |name: &str, n: usize| -> Result<Vec<u64>> {
-        let g = module.get_global(name, &dev.stream).map_err(missing)?;
-        let mut bytes = vec![0u8; n * 8];
-        if g.len() != bytes.len() {
-            return Err(Error::Invalid(format!(
-                "{name} holds {} bytes, this build expects {}: kernels/softmax.cu and \
-                 src/ops/softmax_trace.rs disagree",
-                g.len(),
-                bytes.len()
-            )));
-        }
-        dev.stream
-            .memcpy_dtoh(&g, &mut bytes)
-            .map_err(|e| Error::driver("cuMemcpyDtoHAsync (v9 trace)", e))?;
-        dev.sync()?;
-        Ok(bytes
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
-            .collect())
-    };
+    let get = |name: &str, n: usize| read_words(dev, dt, name, n);
     let m = get("kl_v9_trace_meta", 4)?;
     let meta = Meta {
         grid: m[0] as usize,
         g: m[1] as usize,
         pingpong: m[2] != 0,
+        smpair: m[2] == 2,
         rows: m[3] as usize,
     };
     if meta.grid == 0 || meta.g == 0 {
@@ -114,6 +129,12 @@ pub struct RowTimes {
     pub load: f64,
     /// The last CTA's reduce minus the first's.
     pub skew: f64,
+    /// The last CTA's loads out minus the first's: the part of the skew the row's CTAs
+    /// bring from before their loads (the ping-pong wait, the previous row's stores).
+    pub start_skew: f64,
+    /// The slowest CTA's loads-out-to-reduced minus the fastest's: the part of the skew the
+    /// loads themselves make (the order in which the memory serves the row's CTAs).
+    pub load_spread: f64,
     /// The first CTA done with the exchange minus the last CTA's reduce: what the exchange
     /// costs once every part is in (publish, visibility, poll, barrier).
     pub exchange: f64,
@@ -152,10 +173,19 @@ pub fn rows(meta: &Meta, stamps: &[u64]) -> Vec<RowTimes> {
             let mean = |f: &dyn Fn(&[f64; STAMPS]) -> f64| s.iter().map(f).sum::<f64>() / n;
             let max = |k: usize| s.iter().map(|c| c[k]).fold(f64::MIN, f64::max);
             let min = |k: usize| s.iter().map(|c| c[k]).fold(f64::MAX, f64::min);
+            let spread = |f: &dyn Fn(&[f64; STAMPS]) -> f64| {
+                let (lo, hi) = s
+                    .iter()
+                    .map(f)
+                    .fold((f64::MAX, f64::MIN), |(lo, hi), d| (lo.min(d), hi.max(d)));
+                hi - lo
+            };
             out.push(RowTimes {
                 wait_turn: mean(&|c| c[1] - c[0]),
                 load: mean(&|c| c[2] - c[1]),
                 skew: max(2) - min(2),
+                start_skew: max(1) - min(1),
+                load_spread: spread(&|c| c[2] - c[1]),
                 exchange: min(3) - max(2),
                 idle: mean(&|c| c[3] - c[2]),
                 store: mean(&|c| c[4] - c[3]),
@@ -164,6 +194,92 @@ pub fn rows(meta: &Meta, stamps: &[u64]) -> Vec<RowTimes> {
         }
     }
     out
+}
+
+/// Each CTA's median lateness, ns: over the traced rows it took part in, how long after its
+/// row's first CTA it had its part reduced (NaN for a CTA with no complete row). If the same
+/// CTAs are late row after row (their SM, their place in the grid), the medians spread as
+/// widely as a row's skew; if the order is new each row, they bunch near the middle.
+pub fn lateness(meta: &Meta, stamps: &[u64]) -> Vec<f64> {
+    let mut late: Vec<Vec<f64>> = vec![Vec::new(); meta.grid.min(CTAS)];
+    for i in 0..ITERS {
+        for g in 0..meta.groups() {
+            let ctas = g * meta.g..(g + 1) * meta.g;
+            if ctas.end > late.len() {
+                continue;
+            }
+            let reduced: Option<Vec<u64>> = ctas
+                .clone()
+                .map(|b| {
+                    let at = (i * CTAS + b) * STAMPS;
+                    let row = stamps.get(at..at + STAMPS)?;
+                    row.iter().all(|&t| t != 0).then_some(row[2])
+                })
+                .collect();
+            let Some(reduced) = reduced else { continue };
+            let first = reduced.iter().copied().min().unwrap_or(0);
+            for (b, t) in ctas.zip(reduced) {
+                late[b].push((t - first) as f64);
+            }
+        }
+    }
+    late.into_iter().map(median).collect()
+}
+
+/// One SM's CTAs and their lateness ([`lateness`]), ns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SmLate {
+    pub sm: u32,
+    /// (CTA, its median lateness), in CTA order.
+    pub ctas: Vec<(usize, f64)>,
+    pub mean: f64,
+}
+
+/// The CTAs' lateness gathered by the SM they ran on (`sm_ids`), latest SM first; CTAs with
+/// no SM or no lateness are left out.
+pub fn lateness_by_sm(late: &[f64], sms: &[Option<u32>]) -> Vec<SmLate> {
+    let mut by: std::collections::BTreeMap<u32, Vec<(usize, f64)>> = Default::default();
+    for (b, (&l, sm)) in late.iter().zip(sms).enumerate() {
+        if let (Some(sm), true) = (sm, l.is_finite()) {
+            by.entry(*sm).or_default().push((b, l));
+        }
+    }
+    let mut out: Vec<SmLate> = by
+        .into_iter()
+        .map(|(sm, ctas)| {
+            let mean = ctas.iter().map(|c| c.1).sum::<f64>() / ctas.len() as f64;
+            SmLate { sm, ctas, mean }
+        })
+        .collect();
+    out.sort_by(|a, b| b.mean.total_cmp(&a.mean));
+    out
+}
+
+/// Over the SMs that ran exactly two CTAs, the correlation of the two CTAs' lateness (first
+/// CTA against second): near 1 when a slow SM makes both its CTAs late, near 0 when lateness
+/// is a CTA's own. NaN with fewer than three such SMs or no spread.
+pub fn sm_pair_correlation(by_sm: &[SmLate]) -> f64 {
+    let pairs: Vec<(f64, f64)> = by_sm
+        .iter()
+        .filter(|s| s.ctas.len() == 2)
+        .map(|s| (s.ctas[0].1, s.ctas[1].1))
+        .collect();
+    let n = pairs.len() as f64;
+    if pairs.len() < 3 {
+        return f64::NAN;
+    }
+    let (ma, mb) = (
+        pairs.iter().map(|p| p.0).sum::<f64>() / n,
+        pairs.iter().map(|p| p.1).sum::<f64>() / n,
+    );
+    let cov: f64 = pairs.iter().map(|p| (p.0 - ma) * (p.1 - mb)).sum();
+    let va: f64 = pairs.iter().map(|p| (p.0 - ma).powi(2)).sum();
+    let vb: f64 = pairs.iter().map(|p| (p.1 - mb).powi(2)).sum();
+    if va > 0.0 && vb > 0.0 {
+        cov / (va * vb).sqrt()
+    } else {
+        f64::NAN
+    }
 }
 
 /// The traced rows' medians, ns, and the kernel's span (first stamp to last).
@@ -199,6 +315,8 @@ pub fn summarize(rows: &[RowTimes], stamps: &[u64]) -> Summary {
             wait_turn: col(|r| r.wait_turn),
             load: col(|r| r.load),
             skew: col(|r| r.skew),
+            start_skew: col(|r| r.start_skew),
+            load_spread: col(|r| r.load_spread),
             exchange: col(|r| r.exchange),
             idle: col(|r| r.idle),
             store: col(|r| r.store),
@@ -225,6 +343,16 @@ impl std::fmt::Display for Summary {
         )?;
         writeln!(f, "  loads out → part reduced       {:8.2}", us(m.load))?;
         writeln!(f, "  skew of the parts' reduce      {:8.2}", us(m.skew))?;
+        writeln!(
+            f,
+            "    of it, loads out at once?    {:8.2}",
+            us(m.start_skew)
+        )?;
+        writeln!(
+            f,
+            "    loads' spread (slow − fast)  {:8.2}",
+            us(m.load_spread)
+        )?;
         writeln!(f, "  last reduce → first exchanged  {:8.2}", us(m.exchange))?;
         writeln!(f, "  a CTA's wait (reduce → exch.)  {:8.2}", us(m.idle))?;
         writeln!(f, "  stores issued (thread 0)       {:8.2}", us(m.store))?;
@@ -261,36 +389,43 @@ mod tests {
             grid: 4,
             g: 2,
             pingpong: false,
+            smpair: false,
             rows: 4,
         };
-        // CTA b of iteration i starts at 100·i µs; its part is reduced 10 + b µs after its
-        // loads go out (1 µs after the top), the exchange ends 3 µs after the row's last reduce
-        // (CTA 1 of a group ends 0.5 µs later) and the stores take 2 µs.
+        // CTA b of iteration i starts at 100·i µs; its loads go out 1 µs after the top (the
+        // group's second CTA 0.2 µs later), its part is reduced 11 + b µs after the top, the
+        // exchange ends 3 µs after the row's last reduce (CTA 1 of a group ends 0.5 µs later)
+        // and the stores take 2 µs.
         let v = stamps(|i, b| {
             let t0 = 100_000 * i as u64 + 1_000_000;
             let last = t0 + 1_000 + 10_000 + ((b / 2) * 2 + 1) as u64 * 1_000;
             let t2 = t0 + 1_000 + 10_000 + b as u64 * 1_000;
             let t3 = last + 3_000 + (b % 2) as u64 * 500;
-            [t0, t0 + 1_000, t2, t3, t3 + 2_000]
+            [t0, t0 + 1_000 + (b % 2) as u64 * 200, t2, t3, t3 + 2_000]
         });
         let r = rows(&meta, &v);
         assert_eq!(r.len(), 4);
-        // Group 0 (CTAs 0, 1): reduces at +11 and +12 µs, exchange done at +15 and +15.5.
+        // Group 0 (CTAs 0, 1): loads out at +1 and +1.2 µs, reduces at +11 and +12 µs (loads
+        // of 10 and 10.8 µs), exchange done at +15 and +15.5.
         let g0 = r[0];
-        assert_eq!(g0.wait_turn, 1_000.0);
-        assert_eq!(g0.load, 10_500.0);
+        assert_eq!(g0.wait_turn, 1_100.0);
+        assert_eq!(g0.load, 10_400.0);
         assert_eq!(g0.skew, 1_000.0);
+        assert_eq!(g0.start_skew, 200.0);
+        assert_eq!(g0.load_spread, 800.0);
         assert_eq!(g0.exchange, 3_000.0);
         assert_eq!(g0.idle, (4_000.0 + 3_500.0) / 2.0);
         assert_eq!(g0.store, 2_000.0);
         assert_eq!(g0.total, (17_000.0 + 17_500.0) / 2.0);
         // Group 1 (CTAs 2, 3) is its own row: reduces at +13 and +14 µs.
-        assert_eq!(r[1].load, 12_500.0);
+        assert_eq!(r[1].load, 12_400.0);
+        assert_eq!(r[1].load_spread, 800.0);
         assert_eq!(r[1].exchange, 3_000.0);
         let s = summarize(&r, &v);
         assert_eq!(s.rows, 4);
         assert_eq!(s.median.exchange, 3_000.0);
         assert_eq!(s.median.skew, 1_000.0);
+        assert_eq!(s.median.start_skew, 200.0);
         // Idle 3.75 µs a row; totals 17.25 µs (group 0) and 19.25 µs (group 1), twice each.
         assert!((s.idle_share - 15_000.0 / 73_000.0).abs() < 1e-12);
         // From the first top (1 000 000) to the last store: iteration 1's CTA 3, 19.5 µs
@@ -304,11 +439,62 @@ mod tests {
     }
 
     #[test]
+    fn a_cta_late_in_every_row_shows_in_its_lateness() {
+        let meta = Meta {
+            grid: 4,
+            g: 2,
+            pingpong: false,
+            smpair: false,
+            rows: 4,
+        };
+        // CTA 1 reduces 3 µs after CTA 0 in both iterations; in group 1 the late one swaps
+        // (CTA 3 first, then CTA 2), so each of them is late in one row of two.
+        let v = stamps(|i, b| {
+            let late = match b {
+                1 => 3_000,
+                2 if i == 1 => 2_000,
+                3 if i == 0 => 2_000,
+                _ => 0,
+            };
+            let t0 = 1_000_000 + 100_000 * i as u64;
+            [t0, t0 + 1_000, t0 + 10_000 + late, t0 + 14_000, t0 + 15_000]
+        });
+        let l = lateness(&meta, &v);
+        assert_eq!(l.len(), 4);
+        assert_eq!((l[0], l[1]), (0.0, 3_000.0));
+        // Two rows each, lateness 0 and 2 µs: median 1 µs.
+        assert_eq!((l[2], l[3]), (1_000.0, 1_000.0));
+    }
+
+    #[test]
+    fn lateness_gathers_by_sm_and_correlates_an_sm_s_two_ctas() {
+        // Six CTAs on three SMs, two each; SM 7's are both late, SM 2's both early.
+        let late = [1.0, 5.0, 0.0, 6.0, 2.0, f64::NAN];
+        let sms = [Some(2), Some(7), Some(2), Some(7), Some(4), Some(4)];
+        let by = lateness_by_sm(&late, &sms);
+        assert_eq!(by.iter().map(|s| s.sm).collect::<Vec<_>>(), [7, 4, 2]);
+        assert_eq!(by[0].ctas, [(1, 5.0), (3, 6.0)]);
+        assert_eq!(by[0].mean, 5.5);
+        // SM 4 kept only CTA 4 (CTA 5 has no lateness): no pair there, so two pairs: NaN.
+        assert_eq!(by[1].ctas, [(4, 2.0)]);
+        assert!(sm_pair_correlation(&by).is_nan());
+        // Three SMs of two CTAs each, late together: correlation 1; against each other: −1.
+        let sms = [Some(2), Some(7), Some(2), Some(7), Some(4), Some(4)];
+        let together = [1.0, 5.0, 1.5, 5.5, 3.0, 3.5];
+        let c = sm_pair_correlation(&lateness_by_sm(&together, &sms));
+        assert!((c - 1.0).abs() < 1e-12, "{c}");
+        let against = [1.0, 5.0, 5.0, 1.0, 3.0, 3.0];
+        let c = sm_pair_correlation(&lateness_by_sm(&against, &sms));
+        assert!((c + 1.0).abs() < 1e-12, "{c}");
+    }
+
+    #[test]
     fn rows_with_a_missing_stamp_are_skipped() {
         let meta = Meta {
             grid: 4,
             g: 2,
             pingpong: true,
+            smpair: false,
             rows: 3,
         };
         // Iteration 1 of group 1 never ran (3 rows: group 1 walks one), CTA 3 of it has zeros.
