@@ -776,7 +776,10 @@ template <class T> struct SmemPart {
 // CTA `rank` of G, the first nt·K in registers, the rest (sp.n) in shared memory `buf`, copied
 // there by cp.async — issued first: they hold no registers while in flight. CTA rank 0 also
 // holds the row's scalar head and tail, one element a thread.
-template <class T, int K> struct OnchipPart {
+// PEEL = false: the caller vouches that the row has no scalar (16-byte aligned, a whole number
+// of packs), and the part drops that code (v9's smpair form, whose places from shared memory
+// cost the registers the peel's values had held).
+template <class T, int K, bool PEEL = true> struct OnchipPart {
     static constexpr int VEC = Pack<T>::N;
     SplitPart pt;
     int rpk;  // packs in registers
@@ -785,10 +788,10 @@ template <class T, int K> struct OnchipPart {
     RowRegs<T, VEC, K> r;
     float xs;
     __device__ __forceinline__ OnchipPart(const T* xr, int cols, int G, int rank, uint4* buf)
-        : pt(split_part<T, VEC>(xr, cols, G, rank)),
+        : pt(PEEL ? split_part<T, VEC>(xr, cols, G, rank) : split_packed<VEC>(cols, G, rank)),
           rpk(min(pt.n / VEC, (int)blockDim.x * K)),
           sp{buf, pt.n / VEC - rpk, (int)threadIdx.x, (int)blockDim.x},
-          sc(rank == 0 && (int)threadIdx.x < pt.scalars(cols)) {
+          sc(PEEL && rank == 0 && (int)threadIdx.x < pt.scalars(cols)) {
         const T* xb = xr + pt.head + (i64)pt.p0 * VEC;
         // Without this prefetch ptxas issues the scalar load below after the cp.async wait, a
         // second trip to memory that the row's other CTAs wait for; with it the load goes first.
@@ -934,7 +937,8 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
 // and once its own stores are issued — into
 // kl_v9_trace[(iteration · KL_V9_TRACE_CTAS + CTA) · KL_V9_STAMPS + k], for the first
 // KL_V9_TRACE_ITERS iterations and KL_V9_TRACE_CTAS CTAs. CTA 0 writes the launch's shape to
-// kl_v9_trace_meta: grid, G, the ping-pong form (0/1) and rows. Without the macro nothing of
+// kl_v9_trace_meta: grid, G, the form (0 plain, 1 ping-pong, 2 smpair) and rows; each CTA writes its SM's
+// index (%smid) + 1 to kl_v9_smid. Without the macro nothing of
 // this is compiled. Traced, the ping-pong forms (what `auto` runs from 16 CTAs a row) keep
 // their registers with no spill; the plain f32 form spills 20 bytes (ptxas, sm_90a), and
 // stamps written through shared memory or one asm block spilled more.
@@ -947,19 +951,71 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
 #define KL_V9_TRACE_CTAS 1024
 __device__ unsigned long long kl_v9_trace[KL_V9_TRACE_ITERS * KL_V9_TRACE_CTAS * KL_V9_STAMPS];
 __device__ unsigned long long kl_v9_trace_meta[4];
-template <int K> __device__ __forceinline__ void v9_stamp(unsigned iter) {
-    if (threadIdx.x == 0 && iter < KL_V9_TRACE_ITERS && blockIdx.x < KL_V9_TRACE_CTAS) {
+__device__ unsigned long long kl_v9_smid[KL_V9_TRACE_CTAS];  // each CTA's %smid + 1
+template <int K> __device__ __forceinline__ void v9_stamp(unsigned iter, unsigned cta) {
+    if (threadIdx.x == 0 && iter < KL_V9_TRACE_ITERS && cta < KL_V9_TRACE_CTAS) {
         unsigned long long t;
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory");
-        kl_v9_trace[((size_t)iter * KL_V9_TRACE_CTAS + blockIdx.x) * KL_V9_STAMPS + K] = t;
+        kl_v9_trace[((size_t)iter * KL_V9_TRACE_CTAS + cta) * KL_V9_STAMPS + K] = t;
     }
 }
-#define KL_V9_STAMP(K) v9_stamp<K>(iter)
+#define KL_V9_STAMP(K) v9_stamp<K>(iter, cta())
 #else
 #define KL_V9_STAMP(K)
 #endif
 
-template <class T, int K, bool PP>
+// SMPAIR (v9's smpair form, sm_90 and later; chosen with KERNLAB_V9=smpair=1): a CTA's place
+// in the grid (its group and rank, so its row's part and its ping-pong partner) comes from the
+// SM it runs on rather than its block index, so that the two CTAs an SM holds are partners —
+// one reads while the other exchanges and writes. v9's row timeline (KL_V9_TRACE, twenty-second
+// session, H200, f32 256×1048576) found the block scheduler putting CTAs b and b + 124 on one SM
+// (and 0–7 with 8–15), never b and b + 132, the partners: SMs holding two CTAs of one row were
+// the latest, 5–7 µs after their row's first CTA (median 2.9), and every row waits for them.
+// The first CTA to reach an SM takes the next of grid/2 "lower" places (a ticket) and posts it
+// for the SM; the second takes the same place in the upper half. The launcher runs this only
+// with exactly two CTAs on every SM (a cooperative grid of 2 × SMs, the driver's occupancy 2)
+// and an even number of groups, so each lower place v (group v / G, rank v % G) has its upper
+// partner grid/2 + v (group v / G + groups/2, the same rank). `pairing` (zero at launch; the
+// last CTA clears it with the slots): [0] the ticket, [1 + s] SM s's arrivals, [1 + KL_V9_SMS
+// + s] SM s's lower place + 1.
+#define KL_V9_SMS 1024
+#define KL_V9_PAIRING_WORDS (1 + 2 * KL_V9_SMS)
+#define KL_V9_PAIRING_SLOTS ((KL_V9_PAIRING_WORDS * 4 + 15) / 16)  // in 16-byte slots
+// The CTA's group, rank and place, posted in shared memory by thread 0 for the block.
+__device__ __forceinline__ int* v9_place() {
+    __shared__ int place[3];  // group, rank, place
+    return place;
+}
+__device__ __forceinline__ void v9_take_place(unsigned* pairing, int G) {
+    if (threadIdx.x == 0) {
+        unsigned sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        const unsigned half = gridDim.x / 2;
+        // Unreachable under the launcher's conditions; a wrong place would be a wrong answer.
+        if (sm >= KL_V9_SMS) __trap();
+        const unsigned seat = atomicAdd(pairing + 1 + sm, 1u);
+        unsigned* posted = pairing + 1 + KL_V9_SMS + sm;
+        unsigned lower;
+        if (seat == 0) {
+            lower = atomicAdd(pairing, 1u);
+            asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(posted), "r"(lower + 1) : "memory");
+        } else {
+            unsigned v;
+            do {
+                asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(posted) : "memory");
+            } while (v == 0);
+            lower = v - 1;
+        }
+        if (seat > 1 || lower >= half) __trap();
+        const int place = (int)(seat == 0 ? lower : half + lower);
+        v9_place()[0] = place / G;
+        v9_place()[1] = place % G;
+        v9_place()[2] = place;
+    }
+    __syncthreads();
+}
+
+template <class T, int K, bool PP, bool SMPAIR>
 __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
                                     i64 ldx, i64 ldy, int lg, int G, SplitHeader* hdr,
                                     SplitSlot* slots) {
@@ -967,7 +1023,29 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
     __shared__ float scratch[2][64];
     const int tid = threadIdx.x, nt = blockDim.x;
     const int groups = gridDim.x / G;
-    const int g = blockIdx.x / G, rank = blockIdx.x % G;
+    // This CTA's group and rank: from its block index, or with SMPAIR from its SM.
+    // SMPAIR reads them from shared memory where used. They cannot be recomputed from the
+    // block index as the other forms' are, and with the scalar peel that pushed its 64
+    // registers into spills (4–28 bytes, ptxas sm_90a), so SMPAIR parts are built without it.
+    int g0 = 0, rank0 = 0;
+    if constexpr (SMPAIR) {
+        v9_take_place(reinterpret_cast<unsigned*>(slots + 2 * gridDim.x), G);
+    } else {
+        g0 = blockIdx.x / G;
+        rank0 = blockIdx.x % G;
+    }
+    const auto g = [&]() -> int {
+        if constexpr (SMPAIR) return v9_place()[0];
+        else return g0;
+    };
+    const auto rank = [&]() -> int {
+        if constexpr (SMPAIR) return v9_place()[1];
+        else return rank0;
+    };
+    const auto cta = [&]() -> unsigned {
+        if constexpr (SMPAIR) return (unsigned)v9_place()[2];
+        else return blockIdx.x;
+    };
     // Ping-pong: groups g and g + half take turns to read. A group of the upper half reads
     // its row of step i once its partner's CTA of the same rank has read (published) step i;
     // one of the lower half reads step i once its partner has published step i − 1. So one
@@ -978,26 +1056,31 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
     if (blockIdx.x == 0 && tid == 0) {
         kl_v9_trace_meta[0] = gridDim.x;
         kl_v9_trace_meta[1] = (unsigned long long)G;
-        kl_v9_trace_meta[2] = PP ? 1 : 0;
+        kl_v9_trace_meta[2] = PP ? (SMPAIR ? 2 : 1) : 0;
         kl_v9_trace_meta[3] = (unsigned long long)rows;
+    }
+    if (tid == 0 && cta() < KL_V9_TRACE_CTAS) {
+        unsigned sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        kl_v9_smid[cta()] = sm + 1ull;
     }
 #endif
     unsigned iter = 0;
-    for (i64 row = g; g < groups && row < rows; row += groups, ++iter) {
+    for (i64 row = g(); g() < groups && row < rows; row += groups, ++iter) {
         KL_V9_STAMP(0);
         if constexpr (PP) {
-            if (g < 2 * half && (g >= half || iter > 0)) {
+            if (g() < 2 * half && (g() >= half || iter > 0)) {
                 if (tid == 0) {
-                    const bool upper = g >= half;
+                    const bool upper = g() >= half;
                     const unsigned it = upper ? iter : iter - 1;
-                    const int p = upper ? g - half : g + half;
-                    (void)split_wait(slots + (size_t)(it & 1) * gridDim.x + p * G + rank, it + 1);
+                    const int p = upper ? g() - half : g() + half;
+                    (void)split_wait(slots + (size_t)(it & 1) * gridDim.x + p * G + rank(), it + 1);
                 }
                 __syncthreads();
             }
         }
         KL_V9_STAMP(1);
-        const OnchipPart<T, K> part(x + row * ldx, cols, G, rank, v9_part);
+        const OnchipPart<T, K, !SMPAIR> part(x + row * ldx, cols, G, rank(), v9_part);
         MaxSum st = part.maxsum(lg);
         // Scratch buffers as in v6: with G > 1 the exchange's reduction (scratch[1]) separates
         // one row's reads of scratch[0] from the next row's writes; with G = 1 rows alternate.
@@ -1006,16 +1089,16 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
         if (G > 1) {
             SplitSlot* s = slots + (size_t)(iter & 1) * gridDim.x;
             const unsigned seq = iter + 1;
-            if (tid == 0) split_publish(s + blockIdx.x, st, seq);
+            if (tid == 0) split_publish(s + cta(), st, seq);
             MaxSum all{KL_NEG_INF, 0.0f};
-            for (int q = tid; q < G; q += nt) all = maxsum_merge(all, split_wait(s + g * G + q, seq));
+            for (int q = tid; q < G; q += nt) all = maxsum_merge(all, split_wait(s + g() * G + q, seq));
             st = block_maxsum(all, scratch[1]);
         }
         KL_V9_STAMP(3);
         part.store(y + row * ldy, st.m, st.s, lg);
         KL_V9_STAMP(4);
     }
-    split_finish(hdr, slots, G > 1 ? 2 * gridDim.x : 0);
+    split_finish(hdr, slots, G > 1 ? 2 * gridDim.x + (SMPAIR ? KL_V9_PAIRING_SLOTS : 0) : 0);
 }
 
 // v10_l2pass — what changed: a row is never held on chip, and no CTA waits for the rest of a
@@ -1223,9 +1306,10 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
     extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v8_packed_##TN(KL_ARGS(T), int csize) { \
         softmax_v8_onchip<T, 8, false>(KL_PASS, csize); }
 
-// v9: 1024 or 512 threads (one or two CTAs an SM), 64 registers as v8. The ping-pong form is
-// built for sm_90 and later (for sm_80 ptxas spilled it at 64 registers; the launcher runs it
-// from sm_90 on, and its sm_80 symbol is the plain form). Kernels built without the peel, as
+// v9: 1024 or 512 threads (one or two CTAs an SM), 64 registers as v8. The ping-pong form and
+// the smpair form (ping-pong with SM-paired places) are built for sm_90 and later (for sm_80
+// ptxas spilled ping-pong at 64 registers; the launcher runs them from sm_90 on, and their
+// sm_80 symbols are the plain form). Kernels built without the peel, as
 // v8's packed one, ran level with these (H200, nineteenth and twentieth sessions) and were
 // dropped.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -1236,10 +1320,13 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
 #define KL_V9(TN, T)                                                                              \
     extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v9_gridsync_##TN(                 \
         KL_ARGS(T), int ctas_per_row, SplitHeader* hdr, SplitSlot* slots) {                       \
-        softmax_v9_gridsync<T, 8, false>(KL_PASS, ctas_per_row, hdr, slots); }                \
+        softmax_v9_gridsync<T, 8, false, false>(KL_PASS, ctas_per_row, hdr, slots); }         \
     extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v9_pingpong_##TN(                 \
         KL_ARGS(T), int ctas_per_row, SplitHeader* hdr, SplitSlot* slots) {                       \
-        softmax_v9_gridsync<T, 8, KL_V9_PP>(KL_PASS, ctas_per_row, hdr, slots); }
+        softmax_v9_gridsync<T, 8, KL_V9_PP, false>(KL_PASS, ctas_per_row, hdr, slots); }      \
+    extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v9_smpair_##TN(                   \
+        KL_ARGS(T), int ctas_per_row, SplitHeader* hdr, SplitSlot* slots) {                       \
+        softmax_v9_gridsync<T, 8, KL_V9_PP, KL_V9_PP>(KL_PASS, ctas_per_row, hdr, slots); }
 
 // v10: 512-thread CTAs, two an SM (64 registers); U = 2 or 4 packs a thread a pass.
 #define KL_V10(TN, T, U)                                                                          \

@@ -622,6 +622,76 @@ test_gpu!(
     super::softmax_split_rows_walk_many_rows
 );
 
+/// v9's smpair form (each CTA's group and rank from its SM, so an SM's two CTAs are ping-pong
+/// partners) against f64 wherever it runs on this GPU: on the H200 8 groups of 33 (one row
+/// each, then 20 rows walked 2–3 a group), 2 groups of 132, 6 of 44 (bf16) and 4 of 66 (f16),
+/// the last as log_softmax. Each shape runs twice with a ping-pong launch between, so the
+/// places the first launch took must have been cleared for the second. It refuses three rows
+/// of 1 Mi f32 (3 groups: an odd count has a group with no partner) and an odd width (built
+/// without the peel), as it refuses everything before sm_90. GPU only.
+fn softmax_v9_smpair_places_match(dev: &Device) {
+    let cuda = dev.cuda().expect("a CUDA device");
+    let init = Init::Normal {
+        mean: 0.0,
+        std: 3.0,
+    };
+    let p = Params::default();
+    let refused = |shape: &[usize], dt: DType| {
+        let x = rand(shape, dt, init, 7).to_device(dev).unwrap();
+        let mut y = Tensor::empty(shape, dt, dev).unwrap();
+        match softmax::run_v9_smpair(&p, &x, &mut y) {
+            Err(Error::UnsupportedShape { why, .. }) => assert!(why.contains("smpair"), "{why}"),
+            other => panic!("v9 smpair on {shape:?} {dt}: expected a refusal, got {other:?}"),
+        }
+    };
+    if cuda.props.compute_capability.0 < 9 {
+        refused(&[8, 1048576], DType::F32);
+        return;
+    }
+    let v9 = variants(Op::Softmax, dev)
+        .into_iter()
+        .find(|v| v.name == "v9_gridsync")
+        .expect("v9_gridsync is registered");
+    let smpair = Variant {
+        run: registry::Kernel::Unary(softmax::run_v9_smpair),
+        ..*v9
+    };
+    let pingpong = Variant {
+        run: registry::Kernel::Unary(softmax::run_v9_pingpong),
+        ..*v9
+    };
+    let shapes: &[(&[usize], DType, bool)] = &[
+        (&[8, 1048576], DType::F32, false),
+        (&[20, 1048576], DType::F32, false),
+        (&[2, 4194304], DType::F32, false),
+        (&[6, 2097152], DType::BF16, false),
+        (&[4, 2097152], DType::F16, true),
+    ];
+    for (i, &(shape, dt, log)) in shapes.iter().enumerate() {
+        let p = Params {
+            log_softmax: log,
+            ..Params::default()
+        };
+        let x = rand(shape, dt, init, 390 + i as u64);
+        check(dev, &smpair, &p, &x, "v9 smpair, launch 0");
+        check(
+            dev,
+            &pingpong,
+            &p,
+            &x,
+            "v9 ping-pong between smpair launches",
+        );
+        let x = rand(shape, dt, init, 490 + i as u64);
+        check(dev, &smpair, &p, &x, "v9 smpair, launch 1");
+    }
+    refused(&[3, 1048576], DType::F32);
+    refused(&[8, 1048577], DType::F32);
+}
+test_gpu!(
+    softmax_v9_smpair_places_match,
+    super::softmax_v9_smpair_places_match
+);
+
 /// v10 with each tile size, and with extra lag on a grid capped at 100 CTAs (a wider L2
 /// window, more tiles between a row's first pass and its second, many tiles a CTA), over shapes
 /// where rows take one tile, a partial last tile, an empty last tile (f32 8197 columns with

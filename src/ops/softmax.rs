@@ -677,12 +677,15 @@ pub fn run_v6_split(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         block_dim: (threads as u32, 1, 1),
         shared_mem_bytes: 0,
     };
-    launch_split(io, &r, p, name, cfg, g, "softmax v6 workspace")
+    launch_split(io, &r, p, name, cfg, g, "softmax v6 workspace", 0)
 }
 
 /// Launch a split-row kernel taking v6's arguments (the row arguments, G, the workspace's
 /// header and slots) cooperatively: the exchange waits on peers, so every CTA of `cfg`'s grid
 /// must be resident. Two slots per CTA, one per row parity.
+/// Launch a split-row kernel (v6, v9) cooperatively with its workspace: the header, two slot
+/// sets of the grid's size and `extra_slots` more 16-byte slots (v9's smpair places).
+#[allow(clippy::too_many_arguments)]
 fn launch_split(
     io: CudaIo,
     r: &Rows,
@@ -691,10 +694,12 @@ fn launch_split(
     cfg: LaunchConfig,
     g: usize,
     workspace: &'static str,
+    extra_slots: usize,
 ) -> Result<()> {
     let (rows, cols, lg, gi) = (r.rows as i32, r.cols as i32, p.log_softmax as i32, g as i32);
     let dev = io.dev.clone();
-    with_split_workspace(&dev, workspace, 2, cfg.grid_dim.0 as usize, |hdr, slots| {
+    let grid = cfg.grid_dim.0 as usize;
+    with_split_workspace(&dev, workspace, 2 * grid + extra_slots, |hdr, slots| {
         crate::launch_cooperative!(
             io.dev,
             &SOFTMAX,
@@ -1101,7 +1106,8 @@ fn switch(v: &str, n: Option<usize>) -> Option<bool> {
 /// 1024-thread CTA an SM measured 10–25% slower on the H200); `smem_kb`, the shared memory a
 /// part prefers (KiB; 0: all it can have; default: as much as its registers hold, 64 KiB at
 /// two an SM); `pp`, the ping-pong form forced on or off (default: by G; besides 0|1 it
-/// takes off|on, false|true and no|yes).
+/// takes off|on, false|true and no|yes); `smpair`, the ping-pong form with SM-paired places
+/// where it can run (off by default; the same on/off words).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct V9Tuning {
     pub per_sm: usize,
@@ -1109,6 +1115,10 @@ pub struct V9Tuning {
     /// Ping-pong (half the groups read while the other half exchange and write): forced on
     /// or off; `None` lets [`V9Tuning::pingpong_for`] decide by G.
     pub pingpong: Option<bool>,
+    /// The smpair form where the ping-pong form runs and the grid allows it (exactly two CTAs
+    /// on every SM, an even number of groups): each CTA takes its group and rank from its SM
+    /// so that an SM's two CTAs are ping-pong partners. Off by default: not yet measured.
+    pub smpair: bool,
 }
 
 impl V9Tuning {
@@ -1117,6 +1127,7 @@ impl V9Tuning {
             per_sm: 2,
             smem_kb: None,
             pingpong: None,
+            smpair: false,
         };
         for (k, v, n) in tuning_pairs(spec) {
             match (k, n) {
@@ -1125,6 +1136,11 @@ impl V9Tuning {
                 ("pp", _) => {
                     if let Some(b) = switch(v, n) {
                         t.pingpong = Some(b);
+                    }
+                }
+                ("smpair", _) => {
+                    if let Some(b) = switch(v, n) {
+                        t.smpair = b;
                     }
                 }
                 _ => {}
@@ -1211,16 +1227,39 @@ pub fn run_v9_pingpong(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     run_v9_form(p, x, y, Some(true))
 }
 
+/// v9's smpair form (ping-pong with SM-paired places), refused where it cannot run: before
+/// sm_90, rows with a scalar head or tail (odd widths), rows in one CTA, an odd number of
+/// groups, or a grid that is not two CTAs on every SM (for tests and experiments).
+pub fn run_v9_smpair(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    let t = V9Tuning {
+        pingpong: Some(true),
+        smpair: true,
+        ..V9Tuning::from_env()
+    };
+    run_v9_tuned(p, x, y, t, true)
+}
+
 /// v9 with its form forced on or off (`pingpong`), or chosen by G (`None`).
 fn run_v9_form(p: &Params, x: &Tensor, y: &mut Tensor, pingpong: Option<bool>) -> Result<()> {
-    check_rows(x)?;
-    let (io, r) = rows_io(x, y)?;
-    let refuse = |why: String| unsupported("v9_gridsync", why);
-    require_peelable("v9_gridsync", &r, &io)?;
     let tuning = V9Tuning {
         pingpong,
         ..V9Tuning::from_env()
     };
+    run_v9_tuned(p, x, y, tuning, false)
+}
+
+/// v9 as `tuning` has it; with `only_smpair`, refused unless that is the smpair form.
+fn run_v9_tuned(
+    p: &Params,
+    x: &Tensor,
+    y: &mut Tensor,
+    tuning: V9Tuning,
+    only_smpair: bool,
+) -> Result<()> {
+    check_rows(x)?;
+    let (io, r) = rows_io(x, y)?;
+    let refuse = |why: String| unsupported("v9_gridsync", why);
+    require_peelable("v9_gridsync", &r, &io)?;
     let (threads, smem, resident) = v9_resident(&io.dev, x.dtype())?;
     let pref = tuning.pref_bytes(threads);
     let c = v9_config(r.cols / r.pack, r.rows, threads, smem, pref, resident).ok_or_else(|| {
@@ -1253,22 +1292,64 @@ fn run_v9_form(p: &Params, x: &Tensor, y: &mut Tensor, pingpong: Option<bool>) -
     // The ping-pong form (built for sm_90 and later; measured on the H200) has the same launch
     // bounds. It runs only where the driver confirms the same grid is resident with it; if it
     // cannot be loaded or set up, the plain form runs.
-    let form = if io.dev.props.compute_capability.0 >= 9
-        && tuning.pingpong_for(c.g, c.groups)
-        && resident_with(&format!("softmax_v9_pingpong_{dt}"))
-    {
+    let pp = io.dev.props.compute_capability.0 >= 9 && tuning.pingpong_for(c.g, c.groups);
+    // The smpair form also needs rows with no scalar (it is built without the peel: aligned
+    // rows of whole packs), exactly two CTAs on every SM (a grid of twice the SMs that the
+    // driver holds at two an SM and no more, so the cooperative launch puts two on each) and an
+    // even number of groups (each lower place's partner in the upper half).
+    let smpair_sym = format!("softmax_v9_smpair_{dt}");
+    let two_on_every_sm = || {
+        let per_sm = || -> Option<usize> {
+            let f = io.dev.function(&SOFTMAX, &smpair_sym).ok()?;
+            smem_blocks_per_sm(&io.dev, &f, &smpair_sym, c.threads, c.smem).ok()
+        };
+        grid == 2 * io.dev.props.sm_count as usize && c.groups % 2 == 0 && per_sm() == Some(2)
+    };
+    let form = if pp && tuning.smpair && r.vec && two_on_every_sm() {
+        "smpair"
+    } else if pp && resident_with(&format!("softmax_v9_pingpong_{dt}")) {
         "pingpong"
     } else {
         "gridsync"
     };
+    if only_smpair && form != "smpair" {
+        return Err(refuse(format!(
+            "the smpair form needs sm_90 or later, aligned rows of whole 16-byte packs split \
+             across CTAs in an even number of groups, and two CTAs on every SM; here {} rows \
+             of {} columns ({}) in {} groups of {} CTAs on {} SMs (compute capability {}.{}) \
+             take the {form} form",
+            r.rows,
+            r.cols,
+            if r.vec {
+                "whole packs"
+            } else {
+                "scalars to peel"
+            },
+            c.groups,
+            c.g,
+            io.dev.props.sm_count,
+            io.dev.props.compute_capability.0,
+            io.dev.props.compute_capability.1
+        )));
+    }
     let name = format!("softmax_v9_{form}_{dt}");
-    launch_split(io, &r, p, name, cfg, c.g, "softmax v9 workspace")
+    let extra = if form == "smpair" {
+        V9_PAIRING_SLOTS
+    } else {
+        0
+    };
+    launch_split(io, &r, p, name, cfg, c.g, "softmax v9 workspace", extra)
 }
+
+/// The 16-byte slots v9's smpair form keeps its places in, after the exchange's slots:
+/// kernels/softmax.cu's KL_V9_PAIRING_SLOTS (a ticket and two words for each of 1024 SMs).
+pub const V9_PAIRING_SLOTS: usize = ((1 + 2 * 1024) * 4usize).div_ceil(16);
 
 pub fn symbols_v9(dt: DType) -> Vec<String> {
     vec![
         format!("softmax_v9_gridsync_{dt}"),
         format!("softmax_v9_pingpong_{dt}"),
+        format!("softmax_v9_smpair_{dt}"),
     ]
 }
 
@@ -1620,7 +1701,7 @@ pub fn run_v7_stream(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let lag = tune.lag.min(c.stages.saturating_sub(2)) as i32;
     let dev = io.dev.clone();
     // A slot per CTA for each of the last 8 tiles (KL_V7_SLOT_TILES).
-    with_split_workspace(&dev, "softmax v7 workspace", 8, grid, |hdr, slots| {
+    with_split_workspace(&dev, "softmax v7 workspace", 8 * grid, |hdr, slots| {
         crate::launch_cooperative!(
             io.dev,
             &SOFTMAX,
@@ -1929,17 +2010,17 @@ fn smem_blocks_per_sm(
     blocks_per_sm(f, threads, smem)
 }
 
-/// Run `f` with the split-row kernels' (v6, v7) workspace for a grid of `grid` CTAs, laid out
-/// as kernels/softmax.cu's SplitHeader (16 bytes: the done count) and then `slot_rows`
-/// 16-byte SplitSlots per CTA; `f` gets (header, slots).
+/// Run `f` with the split-row kernels' (v6, v7, v9) workspace, laid out as kernels/softmax.cu's
+/// SplitHeader (16 bytes: the done count) and then `slots` 16-byte SplitSlots (so many a CTA,
+/// and for v9's smpair form its places after them); `f` gets (header, slots). Zero when made,
+/// and each kernel's last CTA clears what it used.
 fn with_split_workspace(
     dev: &crate::device::CudaDevice,
     name: &'static str,
-    slot_rows: usize,
-    grid: usize,
+    slots: usize,
     f: impl FnOnce(&CudaView<'_, u8>, &CudaView<'_, u8>) -> Result<()>,
 ) -> Result<()> {
-    let bytes = 16 + slot_rows * 16 * grid;
+    let bytes = 16 + slots * 16;
     dev.with_workspace(name, bytes, |ws| f(&ws.slice(0..16), &ws.slice(16..bytes)))
 }
 
@@ -2248,6 +2329,28 @@ mod tests {
         assert_eq!(V9Tuning::parse("pp=true").pingpong, Some(true));
         assert_eq!(V9Tuning::parse("pp=Off").pingpong, Some(false));
         assert_eq!(V9Tuning::parse("pp=maybe").pingpong, None);
+        // The smpair form only when asked.
+        assert!(!d.smpair);
+        assert!(V9Tuning::parse("smpair=1").smpair && V9Tuning::parse("pp=1, smpair=on").smpair);
+        assert!(!V9Tuning::parse("smpair=no").smpair && !V9Tuning::parse("smpair=2x").smpair);
+    }
+
+    #[test]
+    fn v9_s_pairing_slots_match_the_kernel_s() {
+        // kernels/softmax.cu: KL_V9_PAIRING_SLOTS = (KL_V9_PAIRING_WORDS · 4 + 15) / 16 with
+        // KL_V9_PAIRING_WORDS = 1 + 2 · KL_V9_SMS.
+        let src = crate::kernels::SOFTMAX.src;
+        let define = |name: &str| -> usize {
+            let line = src
+                .lines()
+                .find(|l| l.starts_with(&format!("#define {name} ")))
+                .unwrap_or_else(|| panic!("#define {name} in softmax.cu"));
+            line.split_whitespace().nth(2).unwrap().parse().unwrap()
+        };
+        let sms = define("KL_V9_SMS");
+        assert_eq!(V9_PAIRING_SLOTS, ((1 + 2 * sms) * 4).div_ceil(16));
+        assert!(src.contains("#define KL_V9_PAIRING_WORDS (1 + 2 * KL_V9_SMS)"));
+        assert!(src.contains("#define KL_V9_PAIRING_SLOTS ((KL_V9_PAIRING_WORDS * 4 + 15) / 16)"));
     }
 
     #[test]
