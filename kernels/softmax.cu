@@ -1098,7 +1098,7 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
         part.store(y + row * ldy, st.m, st.s, lg);
         KL_V9_STAMP(4);
     }
-    split_finish(hdr, slots, G > 1 ? 2 * gridDim.x + (SMPAIR ? KL_V9_PAIRING_SLOTS : 0) : 0);
+    split_finish(hdr, slots, SMPAIR ? 2 * gridDim.x + KL_V9_PAIRING_SLOTS : G > 1 ? 2 * gridDim.x : 0);
 }
 
 // v10_l2pass — what changed: a row is never held on chip, and no CTA waits for the rest of a

@@ -682,9 +682,8 @@ pub fn run_v6_split(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 
 /// Launch a split-row kernel taking v6's arguments (the row arguments, G, the workspace's
 /// header and slots) cooperatively: the exchange waits on peers, so every CTA of `cfg`'s grid
-/// must be resident. Two slots per CTA, one per row parity.
-/// Launch a split-row kernel (v6, v9) cooperatively with its workspace: the header, two slot
-/// sets of the grid's size and `extra_slots` more 16-byte slots (v9's smpair places).
+/// must be resident. Two slots per CTA, one per row parity, then `extra_slots` more 16-byte
+/// slots (v9's smpair places).
 #[allow(clippy::too_many_arguments)]
 fn launch_split(
     io: CudaIo,
@@ -1213,7 +1212,8 @@ fn v9_cols_held(resident: usize, threads: usize, smem: usize, pack: usize) -> us
 /// registers and shared memory as v8 does; (max, sum) exchanged through global memory as v6
 /// does; a persistent grid of groups of G CTAs walks the rows.
 pub fn run_v9_gridsync(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    run_v9_form(p, x, y, V9Tuning::from_env().pingpong)
+    let env = V9Tuning::from_env();
+    run_v9_tuned(p, x, y, env, false)
 }
 
 /// v9 in its plain form wherever it runs (for tests and experiments).
@@ -1239,11 +1239,16 @@ pub fn run_v9_smpair(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     run_v9_tuned(p, x, y, t, true)
 }
 
-/// v9 with its form forced on or off (`pingpong`), or chosen by G (`None`).
+/// v9 with its form forced on or off (`pingpong`), or chosen by G (`None`); KERNLAB_V9's
+/// `smpair` applies only when the form is not forced.
 fn run_v9_form(p: &Params, x: &Tensor, y: &mut Tensor, pingpong: Option<bool>) -> Result<()> {
+    let env = V9Tuning::from_env();
+    // A forced form is that form: KERNLAB_V9=smpair applies only where the form is left to
+    // the launcher (run_v9_gridsync).
     let tuning = V9Tuning {
+        smpair: env.smpair && pingpong.is_none(),
         pingpong,
-        ..V9Tuning::from_env()
+        ..env
     };
     run_v9_tuned(p, x, y, tuning, false)
 }
@@ -1298,14 +1303,17 @@ fn run_v9_tuned(
     // driver holds at two an SM and no more, so the cooperative launch puts two on each) and an
     // even number of groups (each lower place's partner in the upper half).
     let smpair_sym = format!("softmax_v9_smpair_{dt}");
-    let two_on_every_sm = || {
-        let per_sm = || -> Option<usize> {
-            let f = io.dev.function(&SOFTMAX, &smpair_sym).ok()?;
-            smem_blocks_per_sm(&io.dev, &f, &smpair_sym, c.threads, c.smem).ok()
-        };
-        grid == 2 * io.dev.props.sm_count as usize && c.groups % 2 == 0 && per_sm() == Some(2)
+    let sms = io.dev.props.sm_count as usize;
+    let smpair_per_sm = || -> Option<usize> {
+        let f = io.dev.function(&SOFTMAX, &smpair_sym).ok()?;
+        smem_blocks_per_sm(&io.dev, &f, &smpair_sym, c.threads, c.smem).ok()
     };
-    let form = if pp && tuning.smpair && r.vec && two_on_every_sm() {
+    // The occupancy is asked only where the rest holds (the query loads the kernel).
+    let wanted = pp && tuning.smpair && r.vec;
+    let occupancy = (wanted && v9_smpair_fits(grid, c.groups, sms, Some(2)))
+        .then(smpair_per_sm)
+        .flatten();
+    let form = if wanted && v9_smpair_fits(grid, c.groups, sms, occupancy) {
         "smpair"
     } else if pp && resident_with(&format!("softmax_v9_pingpong_{dt}")) {
         "pingpong"
@@ -1316,8 +1324,8 @@ fn run_v9_tuned(
         return Err(refuse(format!(
             "the smpair form needs sm_90 or later, aligned rows of whole 16-byte packs split \
              across CTAs in an even number of groups, and two CTAs on every SM; here {} rows \
-             of {} columns ({}) in {} groups of {} CTAs on {} SMs (compute capability {}.{}) \
-             take the {form} form",
+             of {} columns ({}) in {} groups of {} CTAs on {} SMs, {} CTAs an SM at most \
+             (compute capability {}.{}), take the {form} form",
             r.rows,
             r.cols,
             if r.vec {
@@ -1328,6 +1336,7 @@ fn run_v9_tuned(
             c.groups,
             c.g,
             io.dev.props.sm_count,
+            occupancy.map_or("unknown".into(), |n| n.to_string()),
             io.dev.props.compute_capability.0,
             io.dev.props.compute_capability.1
         )));
@@ -1339,6 +1348,20 @@ fn run_v9_tuned(
         0
     };
     launch_split(io, &r, p, name, cfg, c.g, "softmax v9 workspace", extra)
+}
+
+/// Whether v9's smpair form can place a grid of `grid` CTAs in `groups` groups on `sms` SMs
+/// that hold at most `per_sm` of its CTAs each (the driver's occupancy; `None` unknown): the
+/// cooperative launch puts every CTA on an SM at once, so with two at most and a grid of
+/// twice the SMs every SM holds exactly two; and every lower group needs its partner in the
+/// upper half (an even count, more than one CTA a group so rows are exchanged).
+pub fn v9_smpair_fits(grid: usize, groups: usize, sms: usize, per_sm: Option<usize>) -> bool {
+    per_sm == Some(2)
+        && grid == 2 * sms
+        && groups >= 2
+        && groups.is_multiple_of(2)
+        && grid.is_multiple_of(groups)
+        && grid / groups > 1
 }
 
 /// The 16-byte slots v9's smpair form keeps its places in, after the exchange's slots:
@@ -2333,6 +2356,25 @@ mod tests {
         assert!(!d.smpair);
         assert!(V9Tuning::parse("smpair=1").smpair && V9Tuning::parse("pp=1, smpair=on").smpair);
         assert!(!V9Tuning::parse("smpair=no").smpair && !V9Tuning::parse("smpair=2x").smpair);
+    }
+
+    #[test]
+    fn v9_smpair_runs_only_with_two_ctas_on_every_sm_and_partnered_groups() {
+        // The H200: 132 SMs, two v9 CTAs an SM.
+        assert!(v9_smpair_fits(264, 8, 132, Some(2)));
+        assert!(v9_smpair_fits(264, 2, 132, Some(2)));
+        assert!(v9_smpair_fits(264, 6, 132, Some(2)));
+        // An odd number of groups (3 rows of 1 Mi f32), a group with no partner.
+        assert!(!v9_smpair_fits(264, 3, 132, Some(2)));
+        // A grid short of the SMs' seats (5 groups of 52), or more seats than two an SM.
+        assert!(!v9_smpair_fits(260, 5, 132, Some(2)));
+        assert!(!v9_smpair_fits(264, 8, 132, Some(3)));
+        assert!(!v9_smpair_fits(264, 8, 132, None));
+        // One CTA a group (nothing to exchange), or groups that do not divide the grid.
+        assert!(!v9_smpair_fits(264, 264, 132, Some(2)));
+        assert!(!v9_smpair_fits(264, 10, 132, Some(2)));
+        // Another GPU: 114 SMs.
+        assert!(v9_smpair_fits(228, 6, 114, Some(2)) && !v9_smpair_fits(264, 8, 114, Some(2)));
     }
 
     #[test]

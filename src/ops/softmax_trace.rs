@@ -129,11 +129,11 @@ pub struct RowTimes {
     pub load: f64,
     /// The last CTA's reduce minus the first's.
     pub skew: f64,
-    /// The last CTA's loads out minus the first's: the part of the skew the row's CTAs
-    /// bring from before their loads (the ping-pong wait, the previous row's stores).
+    /// The last CTA's loads out minus the first's: how far apart the row's CTAs start (the
+    /// ping-pong wait, the previous row's stores). The skew is at most this plus `load_spread`.
     pub start_skew: f64,
-    /// The slowest CTA's loads-out-to-reduced minus the fastest's: the part of the skew the
-    /// loads themselves make (the order in which the memory serves the row's CTAs).
+    /// The slowest CTA's loads-out-to-reduced minus the fastest's: how unevenly the memory
+    /// serves the row's CTAs.
     pub load_spread: f64,
     /// The first CTA done with the exchange minus the last CTA's reduce: what the exchange
     /// costs once every part is in (publish, visibility, poll, barrier).
@@ -255,19 +255,21 @@ pub fn lateness_by_sm(late: &[f64], sms: &[Option<u32>]) -> Vec<SmLate> {
     out
 }
 
-/// Over the SMs that ran exactly two CTAs, the correlation of the two CTAs' lateness (first
-/// CTA against second): near 1 when a slow SM makes both its CTAs late, near 0 when lateness
-/// is a CTA's own. NaN with fewer than three such SMs or no spread.
+/// Over the SMs that ran exactly two CTAs, the intraclass correlation of the two CTAs'
+/// lateness (each pair entered both ways, as a pair has no order): near 1 when a slow SM
+/// makes both its CTAs late, near 0 when lateness is a CTA's own. NaN with fewer than three
+/// such SMs or no spread.
 pub fn sm_pair_correlation(by_sm: &[SmLate]) -> f64 {
-    let pairs: Vec<(f64, f64)> = by_sm
+    let two: Vec<(f64, f64)> = by_sm
         .iter()
         .filter(|s| s.ctas.len() == 2)
         .map(|s| (s.ctas[0].1, s.ctas[1].1))
         .collect();
-    let n = pairs.len() as f64;
-    if pairs.len() < 3 {
+    if two.len() < 3 {
         return f64::NAN;
     }
+    let pairs: Vec<(f64, f64)> = two.iter().flat_map(|&(a, b)| [(a, b), (b, a)]).collect();
+    let n = pairs.len() as f64;
     let (ma, mb) = (
         pairs.iter().map(|p| p.0).sum::<f64>() / n,
         pairs.iter().map(|p| p.1).sum::<f64>() / n,
@@ -345,7 +347,7 @@ impl std::fmt::Display for Summary {
         writeln!(f, "  skew of the parts' reduce      {:8.2}", us(m.skew))?;
         writeln!(
             f,
-            "    of it, loads out at once?    {:8.2}",
+            "    loads going out apart        {:8.2}",
             us(m.start_skew)
         )?;
         writeln!(
@@ -480,7 +482,7 @@ mod tests {
         assert!(sm_pair_correlation(&by).is_nan());
         // Three SMs of two CTAs each, late together: correlation 1; against each other: −1.
         let sms = [Some(2), Some(7), Some(2), Some(7), Some(4), Some(4)];
-        let together = [1.0, 5.0, 1.5, 5.5, 3.0, 3.5];
+        let together = [1.0, 5.0, 1.0, 5.0, 3.0, 3.0];
         let c = sm_pair_correlation(&lateness_by_sm(&together, &sms));
         assert!((c - 1.0).abs() < 1e-12, "{c}");
         let against = [1.0, 5.0, 5.0, 1.0, 3.0, 3.0];
