@@ -146,29 +146,36 @@ pub struct RowTimes {
     pub total: f64,
 }
 
-/// The rows whose every CTA left all its stamps (iterations and CTAs past the kernel's
-/// limits, or never reached, are skipped).
-pub fn rows(meta: &Meta, stamps: &[u64]) -> Vec<RowTimes> {
-    let groups = meta.groups();
-    let mut out = Vec::new();
-    for i in 0..ITERS {
-        for g in 0..groups {
+/// The traced rows whose every CTA left all its stamps (iterations and CTAs past the kernel's
+/// limits, or never reached, are skipped): each row's CTAs and their stamps, in CTA order.
+fn complete_rows<'a>(
+    meta: &'a Meta,
+    stamps: &'a [u64],
+) -> impl Iterator<Item = (std::ops::Range<usize>, Vec<[u64; STAMPS]>)> + 'a {
+    (0..ITERS).flat_map(move |i| {
+        (0..meta.groups()).filter_map(move |g| {
             let ctas = g * meta.g..(g + 1) * meta.g;
             if ctas.end > CTAS {
-                continue;
+                return None;
             }
-            let st = |b: usize, k: usize| stamps.get((i * CTAS + b) * STAMPS + k).copied();
-            let all: Option<Vec<[f64; STAMPS]>> = ctas
+            let all: Option<Vec<[u64; STAMPS]>> = ctas
                 .clone()
                 .map(|b| {
-                    let mut s = [0.0; STAMPS];
-                    for (k, v) in s.iter_mut().enumerate() {
-                        *v = st(b, k).filter(|&t| t != 0)? as f64;
-                    }
-                    Some(s)
+                    let at = (i * CTAS + b) * STAMPS;
+                    let row: [u64; STAMPS] = stamps.get(at..at + STAMPS)?.try_into().ok()?;
+                    row.iter().all(|&t| t != 0).then_some(row)
                 })
                 .collect();
-            let Some(s) = all else { continue };
+            Some((ctas, all?))
+        })
+    })
+}
+
+/// The rows whose every CTA left all its stamps, timed.
+pub fn rows(meta: &Meta, stamps: &[u64]) -> Vec<RowTimes> {
+    complete_rows(meta, stamps)
+        .map(|(_, row)| {
+            let s: Vec<[f64; STAMPS]> = row.iter().map(|c| c.map(|t| t as f64)).collect();
             let n = s.len() as f64;
             let mean = |f: &dyn Fn(&[f64; STAMPS]) -> f64| s.iter().map(f).sum::<f64>() / n;
             let max = |k: usize| s.iter().map(|c| c[k]).fold(f64::MIN, f64::max);
@@ -180,7 +187,7 @@ pub fn rows(meta: &Meta, stamps: &[u64]) -> Vec<RowTimes> {
                     .fold((f64::MAX, f64::MIN), |(lo, hi), d| (lo.min(d), hi.max(d)));
                 hi - lo
             };
-            out.push(RowTimes {
+            RowTimes {
                 wait_turn: mean(&|c| c[1] - c[0]),
                 load: mean(&|c| c[2] - c[1]),
                 skew: max(2) - min(2),
@@ -190,10 +197,9 @@ pub fn rows(meta: &Meta, stamps: &[u64]) -> Vec<RowTimes> {
                 idle: mean(&|c| c[3] - c[2]),
                 store: mean(&|c| c[4] - c[3]),
                 total: mean(&|c| c[4] - c[0]),
-            });
-        }
-    }
-    out
+            }
+        })
+        .collect()
 }
 
 /// Each CTA's median lateness, ns: over the traced rows it took part in, how long after its
@@ -202,25 +208,10 @@ pub fn rows(meta: &Meta, stamps: &[u64]) -> Vec<RowTimes> {
 /// widely as a row's skew; if the order is new each row, they bunch near the middle.
 pub fn lateness(meta: &Meta, stamps: &[u64]) -> Vec<f64> {
     let mut late: Vec<Vec<f64>> = vec![Vec::new(); meta.grid.min(CTAS)];
-    for i in 0..ITERS {
-        for g in 0..meta.groups() {
-            let ctas = g * meta.g..(g + 1) * meta.g;
-            if ctas.end > late.len() {
-                continue;
-            }
-            let reduced: Option<Vec<u64>> = ctas
-                .clone()
-                .map(|b| {
-                    let at = (i * CTAS + b) * STAMPS;
-                    let row = stamps.get(at..at + STAMPS)?;
-                    row.iter().all(|&t| t != 0).then_some(row[2])
-                })
-                .collect();
-            let Some(reduced) = reduced else { continue };
-            let first = reduced.iter().copied().min().unwrap_or(0);
-            for (b, t) in ctas.zip(reduced) {
-                late[b].push((t - first) as f64);
-            }
+    for (ctas, row) in complete_rows(meta, stamps) {
+        let first = row.iter().map(|c| c[2]).min().unwrap_or(0);
+        for (b, c) in ctas.zip(&row) {
+            late[b].push((c[2] - first) as f64);
         }
     }
     late.into_iter().map(median).collect()
@@ -372,6 +363,17 @@ impl std::fmt::Display for Summary {
 mod tests {
     use super::*;
 
+    /// A launch of two groups of two CTAs.
+    fn meta(pingpong: bool, rows: usize) -> Meta {
+        Meta {
+            grid: 4,
+            g: 2,
+            pingpong,
+            smpair: false,
+            rows,
+        }
+    }
+
     /// Stamps for a launch of two groups of two CTAs, two iterations, from a closure
     /// (iteration, CTA) → the five stamps.
     fn stamps(f: impl Fn(usize, usize) -> [u64; STAMPS]) -> Vec<u64> {
@@ -387,13 +389,7 @@ mod tests {
 
     #[test]
     fn a_row_s_timeline_comes_from_its_own_ctas() {
-        let meta = Meta {
-            grid: 4,
-            g: 2,
-            pingpong: false,
-            smpair: false,
-            rows: 4,
-        };
+        let meta = meta(false, 4);
         // CTA b of iteration i starts at 100·i µs; its loads go out 1 µs after the top (the
         // group's second CTA 0.2 µs later), its part is reduced 11 + b µs after the top, the
         // exchange ends 3 µs after the row's last reduce (CTA 1 of a group ends 0.5 µs later)
@@ -442,13 +438,7 @@ mod tests {
 
     #[test]
     fn a_cta_late_in_every_row_shows_in_its_lateness() {
-        let meta = Meta {
-            grid: 4,
-            g: 2,
-            pingpong: false,
-            smpair: false,
-            rows: 4,
-        };
+        let meta = meta(false, 4);
         // CTA 1 reduces 3 µs after CTA 0 in both iterations; in group 1 the late one swaps
         // (CTA 3 first, then CTA 2), so each of them is late in one row of two.
         let v = stamps(|i, b| {
@@ -492,13 +482,7 @@ mod tests {
 
     #[test]
     fn rows_with_a_missing_stamp_are_skipped() {
-        let meta = Meta {
-            grid: 4,
-            g: 2,
-            pingpong: true,
-            smpair: false,
-            rows: 3,
-        };
+        let meta = meta(true, 3);
         // Iteration 1 of group 1 never ran (3 rows: group 1 walks one), CTA 3 of it has zeros.
         let v = stamps(|i, b| {
             if i == 1 && b >= 2 {
