@@ -1212,19 +1212,18 @@ fn v9_cols_held(resident: usize, threads: usize, smem: usize, pack: usize) -> us
 /// registers and shared memory as v8 does; (max, sum) exchanged through global memory as v6
 /// does; a persistent grid of groups of G CTAs walks the rows.
 pub fn run_v9_gridsync(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    let env = V9Tuning::from_env();
-    run_v9_tuned(p, x, y, env, false)
+    run_v9_tuned(p, x, y, V9Tuning::from_env(), false)
 }
 
 /// v9 in its plain form wherever it runs (for tests and experiments).
 pub fn run_v9_plain(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    run_v9_form(p, x, y, Some(false))
+    run_v9_form(p, x, y, false)
 }
 
 /// v9 in its ping-pong form wherever that can run: sm_90 or later, rows split across CTAs,
 /// two groups or more (for tests and experiments).
 pub fn run_v9_pingpong(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    run_v9_form(p, x, y, Some(true))
+    run_v9_form(p, x, y, true)
 }
 
 /// v9's smpair form (ping-pong with SM-paired places), refused where it cannot run: before
@@ -1239,16 +1238,13 @@ pub fn run_v9_smpair(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     run_v9_tuned(p, x, y, t, true)
 }
 
-/// v9 with its form forced on or off (`pingpong`), or chosen by G (`None`); KERNLAB_V9's
-/// `smpair` applies only when the form is not forced.
-fn run_v9_form(p: &Params, x: &Tensor, y: &mut Tensor, pingpong: Option<bool>) -> Result<()> {
-    let env = V9Tuning::from_env();
-    // A forced form is that form: KERNLAB_V9=smpair applies only where the form is left to
-    // the launcher (run_v9_gridsync).
+/// v9 with its ping-pong form forced on or off. A forced form is that form: KERNLAB_V9's
+/// `smpair` applies only where the launcher chooses (run_v9_gridsync).
+fn run_v9_form(p: &Params, x: &Tensor, y: &mut Tensor, pingpong: bool) -> Result<()> {
     let tuning = V9Tuning {
-        smpair: env.smpair && pingpong.is_none(),
-        pingpong,
-        ..env
+        pingpong: Some(pingpong),
+        smpair: false,
+        ..V9Tuning::from_env()
     };
     run_v9_tuned(p, x, y, tuning, false)
 }
@@ -1280,19 +1276,16 @@ fn run_v9_tuned(
         block_dim: (c.threads as u32, 1, 1),
         shared_mem_bytes: c.smem as u32,
     };
+    // The driver's count of kernel `sym`'s CTAs an SM holds at this size; `None` if it cannot
+    // be loaded or asked.
+    let per_sm = |sym: &str| -> Option<usize> {
+        let f = io.dev.function(&SOFTMAX, sym).ok()?;
+        smem_blocks_per_sm(&io.dev, &f, sym, c.threads, c.smem).ok()
+    };
+    let sms = io.dev.props.sm_count as usize;
     // Whether the driver confirms the whole grid resident with kernel `sym` (the grid waits on
     // itself); false if it cannot be loaded or asked.
-    let resident_with = |sym: &str| -> bool {
-        let fits = || -> Option<bool> {
-            let f = io.dev.function(&SOFTMAX, sym).ok()?;
-            Some(
-                smem_blocks_per_sm(&io.dev, &f, sym, c.threads, c.smem).ok()?
-                    * io.dev.props.sm_count as usize
-                    >= grid,
-            )
-        };
-        fits() == Some(true)
-    };
+    let resident_with = |sym: &str| per_sm(sym).is_some_and(|n| n * sms >= grid);
     let dt = x.dtype();
     // The ping-pong form (built for sm_90 and later; measured on the H200) has the same launch
     // bounds. It runs only where the driver confirms the same grid is resident with it; if it
@@ -1302,16 +1295,9 @@ fn run_v9_tuned(
     // rows of whole packs), exactly two CTAs on every SM (a grid of twice the SMs that the
     // driver holds at two an SM and no more, so the cooperative launch puts two on each) and an
     // even number of groups (each lower place's partner in the upper half).
-    let smpair_sym = format!("softmax_v9_smpair_{dt}");
-    let sms = io.dev.props.sm_count as usize;
-    let smpair_per_sm = || -> Option<usize> {
-        let f = io.dev.function(&SOFTMAX, &smpair_sym).ok()?;
-        smem_blocks_per_sm(&io.dev, &f, &smpair_sym, c.threads, c.smem).ok()
-    };
-    // The occupancy is asked only where the rest holds (the query loads the kernel).
     let wanted = pp && tuning.smpair && r.vec;
-    let occupancy = (wanted && v9_smpair_fits(grid, c.groups, sms, Some(2)))
-        .then(smpair_per_sm)
+    let occupancy = wanted
+        .then(|| per_sm(&format!("softmax_v9_smpair_{dt}")))
         .flatten();
     let form = if wanted && v9_smpair_fits(grid, c.groups, sms, occupancy) {
         "smpair"
