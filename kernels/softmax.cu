@@ -936,10 +936,11 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
 // is reduced (a block barrier: every load of the CTA has landed), once the exchange is done,
 // and once its own stores are issued — into
 // kl_v9_trace[(iteration · KL_V9_TRACE_CTAS + CTA) · KL_V9_STAMPS + k], for the first
-// KL_V9_TRACE_ITERS iterations and KL_V9_TRACE_CTAS CTAs. CTA 0 writes the launch's shape to
-// kl_v9_trace_meta: grid, G, the form (0 plain, 1 ping-pong, 2 smpair) and rows; each CTA writes its SM's
-// index (%smid) + 1 to kl_v9_smid. Without the macro nothing of
-// this is compiled. Traced, the ping-pong forms (what `auto` runs from 16 CTAs a row) keep
+// KL_V9_TRACE_ITERS iterations and KL_V9_TRACE_CTAS CTAs (indexed by place: the block index,
+// or with SMPAIR the place it took). CTA 0 writes the launch's shape to kl_v9_trace_meta:
+// grid, G, the form (0 plain, 1 ping-pong, 2 smpair) and rows; each CTA writes its SM's index
+// (%smid) + 1 to kl_v9_smid. Without the macro nothing of this is compiled. Traced, the
+// ping-pong forms (what `auto` runs from 16 CTAs a row) keep
 // their registers with no spill; the plain f32 form spills 20 bytes (ptxas, sm_90a), and
 // stamps written through shared memory or one asm block spilled more.
 #ifndef KL_V9_TRACE
