@@ -68,6 +68,8 @@ fn main() -> Result<()> {
             meta.groups(),
             if meta.smpair {
                 "smpair"
+            } else if meta.pool {
+                "pool"
             } else if meta.pingpong {
                 "ping-pong"
             } else {

@@ -713,6 +713,74 @@ test_gpu!(
     super::softmax_v9_smpair_places_match
 );
 
+/// v9's pool form (each CTA claims its part of a row on arrival, up to 30% past the even
+/// share, so the last CTAs to arrive hold less or nothing) against f64, at the smpair test's
+/// shapes: on the H200 8 groups of 33 (one row each), 20 rows walked 2–3 a group (the claims of
+/// one row must not mix with the next's), 2 groups of 132, bf16 6 of 44 and f16 4 of 66 as
+/// log_softmax. Each shape runs three times (once unchecked, then twice on fresh inputs against
+/// f64, a ping-pong launch between), so a later launch finds the claim counters cleared (a
+/// counter left over would have its CTAs claim past the row's end: a wrong answer the check
+/// sees). With 33 CTAs of cap 1.3 × share a row, the last ~7 to arrive get an empty or partial
+/// part, so those paths run too. It refuses an odd width (built without the peel), and all
+/// before sm_90. GPU only.
+fn softmax_v9_pool_parts_match(dev: &Device) {
+    let cuda = dev.cuda().expect("a CUDA device");
+    let init = Init::Normal {
+        mean: 0.0,
+        std: 3.0,
+    };
+    let p = Params::default();
+    let refuses = |shape: &[usize], dt: DType, because: &str| {
+        let x = rand(shape, dt, init, 7).to_device(dev).unwrap();
+        let mut y = Tensor::empty(shape, dt, dev).unwrap();
+        match softmax::run_v9_pool(&p, &x, &mut y) {
+            Err(Error::UnsupportedShape { why, .. }) => {
+                assert!(why.contains("pool") && why.contains(because), "{why}")
+            }
+            other => panic!("v9 pool on {shape:?} {dt} should refuse ({because}): {other:?}"),
+        }
+    };
+    if cuda.props.compute_capability.0 < 9 {
+        refuses(&[8, 1048576], DType::F32, "compute capability");
+        return;
+    }
+    let v9 = variants(Op::Softmax, dev)
+        .into_iter()
+        .find(|v| v.name == "v9_gridsync")
+        .expect("v9_gridsync is registered");
+    let pool = Variant {
+        run: registry::Kernel::Unary(softmax::run_v9_pool),
+        ..*v9
+    };
+    let pingpong = Variant {
+        run: registry::Kernel::Unary(softmax::run_v9_pingpong),
+        ..*v9
+    };
+    let shapes: &[(&[usize], DType, bool)] = &[
+        (&[8, 1048576], DType::F32, false),
+        (&[20, 1048576], DType::F32, false),
+        (&[2, 4194304], DType::F32, false),
+        (&[6, 2097152], DType::BF16, false),
+        (&[4, 2097152], DType::F16, true),
+    ];
+    for (i, &(shape, dt, log)) in shapes.iter().enumerate() {
+        let p = Params {
+            log_softmax: log,
+            ..Params::default()
+        };
+        let x = rand(shape, dt, init, 590 + i as u64);
+        check(dev, &pool, &p, &x, "v9 pool, launch 0");
+        check(dev, &pingpong, &p, &x, "v9 ping-pong between pool launches");
+        let x = rand(shape, dt, init, 690 + i as u64);
+        check(dev, &pool, &p, &x, "v9 pool, launch 1");
+    }
+    refuses(&[8, 1048577], DType::F32, "scalars to peel");
+}
+test_gpu!(
+    softmax_v9_pool_parts_match,
+    super::softmax_v9_pool_parts_match
+);
+
 /// v10 with each tile size, and with extra lag on a grid capped at 100 CTAs (a wider L2
 /// window, more tiles between a row's first pass and its second, many tiles a CTA), over shapes
 /// where rows take one tile, a partial last tile, an empty last tile (f32 8197 columns with
