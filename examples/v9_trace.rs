@@ -68,8 +68,6 @@ fn main() -> Result<()> {
             meta.groups(),
             if meta.smpair {
                 "smpair"
-            } else if meta.pool {
-                "pool"
             } else if meta.pingpong {
                 "ping-pong"
             } else {

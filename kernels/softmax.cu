@@ -800,19 +800,6 @@ template <class T, int K, bool PEEL = true> struct OnchipPart {
         r.load(xb, rpk * VEC, sp.tid, sp.nt);
         xs = sc ? to_f32(xr[pt.scalar_col(sp.tid)]) : KL_NEG_INF;
     }
-    // A part given as packs [given.p0, given.p0 + given.n / VEC) of a row with no scalar (v9's
-    // pool form, whose CTAs claim their parts rather than take them by rank): the same copies
-    // and loads.
-    __device__ __forceinline__ OnchipPart(const T* xr, SplitPart given, uint4* buf)
-        : pt(given),
-          rpk(min(pt.n / VEC, (int)blockDim.x * K)),
-          sp{buf, pt.n / VEC - rpk, (int)threadIdx.x, (int)blockDim.x},
-          sc(false) {
-        const T* xb = xr + (i64)pt.p0 * VEC;
-        for (int p = sp.tid; p < sp.n; p += sp.nt) cp_async16(smem_addr(buf + p), xb + (i64)(rpk + p) * VEC, 16);
-        r.load(xb, rpk * VEC, sp.tid, sp.nt);
-        xs = KL_NEG_INF;
-    }
     // This thread's (max, sum) over its part: the register packs' max while the copies land,
     // then the shared packs', then both sums against that max.
     __device__ __forceinline__ MaxSum maxsum(int lg) const {
@@ -951,7 +938,7 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
 // kl_v9_trace[(iteration · KL_V9_TRACE_CTAS + CTA) · KL_V9_STAMPS + k], for the first
 // KL_V9_TRACE_ITERS iterations and KL_V9_TRACE_CTAS CTAs (indexed by place: the block index,
 // or with SMPAIR the place it took). CTA 0 writes the launch's shape to kl_v9_trace_meta:
-// grid, G, the form (0 plain, 1 ping-pong, 2 smpair, 3 pool) and rows; each CTA writes its SM's index
+// grid, G, the form (0 plain, 1 ping-pong, 2 smpair) and rows; each CTA writes its SM's index
 // (%smid) + 1 to kl_v9_smid. Without the macro nothing of this is compiled. Traced, the
 // ping-pong forms (what `auto` runs from 16 CTAs a row) keep
 // their registers with no spill; the plain f32 form spills 20 bytes (ptxas, sm_90a), and
@@ -1029,24 +1016,7 @@ __device__ __forceinline__ void v9_take_place(unsigned* pairing, int G) {
     __syncthreads();
 }
 
-// POOL (v9's pool form, aligned rows only; chosen with KERNLAB_V9=pool=P): a CTA's part is
-// not fixed by its rank. Each CTA of a group, on reaching a row, claims the next `cap` packs of
-// it (cap = its registers' packs + its dynamic shared memory's, which the launcher sizes P%
-// past the even share) with one atomicAdd on its group's 64-bit counter, so the first CTAs to
-// arrive take full parts and the last ones what is left, possibly nothing (they publish
-// (−inf, 0)). Every CTA adds cap each row whether or not packs are left, so row `iter` of a
-// group claims from iter·G·cap and no counter is reset within a launch; the row's claims are
-// all made before its exchange completes (each CTA claims before it publishes), so the next
-// row's claims never mix with them. The launcher sizes cap so that G·cap covers a row (the
-// kernel traps otherwise). Counters: one 16-byte slot a group after the exchange's slots,
-// cleared with them. Why: v9's row timeline (twenty-second session) put 4.9 µs between the
-// first and last CTA of a row starting its loads; with claims, a row's late CTAs hold less.
-__device__ __forceinline__ int* v9_claimed() {
-    __shared__ int claimed[2];  // first pack, packs
-    return claimed;
-}
-
-template <class T, int K, bool PP, bool SMPAIR, bool POOL = false>
+template <class T, int K, bool PP, bool SMPAIR>
 __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
                                     i64 ldx, i64 ldy, int lg, int G, SplitHeader* hdr,
                                     SplitSlot* slots) {
@@ -1083,23 +1053,11 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
     // half reads while the other exchanges and writes. Each wait is for an earlier publish,
     // and a partner that waits has a row at that step, so nothing waits in a cycle.
     const int half = G > 1 ? groups / 2 : 0;
-    constexpr int VEC = Pack<T>::N;
-    // POOL: the packs a CTA claims a row (its registers' and its shared memory's), and the row's.
-    unsigned long long cap = 0;
-    int packs = 0;
-    if constexpr (POOL) {
-        unsigned dyn;
-        asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
-        cap = (unsigned long long)nt * K + dyn / 16;
-        packs = cols / VEC;
-        // The launcher's promise; a row left partly unclaimed would be a wrong answer.
-        if ((unsigned long long)G * cap < (unsigned long long)packs) __trap();
-    }
 #if KL_V9_TRACE
     if (blockIdx.x == 0 && tid == 0) {
         kl_v9_trace_meta[0] = gridDim.x;
         kl_v9_trace_meta[1] = (unsigned long long)G;
-        kl_v9_trace_meta[2] = PP ? (SMPAIR ? 2 : POOL ? 3 : 1) : 0;
+        kl_v9_trace_meta[2] = PP ? (SMPAIR ? 2 : 1) : 0;
         kl_v9_trace_meta[3] = (unsigned long long)rows;
     }
     if (tid == 0 && cta() < KL_V9_TRACE_CTAS) {
@@ -1123,19 +1081,7 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
             }
         }
         KL_V9_STAMP(1);
-        if constexpr (POOL) {
-            if (tid == 0) {
-                unsigned long long* ctr = reinterpret_cast<unsigned long long*>(slots + 2 * gridDim.x + g());
-                const unsigned long long o = atomicAdd(ctr, cap) - (unsigned long long)iter * G * cap;
-                const unsigned long long p0 = min(o, (unsigned long long)packs);
-                v9_claimed()[0] = (int)p0;
-                v9_claimed()[1] = (int)(min(o + cap, (unsigned long long)packs) - p0);
-            }
-            __syncthreads();
-        }
-        using Part = OnchipPart<T, K, !(SMPAIR || POOL)>;
-        const Part part = POOL ? Part(x + row * ldx, SplitPart{0, cols, v9_claimed()[0], v9_claimed()[1] * VEC}, v9_part)
-                               : Part(x + row * ldx, cols, G, rank(), v9_part);
+        const OnchipPart<T, K, !SMPAIR> part(x + row * ldx, cols, G, rank(), v9_part);
         MaxSum st = part.maxsum(lg);
         // Scratch buffers as in v6: with G > 1 the exchange's reduction (scratch[1]) separates
         // one row's reads of scratch[0] from the next row's writes; with G = 1 rows alternate.
@@ -1153,9 +1099,7 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
         part.store(y + row * ldy, st.m, st.s, lg);
         KL_V9_STAMP(4);
     }
-    split_finish(hdr, slots, SMPAIR ? 2 * gridDim.x + KL_V9_PAIRING_SLOTS
-                             : POOL ? 2 * gridDim.x + groups
-                             : G > 1 ? 2 * gridDim.x : 0);
+    split_finish(hdr, slots, SMPAIR ? 2 * gridDim.x + KL_V9_PAIRING_SLOTS : G > 1 ? 2 * gridDim.x : 0);
 }
 
 // v10_l2pass — what changed: a row is never held on chip, and no CTA waits for the rest of a
@@ -1383,10 +1327,7 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
         softmax_v9_gridsync<T, 8, KL_V9_PP, false>(KL_PASS, ctas_per_row, hdr, slots); }      \
     extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v9_smpair_##TN(                   \
         KL_ARGS(T), int ctas_per_row, SplitHeader* hdr, SplitSlot* slots) {                       \
-        softmax_v9_gridsync<T, 8, KL_V9_PP, KL_V9_PP>(KL_PASS, ctas_per_row, hdr, slots); }      \
-    extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v9_pool_##TN(                     \
-        KL_ARGS(T), int ctas_per_row, SplitHeader* hdr, SplitSlot* slots) {                       \
-        softmax_v9_gridsync<T, 8, KL_V9_PP, false, true>(KL_PASS, ctas_per_row, hdr, slots); }
+        softmax_v9_gridsync<T, 8, KL_V9_PP, KL_V9_PP>(KL_PASS, ctas_per_row, hdr, slots); }
 
 // v10: 512-thread CTAs, two an SM (64 registers); U = 2 or 4 packs a thread a pass.
 #define KL_V10(TN, T, U)                                                                          \

@@ -1106,8 +1106,7 @@ fn switch(v: &str, n: Option<usize>) -> Option<bool> {
 /// part prefers (KiB; 0: all it can have; default: as much as its registers hold, 64 KiB at
 /// two an SM); `pp`, the ping-pong form forced on or off (default: by G; besides 0|1 it
 /// takes off|on, false|true and no|yes); `smpair`, the ping-pong form with SM-paired places
-/// where it can run (off by default; the same on/off words); `pool=P`, the ping-pong form with
-/// parts claimed on arrival, each CTA up to P% past the even share (0, the default: off).
+/// where it can run (off by default; the same on/off words).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct V9Tuning {
     pub per_sm: usize,
@@ -1119,11 +1118,6 @@ pub struct V9Tuning {
     /// on every SM, an even number of groups): each CTA takes its group and rank from its SM
     /// so that an SM's two CTAs are ping-pong partners. Off by default: not yet measured.
     pub smpair: bool,
-    /// The pool form where the ping-pong form runs, rows are aligned and smpair does not run:
-    /// a CTA claims its part of a row when it reaches it, up to this many percent past the even
-    /// share (its shared memory sized for that), so the first to arrive take more and the last
-    /// less. 0 (the default) is off: not yet measured.
-    pub pool: usize,
 }
 
 impl V9Tuning {
@@ -1133,7 +1127,6 @@ impl V9Tuning {
             smem_kb: None,
             pingpong: None,
             smpair: false,
-            pool: 0,
         };
         for (k, v, n) in tuning_pairs(spec) {
             match (k, n) {
@@ -1149,7 +1142,6 @@ impl V9Tuning {
                         t.smpair = b;
                     }
                 }
-                ("pool", Some(n)) => t.pool = n.min(1000),
                 _ => {}
             }
         }
@@ -1220,7 +1212,7 @@ fn v9_cols_held(resident: usize, threads: usize, smem: usize, pack: usize) -> us
 /// registers and shared memory as v8 does; (max, sum) exchanged through global memory as v6
 /// does; a persistent grid of groups of G CTAs walks the rows.
 pub fn run_v9_gridsync(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    run_v9_tuned(p, x, y, V9Tuning::from_env(), None)
+    run_v9_tuned(p, x, y, V9Tuning::from_env(), false)
 }
 
 /// v9 in its plain form wherever it runs (for tests and experiments).
@@ -1241,32 +1233,9 @@ pub fn run_v9_smpair(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let t = V9Tuning {
         pingpong: Some(true),
         smpair: true,
-        pool: 0,
         ..V9Tuning::from_env()
     };
-    run_v9_tuned(p, x, y, t, Some("smpair"))
-}
-
-/// The pool form's headroom where KERNLAB_V9 sets none, for [`run_v9_pool`] (percent past the
-/// even share).
-pub const V9_POOL_DEFAULT: usize = 30;
-
-/// v9's pool form (ping-pong with parts claimed on arrival; KERNLAB_V9's `pool` headroom, else
-/// [`V9_POOL_DEFAULT`]), refused where it cannot run: before sm_90, rows with a scalar head or
-/// tail, rows in fewer than [`V9_PINGPONG_MIN_G`] CTAs or one group (for tests and experiments).
-pub fn run_v9_pool(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    let env = V9Tuning::from_env();
-    let t = V9Tuning {
-        pingpong: Some(true),
-        smpair: false,
-        pool: if env.pool == 0 {
-            V9_POOL_DEFAULT
-        } else {
-            env.pool
-        },
-        ..env
-    };
-    run_v9_tuned(p, x, y, t, Some("pool"))
+    run_v9_tuned(p, x, y, t, true)
 }
 
 /// v9 with its ping-pong form forced on or off. A forced form is that form: KERNLAB_V9's
@@ -1275,20 +1244,18 @@ fn run_v9_form(p: &Params, x: &Tensor, y: &mut Tensor, pingpong: bool) -> Result
     let tuning = V9Tuning {
         pingpong: Some(pingpong),
         smpair: false,
-        pool: 0,
         ..V9Tuning::from_env()
     };
-    run_v9_tuned(p, x, y, tuning, None)
+    run_v9_tuned(p, x, y, tuning, false)
 }
 
-/// v9 as `tuning` has it; with `only` a form's name (smpair, pool), refused unless that form
-/// runs.
+/// v9 as `tuning` has it; with `only_smpair`, refused unless that is the smpair form.
 fn run_v9_tuned(
     p: &Params,
     x: &Tensor,
     y: &mut Tensor,
     tuning: V9Tuning,
-    only: Option<&str>,
+    only_smpair: bool,
 ) -> Result<()> {
     check_rows(x)?;
     let (io, r) = rows_io(x, y)?;
@@ -1311,11 +1278,10 @@ fn run_v9_tuned(
     };
     // The driver's count of kernel `sym`'s CTAs an SM holds at this size; `None` if it cannot
     // be loaded or asked.
-    let per_sm_at = |sym: &str, smem: usize| -> Option<usize> {
+    let per_sm = |sym: &str| -> Option<usize> {
         let f = io.dev.function(&SOFTMAX, sym).ok()?;
-        smem_blocks_per_sm(&io.dev, &f, sym, c.threads, smem).ok()
+        smem_blocks_per_sm(&io.dev, &f, sym, c.threads, c.smem).ok()
     };
-    let per_sm = |sym: &str| per_sm_at(sym, c.smem);
     let sms = io.dev.props.sm_count as usize;
     // Whether the driver confirms the whole grid resident with kernel `sym` (the grid waits on
     // itself); false if it cannot be loaded or asked.
@@ -1333,41 +1299,14 @@ fn run_v9_tuned(
     let occupancy = wanted
         .then(|| per_sm(&format!("softmax_v9_smpair_{dt}")))
         .flatten();
-    // The pool form: aligned rows too (built without the peel), its shared memory sized for
-    // the headroom, the whole grid resident at that size.
-    let pool_smem = v9_pool_smem(c, r.cols / r.pack, tuning.pool, smem);
-    let mut cfg = cfg;
     let form = if wanted && v9_smpair_fits(grid, c.groups, sms, occupancy) {
         "smpair"
-    } else if pp
-        && tuning.pool > 0
-        && r.vec
-        && per_sm_at(&format!("softmax_v9_pool_{dt}"), pool_smem).is_some_and(|n| n * sms >= grid)
-    {
-        cfg.shared_mem_bytes = pool_smem as u32;
-        "pool"
     } else if pp && resident_with(&format!("softmax_v9_pingpong_{dt}")) {
         "pingpong"
     } else {
         "gridsync"
     };
-    if only == Some("pool") && form != "pool" {
-        return Err(refuse(format!(
-            "the pool form needs sm_90 or later and aligned rows of whole 16-byte packs split              across {V9_PINGPONG_MIN_G} or more CTAs in two groups or more, its grid resident              with {pool_smem} bytes of shared memory a CTA; here {} rows of {} columns ({}) in              {} groups of {} CTAs (compute capability {}.{}) take the {form} form",
-            r.rows,
-            r.cols,
-            if r.vec {
-                "whole packs"
-            } else {
-                "scalars to peel"
-            },
-            c.groups,
-            c.g,
-            io.dev.props.compute_capability.0,
-            io.dev.props.compute_capability.1
-        )));
-    }
-    if only == Some("smpair") && form != "smpair" {
+    if only_smpair && form != "smpair" {
         return Err(refuse(format!(
             "the smpair form needs sm_90 or later, aligned rows of whole 16-byte packs split \
              across CTAs in an even number of groups, and two CTAs on every SM; here {} rows \
@@ -1389,23 +1328,12 @@ fn run_v9_tuned(
         )));
     }
     let name = format!("softmax_v9_{form}_{dt}");
-    let extra = match form {
-        "smpair" => V9_PAIRING_SLOTS,
-        "pool" => c.groups,
-        _ => 0,
+    let extra = if form == "smpair" {
+        V9_PAIRING_SLOTS
+    } else {
+        0
     };
     launch_split(io, &r, p, name, cfg, c.g, "softmax v9 workspace", extra)
-}
-
-/// The dynamic shared memory a CTA of v9's pool form asks for, for rows of `packs` 16-byte
-/// packs in shape `c`, with `pool` percent of headroom past the even share and at most
-/// `smem_max` bytes: room for the share plus the headroom beyond what its registers hold, never
-/// less than the plain form's (so G CTAs always cover a row), in whole packs.
-pub fn v9_pool_smem(c: V9Config, packs: usize, pool: usize, smem_max: usize) -> usize {
-    let share = packs.div_ceil(c.g.max(1));
-    let cap = (share * (100 + pool)).div_ceil(100);
-    let want = cap.saturating_sub(c.threads * V9_K) * 16;
-    want.min(smem_max / 16 * 16).max(c.smem)
 }
 
 /// Whether v9's smpair form can place a grid of `grid` CTAs in `groups` groups on `sms` SMs
@@ -1431,7 +1359,6 @@ pub fn symbols_v9(dt: DType) -> Vec<String> {
         format!("softmax_v9_gridsync_{dt}"),
         format!("softmax_v9_pingpong_{dt}"),
         format!("softmax_v9_smpair_{dt}"),
-        format!("softmax_v9_pool_{dt}"),
     ]
 }
 
@@ -2415,38 +2342,6 @@ mod tests {
         assert!(!d.smpair);
         assert!(V9Tuning::parse("smpair=1").smpair && V9Tuning::parse("pp=1, smpair=on").smpair);
         assert!(!V9Tuning::parse("smpair=no").smpair && !V9Tuning::parse("smpair=2x").smpair);
-    }
-
-    #[test]
-    fn v9_pool_sizes_parts_past_the_share_and_always_covers_a_row() {
-        assert_eq!(V9Tuning::parse("").pool, 0);
-        assert_eq!(V9Tuning::parse("pool=30").pool, 30);
-        assert_eq!(V9Tuning::parse("pool=x").pool, 0);
-        // f32 1 Mi on the H200: 8 groups of 33 CTAs of 512 threads, shares of 7944 packs (4096
-        // in registers, 3848 in shared memory); up to ~110 KB of shared memory a CTA.
-        let max = v9_smem(227 << 10, 2);
-        let c = v9_config(262_144, 256, 512, max, 64 << 10, 264).unwrap();
-        assert_eq!((c.g, c.groups, c.threads, c.smem), (33, 8, 512, 3848 * 16));
-        let packs = |smem: usize| c.threads * V9_K + smem / 16;
-        // 30%: cap 10328 packs (⌈7944 · 1.3⌉), 6232 of them in shared memory.
-        assert_eq!(v9_pool_smem(c, 262_144, 30, max), 6232 * 16);
-        // 0%: the plain form's; more than shared memory holds: its whole share.
-        assert_eq!(v9_pool_smem(c, 262_144, 0, max), c.smem);
-        assert_eq!(v9_pool_smem(c, 262_144, 1000, max), max / 16 * 16);
-        // Whatever the headroom, G parts cover the row (the kernel traps otherwise).
-        for pool in [0, 1, 7, 30, 60, 100, 1000] {
-            let s = v9_pool_smem(c, 262_144, pool, max);
-            assert!(
-                c.g * packs(s) >= 262_144 && s <= max && s.is_multiple_of(16),
-                "{pool}"
-            );
-        }
-        // f32 4 Mi: 2 groups of 132 CTAs, full shares.
-        let c = v9_config(1_048_576, 64, 512, max, 64 << 10, 264).unwrap();
-        for pool in [0, 30, 100] {
-            let s = v9_pool_smem(c, 1_048_576, pool, max);
-            assert!(c.g * packs(s) >= 1_048_576 && s <= max, "{pool}");
-        }
     }
 
     #[test]
