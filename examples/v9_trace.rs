@@ -7,7 +7,7 @@
 //! print their rows' medians. The stamps cost a few instructions a row; the kernels without the
 //! macro have none of them. Nothing here flushes the L2: at the widths v9 runs (≥ 1 Mi f32
 //! columns by default) a launch reads far more than the L2 holds. v9 runs as `auto` would run
-//! it, so `KERNLAB_V9` settings apply (`KERNLAB_V9=smpair=1` traces the smpair form). Each call
+//! it, so `KERNLAB_V9` settings apply (`KERNLAB_V9=smpair=1` traces the smpair form wherever it runs, `smpair=0` never). Each call
 //! also prints each CTA's lateness at its reduce and the SMs the CTAs ran on (`%smid`).
 use anyhow::{bail, ensure, Context, Result};
 use kernlab::ops::softmax_trace as trace;

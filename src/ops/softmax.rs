@@ -1106,7 +1106,8 @@ fn switch(v: &str, n: Option<usize>) -> Option<bool> {
 /// part prefers (KiB; 0: all it can have; default: as much as its registers hold, 64 KiB at
 /// two an SM); `pp`, the ping-pong form forced on or off (default: by G; besides 0|1 it
 /// takes off|on, false|true and no|yes); `smpair`, the ping-pong form with SM-paired places
-/// where it can run (off by default; the same on/off words).
+/// forced on wherever it can run or off (default: by the groups, [`V9Tuning::smpair_for`];
+/// the same on/off words).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct V9Tuning {
     pub per_sm: usize,
@@ -1116,8 +1117,9 @@ pub struct V9Tuning {
     pub pingpong: Option<bool>,
     /// The smpair form where the ping-pong form runs and the grid allows it (exactly two CTAs
     /// on every SM, an even number of groups): each CTA takes its group and rank from its SM
-    /// so that an SM's two CTAs are ping-pong partners. Off by default: not yet measured.
-    pub smpair: bool,
+    /// so that an SM's two CTAs are ping-pong partners. Forced on or off; `None` lets
+    /// [`V9Tuning::smpair_for`] decide by the groups.
+    pub smpair: Option<bool>,
 }
 
 impl V9Tuning {
@@ -1126,7 +1128,7 @@ impl V9Tuning {
             per_sm: 2,
             smem_kb: None,
             pingpong: None,
-            smpair: false,
+            smpair: None,
         };
         for (k, v, n) in tuning_pairs(spec) {
             match (k, n) {
@@ -1139,7 +1141,7 @@ impl V9Tuning {
                 }
                 ("smpair", _) => {
                     if let Some(b) = switch(v, n) {
-                        t.smpair = b;
+                        t.smpair = Some(b);
                     }
                 }
                 _ => {}
@@ -1157,6 +1159,14 @@ impl V9Tuning {
     /// [`V9_PINGPONG_MIN_G`] CTAs a row.
     pub fn pingpong_for(&self, g: usize, groups: usize) -> bool {
         g > 1 && groups >= 2 && self.pingpong.unwrap_or(g >= V9_PINGPONG_MIN_G)
+    }
+    /// Whether the ping-pong form of `groups` groups asks for the smpair form (which the
+    /// launcher then runs where the grid allows): by default with two groups only. On the
+    /// H200 (twenty-third session, docs/perf-notes.md), against plain ping-pong, it ran +2–3%
+    /// at f32 4 Mi columns (2 groups of 132) in two runs, level at 8 groups (f32 and bf16
+    /// 1 Mi, bf16 2 Mi) and at f32 2 Mi (4 groups), and 1.6% slower at bf16 4 Mi (4 groups).
+    pub fn smpair_for(&self, groups: usize) -> bool {
+        self.smpair.unwrap_or(groups == 2)
     }
     /// The shared memory a part of a CTA of `threads` threads prefers, in bytes.
     pub fn pref_bytes(&self, threads: usize) -> usize {
@@ -1232,7 +1242,7 @@ pub fn run_v9_pingpong(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 pub fn run_v9_smpair(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let t = V9Tuning {
         pingpong: Some(true),
-        smpair: true,
+        smpair: Some(true),
         ..V9Tuning::from_env()
     };
     run_v9_tuned(p, x, y, t, true)
@@ -1243,7 +1253,7 @@ pub fn run_v9_smpair(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 fn run_v9_form(p: &Params, x: &Tensor, y: &mut Tensor, pingpong: bool) -> Result<()> {
     let tuning = V9Tuning {
         pingpong: Some(pingpong),
-        smpair: false,
+        smpair: Some(false),
         ..V9Tuning::from_env()
     };
     run_v9_tuned(p, x, y, tuning, false)
@@ -1295,7 +1305,7 @@ fn run_v9_tuned(
     // rows of whole packs), exactly two CTAs on every SM (a grid of twice the SMs that the
     // driver holds at two an SM and no more, so the cooperative launch puts two on each) and an
     // even number of groups (each lower place's partner in the upper half).
-    let wanted = pp && tuning.smpair && r.vec;
+    let wanted = pp && tuning.smpair_for(c.groups) && r.vec;
     let occupancy = wanted
         .then(|| per_sm(&format!("softmax_v9_smpair_{dt}")))
         .flatten();
@@ -2338,10 +2348,14 @@ mod tests {
         assert_eq!(V9Tuning::parse("pp=true").pingpong, Some(true));
         assert_eq!(V9Tuning::parse("pp=Off").pingpong, Some(false));
         assert_eq!(V9Tuning::parse("pp=maybe").pingpong, None);
-        // The smpair form only when asked.
-        assert!(!d.smpair);
-        assert!(V9Tuning::parse("smpair=1").smpair && V9Tuning::parse("pp=1, smpair=on").smpair);
-        assert!(!V9Tuning::parse("smpair=no").smpair && !V9Tuning::parse("smpair=2x").smpair);
+        // The smpair form with two groups by default; forced on or off; a setting it cannot
+        // read leaves the default.
+        assert!(d.smpair_for(2) && !d.smpair_for(4) && !d.smpair_for(8));
+        let on = V9Tuning::parse("pp=1, smpair=on");
+        assert!(on.smpair_for(8) && V9Tuning::parse("smpair=1").smpair_for(4));
+        assert!(!V9Tuning::parse("smpair=no").smpair_for(2));
+        assert!(!V9Tuning::parse("smpair=0").smpair_for(2));
+        assert_eq!(V9Tuning::parse("smpair=2x").smpair, None);
     }
 
     #[test]
