@@ -68,6 +68,8 @@ fn main() -> Result<()> {
             meta.groups(),
             if meta.smpair {
                 "smpair"
+            } else if meta.ring3 {
+                "ring3"
             } else if meta.pingpong {
                 "ping-pong"
             } else {
@@ -110,9 +112,15 @@ fn main() -> Result<()> {
         }
         // The same by SM: does a slow SM make both its CTAs late?
         let sms = trace::sm_ids(&cuda, dtype)?;
-        let half = meta.grid / 2;
+        // The places that should share an SM: b and b + grid/2 (b + 2·grid/3 too for ring3).
+        let ways = if meta.ring3 { 3 } else { 2 };
+        let half = meta.grid / ways;
         let shared = (0..half.min(sms.len()))
-            .filter(|&b| b + half < sms.len() && sms[b].is_some() && sms[b] == sms[b + half])
+            .filter(|&b| {
+                (1..ways).all(|k| {
+                    b + k * half < sms.len() && sms[b].is_some() && sms[b] == sms[b + k * half]
+                })
+            })
             .count();
         let by = trace::lateness_by_sm(&per_cta, &sms);
         let show = |s: &trace::SmLate| {
@@ -124,9 +132,14 @@ fn main() -> Result<()> {
             format!("SM {} [{}]", s.sm, c.join(" "))
         };
         println!(
-            "  {} SMs; CTAs b and b + {half} share an SM in {shared} of {half} pairs; \
-             correlation of an SM's two CTAs' lateness {:.2}",
+            "  {} SMs; CTAs b and b + {half}{} share an SM in {shared} of {half}; \
+             correlation of an SM's two CTAs' lateness {:.2} (SMs of two CTAs)",
             by.len(),
+            if ways == 3 {
+                format!(" and b + {}", 2 * half)
+            } else {
+                String::new()
+            },
             trace::sm_pair_correlation(&by)
         );
         let top: Vec<String> = by.iter().take(6).map(show).collect();

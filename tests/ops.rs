@@ -713,6 +713,95 @@ test_gpu!(
     super::softmax_v9_smpair_places_match
 );
 
+/// v9's ring form (three CTAs an SM, placed by SM, their groups taking turns in threes)
+/// against f64: on the H200 6 groups of 66 (8 rows: two groups walk a second row; then 20
+/// rows), f32 3 rows of 2 Mi (3 groups of 132), bf16 6 rows of 2 Mi (6 of 66) and f16 4 rows of
+/// 2 Mi as log_softmax (3 of 132). Each shape runs three times (once unchecked, then twice on
+/// fresh inputs against f64, a ping-pong launch between), so later launches find the places
+/// the earlier ones took cleared. It refuses two rows of 1 Mi f32 (two groups: not three
+/// phases) and an odd width (built without the peel), as it refuses everything before sm_90.
+/// On a GPU of other than 132 SMs a shape it refuses must say why in the ring's terms. GPU only.
+fn softmax_v9_ring3_places_match(dev: &Device) {
+    let cuda = dev.cuda().expect("a CUDA device");
+    let init = Init::Normal {
+        mean: 0.0,
+        std: 3.0,
+    };
+    let p = Params::default();
+    let takes = |shape: &[usize], dt: DType, because: &str| -> bool {
+        let x = rand(shape, dt, init, 7).to_device(dev).unwrap();
+        let mut y = Tensor::empty(shape, dt, dev).unwrap();
+        match softmax::run_v9_ring3(&p, &x, &mut y) {
+            Ok(()) => true,
+            Err(Error::UnsupportedShape { why, .. }) => {
+                assert!(why.contains("ring3") && why.contains(because), "{why}");
+                false
+            }
+            Err(e) => panic!("v9 ring3 on {shape:?} {dt}: {e}"),
+        }
+    };
+    if cuda.props.compute_capability.0 < 9 {
+        assert!(!takes(&[8, 1048576], DType::F32, "compute capability"));
+        return;
+    }
+    let h200 = cuda.props.sm_count == 132;
+    let v9 = variants(Op::Softmax, dev)
+        .into_iter()
+        .find(|v| v.name == "v9_gridsync")
+        .expect("v9_gridsync is registered");
+    let ring = Variant {
+        run: registry::Kernel::Unary(softmax::run_v9_ring3),
+        ..*v9
+    };
+    let pingpong = Variant {
+        run: registry::Kernel::Unary(softmax::run_v9_pingpong),
+        ..*v9
+    };
+    let shapes: &[(&[usize], DType, bool)] = &[
+        (&[8, 1048576], DType::F32, false),
+        (&[20, 1048576], DType::F32, false),
+        (&[3, 2097152], DType::F32, false),
+        (&[6, 2097152], DType::BF16, false),
+        (&[4, 2097152], DType::F16, true),
+    ];
+    let mut ran = 0;
+    for (i, &(shape, dt, log)) in shapes.iter().enumerate() {
+        if !takes(shape, dt, "multiple of three") {
+            assert!(!h200, "the H200 runs ring3 on {shape:?} {dt}");
+            println!(
+                "v9 ring3 refuses {shape:?} {dt} on {} SMs",
+                cuda.props.sm_count
+            );
+            continue;
+        }
+        ran += 1;
+        let p = Params {
+            log_softmax: log,
+            ..Params::default()
+        };
+        let x = rand(shape, dt, init, 790 + i as u64);
+        check(dev, &ring, &p, &x, "v9 ring3, launch 0");
+        check(
+            dev,
+            &pingpong,
+            &p,
+            &x,
+            "v9 ping-pong between ring3 launches",
+        );
+        let x = rand(shape, dt, init, 890 + i as u64);
+        check(dev, &ring, &p, &x, "v9 ring3, launch 1");
+    }
+    if h200 {
+        assert_eq!(ran, shapes.len());
+        assert!(!takes(&[2, 1048576], DType::F32, "multiple of three"));
+    }
+    assert!(!takes(&[8, 1048577], DType::F32, "scalars to peel"));
+}
+test_gpu!(
+    softmax_v9_ring3_places_match,
+    super::softmax_v9_ring3_places_match
+);
+
 /// v10 with each tile size, and with extra lag on a grid capped at 100 CTAs (a wider L2
 /// window, more tiles between a row's first pass and its second, many tiles a CTA), over shapes
 /// where rows take one tile, a partial last tile, an empty last tile (f32 8197 columns with
