@@ -112,7 +112,8 @@ fn main() -> Result<()> {
         }
         // The same by SM: does a slow SM make both its CTAs late?
         let sms = trace::sm_ids(&cuda, dtype)?;
-        // The places that should share an SM: b and b + grid/2 (b + 2·grid/3 too for ring3).
+        // The places that should share an SM: b and b + grid/2, or for ring3 b, b + grid/3 and
+        // b + 2·grid/3.
         let ways = if meta.ring3 { 3 } else { 2 };
         let half = meta.grid / ways;
         let shared = (0..half.min(sms.len()))
@@ -133,14 +134,17 @@ fn main() -> Result<()> {
         };
         println!(
             "  {} SMs; CTAs b and b + {half}{} share an SM in {shared} of {half}; \
-             correlation of an SM's two CTAs' lateness {:.2} (SMs of two CTAs)",
+             correlation of an SM's two CTAs' lateness {} (SMs of two CTAs)",
             by.len(),
             if ways == 3 {
                 format!(" and b + {}", 2 * half)
             } else {
                 String::new()
             },
-            trace::sm_pair_correlation(&by)
+            match trace::sm_pair_correlation(&by) {
+                r if r.is_nan() => "– (too few)".to_string(),
+                r => format!("{r:.2}"),
+            }
         );
         let top: Vec<String> = by.iter().take(6).map(show).collect();
         let bottom: Vec<String> = by.iter().rev().take(3).map(show).collect();

@@ -980,7 +980,7 @@ template <int K> __device__ __forceinline__ void v9_stamp(unsigned iter, unsigne
 // partner grid/2 + v (group v / G + groups/2, the same rank). `pairing` (zero at launch; the
 // last CTA clears it with the slots): [0] the ticket, [1 + s] SM s's arrivals, [1 + KL_V9_SMS
 // + s] SM s's lower place + 1. Measured on the H200 (twenty-third session) against plain
-// ping-pong: +2–3% at f32 4 Mi (2 groups), level at 8 groups and at f32 2 Mi, −1.6% at bf16
+// ping-pong: +1–3% at f32 4 Mi (2 groups), level at 8 groups and at f32 2 Mi, −1.6% at bf16
 // 4 Mi (4 groups); at f32 256×1 Mi the row skew it was for shrank from 7.2 to 6.1 µs, and most
 // of it (loads going out 4.9 µs apart) stayed.
 #define KL_V9_SMS 1024

@@ -716,7 +716,8 @@ test_gpu!(
 /// v9's ring form (three CTAs an SM, placed by SM, their groups taking turns in threes)
 /// against f64: on the H200 6 groups of 66 (8 rows: two groups walk a second row; then 20
 /// rows), f32 3 rows of 2 Mi (3 groups of 132), bf16 6 rows of 2 Mi (6 of 66) and f16 4 rows of
-/// 2 Mi as log_softmax (3 of 132). Each shape runs three times (once unchecked, then twice on
+/// 2 Mi as log_softmax (3 groups of 132, parts that fit in registers: CTAs of 320 threads with
+/// spare slots). Each shape runs three times (once unchecked, then twice on
 /// fresh inputs against f64, a ping-pong launch between), so later launches find the places
 /// the earlier ones took cleared. It refuses two rows of 1 Mi f32 (two groups: not three
 /// phases) and an odd width (built without the peel), as it refuses everything before sm_90.
@@ -766,7 +767,7 @@ fn softmax_v9_ring3_places_match(dev: &Device) {
     ];
     let mut ran = 0;
     for (i, &(shape, dt, log)) in shapes.iter().enumerate() {
-        if !takes(shape, dt, "multiple of three") {
+        if !takes(shape, dt, "three or more groups") {
             assert!(!h200, "the H200 runs ring3 on {shape:?} {dt}");
             println!(
                 "v9 ring3 refuses {shape:?} {dt} on {} SMs",
@@ -793,7 +794,7 @@ fn softmax_v9_ring3_places_match(dev: &Device) {
     }
     if h200 {
         assert_eq!(ran, shapes.len());
-        assert!(!takes(&[2, 1048576], DType::F32, "multiple of three"));
+        assert!(!takes(&[2, 1048576], DType::F32, "fewer than three groups"));
     }
     assert!(!takes(&[8, 1048577], DType::F32, "scalars to peel"));
 }

@@ -1139,7 +1139,8 @@ pub struct V9Tuning {
     pub smpair: Option<bool>,
     /// The ring form (`ring=3`): three CTAs an SM (320 threads each), placed by SM as smpair
     /// places two, whose groups take turns to read in threes, so a CTA's exchange and writes
-    /// have two others' reads to hide behind. Off by default: not yet measured.
+    /// have two others' reads to hide behind. Off by default: not yet measured. It runs
+    /// wherever it can, whatever `pp` and `per_sm` say.
     pub ring3: bool,
 }
 
@@ -1185,8 +1186,8 @@ impl V9Tuning {
     }
     /// Whether the ping-pong form of `groups` groups asks for the smpair form (which the
     /// launcher then runs where the grid allows): by default with two groups only. On the
-    /// H200 (twenty-third session, docs/perf-notes.md), against plain ping-pong, it ran +2–3%
-    /// at f32 4 Mi columns (2 groups of 132) in two runs, level at 8 groups (f32 and bf16
+    /// H200 (twenty-third session, docs/perf-notes.md), against plain ping-pong, it ran +1–3%
+    /// at f32 4 Mi columns (2 groups of 132) in three runs, level at 8 groups (f32 and bf16
     /// 1 Mi, bf16 2 Mi) and at f32 2 Mi (4 groups), and 1.6% slower at bf16 4 Mi (4 groups).
     pub fn smpair_for(&self, groups: usize) -> bool {
         self.smpair.unwrap_or(groups == 2)
@@ -1272,10 +1273,10 @@ pub fn run_v9_smpair(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     run_v9_tuned(p, x, y, t, Some("smpair"))
 }
 
-/// v9's ring form (three CTAs an SM taking turns; KERNLAB_V9's other settings apply), refused
-/// where it cannot run: before sm_90, rows with a scalar head or tail, or where the groups
-/// that fit are not a multiple of three that puts exactly three CTAs on every SM (for tests
-/// and experiments).
+/// v9's ring form (three CTAs an SM taking turns; KERNLAB_V9's `smem_kb` applies, not `pp` or
+/// `per_sm`), refused where it cannot run: before sm_90, rows with a scalar head or tail, fewer
+/// than three groups (the groups that fit are rounded down to a multiple of three), or a
+/// driver that does not hold exactly three of its CTAs an SM (for tests and experiments).
 pub fn run_v9_ring3(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let t = V9Tuning {
         ring3: true,
@@ -1314,11 +1315,15 @@ fn run_v9_tuned(
     // The ring form: its own CTA size (three an SM), aligned rows (built without the peel, as
     // smpair), groups a multiple of three with exactly three CTAs on every SM.
     if tuning.ring3 || only == Some("ring3") {
-        let ring = (io.dev.props.compute_capability.0 >= 9 && r.vec)
-            .then(|| v9_ring_shape(&io.dev, dt, r.cols / r.pack, r.rows, tuning))
-            .transpose()?
-            .flatten();
-        if let Some(c) = ring {
+        let (major, minor) = io.dev.props.compute_capability;
+        let ring = if major < 9 {
+            Err(format!("compute capability {major}.{minor}"))
+        } else if !r.vec {
+            Err("scalars to peel".to_string())
+        } else {
+            v9_ring_shape(&io.dev, dt, r.cols / r.pack, r.rows, tuning)
+        };
+        if let Ok(c) = ring {
             let cfg = LaunchConfig {
                 grid_dim: ((c.groups * c.g) as u32, 1, 1),
                 block_dim: (c.threads as u32, 1, 1),
@@ -1338,16 +1343,12 @@ fn run_v9_tuned(
         }
         if only == Some("ring3") {
             return Err(refuse(format!(
-                "the ring3 form needs sm_90 or later, aligned rows of whole 16-byte packs, and a                  multiple of three groups that puts three CTAs on every SM; here {} rows of {}                  columns ({}) on {sms} SMs, compute capability {}.{}",
+                "the ring3 form needs sm_90 or later, aligned rows of whole 16-byte packs, and \
+                 three or more groups (a multiple of three) with exactly three CTAs on every \
+                 SM; here {} rows of {} columns on {sms} SMs: {}",
                 r.rows,
                 r.cols,
-                if r.vec {
-                    "whole packs"
-                } else {
-                    "scalars to peel"
-                },
-                io.dev.props.compute_capability.0,
-                io.dev.props.compute_capability.1
+                ring.unwrap_err()
             )));
         }
     }
@@ -1427,30 +1428,64 @@ fn run_v9_tuned(
 /// v9's ring form's CTAs: three an SM, each of this many threads (a warp's multiple).
 pub const V9_RING_THREADS: usize = V9_THREADS / 3 / 32 * 32;
 
-/// The ring form's shape for rows of `packs` packs on this device, or `None` where it cannot
-/// run: CTAs of [`V9_RING_THREADS`] threads and a third of the SM's shared memory, groups a
-/// multiple of three, and the driver holding exactly three of them an SM (so the cooperative
-/// grid of three times the SMs puts three on each).
+/// The ring form's shape for rows of `packs` packs on a GPU of `sms` SMs, CTAs of at most
+/// `smem` bytes of shared memory preferring `pref`: [`v9_config_in`]'s groups (a multiple of
+/// three, `None` if fewer than three fit or they do not fill three CTAs on every SM), but every
+/// CTA of [`V9_RING_THREADS`] threads, with shared memory for what its registers do not hold.
+/// A part that fits in fewer threads keeps them all (its spare register slots padded): smaller
+/// CTAs would fit four an SM, and the places need exactly three.
+pub fn v9_ring_config(
+    packs: usize,
+    rows: usize,
+    sms: usize,
+    smem: usize,
+    pref: usize,
+) -> Option<V9Config> {
+    let c = v9_config_in(packs, rows, V9_RING_THREADS, smem, pref, 3 * sms, 3)?;
+    // The places need the whole grid: three CTAs on every SM (not so where the groups do not
+    // divide it, or rows are split no finer than V9_MIN_PART).
+    if c.groups * c.g != 3 * sms {
+        return None;
+    }
+    let share = packs.max(1).div_ceil(c.g);
+    Some(V9Config {
+        threads: V9_RING_THREADS,
+        smem: share.saturating_sub(V9_RING_THREADS * V9_K) * 16,
+        ..c
+    })
+}
+
+/// The ring form's shape on this device, or why it cannot run there: [`v9_ring_config`], and
+/// the driver holding exactly three of its CTAs an SM at that size.
 fn v9_ring_shape(
     dev: &crate::device::CudaDevice,
     dt: DType,
     packs: usize,
     rows: usize,
     tuning: V9Tuning,
-) -> Result<Option<V9Config>> {
-    let sym = format!("softmax_v9_ring3_{dt}");
-    let f = dev.function(&SOFTMAX, &sym)?;
+) -> std::result::Result<V9Config, String> {
     let sms = dev.props.sm_count as usize;
-    let (threads, smem) = (
-        V9_RING_THREADS,
-        v9_smem(dev.props.max_smem_per_block_optin, 3),
-    );
-    let pref = tuning.pref_bytes(threads);
-    let Some(c) = v9_config_in(packs, rows, threads, smem, pref, 3 * sms, 3) else {
-        return Ok(None);
-    };
-    let per_sm = smem_blocks_per_sm(dev, &f, &sym, c.threads, c.smem)?;
-    Ok(v9_places_fit(3, c.groups * c.g, c.groups, sms, Some(per_sm)).then_some(c))
+    let smem = v9_smem(dev.props.max_smem_per_block_optin, 3);
+    let pref = tuning.pref_bytes(V9_RING_THREADS);
+    let c = v9_ring_config(packs, rows, sms, smem, pref).ok_or_else(|| {
+        format!(
+            "fewer than three groups of CTAs fit ({rows} rows of {packs} packs, 3 × {sms} CTAs)"
+        )
+    })?;
+    let sym = format!("softmax_v9_ring3_{dt}");
+    let per_sm = dev
+        .function(&SOFTMAX, &sym)
+        .and_then(|f| smem_blocks_per_sm(dev, &f, &sym, c.threads, c.smem))
+        .map_err(|e| format!("its occupancy could not be asked ({e})"))?;
+    if v9_places_fit(3, c.groups * c.g, c.groups, sms, Some(per_sm)) {
+        Ok(c)
+    } else {
+        Err(format!(
+            "{} groups of {} CTAs of {} threads and {} bytes of shared memory, {per_sm} of \
+             them an SM",
+            c.groups, c.g, c.threads, c.smem
+        ))
+    }
 }
 
 /// Whether v9's smpair form can place a grid of `grid` CTAs in `groups` groups on `sms` SMs
@@ -2487,7 +2522,7 @@ mod tests {
         // The H200: 396 CTAs of 320 threads, a third of 227 KB of shared memory each, parts
         // preferring no more shared memory than their registers hold (40 KB).
         let (smem, pref) = (v9_smem(227 << 10, 3), 320 * V9_K * 16);
-        let ring = |packs, rows| v9_config_in(packs, rows, 320, smem, pref, 396, 3);
+        let ring = |packs, rows| v9_ring_config(packs, rows, 132, smem, pref);
         // f32 1 Mi: 7 groups of 52 fit, so 6 of 66; 20 rows the same; 2 rows none.
         let c = ring(262_144, 8).unwrap();
         assert_eq!((c.g, c.groups, c.threads), (66, 6, 320));
@@ -2497,6 +2532,24 @@ mod tests {
         // f32 2 Mi: 3 groups of 132; 4 Mi: one group at most, so none.
         assert_eq!(ring(524_288, 3).map(|c| (c.g, c.groups)), Some((132, 3)));
         assert_eq!(ring(1_048_576, 64), None);
+        // Parts that fit in registers keep 320 threads (fewer would fit four CTAs an SM): f16
+        // 4 rows of 2 Mi and f32 3 rows of 1 Mi, 3 groups of 132.
+        for (packs, rows) in [(262_144, 4), (262_144, 3)] {
+            let c = ring(packs, rows).unwrap();
+            assert_eq!((c.g, c.groups, c.threads, c.smem), (132, 3, 320, 0));
+        }
+        // Narrow rows split no finer than 256 packs a CTA leave SMs short of three: none.
+        assert_eq!(ring(65_536, 4096), None);
+        // Every shape: 320 threads, and its groups' parts cover the row.
+        for packs in [1, 1000, 65_536, 262_144, 524_288, 700_000] {
+            for rows in [3, 4, 9, 4096] {
+                if let Some(c) = ring(packs, rows) {
+                    assert_eq!(c.threads, 320);
+                    assert!(c.groups.is_multiple_of(3) && c.groups * c.g == 396);
+                    assert!(c.g * (320 * V9_K + c.smem / 16) >= packs && c.smem <= smem);
+                }
+            }
+        }
         // Multiple 1 is v9_config.
         assert_eq!(
             v9_config_in(262_144, 8, 512, 110 << 10, 64 << 10, 264, 1),
