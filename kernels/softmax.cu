@@ -938,8 +938,8 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
 // kl_v9_trace[(iteration · KL_V9_TRACE_CTAS + CTA) · KL_V9_STAMPS + k], for the first
 // KL_V9_TRACE_ITERS iterations and KL_V9_TRACE_CTAS CTAs (indexed by place: the block index,
 // or with SMPAIR the place it took). CTA 0 writes the launch's shape to kl_v9_trace_meta:
-// grid, G, the form (0 plain, 1 ping-pong, 2 smpair, 4 ring3) and rows; each CTA writes its SM's index
-// (%smid) + 1 to kl_v9_smid. Without the macro nothing of this is compiled. Traced, the
+// grid, G, the form (0 plain, 1 ping-pong, 2 smpair, 4 ring3) and rows; each CTA writes its
+// SM's index (%smid) + 1 to kl_v9_smid. Without the macro nothing of this is compiled. Traced, the
 // ping-pong forms (what `auto` runs from 16 CTAs a row) keep
 // their registers with no spill; the plain f32 form spills 20 bytes (ptxas, sm_90a), and
 // stamps written through shared memory or one asm block spilled more.
@@ -969,10 +969,10 @@ template <int K> __device__ __forceinline__ void v9_stamp(unsigned iter, unsigne
 // can run, KERNLAB_V9=smpair=0|1 forces it off or on): a CTA's place in the grid (its group
 // and rank, so its row's part and its ping-pong partner) comes from the SM it runs on rather
 // than its block index, so that the two CTAs an SM holds are partners — one reads while the
-// other exchanges and writes. v9's row timeline (KL_V9_TRACE, twenty-second
-// session, H200, f32 256×1048576) found the block scheduler putting CTAs b and b + 124 on one SM
-// (and 0–7 with 8–15), never b and b + 132, the partners: SMs holding two CTAs of one row were
-// the latest, 5–7 µs after their row's first CTA (median 2.9), and every row waits for them.
+// other exchanges and writes. v9's row timeline (KL_V9_TRACE, twenty-second session, H200,
+// f32 256×1048576) found the block scheduler putting CTAs b and b + 124 on one SM (and 0–7
+// with 8–15), never b and b + 132, the partners: SMs holding two CTAs of one row were the
+// latest, 5–7 µs after their row's first CTA (median 2.9), and every row waits for them.
 // The first CTA to reach an SM takes the next of grid/2 "lower" places (a ticket) and posts it
 // for the SM; the second takes the same place in the upper half. The launcher runs this only
 // with exactly two CTAs on every SM (a cooperative grid of 2 × SMs, the driver's occupancy 2)
