@@ -68,8 +68,6 @@ fn main() -> Result<()> {
             meta.groups(),
             if meta.smpair {
                 "smpair"
-            } else if meta.ring3 {
-                "ring3"
             } else if meta.pingpong {
                 "ping-pong"
             } else {
@@ -112,16 +110,9 @@ fn main() -> Result<()> {
         }
         // The same by SM: does a slow SM make both its CTAs late?
         let sms = trace::sm_ids(&cuda, dtype)?;
-        // The places that should share an SM: b and b + grid/2, or for ring3 b, b + grid/3 and
-        // b + 2·grid/3.
-        let ways = if meta.ring3 { 3 } else { 2 };
-        let half = meta.grid / ways;
+        let half = meta.grid / 2;
         let shared = (0..half.min(sms.len()))
-            .filter(|&b| {
-                (1..ways).all(|k| {
-                    b + k * half < sms.len() && sms[b].is_some() && sms[b] == sms[b + k * half]
-                })
-            })
+            .filter(|&b| b + half < sms.len() && sms[b].is_some() && sms[b] == sms[b + half])
             .count();
         let by = trace::lateness_by_sm(&per_cta, &sms);
         let show = |s: &trace::SmLate| {
@@ -133,14 +124,9 @@ fn main() -> Result<()> {
             format!("SM {} [{}]", s.sm, c.join(" "))
         };
         println!(
-            "  {} SMs; CTAs b and b + {half}{} share an SM in {shared} of {half}; \
+            "  {} SMs; CTAs b and b + {half} share an SM in {shared} of {half} pairs; \
              correlation of an SM's two CTAs' lateness {} (SMs of two CTAs)",
             by.len(),
-            if ways == 3 {
-                format!(" and b + {}", 2 * half)
-            } else {
-                String::new()
-            },
             match trace::sm_pair_correlation(&by) {
                 r if r.is_nan() => "– (too few)".to_string(),
                 r => format!("{r:.2}"),

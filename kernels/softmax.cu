@@ -938,8 +938,8 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
 // kl_v9_trace[(iteration · KL_V9_TRACE_CTAS + CTA) · KL_V9_STAMPS + k], for the first
 // KL_V9_TRACE_ITERS iterations and KL_V9_TRACE_CTAS CTAs (indexed by place: the block index,
 // or with SMPAIR the place it took). CTA 0 writes the launch's shape to kl_v9_trace_meta:
-// grid, G, the form (0 plain, 1 ping-pong, 2 smpair, 4 ring3) and rows; each CTA writes its
-// SM's index (%smid) + 1 to kl_v9_smid. Without the macro nothing of this is compiled. Traced, the
+// grid, G, the form (0 plain, 1 ping-pong, 2 smpair) and rows; each CTA writes its SM's index
+// (%smid) + 1 to kl_v9_smid. Without the macro nothing of this is compiled. Traced, the
 // ping-pong forms (what `auto` runs from 16 CTAs a row) keep
 // their registers with no spill; the plain f32 form spills 20 bytes (ptxas, sm_90a), and
 // stamps written through shared memory or one asm block spilled more.
@@ -991,13 +991,11 @@ __device__ __forceinline__ int* v9_place() {
     __shared__ int place[3];  // group, rank, place
     return place;
 }
-// R CTAs an SM (the ring form, R = 3): the first takes the ticket, the others seats 1 … R − 1,
-// place seat · grid/R + lower.
-template <int R = 2> __device__ __forceinline__ void v9_take_place(unsigned* pairing, int G) {
+__device__ __forceinline__ void v9_take_place(unsigned* pairing, int G) {
     if (threadIdx.x == 0) {
         unsigned sm;
         asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-        const unsigned half = gridDim.x / R;
+        const unsigned half = gridDim.x / 2;
         // Unreachable under the launcher's conditions; a wrong place would be a wrong answer.
         if (sm >= KL_V9_SMS) __trap();
         const unsigned seat = atomicAdd(pairing + 1 + sm, 1u);
@@ -1013,8 +1011,8 @@ template <int R = 2> __device__ __forceinline__ void v9_take_place(unsigned* pai
             } while (v == 0);
             lower = v - 1;
         }
-        if (seat > R - 1 || lower >= half) __trap();
-        const int place = (int)(seat == 0 ? lower : seat * half + lower);
+        if (seat > 1 || lower >= half) __trap();
+        const int place = (int)(seat == 0 ? lower : half + lower);
         v9_place()[0] = place / G;
         v9_place()[1] = place % G;
         v9_place()[2] = place;
@@ -1022,7 +1020,7 @@ template <int R = 2> __device__ __forceinline__ void v9_take_place(unsigned* pai
     __syncthreads();
 }
 
-template <class T, int K, bool PP, bool SMPAIR, int R = 2>
+template <class T, int K, bool PP, bool SMPAIR>
 __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
                                     i64 ldx, i64 ldy, int lg, int G, SplitHeader* hdr,
                                     SplitSlot* slots) {
@@ -1036,7 +1034,7 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
     // registers into spills (4–28 bytes, ptxas sm_90a), so SMPAIR parts are built without it.
     int g0 = 0, rank0 = 0;
     if constexpr (SMPAIR) {
-        v9_take_place<R>(reinterpret_cast<unsigned*>(slots + 2 * gridDim.x), G);
+        v9_take_place(reinterpret_cast<unsigned*>(slots + 2 * gridDim.x), G);
     } else {
         g0 = blockIdx.x / G;
         rank0 = blockIdx.x % G;
@@ -1058,16 +1056,12 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
     // one of the lower half reads step i once its partner has published step i − 1. So one
     // half reads while the other exchanges and writes. Each wait is for an earlier publish,
     // and a partner that waits has a row at that step, so nothing waits in a cycle.
-    // R = 3 (the ring form, with SMPAIR's places three CTAs an SM): groups g, g + span and
-    // g + 2·span take turns in that order (span = groups/3): each waits for the one before it at
-    // step i, the first for the last at step i − 1, so a CTA has two others' reads to cover
-    // its exchange and its writes, not one.
-    const int half = G > 1 ? groups / R : 0;
+    const int half = G > 1 ? groups / 2 : 0;
 #if KL_V9_TRACE
     if (blockIdx.x == 0 && tid == 0) {
         kl_v9_trace_meta[0] = gridDim.x;
         kl_v9_trace_meta[1] = (unsigned long long)G;
-        kl_v9_trace_meta[2] = PP ? (SMPAIR ? (R == 2 ? 2 : 4) : 1) : 0;
+        kl_v9_trace_meta[2] = PP ? (SMPAIR ? 2 : 1) : 0;
         kl_v9_trace_meta[3] = (unsigned long long)rows;
     }
     if (tid == 0 && cta() < KL_V9_TRACE_CTAS) {
@@ -1080,11 +1074,11 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
     for (i64 row = g(); g() < groups && row < rows; row += groups, ++iter) {
         KL_V9_STAMP(0);
         if constexpr (PP) {
-            if (g() < R * half && (g() >= half || iter > 0)) {
+            if (g() < 2 * half && (g() >= half || iter > 0)) {
                 if (tid == 0) {
                     const bool upper = g() >= half;
                     const unsigned it = upper ? iter : iter - 1;
-                    const int p = upper ? g() - half : g() + (R - 1) * half;
+                    const int p = upper ? g() - half : g() + half;
                     (void)split_wait(slots + (size_t)(it & 1) * gridDim.x + p * G + rank(), it + 1);
                 }
                 __syncthreads();
@@ -1337,10 +1331,7 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
         softmax_v9_gridsync<T, 8, KL_V9_PP, false>(KL_PASS, ctas_per_row, hdr, slots); }      \
     extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v9_smpair_##TN(                   \
         KL_ARGS(T), int ctas_per_row, SplitHeader* hdr, SplitSlot* slots) {                       \
-        softmax_v9_gridsync<T, 8, KL_V9_PP, KL_V9_PP>(KL_PASS, ctas_per_row, hdr, slots); }      \
-    extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v9_ring3_##TN(                    \
-        KL_ARGS(T), int ctas_per_row, SplitHeader* hdr, SplitSlot* slots) {                       \
-        softmax_v9_gridsync<T, 8, KL_V9_PP, KL_V9_PP, 3>(KL_PASS, ctas_per_row, hdr, slots); }
+        softmax_v9_gridsync<T, 8, KL_V9_PP, KL_V9_PP>(KL_PASS, ctas_per_row, hdr, slots); }
 
 // v10: 512-thread CTAs, two an SM (64 registers); U = 2 or 4 packs a thread a pass.
 #define KL_V10(TN, T, U)                                                                          \

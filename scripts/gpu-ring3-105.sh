@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU batch (written in the twenty-third session, whose device time ran out first; not yet run): v9's ring form (KERNLAB_V9=ring=3: three 320-thread CTAs an
+# GPU batch (written in the twenty-third session; run in the twenty-fourth against df4f517, the form since removed): v9's ring form (KERNLAB_V9=ring=3: three 320-thread CTAs an
 # SM placed by SM, their groups taking turns in threes, so a CTA's exchange and writes have two
 # others' reads to hide behind, not one). Its GPU test, then one process a setting: default
 # (ping-pong), ring=3 and ring=3 with parts filling shared memory (smem_kb=0), at f32 256×1 Mi

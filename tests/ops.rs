@@ -622,41 +622,33 @@ test_gpu!(
     super::softmax_split_rows_walk_many_rows
 );
 
-/// The check shared by v9's forms whose CTAs take their places from their SM (smpair: two an
-/// SM; ring3: three): `run` forces form `form` on `shapes` (each (shape, dtype, log_softmax)),
-/// every one of which the H200 must take. Each shape runs three times (once unchecked, then
-/// twice on fresh inputs from seeds `seed + i` and `seed + 100 + i` against f64, a ping-pong
-/// launch between), so later launches find the places the earlier ones took cleared (a ticket
-/// left over would trap or misplace). A refusal must name the form and say `because`; on a GPU
-/// of other than 132 SMs a shape may be refused that way. On the H200 `refused` (a shape and
-/// its reason) must be refused; everywhere an odd width is (built without the peel), and
-/// before sm_90 everything is.
-fn v9_placed_form_matches(
-    dev: &Device,
-    form: &str,
-    run: registry::RunFn,
-    shapes: &[(&[usize], DType, bool)],
-    because: &str,
-    refused: (&[usize], &str),
-    seed: u64,
-) {
+/// v9's smpair form (each CTA's group and rank from its SM, so an SM's two CTAs are ping-pong
+/// partners) against f64: on the H200 8 groups of 33 (one row each, then 20 rows walked 2–3
+/// a group), 2 groups of 132, 6 of 44 (bf16) and 4 of 66 (f16), the last as log_softmax. Each
+/// shape runs three times (once unchecked, then twice on fresh inputs against f64), so later
+/// launches find the places the earlier ones took cleared (a ticket left over would trap or
+/// misplace). It refuses three rows of 1 Mi f32 (3 groups: an odd count has a group with no
+/// partner) and an odd width (built without the peel), as it refuses everything before
+/// sm_90. On a GPU of other than 132 SMs the groups differ: a shape it refuses there must say
+/// why in smpair's terms. GPU only.
+fn softmax_v9_smpair_places_match(dev: &Device) {
     let cuda = dev.cuda().expect("a CUDA device");
     let init = Init::Normal {
         mean: 0.0,
         std: 3.0,
     };
     let p = Params::default();
-    // Whether the form takes this shape here; a refusal names the form and `why_not`.
-    let takes = |shape: &[usize], dt: DType, why_not: &str| -> bool {
+    // Whether smpair takes this shape here; a refusal names the form and `because`.
+    let takes = |shape: &[usize], dt: DType, because: &str| -> bool {
         let x = rand(shape, dt, init, 7).to_device(dev).unwrap();
         let mut y = Tensor::empty(shape, dt, dev).unwrap();
-        match run(&p, &x, &mut y) {
+        match softmax::run_v9_smpair(&p, &x, &mut y) {
             Ok(()) => true,
             Err(Error::UnsupportedShape { why, .. }) => {
-                assert!(why.contains(form) && why.contains(why_not), "{why}");
+                assert!(why.contains("smpair") && why.contains(because), "{why}");
                 false
             }
-            Err(e) => panic!("v9 {form} on {shape:?} {dt}: {e}"),
+            Err(e) => panic!("v9 smpair on {shape:?} {dt}: {e}"),
         }
     };
     if cuda.props.compute_capability.0 < 9 {
@@ -668,20 +660,27 @@ fn v9_placed_form_matches(
         .into_iter()
         .find(|v| v.name == "v9_gridsync")
         .expect("v9_gridsync is registered");
-    let forced = Variant {
-        run: registry::Kernel::Unary(run),
+    let smpair = Variant {
+        run: registry::Kernel::Unary(softmax::run_v9_smpair),
         ..*v9
     };
     let pingpong = Variant {
         run: registry::Kernel::Unary(softmax::run_v9_pingpong),
         ..*v9
     };
+    let shapes: &[(&[usize], DType, bool)] = &[
+        (&[8, 1048576], DType::F32, false),
+        (&[20, 1048576], DType::F32, false),
+        (&[2, 4194304], DType::F32, false),
+        (&[6, 2097152], DType::BF16, false),
+        (&[4, 2097152], DType::F16, true),
+    ];
     let mut ran = 0;
     for (i, &(shape, dt, log)) in shapes.iter().enumerate() {
-        if !takes(shape, dt, because) {
-            assert!(!h200, "the H200 runs {form} on {shape:?} {dt}");
+        if !takes(shape, dt, "groups") {
+            assert!(!h200, "the H200 runs smpair on {shape:?} {dt}");
             println!(
-                "v9 {form} refuses {shape:?} {dt} on {} SMs",
+                "v9 smpair refuses {shape:?} {dt} on {} SMs",
                 cuda.props.sm_count
             );
             continue;
@@ -691,78 +690,27 @@ fn v9_placed_form_matches(
             log_softmax: log,
             ..Params::default()
         };
-        let x = rand(shape, dt, init, seed + i as u64);
-        check(dev, &forced, &p, &x, &format!("v9 {form}, launch 0"));
+        let x = rand(shape, dt, init, 390 + i as u64);
+        check(dev, &smpair, &p, &x, "v9 smpair, launch 0");
         check(
             dev,
             &pingpong,
             &p,
             &x,
-            &format!("v9 ping-pong between {form} launches"),
+            "v9 ping-pong between smpair launches",
         );
-        let x = rand(shape, dt, init, seed + 100 + i as u64);
-        check(dev, &forced, &p, &x, &format!("v9 {form}, launch 1"));
+        let x = rand(shape, dt, init, 490 + i as u64);
+        check(dev, &smpair, &p, &x, "v9 smpair, launch 1");
     }
     if h200 {
         assert_eq!(ran, shapes.len());
-        assert!(!takes(refused.0, DType::F32, refused.1));
+        assert!(!takes(&[3, 1048576], DType::F32, "3 groups"));
     }
     assert!(!takes(&[8, 1048577], DType::F32, "scalars to peel"));
-}
-
-/// v9's smpair form (each CTA's group and rank from its SM, so an SM's two CTAs are ping-pong
-/// partners) against f64: on the H200 8 groups of 33 (one row each, then 20 rows walked 2–3
-/// a group), 2 groups of 132, 6 of 44 (bf16) and 4 of 66 (f16), the last as log_softmax. It
-/// refuses three rows of 1 Mi f32 (3 groups: an odd count has a group with no partner).
-/// v9_placed_form_matches has the rest. GPU only.
-fn softmax_v9_smpair_places_match(dev: &Device) {
-    v9_placed_form_matches(
-        dev,
-        "smpair",
-        softmax::run_v9_smpair,
-        &[
-            (&[8, 1048576], DType::F32, false),
-            (&[20, 1048576], DType::F32, false),
-            (&[2, 4194304], DType::F32, false),
-            (&[6, 2097152], DType::BF16, false),
-            (&[4, 2097152], DType::F16, true),
-        ],
-        "groups",
-        (&[3, 1048576], "3 groups"),
-        390,
-    );
 }
 test_gpu!(
     softmax_v9_smpair_places_match,
     super::softmax_v9_smpair_places_match
-);
-
-/// v9's ring form (three CTAs an SM, placed by SM, their groups taking turns in threes)
-/// against f64: on the H200 6 groups of 66 (8 rows: two groups walk a second row; then 20
-/// rows), f32 3 rows of 2 Mi (3 groups of 132), bf16 6 rows of 2 Mi (6 of 66) and f16 4 rows of
-/// 2 Mi as log_softmax (3 groups of 132, parts that fit in registers: CTAs of 320 threads with
-/// spare slots). It refuses two rows of 1 Mi f32 (two groups: not three phases).
-/// v9_placed_form_matches has the rest. GPU only.
-fn softmax_v9_ring3_places_match(dev: &Device) {
-    v9_placed_form_matches(
-        dev,
-        "ring3",
-        softmax::run_v9_ring3,
-        &[
-            (&[8, 1048576], DType::F32, false),
-            (&[20, 1048576], DType::F32, false),
-            (&[3, 2097152], DType::F32, false),
-            (&[6, 2097152], DType::BF16, false),
-            (&[4, 2097152], DType::F16, true),
-        ],
-        "three or more groups",
-        (&[2, 1048576], "fewer than three groups"),
-        790,
-    );
-}
-test_gpu!(
-    softmax_v9_ring3_places_match,
-    super::softmax_v9_ring3_places_match
 );
 
 /// v10 with each tile size, and with extra lag on a grid capped at 100 CTAs (a wider L2

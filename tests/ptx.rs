@@ -430,16 +430,12 @@ fn softmax_v9_carries_its_trace_stamps_only_when_asked() {
         "the default build has a trace buffer"
     );
     for sym in ["f32", "bf16", "f16"].iter().flat_map(|dt| {
-        ["gridsync", "pingpong", "smpair", "ring3"].map(|form| format!("softmax_v9_{form}_{dt}"))
+        ["gridsync", "pingpong", "smpair"].map(|form| format!("softmax_v9_{form}_{dt}"))
     }) {
         let body = ptx_entry_body(&traced.ptx, &sym).unwrap();
         assert_eq!(body.matches("%globaltimer").count(), 5, "{sym}");
-        // Each CTA records its SM (the smpair and ring forms also read it to take their places).
-        let smid = if sym.contains("smpair") || sym.contains("ring3") {
-            2
-        } else {
-            1
-        };
+        // Each CTA records its SM (the smpair form also reads it to take its place).
+        let smid = if sym.contains("smpair") { 2 } else { 1 };
         assert_eq!(body.matches("%smid").count(), smid, "{sym}");
         let info = traced.ptxas_info(&sym).unwrap();
         if !sym.contains("gridsync") {

@@ -1043,20 +1043,6 @@ pub fn v9_config(
     pref: usize,
     resident: usize,
 ) -> Option<V9Config> {
-    v9_config_in(packs, rows, threads, smem, pref, resident, 1)
-}
-
-/// [`v9_config`] with the groups a multiple of `multiple` (the ring form's three phases);
-/// `None` also when fewer groups than that fit.
-pub fn v9_config_in(
-    packs: usize,
-    rows: usize,
-    threads: usize,
-    smem: usize,
-    pref: usize,
-    resident: usize,
-    multiple: usize,
-) -> Option<V9Config> {
     let packs = packs.max(1);
     let regs = threads * V9_K;
     let pref = pref.min(smem);
@@ -1069,10 +1055,7 @@ pub fn v9_config_in(
     if g_min > resident || resident == 0 {
         return None;
     }
-    let groups = (resident / g_min).min(rows.max(1)) / multiple.max(1) * multiple.max(1);
-    if groups == 0 {
-        return None;
-    }
+    let groups = (resident / g_min).min(rows.max(1));
     let g = (resident / groups)
         .min(packs.div_ceil(V9_MIN_PART))
         .max(g_min);
@@ -1137,11 +1120,6 @@ pub struct V9Tuning {
     /// so that an SM's two CTAs are ping-pong partners. Forced on or off; `None` lets
     /// [`V9Tuning::smpair_for`] decide by the groups.
     pub smpair: Option<bool>,
-    /// The ring form (`ring=3`): three CTAs an SM (320 threads each), placed by SM as smpair
-    /// places two, whose groups take turns to read in threes, so a CTA's exchange and writes
-    /// have two others' reads to hide behind. Off by default: not yet measured. It runs
-    /// wherever it can, whatever `pp` and `per_sm` say.
-    pub ring3: bool,
 }
 
 impl V9Tuning {
@@ -1151,7 +1129,6 @@ impl V9Tuning {
             smem_kb: None,
             pingpong: None,
             smpair: None,
-            ring3: false,
         };
         for (k, v, n) in tuning_pairs(spec) {
             match (k, n) {
@@ -1167,7 +1144,6 @@ impl V9Tuning {
                         t.smpair = Some(b);
                     }
                 }
-                ("ring", Some(n)) if n != 1 && n <= 3 => t.ring3 = n == 3,
                 _ => {}
             }
         }
@@ -1246,7 +1222,7 @@ fn v9_cols_held(resident: usize, threads: usize, smem: usize, pack: usize) -> us
 /// registers and shared memory as v8 does; (max, sum) exchanged through global memory as v6
 /// does; a persistent grid of groups of G CTAs walks the rows.
 pub fn run_v9_gridsync(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    run_v9_tuned(p, x, y, V9Tuning::from_env(), None)
+    run_v9_tuned(p, x, y, V9Tuning::from_env(), false)
 }
 
 /// v9 in its plain form wherever it runs (for tests and experiments).
@@ -1267,22 +1243,9 @@ pub fn run_v9_smpair(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let t = V9Tuning {
         pingpong: Some(true),
         smpair: Some(true),
-        ring3: false,
         ..V9Tuning::from_env()
     };
-    run_v9_tuned(p, x, y, t, Some("smpair"))
-}
-
-/// v9's ring form (three CTAs an SM taking turns; KERNLAB_V9's `smem_kb` applies, not `pp` or
-/// `per_sm`), refused where it cannot run: before sm_90, rows with a scalar head or tail, fewer
-/// than three groups (the groups that fit are rounded down to a multiple of three), or a
-/// driver that does not hold exactly three of its CTAs an SM (for tests and experiments).
-pub fn run_v9_ring3(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    let t = V9Tuning {
-        ring3: true,
-        ..V9Tuning::from_env()
-    };
-    run_v9_tuned(p, x, y, t, Some("ring3"))
+    run_v9_tuned(p, x, y, t, true)
 }
 
 /// v9 with its ping-pong form forced on or off. A forced form is that form: KERNLAB_V9's
@@ -1291,67 +1254,23 @@ fn run_v9_form(p: &Params, x: &Tensor, y: &mut Tensor, pingpong: bool) -> Result
     let tuning = V9Tuning {
         pingpong: Some(pingpong),
         smpair: Some(false),
-        ring3: false,
         ..V9Tuning::from_env()
     };
-    run_v9_tuned(p, x, y, tuning, None)
+    run_v9_tuned(p, x, y, tuning, false)
 }
 
-/// v9 as `tuning` has it; with `only` a form's name (smpair, ring3), refused unless that form
-/// runs.
+/// v9 as `tuning` has it; with `only_smpair`, refused unless that is the smpair form.
 fn run_v9_tuned(
     p: &Params,
     x: &Tensor,
     y: &mut Tensor,
     tuning: V9Tuning,
-    only: Option<&str>,
+    only_smpair: bool,
 ) -> Result<()> {
     check_rows(x)?;
     let (io, r) = rows_io(x, y)?;
     let refuse = |why: String| unsupported("v9_gridsync", why);
     require_peelable("v9_gridsync", &r, &io)?;
-    let dt = x.dtype();
-    let sms = io.dev.props.sm_count as usize;
-    // The ring form: its own CTA size (three an SM), aligned rows (built without the peel, as
-    // smpair), groups a multiple of three with exactly three CTAs on every SM.
-    if tuning.ring3 || only == Some("ring3") {
-        let (major, minor) = io.dev.props.compute_capability;
-        let ring = if major < 9 {
-            Err(format!("compute capability {major}.{minor}"))
-        } else if !r.vec {
-            Err("scalars to peel".to_string())
-        } else {
-            v9_ring_shape(&io.dev, dt, r.cols / r.pack, r.rows, tuning)
-        };
-        if let Ok(c) = ring {
-            let cfg = LaunchConfig {
-                grid_dim: ((c.groups * c.g) as u32, 1, 1),
-                block_dim: (c.threads as u32, 1, 1),
-                shared_mem_bytes: c.smem as u32,
-            };
-            let name = format!("softmax_v9_ring3_{dt}");
-            return launch_split(
-                io,
-                &r,
-                p,
-                name,
-                cfg,
-                c.g,
-                "softmax v9 workspace",
-                V9_PAIRING_SLOTS,
-            );
-        }
-        if only == Some("ring3") {
-            return Err(refuse(format!(
-                "the ring3 form needs sm_90 or later, aligned rows of whole 16-byte packs, and \
-                 three or more groups (a multiple of three) with exactly three CTAs on every \
-                 SM; here {} rows of {} columns on {sms} SMs: {}",
-                r.rows,
-                r.cols,
-                ring.unwrap_err()
-            )));
-        }
-    }
     let (threads, smem, resident) = v9_resident(&io.dev, x.dtype())?;
     let pref = tuning.pref_bytes(threads);
     let c = v9_config(r.cols / r.pack, r.rows, threads, smem, pref, resident).ok_or_else(|| {
@@ -1373,9 +1292,11 @@ fn run_v9_tuned(
         let f = io.dev.function(&SOFTMAX, sym).ok()?;
         smem_blocks_per_sm(&io.dev, &f, sym, c.threads, c.smem).ok()
     };
+    let sms = io.dev.props.sm_count as usize;
     // Whether the driver confirms the whole grid resident with kernel `sym` (the grid waits on
     // itself); false if it cannot be loaded or asked.
     let resident_with = |sym: &str| per_sm(sym).is_some_and(|n| n * sms >= grid);
+    let dt = x.dtype();
     // The ping-pong form (built for sm_90 and later; measured on the H200) has the same launch
     // bounds. It runs only where the driver confirms the same grid is resident with it; if it
     // cannot be loaded or set up, the plain form runs.
@@ -1395,7 +1316,7 @@ fn run_v9_tuned(
     } else {
         "gridsync"
     };
-    if only == Some("smpair") && form != "smpair" {
+    if only_smpair && form != "smpair" {
         return Err(refuse(format!(
             "the smpair form needs sm_90 or later, aligned rows of whole 16-byte packs split \
              across CTAs in an even number of groups, and two CTAs on every SM; here {} rows \
@@ -1425,91 +1346,16 @@ fn run_v9_tuned(
     launch_split(io, &r, p, name, cfg, c.g, "softmax v9 workspace", extra)
 }
 
-/// v9's ring form's CTAs: three an SM, each of this many threads (a warp's multiple).
-pub const V9_RING_THREADS: usize = V9_THREADS / 3 / 32 * 32;
-
-/// The ring form's shape for rows of `packs` packs on a GPU of `sms` SMs, CTAs of at most
-/// `smem` bytes of shared memory preferring `pref`: [`v9_config_in`]'s groups (a multiple of
-/// three, `None` if fewer than three fit or they do not fill three CTAs on every SM), but every
-/// CTA of [`V9_RING_THREADS`] threads, with shared memory for what its registers do not hold.
-/// A part that fits in fewer threads keeps them all (its spare register slots padded): smaller
-/// CTAs would fit four an SM, and the places need exactly three.
-pub fn v9_ring_config(
-    packs: usize,
-    rows: usize,
-    sms: usize,
-    smem: usize,
-    pref: usize,
-) -> Option<V9Config> {
-    let c = v9_config_in(packs, rows, V9_RING_THREADS, smem, pref, 3 * sms, 3)?;
-    // The places need the whole grid: three CTAs on every SM (not so where the groups do not
-    // divide it, or rows are split no finer than V9_MIN_PART).
-    if c.groups * c.g != 3 * sms {
-        return None;
-    }
-    let share = packs.max(1).div_ceil(c.g);
-    Some(V9Config {
-        threads: V9_RING_THREADS,
-        smem: share.saturating_sub(V9_RING_THREADS * V9_K) * 16,
-        ..c
-    })
-}
-
-/// The ring form's shape on this device, or why it cannot run there: [`v9_ring_config`], and
-/// the driver holding exactly three of its CTAs an SM at that size.
-fn v9_ring_shape(
-    dev: &crate::device::CudaDevice,
-    dt: DType,
-    packs: usize,
-    rows: usize,
-    tuning: V9Tuning,
-) -> std::result::Result<V9Config, String> {
-    let sms = dev.props.sm_count as usize;
-    let smem = v9_smem(dev.props.max_smem_per_block_optin, 3);
-    let pref = tuning.pref_bytes(V9_RING_THREADS);
-    let c = v9_ring_config(packs, rows, sms, smem, pref).ok_or_else(|| {
-        format!(
-            "fewer than three groups of CTAs fit ({rows} rows of {packs} packs, 3 × {sms} CTAs)"
-        )
-    })?;
-    let sym = format!("softmax_v9_ring3_{dt}");
-    let per_sm = dev
-        .function(&SOFTMAX, &sym)
-        .and_then(|f| smem_blocks_per_sm(dev, &f, &sym, c.threads, c.smem))
-        .map_err(|e| format!("its occupancy could not be asked ({e})"))?;
-    if v9_places_fit(3, c.groups * c.g, c.groups, sms, Some(per_sm)) {
-        Ok(c)
-    } else {
-        Err(format!(
-            "{} groups of {} CTAs of {} threads and {} bytes of shared memory, {per_sm} of \
-             them an SM",
-            c.groups, c.g, c.threads, c.smem
-        ))
-    }
-}
-
 /// Whether v9's smpair form can place a grid of `grid` CTAs in `groups` groups on `sms` SMs
 /// that hold at most `per_sm` of its CTAs each (the driver's occupancy; `None` unknown): the
 /// cooperative launch puts every CTA on an SM at once, so with two at most and a grid of
 /// twice the SMs every SM holds exactly two; and every lower group needs its partner in the
 /// upper half (an even count, more than one CTA a group so rows are exchanged).
 pub fn v9_smpair_fits(grid: usize, groups: usize, sms: usize, per_sm: Option<usize>) -> bool {
-    v9_places_fit(2, grid, groups, sms, per_sm)
-}
-
-/// [`v9_smpair_fits`] for `r` CTAs an SM (the ring form: 3): the driver holds exactly `r` an
-/// SM, the grid is `r` times the SMs, and the groups split into `r` equal phases.
-pub fn v9_places_fit(
-    r: usize,
-    grid: usize,
-    groups: usize,
-    sms: usize,
-    per_sm: Option<usize>,
-) -> bool {
-    per_sm == Some(r)
-        && grid == r * sms
-        && groups >= r
-        && groups.is_multiple_of(r)
+    per_sm == Some(2)
+        && grid == 2 * sms
+        && groups >= 2
+        && groups.is_multiple_of(2)
         && grid.is_multiple_of(groups)
         && grid / groups > 1
 }
@@ -1523,7 +1369,6 @@ pub fn symbols_v9(dt: DType) -> Vec<String> {
         format!("softmax_v9_gridsync_{dt}"),
         format!("softmax_v9_pingpong_{dt}"),
         format!("softmax_v9_smpair_{dt}"),
-        format!("softmax_v9_ring3_{dt}"),
     ]
 }
 
@@ -2511,57 +2356,6 @@ mod tests {
         assert!(!V9Tuning::parse("smpair=no").smpair_for(2));
         assert!(!V9Tuning::parse("smpair=0").smpair_for(2));
         assert_eq!(V9Tuning::parse("smpair=2x").smpair, None);
-    }
-
-    #[test]
-    fn v9_ring_takes_groups_in_threes_with_three_ctas_on_every_sm() {
-        assert!(!V9Tuning::parse("").ring3);
-        assert!(V9Tuning::parse("ring=3").ring3 && !V9Tuning::parse("ring=0").ring3);
-        assert!(!V9Tuning::parse("ring=2").ring3 && !V9Tuning::parse("ring=4").ring3);
-        assert_eq!(V9_RING_THREADS, 320);
-        // The H200: 396 CTAs of 320 threads, a third of 227 KB of shared memory each, parts
-        // preferring no more shared memory than their registers hold (40 KB).
-        let (smem, pref) = (v9_smem(227 << 10, 3), 320 * V9_K * 16);
-        let ring = |packs, rows| v9_ring_config(packs, rows, 132, smem, pref);
-        // f32 1 Mi: 7 groups of 52 fit, so 6 of 66; 20 rows the same; 2 rows none.
-        let c = ring(262_144, 8).unwrap();
-        assert_eq!((c.g, c.groups, c.threads), (66, 6, 320));
-        assert_eq!(c.smem, (3972 - 2560) * 16);
-        assert_eq!(ring(262_144, 20), Some(c));
-        assert_eq!(ring(262_144, 2), None);
-        // f32 2 Mi: 3 groups of 132; 4 Mi: one group at most, so none.
-        assert_eq!(ring(524_288, 3).map(|c| (c.g, c.groups)), Some((132, 3)));
-        assert_eq!(ring(1_048_576, 64), None);
-        // Parts that fit in registers keep 320 threads (fewer would fit four CTAs an SM): f16
-        // 4 rows of 2 Mi and f32 3 rows of 1 Mi, 3 groups of 132.
-        for (packs, rows) in [(262_144, 4), (262_144, 3)] {
-            let c = ring(packs, rows).unwrap();
-            assert_eq!((c.g, c.groups, c.threads, c.smem), (132, 3, 320, 0));
-        }
-        // Narrow rows split no finer than 256 packs a CTA leave SMs short of three: none.
-        assert_eq!(ring(65_536, 4096), None);
-        // Every shape: 320 threads, and its groups' parts cover the row.
-        for packs in [1, 1000, 65_536, 262_144, 524_288, 700_000] {
-            for rows in [3, 4, 9, 4096] {
-                if let Some(c) = ring(packs, rows) {
-                    assert_eq!(c.threads, 320);
-                    assert!(c.groups.is_multiple_of(3) && c.groups * c.g == 396);
-                    assert!(c.g * (320 * V9_K + c.smem / 16) >= packs && c.smem <= smem);
-                }
-            }
-        }
-        // Multiple 1 is v9_config.
-        assert_eq!(
-            v9_config_in(262_144, 8, 512, 110 << 10, 64 << 10, 264, 1),
-            v9_config(262_144, 8, 512, 110 << 10, 64 << 10, 264)
-        );
-        // The places: exactly three an SM, groups in three equal phases.
-        assert!(v9_places_fit(3, 396, 6, 132, Some(3)));
-        assert!(v9_places_fit(3, 396, 3, 132, Some(3)));
-        assert!(!v9_places_fit(3, 396, 4, 132, Some(3)));
-        assert!(!v9_places_fit(3, 396, 6, 132, Some(4)));
-        assert!(!v9_places_fit(3, 264, 6, 132, Some(3)));
-        assert!(!v9_places_fit(3, 396, 396, 132, Some(3)));
     }
 
     #[test]

@@ -29,8 +29,6 @@ pub struct Meta {
     pub pingpong: bool,
     /// The smpair form (ping-pong with SM-paired places; CTA indices here are places).
     pub smpair: bool,
-    /// The ring form (three CTAs an SM taking turns; CTA indices here are places).
-    pub ring3: bool,
     pub rows: usize,
 }
 
@@ -112,7 +110,6 @@ pub fn read(dev: &CudaDevice, dt: DType) -> Result<(Meta, Vec<u64>)> {
         g: m[1] as usize,
         pingpong: m[2] != 0,
         smpair: m[2] == 2,
-        ring3: m[2] == 4,
         rows: m[3] as usize,
     };
     if meta.grid == 0 || meta.g == 0 {
@@ -373,7 +370,6 @@ mod tests {
             g: 2,
             pingpong,
             smpair: false,
-            ring3: false,
             rows,
         }
     }
