@@ -772,11 +772,6 @@ template <class T> struct SmemPart {
     }
 };
 
-// KL_V9_PIPE: v9's ping-pong rows software-pipelined (an experiment; see v9_pipelined).
-#ifndef KL_V9_PIPE
-#define KL_V9_PIPE 0
-#endif
-
 // A CTA's part of a row held on chip (v9; v8 does the same inline): split_part's packs for
 // CTA `rank` of G, the first nt·K in registers, the rest (sp.n) in shared memory `buf`, copied
 // there by cp.async — issued first: they hold no registers while in flight. CTA rank 0 also
@@ -821,33 +816,6 @@ template <class T, int K, bool PEEL = true> struct OnchipPart {
         sp.store(yb + (i64)rpk * VEC, m, s, lg);
         if (sc) yr[pt.scalar_col(sp.tid)] = from_f32<T>(softmax_out(xs, m, 1.0f / s, logf(s), lg));
     }
-#if KL_V9_PIPE
-    // KL_V9_PIPE's pieces: the register packs' and the scalar's outputs alone (the shared
-    // packs are written by the caller, from where `shared_out` says they go), then the next
-    // row's part: its place, its register loads (which may go out before this row's shared
-    // packs are written), then its copies to shared memory and its scalar.
-    __device__ __forceinline__ void store_regs(T* yr, float m, float s, int lg) const {
-        T* yb = yr + pt.head + (i64)pt.p0 * VEC;
-        r.store(yb, rpk * VEC, sp.tid, sp.nt, m, s, lg);
-        if (sc) yr[pt.scalar_col(sp.tid)] = from_f32<T>(softmax_out(xs, m, 1.0f / s, logf(s), lg));
-    }
-    __device__ __forceinline__ T* shared_out(T* yr) const {
-        return yr + pt.head + (i64)(pt.p0 + rpk) * VEC;
-    }
-    __device__ __forceinline__ void next_regs(const T* xr, int cols, int G, int rank) {
-        pt = PEEL ? split_part<T, VEC>(xr, cols, G, rank) : split_packed<VEC>(cols, G, rank);
-        rpk = min(pt.n / VEC, (int)blockDim.x * K);
-        sp.n = pt.n / VEC - rpk;
-        sc = PEEL && rank == 0 && (int)threadIdx.x < pt.scalars(cols);
-        r.load(xr + pt.head + (i64)pt.p0 * VEC, rpk * VEC, sp.tid, sp.nt);
-    }
-    __device__ __forceinline__ void next_shared(const T* xr) {
-        const T* xb = xr + pt.head + (i64)pt.p0 * VEC;
-        for (int p = sp.tid; p < sp.n; p += sp.nt)
-            cp_async16(smem_addr(const_cast<uint4*>(sp.buf) + p), xb + (i64)(rpk + p) * VEC, 16);
-        xs = sc ? to_f32(xr[pt.scalar_col(sp.tid)]) : KL_NEG_INF;
-    }
-#endif
 };
 
 // PEEL = false: the launcher vouches that no row has a scalar head or tail (16-byte aligned
@@ -1052,88 +1020,6 @@ __device__ __forceinline__ void v9_take_place(unsigned* pairing, int G) {
     __syncthreads();
 }
 
-// KL_V9_PIPE=1 (KERNLAB_NVRTC_DEFINES, for experiments): the ping-pong forms' rows
-// software-pipelined in each CTA. Without it a CTA writes its whole part (registers, then
-// shared memory) before its next row's loads go out, and the twenty-third session's trace
-// (f32 256×1 Mi) has an SM with no load in flight for ~2.6 µs of every 9.5 µs half-row:
-// a CTA's exchange wait and its writes (6.45 + 3.0 µs) outlast its partner's read (6.85).
-// Here the register packs are written first and the next row's register loads go out at
-// once (after its turn), before the shared packs are written; then its copies to shared
-// memory. A thread's shared packs are its own (read, then overwritten by its own cp.async
-// after its st.global of them has taken their values), so no barrier is added.
-#if KL_V9_PIPE
-#if KL_V9_TRACE
-#error "KL_V9_PIPE has no trace stamps"
-#endif
-template <class T, int K, bool SMPAIR>
-__device__ __forceinline__ void v9_pipelined(const T* __restrict__ x, T* __restrict__ y, int rows,
-                                             int cols, i64 ldx, i64 ldy, int lg, int G,
-                                             SplitSlot* slots, int g0, int rank0, int half,
-                                             float (*scratch)[64]) {
-    extern __shared__ __align__(16) uint4 v9_part[];
-    const int tid = threadIdx.x, nt = blockDim.x;
-    const int groups = gridDim.x / G;
-    // SMPAIR's place from shared memory where used, as in softmax_v9_gridsync (held in
-    // registers it spilled here).
-    const auto g = [&]() -> int {
-        if constexpr (SMPAIR) return v9_place()[0];
-        else return g0;
-    };
-    const auto rank = [&]() -> int {
-        if constexpr (SMPAIR) return v9_place()[1];
-        else return rank0;
-    };
-    const auto cta = [&]() -> unsigned {
-        if constexpr (SMPAIR) return (unsigned)v9_place()[2];
-        else return blockIdx.x;
-    };
-    if (g() >= groups || g() >= rows) return;
-    // The ping-pong turn of step `it` (as the loop in softmax_v9_gridsync).
-    const auto turn = [&](unsigned it) {
-        if (g() < 2 * half && (g() >= half || it > 0)) {
-            if (tid == 0) {
-                const bool upper = g() >= half;
-                const unsigned w = upper ? it : it - 1;
-                const int p = upper ? g() - half : g() + half;
-                (void)split_wait(slots + (size_t)(w & 1) * gridDim.x + p * G + rank(), w + 1);
-            }
-            __syncthreads();
-        }
-    };
-    unsigned iter = 0;
-    i64 row = g();
-    turn(0);
-    OnchipPart<T, K, !SMPAIR> part(x + row * ldx, cols, G, rank(), v9_part);
-    for (;;) {
-        MaxSum st = part.maxsum(lg);
-        st = block_maxsum(st, scratch[G > 1 ? 0 : (iter & 1)]);
-        if (G > 1) {
-            SplitSlot* s = slots + (size_t)(iter & 1) * gridDim.x;
-            const unsigned seq = iter + 1;
-            if (tid == 0) split_publish(s + cta(), st, seq);
-            MaxSum all{KL_NEG_INF, 0.0f};
-            for (int q = tid; q < G; q += nt) all = maxsum_merge(all, split_wait(s + g() * G + q, seq));
-            st = block_maxsum(all, scratch[1]);
-        }
-        T* yr = y + row * ldy;
-        part.store_regs(yr, st.m, st.s, lg);
-        T* const ys = part.shared_out(yr);
-        const int sn = part.sp.n;
-        const i64 next = row + groups;
-        const bool more = next < rows;
-        if (more) {
-            turn(iter + 1);
-            part.next_regs(x + next * ldx, cols, G, rank());
-        }
-        SmemPart<T>{v9_part, sn, tid, nt}.store(ys, st.m, st.s, lg);
-        if (!more) break;
-        part.next_shared(x + next * ldx);
-        row = next;
-        ++iter;
-    }
-}
-#endif
-
 template <class T, int K, bool PP, bool SMPAIR>
 __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
                                     i64 ldx, i64 ldy, int lg, int G, SplitHeader* hdr,
@@ -1182,14 +1068,6 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
         unsigned sm;
         asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
         kl_v9_smid[cta()] = sm + 1ull;
-    }
-#endif
-#if KL_V9_PIPE
-    if constexpr (PP) {
-        v9_pipelined<T, K, SMPAIR>(x, y, rows, cols, ldx, ldy, lg, G, slots, g0, rank0, half,
-                                   scratch);
-        split_finish(hdr, slots, SMPAIR ? 2 * gridDim.x + KL_V9_PAIRING_SLOTS : 2 * gridDim.x);
-        return;
     }
 #endif
     unsigned iter = 0;

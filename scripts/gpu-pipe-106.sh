@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU batch (twenty-fourth session): v9's ping-pong rows software-pipelined in each CTA
+# GPU batch (twenty-fourth session; run against 6b58f78, whose KL_V9_PIPE was reverted after it): v9's ping-pong rows software-pipelined in each CTA
 # (KERNLAB_NVRTC_DEFINES=KL_V9_PIPE=1: the register packs written first, the next row's register
 # loads out at once, then the shared packs written and the next copies out). The softmax GPU
 # tests with it compiled in, then one process a setting, default against pipelined,
