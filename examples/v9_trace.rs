@@ -132,6 +132,53 @@ fn main() -> Result<()> {
                 r => format!("{r:.2}"),
             }
         );
+        // Neighbouring SM indices (2k and 2k + 1 may share a TPC; 4k … 4k + 3 more) against
+        // indices apart.
+        let link = |f: fn(u32) -> u32| match trace::sm_link_correlation(&by, f) {
+            r if r.is_nan() => "–".to_string(),
+            r => format!("{r:.2}"),
+        };
+        println!(
+            "  correlation of SMs' lateness: s with s^1 {}, s^2 {}, s^4 {}, s^64 {}",
+            link(|s| s ^ 1),
+            link(|s| s ^ 2),
+            link(|s| s ^ 4),
+            link(|s| s ^ 64)
+        );
+        // Every SM: its lateness at reduce, how late its loads went out (after its row's
+        // first), how long they took to land and be reduced, and its stores; means over its
+        // CTAs of their medians, µs.
+        let by_sm = |v: Vec<f64>| -> std::collections::BTreeMap<u32, f64> {
+            trace::lateness_by_sm(&v, &sms)
+                .into_iter()
+                .map(|s| (s.sm, s.mean / 1e3))
+                .collect()
+        };
+        let start = by_sm(trace::per_cta(&meta, &stamps, |c, row| {
+            (c[1] - row.iter().map(|c| c[1]).min().unwrap_or(0)) as f64
+        }));
+        let load = by_sm(trace::per_cta(&meta, &stamps, |c, _| (c[2] - c[1]) as f64));
+        let store = by_sm(trace::per_cta(&meta, &stamps, |c, _| (c[4] - c[3]) as f64));
+        let mut in_order: Vec<&trace::SmLate> = by.iter().collect();
+        in_order.sort_by_key(|s| s.sm);
+        let all: Vec<String> = in_order
+            .iter()
+            .map(|s| {
+                let g = |m: &std::collections::BTreeMap<u32, f64>| m.get(&s.sm).copied();
+                format!(
+                    "{}:{:.1}/{:.1}/{:.1}/{:.1}",
+                    s.sm,
+                    s.mean / 1e3,
+                    g(&start).unwrap_or(f64::NAN),
+                    g(&load).unwrap_or(f64::NAN),
+                    g(&store).unwrap_or(f64::NAN)
+                )
+            })
+            .collect();
+        println!(
+            "  every SM (SM:late/loads out/load/stores, µs): {}",
+            all.join(" ")
+        );
         let top: Vec<String> = by.iter().take(6).map(show).collect();
         let bottom: Vec<String> = by.iter().rev().take(3).map(show).collect();
         println!("  latest SMs: {}", top.join(", "));

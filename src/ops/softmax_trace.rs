@@ -207,14 +207,25 @@ pub fn rows(meta: &Meta, stamps: &[u64]) -> Vec<RowTimes> {
 /// CTAs are late row after row (their SM, their place in the grid), the medians spread as
 /// widely as a row's skew; if the order is new each row, they bunch near the middle.
 pub fn lateness(meta: &Meta, stamps: &[u64]) -> Vec<f64> {
-    let mut late: Vec<Vec<f64>> = vec![Vec::new(); meta.grid.min(CTAS)];
+    per_cta(meta, stamps, |c, row| {
+        (c[2] - row.iter().map(|c| c[2]).min().unwrap_or(0)) as f64
+    })
+}
+
+/// Each CTA's median, over the traced rows it took part in, of `f(its stamps, its row's
+/// stamps)` (NaN for a CTA with no complete row): e.g. its load time, `c[2] − c[1]`.
+pub fn per_cta(
+    meta: &Meta,
+    stamps: &[u64],
+    f: impl Fn(&[u64; STAMPS], &[[u64; STAMPS]]) -> f64,
+) -> Vec<f64> {
+    let mut v: Vec<Vec<f64>> = vec![Vec::new(); meta.grid.min(CTAS)];
     for (ctas, row) in complete_rows(meta, stamps) {
-        let first = row.iter().map(|c| c[2]).min().unwrap_or(0);
         for (b, c) in ctas.zip(&row) {
-            late[b].push((c[2] - first) as f64);
+            v[b].push(f(c, &row));
         }
     }
-    late.into_iter().map(median).collect()
+    v.into_iter().map(median).collect()
 }
 
 /// One SM's CTAs and their lateness ([`lateness`]), ns.
@@ -256,6 +267,29 @@ pub fn sm_pair_correlation(by_sm: &[SmLate]) -> f64 {
         .filter(|s| s.ctas.len() == 2)
         .map(|s| (s.ctas[0].1, s.ctas[1].1))
         .collect();
+    intraclass(&two)
+}
+
+/// The intraclass correlation of SM s's mean lateness with SM `link(s)`'s, over the SMs whose
+/// link is another SM present in `by_sm` (each pair once): do SMs that share something (SM
+/// indices 2k and 2k + 1, which may share a TPC: `link = s ^ 1`) run late together? Compared
+/// with a link that shares nothing known (`s ^ 2`, say), it tells a shared part from chance.
+/// NaN with fewer than three pairs or no spread.
+pub fn sm_link_correlation(by_sm: &[SmLate], link: impl Fn(u32) -> u32) -> f64 {
+    let mean: std::collections::BTreeMap<u32, f64> = by_sm.iter().map(|s| (s.sm, s.mean)).collect();
+    let pairs: Vec<(f64, f64)> = mean
+        .iter()
+        .filter_map(|(&sm, &m)| {
+            let o = link(sm);
+            (o > sm).then(|| mean.get(&o).map(|&n| (m, n))).flatten()
+        })
+        .collect();
+    intraclass(&pairs)
+}
+
+/// The intraclass correlation of unordered pairs (each entered both ways); NaN with fewer than
+/// three or no spread.
+fn intraclass(two: &[(f64, f64)]) -> f64 {
     if two.len() < 3 {
         return f64::NAN;
     }
@@ -478,6 +512,26 @@ mod tests {
         let against = [1.0, 5.0, 5.0, 1.0, 3.0, 3.0];
         let c = sm_pair_correlation(&lateness_by_sm(&against, &sms));
         assert!((c + 1.0).abs() < 1e-12, "{c}");
+    }
+
+    #[test]
+    fn neighbouring_sms_correlate_by_their_means() {
+        // SMs 0–5, one CTA each: 0 and 1 late together, 2 and 3 early together, 4 and 5
+        // apart. Linked as s ^ 1: pairs (0,1), (2,3), (4,5), mostly alike; as s ^ 2: (0,2),
+        // (1,3), (4,6 missing) — two pairs, too few.
+        let late = [5.0, 5.2, 1.0, 1.1, 2.0, 4.0];
+        let sms: Vec<Option<u32>> = (0..6).map(Some).collect();
+        let by = lateness_by_sm(&late, &sms);
+        let c = sm_link_correlation(&by, |s| s ^ 1);
+        assert!(c > 0.7 && c < 1.0, "{c}");
+        assert!(sm_link_correlation(&by, |s| s ^ 2).is_nan());
+        // Linked to itself or to an SM not there: no pairs.
+        assert!(sm_link_correlation(&by, |s| s).is_nan());
+        assert!(sm_link_correlation(&by, |s| s + 100).is_nan());
+        // Exactly alike pairs: 1.
+        let late = [5.0, 5.0, 1.0, 1.0, 3.0, 3.0];
+        let c = sm_link_correlation(&lateness_by_sm(&late, &sms), |s| s ^ 1);
+        assert!((c - 1.0).abs() < 1e-12, "{c}");
     }
 
     #[test]
