@@ -1337,6 +1337,11 @@ fn run_v9_tuned(
             io.dev.props.compute_capability.1
         )));
     }
+    if form == "smpair" {
+        if let Some((w, fast)) = v9_weights_from_env() {
+            return run_v9_weighted(io, &r, p, dt, c, w, fast);
+        }
+    }
     let name = format!("softmax_v9_{form}_{dt}");
     let extra = if form == "smpair" {
         V9_PAIRING_SLOTS
@@ -1344,6 +1349,161 @@ fn run_v9_tuned(
         0
     };
     launch_split(io, &r, p, name, cfg, c.g, "softmax v9 workspace", extra)
+}
+
+/// `KERNLAB_V9W=W:SMS` (an experiment): v9's smpair form with parts weighted by SM, the SMs
+/// listed (`32-43,78-87`) taking W times the others' share. None when unset; a malformed
+/// value is ignored with a warning.
+fn v9_weights_from_env() -> Option<(f64, &'static [u32])> {
+    static W: std::sync::OnceLock<Option<(f64, Vec<u32>)>> = std::sync::OnceLock::new();
+    W.get_or_init(|| {
+        let v = std::env::var("KERNLAB_V9W")
+            .ok()
+            .filter(|v| !v.is_empty())?;
+        let parsed = v9_parse_weights(&v);
+        if parsed.is_none() {
+            eprintln!("kernlab: KERNLAB_V9W: ignoring {v:?} (expected W:SM,SM-SM,…, W in 1–4)");
+        }
+        parsed
+    })
+    .as_ref()
+    .map(|(w, v)| (*w, v.as_slice()))
+}
+
+/// `W:SM,SM-SM,…` as (W, the SMs listed, sorted, no repeats).
+pub fn v9_parse_weights(spec: &str) -> Option<(f64, Vec<u32>)> {
+    let (w, list) = spec.split_once(':')?;
+    let w: f64 = w.trim().parse().ok().filter(|w| (1.0..=4.0).contains(w))?;
+    let mut sms = Vec::new();
+    for item in list.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (a, b) = item.split_once('-').unwrap_or((item, item));
+        let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+        if a > b || b >= 1024 {
+            return None;
+        }
+        sms.extend(a..=b);
+    }
+    sms.sort_unstable();
+    sms.dedup();
+    Some((w, sms))
+}
+
+/// The weighted smpair form's tables for `sms` SMs, `groups` groups of `g` CTAs (a grid of
+/// 2 × sms) and rows of `packs` packs: each SM's lower place (1024 entries, −1 for SMs past
+/// `sms`), the fast SMs dealt round-robin over the lower groups so each group gets its share;
+/// and for each lower group its G + 1 part bounds in packs, a fast SM's part `w` times a slow
+/// one's. `None` unless 2 × sms = groups × g with an even number of groups.
+pub fn v9_weighted_tables(
+    sms: usize,
+    groups: usize,
+    g: usize,
+    packs: usize,
+    w: f64,
+    fast: &[u32],
+) -> Option<(Vec<i32>, Vec<i32>)> {
+    if groups < 2 || !groups.is_multiple_of(2) || groups * g != 2 * sms || sms > 1024 {
+        return None;
+    }
+    let half = groups / 2;
+    let is_fast = |sm: usize| fast.binary_search(&(sm as u32)).is_ok();
+    let (f, slow): (Vec<usize>, Vec<usize>) = (0..sms).partition(|&sm| is_fast(sm));
+    // Places 0..sms: group p / g, rank p % g. Fast SMs first, dealt over the groups.
+    let mut by_place = vec![usize::MAX; sms];
+    for (i, &sm) in f.iter().enumerate() {
+        by_place[(i % half) * g + i / half] = sm;
+    }
+    let mut rest = slow.into_iter();
+    for slot in by_place.iter_mut().filter(|s| **s == usize::MAX) {
+        *slot = rest.next()?;
+    }
+    let mut place = vec![-1i32; 1024];
+    for (p, &sm) in by_place.iter().enumerate() {
+        place[sm] = p as i32;
+    }
+    let mut bounds = Vec::with_capacity(half * (g + 1));
+    for h in 0..half {
+        let wt: Vec<f64> = (0..g)
+            .map(|k| if is_fast(by_place[h * g + k]) { w } else { 1.0 })
+            .collect();
+        let total: f64 = wt.iter().sum();
+        let mut acc = 0.0;
+        bounds.push(0);
+        for x in &wt {
+            acc += x;
+            bounds.push(((acc / total) * packs as f64).round() as i32);
+        }
+        *bounds.last_mut()? = packs as i32;
+    }
+    Some((place, bounds))
+}
+
+/// v9's weighted smpair form (KERNLAB_V9W): `c`'s grid and threads, parts from
+/// [`v9_weighted_tables`], shared memory for the largest; refused where the largest part does
+/// not fit two CTAs an SM.
+fn run_v9_weighted(
+    io: CudaIo,
+    r: &Rows,
+    p: &Params,
+    dt: DType,
+    c: V9Config,
+    w: f64,
+    fast: &[u32],
+) -> Result<()> {
+    let sms = io.dev.props.sm_count as usize;
+    let packs = r.cols / r.pack;
+    let refuse = |why: String| unsupported("v9_gridsync", why);
+    let (place, bounds) = v9_weighted_tables(sms, c.groups, c.g, packs, w, fast)
+        .ok_or_else(|| refuse("KERNLAB_V9W: no weighted tables for this grid".into()))?;
+    let largest = bounds
+        .chunks(c.g + 1)
+        .flat_map(|b| b.windows(2).map(|w| (w[1] - w[0]) as usize))
+        .max()
+        .unwrap_or(0);
+    let smem = largest.saturating_sub(c.threads * V9_K) * 16;
+    let sym = format!("softmax_v9_smw_{dt}");
+    let f = io.dev.function(&SOFTMAX, &sym)?;
+    let per_sm = smem_blocks_per_sm(&io.dev, &f, &sym, c.threads, smem)?;
+    if per_sm != 2 {
+        return Err(refuse(format!(
+            "KERNLAB_V9W: the largest part ({largest} packs) needs {smem} bytes of shared memory,              {per_sm} CTAs an SM"
+        )));
+    }
+    let grid = c.groups * c.g;
+    let cfg = LaunchConfig {
+        grid_dim: (grid as u32, 1, 1),
+        block_dim: (c.threads as u32, 1, 1),
+        shared_mem_bytes: smem as u32,
+    };
+    let words: Vec<u8> = place
+        .iter()
+        .chain(&bounds)
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let table_slots = words.len().div_ceil(16);
+    let (rows, cols, lg, gi) = (
+        r.rows as i32,
+        r.cols as i32,
+        p.log_softmax as i32,
+        c.g as i32,
+    );
+    let dev = io.dev.clone();
+    let bytes = 16 + (2 * grid + V9_PAIRING_SLOTS + table_slots) * 16;
+    dev.with_workspace("softmax v9 workspace", bytes, |ws| {
+        let at = 16 + (2 * grid + V9_PAIRING_SLOTS) * 16;
+        io.dev
+            .stream
+            .memcpy_htod(&words, &mut ws.slice_mut(at..at + words.len()))
+            .map_err(|e| Error::driver("cuMemcpyHtoDAsync (v9 weights)", e))?;
+        let (hdr, slots) = (ws.slice(0..16), ws.slice(16..bytes));
+        crate::launch_cooperative!(
+            io.dev,
+            &SOFTMAX,
+            sym,
+            cfg,
+            [io.x, io.y, &rows, &cols, &r.ldx, &r.ldy, &lg, &gi, &hdr, &slots]
+        );
+        Ok(())
+    })
 }
 
 /// Whether v9's smpair form can place a grid of `grid` CTAs in `groups` groups on `sms` SMs
@@ -2356,6 +2516,62 @@ mod tests {
         assert!(!V9Tuning::parse("smpair=no").smpair_for(2));
         assert!(!V9Tuning::parse("smpair=0").smpair_for(2));
         assert_eq!(V9Tuning::parse("smpair=2x").smpair, None);
+    }
+
+    #[test]
+    fn v9_weighted_tables_deal_fast_sms_over_groups_and_cover_rows() {
+        assert_eq!(
+            v9_parse_weights("1.5:3-5,1,4"),
+            Some((1.5, vec![1, 3, 4, 5]))
+        );
+        assert_eq!(v9_parse_weights("1.5:"), Some((1.5, vec![])));
+        for bad in ["", "1.5", "0.5:1", "x:1", "1.5:5-3", "1.5:2000", "1.5:a"] {
+            assert_eq!(v9_parse_weights(bad), None, "{bad}");
+        }
+        // The H200's shapes: 132 SMs, the 24 fast ones; 8 groups of 33 (f32 1 Mi) and 2 of
+        // 132 (f32 4 Mi).
+        let (_, fast) = v9_parse_weights("1.4:32-43,78-87,126-127").unwrap();
+        assert_eq!(fast.len(), 24);
+        for (groups, g, packs) in [(8, 33, 262_144), (2, 132, 1_048_576), (4, 66, 524_288)] {
+            let (place, bounds) = v9_weighted_tables(132, groups, g, packs, 1.4, &fast).unwrap();
+            // Every SM one lower place, all distinct; none past the SMs.
+            let mut seen: Vec<i32> = place[..132].to_vec();
+            seen.sort_unstable();
+            assert_eq!(seen, (0..132).collect::<Vec<i32>>());
+            assert!(place[132..].iter().all(|&p| p == -1));
+            let half = groups / 2;
+            assert_eq!(bounds.len(), half * (g + 1));
+            for h in 0..half {
+                let b = &bounds[h * (g + 1)..(h + 1) * (g + 1)];
+                assert_eq!((b[0], b[g]), (0, packs as i32));
+                assert!(b.windows(2).all(|w| w[0] < w[1]));
+                // Each group's fast SMs: its share of the 24 (24 / half, dealt round-robin),
+                // their parts 1.4× the slow ones' (to a pack).
+                let fast_at: Vec<usize> = (0..g)
+                    .filter(|&k| {
+                        let sm = place.iter().position(|&p| p == (h * g + k) as i32).unwrap();
+                        fast.contains(&(sm as u32))
+                    })
+                    .collect();
+                assert_eq!(fast_at.len(), 24 / half);
+                let part = |k: usize| (b[k + 1] - b[k]) as f64;
+                let slow = (0..g).find(|k| !fast_at.contains(k)).unwrap();
+                for &k in &fast_at {
+                    assert!(
+                        (part(k) / part(slow) - 1.4).abs() < 0.01,
+                        "{}",
+                        part(k) / part(slow)
+                    );
+                }
+            }
+        }
+        // Weight 1 and no fast SMs: even parts, the places in SM order.
+        let (place, bounds) = v9_weighted_tables(132, 2, 132, 1_048_576, 1.0, &[]).unwrap();
+        assert_eq!(place[..3], [0, 1, 2]);
+        assert!(bounds.windows(2).all(|w| (w[1] - w[0] - 7944).abs() <= 1));
+        // Grids that are not two CTAs an SM in an even number of groups: none.
+        assert!(v9_weighted_tables(132, 3, 88, 1000, 1.4, &fast).is_none());
+        assert!(v9_weighted_tables(132, 2, 100, 1000, 1.4, &fast).is_none());
     }
 
     #[test]
