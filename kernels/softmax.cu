@@ -800,17 +800,6 @@ template <class T, int K, bool PEEL = true> struct OnchipPart {
         r.load(xb, rpk * VEC, sp.tid, sp.nt);
         xs = sc ? to_f32(xr[pt.scalar_col(sp.tid)]) : KL_NEG_INF;
     }
-    // The part `p` (v9's weighted smpair form: parts sized by each SM's share of the memory
-    // system, from the launcher's table; no scalar).
-    __device__ __forceinline__ OnchipPart(const T* xr, SplitPart p, uint4* buf)
-        : pt(p), rpk(min(pt.n / VEC, (int)blockDim.x * K)),
-          sp{buf, pt.n / VEC - rpk, (int)threadIdx.x, (int)blockDim.x}, sc(false) {
-        static_assert(!PEEL, "weighted parts are for rows with no scalar");
-        const T* xb = xr + (i64)pt.p0 * VEC;
-        for (int p = sp.tid; p < sp.n; p += sp.nt) cp_async16(smem_addr(buf + p), xb + (i64)(rpk + p) * VEC, 16);
-        r.load(xb, rpk * VEC, sp.tid, sp.nt);
-        xs = KL_NEG_INF;
-    }
     // This thread's (max, sum) over its part: the register packs' max while the copies land,
     // then the shared packs', then both sums against that max.
     __device__ __forceinline__ MaxSum maxsum(int lg) const {
@@ -1031,29 +1020,7 @@ __device__ __forceinline__ void v9_take_place(unsigned* pairing, int G) {
     __syncthreads();
 }
 
-// WEIGHTED (v9's weighted smpair form, KERNLAB_V9W; an experiment): an SM's lower place comes
-// from the launcher's table (wtab[sm]) instead of a ticket, and each place's part of its row
-// from the launcher's bounds (wtab[KL_V9_SMS + h·(G + 1) + rank], lower group h = g mod
-// groups/2, in packs), so that SMs with more of the memory system (measured by
-// examples/sm_rates.rs) take larger parts. The tables follow the pairing words in `slots`.
-__device__ __forceinline__ void v9_take_place_table(unsigned* pairing, const int* wtab, int G) {
-    if (threadIdx.x == 0) {
-        unsigned sm;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-        const unsigned half = gridDim.x / 2;
-        if (sm >= KL_V9_SMS) __trap();
-        const unsigned seat = atomicAdd(pairing + 1 + sm, 1u);
-        const int lower = wtab[sm];
-        if (seat > 1 || lower < 0 || (unsigned)lower >= half) __trap();
-        const int place = (int)(seat == 0 ? lower : half + lower);
-        v9_place()[0] = place / G;
-        v9_place()[1] = place % G;
-        v9_place()[2] = place;
-    }
-    __syncthreads();
-}
-
-template <class T, int K, bool PP, bool SMPAIR, bool WEIGHTED = false>
+template <class T, int K, bool PP, bool SMPAIR>
 __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
                                     i64 ldx, i64 ldy, int lg, int G, SplitHeader* hdr,
                                     SplitSlot* slots) {
@@ -1066,10 +1033,7 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
     // block index as the other forms' are, and with the scalar peel that pushed its 64
     // registers into spills (4–28 bytes, ptxas sm_90a), so SMPAIR parts are built without it.
     int g0 = 0, rank0 = 0;
-    const int* wtab = reinterpret_cast<const int*>(slots + 2 * gridDim.x + KL_V9_PAIRING_SLOTS);
-    if constexpr (WEIGHTED) {
-        v9_take_place_table(reinterpret_cast<unsigned*>(slots + 2 * gridDim.x), wtab, G);
-    } else if constexpr (SMPAIR) {
+    if constexpr (SMPAIR) {
         v9_take_place(reinterpret_cast<unsigned*>(slots + 2 * gridDim.x), G);
     } else {
         g0 = blockIdx.x / G;
@@ -1121,16 +1085,7 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
             }
         }
         KL_V9_STAMP(1);
-        const OnchipPart<T, K, !SMPAIR> part = [&] {
-            if constexpr (WEIGHTED) {
-                constexpr int VEC = Pack<T>::N;
-                const int* b = wtab + KL_V9_SMS + (g() % half) * (G + 1) + rank();
-                return OnchipPart<T, K, !SMPAIR>(x + row * ldx, SplitPart{0, cols, b[0], (b[1] - b[0]) * VEC},
-                                                 v9_part);
-            } else {
-                return OnchipPart<T, K, !SMPAIR>(x + row * ldx, cols, G, rank(), v9_part);
-            }
-        }();
+        const OnchipPart<T, K, !SMPAIR> part(x + row * ldx, cols, G, rank(), v9_part);
         MaxSum st = part.maxsum(lg);
         // Scratch buffers as in v6: with G > 1 the exchange's reduction (scratch[1]) separates
         // one row's reads of scratch[0] from the next row's writes; with G = 1 rows alternate.
@@ -1376,10 +1331,7 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
         softmax_v9_gridsync<T, 8, KL_V9_PP, false>(KL_PASS, ctas_per_row, hdr, slots); }      \
     extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v9_smpair_##TN(                   \
         KL_ARGS(T), int ctas_per_row, SplitHeader* hdr, SplitSlot* slots) {                       \
-        softmax_v9_gridsync<T, 8, KL_V9_PP, KL_V9_PP>(KL_PASS, ctas_per_row, hdr, slots); }      \
-    extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v9_smw_##TN(                      \
-        KL_ARGS(T), int ctas_per_row, SplitHeader* hdr, SplitSlot* slots) {                       \
-        softmax_v9_gridsync<T, 8, KL_V9_PP, KL_V9_PP, KL_V9_PP>(KL_PASS, ctas_per_row, hdr, slots); }
+        softmax_v9_gridsync<T, 8, KL_V9_PP, KL_V9_PP>(KL_PASS, ctas_per_row, hdr, slots); }
 
 // v10: 512-thread CTAs, two an SM (64 registers); U = 2 or 4 packs a thread a pass.
 #define KL_V10(TN, T, U)                                                                          \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU batch (twenty-fourth session): the weighted-form runs (gpu-smw-109 to 111) had smpair
+# GPU batch (twenty-fourth session; run against 128f47e, whose KERNLAB_V9W was reverted after it): the weighted-form runs (gpu-smw-109 to 111) had smpair
 # forced at 8 and 4 groups running 3593–3628 GB/s at f32 256×1 Mi, where the default
 # (plain ping-pong there) ran 3472–3515 in this session's earlier runs; the twenty-third session
 # measured the two level. Interleaved, one process a setting, two rounds: the default,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# GPU batch (twenty-fourth session; run against the working tree of dfdd30f + the weighted form,
-# whose multi-group launches then refused with a bound bug; gpu-smw-110.sh runs it again): v9's smpair form with parts weighted by SM
+# GPU batch (twenty-fourth session; run against the weighted form before 128f47e, whose
+# multi-group launches then refused with a bound bug, fixed in 128f47e; reverted after it): v9's smpair form with parts weighted by SM
 # (KERNLAB_V9W=W:SMS, an experiment): examples/sm_rates.rs found 24 SMs of the H200 (32–43,
 # 78–87, 126, 127) streaming 37–39% faster than the other 108 with every SM busy, so an even
 # split leaves them idle for part of each row. The smpair GPU test with the weights on (every

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU batch (twenty-fourth session): v9's weighted smpair form again (gpu-smw-109.sh measured
+# GPU batch (twenty-fourth session; run against 128f47e, whose KERNLAB_V9W was reverted after it): v9's weighted smpair form again (gpu-smw-109.sh measured
 # W = 1.3–1.5 slower at f32 4 Mi, and its multi-group launches refused with a bug in the
 # largest-part check, since fixed): the smpair GPU test with W = 1.15, then one process a
 # setting, unweighted, W = 1.1 and W = 1.2, at f32 64×4 Mi and, with smpair=1, f32 256×1 Mi and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU batch (twenty-fourth session): in gpu-smw-110.sh the weighted smpair form gained at f32
+# GPU batch (twenty-fourth session; run against 128f47e, whose KERNLAB_V9W was reverted after it): in gpu-smw-110.sh the weighted smpair form gained at f32
 # 1 Mi and 2 Mi (8 and 4 groups, W = 1.2: +2.4% and +1.7%) and lost at 4 Mi. Is it the weights
 # or the table's placement (fast SMs dealt over the groups, places by SM index, not by
 # arrival)? One process a setting at f32 256×1 Mi and 128×2 Mi with smpair=1: tickets
