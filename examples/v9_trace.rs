@@ -8,7 +8,9 @@
 //! macro have none of them. Nothing here flushes the L2: at the widths v9 runs (≥ 1 Mi f32
 //! columns by default) a launch reads far more than the L2 holds. v9 runs as `auto` would run
 //! it, so `KERNLAB_V9` settings apply (`KERNLAB_V9=smpair=1` traces the smpair form wherever it runs, `smpair=0` never). Each call
-//! also prints each CTA's lateness at its reduce and the SMs the CTAs ran on (`%smid`).
+//! also prints each CTA's lateness at its reduce and the SMs the CTAs ran on (`%smid`), how
+//! alike neighbouring SMs' lateness is (SM s against s^1, s^2, s^4 and s^64), and for every SM
+//! its lateness, when its loads went out, its load time and its stores.
 use anyhow::{bail, ensure, Context, Result};
 use kernlab::ops::softmax_trace as trace;
 use kernlab::{DType, Device, DeviceSpec, Init, Params, Tensor};
