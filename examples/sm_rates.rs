@@ -151,7 +151,13 @@ fn main() -> Result<()> {
         if runs.len() > 1 {
             println!(
                 "  repetitions agree: correlation of SMs' rates, run 1 with run 2: {:.2}",
-                correlation(&runs[0], &runs[1])
+                kernlab::ops::softmax_trace::pearson(
+                    &runs[0]
+                        .iter()
+                        .copied()
+                        .zip(runs[1].iter().copied())
+                        .collect::<Vec<_>>()
+                )
             );
         }
         let all: Vec<String> = mean
@@ -162,13 +168,4 @@ fn main() -> Result<()> {
         println!("  every SM (SM:GB/s): {}", all.join(" "));
     }
     Ok(())
-}
-
-fn correlation(a: &[f64], b: &[f64]) -> f64 {
-    let n = a.len() as f64;
-    let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
-    let cov: f64 = a.iter().zip(b).map(|(x, y)| (x - ma) * (y - mb)).sum();
-    let va: f64 = a.iter().map(|x| (x - ma).powi(2)).sum();
-    let vb: f64 = b.iter().map(|y| (y - mb).powi(2)).sum();
-    cov / (va * vb).sqrt()
 }

@@ -294,6 +294,12 @@ fn intraclass(two: &[(f64, f64)]) -> f64 {
         return f64::NAN;
     }
     let pairs: Vec<(f64, f64)> = two.iter().flat_map(|&(a, b)| [(a, b), (b, a)]).collect();
+    pearson(&pairs)
+}
+
+/// The (Pearson) correlation of the pairs' first and second values; NaN with no spread in
+/// either (or no pairs).
+pub fn pearson(pairs: &[(f64, f64)]) -> f64 {
     let n = pairs.len() as f64;
     let (ma, mb) = (
         pairs.iter().map(|p| p.0).sum::<f64>() / n,
@@ -512,6 +518,16 @@ mod tests {
         let against = [1.0, 5.0, 5.0, 1.0, 3.0, 3.0];
         let c = sm_pair_correlation(&lateness_by_sm(&against, &sms));
         assert!((c + 1.0).abs() < 1e-12, "{c}");
+    }
+
+    #[test]
+    fn pearson_is_one_for_a_line_and_nan_without_spread() {
+        let line = [(1.0, 3.0), (2.0, 5.0), (4.0, 9.0)];
+        assert!((pearson(&line) - 1.0).abs() < 1e-12);
+        let down = [(1.0, 3.0), (2.0, 1.0), (3.0, -1.0)];
+        assert!((pearson(&down) + 1.0).abs() < 1e-12);
+        assert!(pearson(&[(1.0, 2.0), (1.0, 3.0)]).is_nan());
+        assert!(pearson(&[]).is_nan());
     }
 
     #[test]
