@@ -555,8 +555,11 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
         // v8's 16-bit rule: 4 CTAs of 512 threads (an odd width, peeled), then 8.
         (&[9, 262147], &[DType::BF16]),
         (&[6, 524288], &[DType::F16]),
-        // v8's packed kernel in clusters of 2 (f32) and 4 (bf16, the 16-bit rule).
+        // v8's packed kernel in clusters of 8 (f32, its rule for rows of two CTAs' packs:
+        // 512-thread CTAs, two an SM) and 4 (bf16, the 16-bit rule); then the f32 rule with
+        // the peel (an odd width), at three CTAs an SM.
         (&[8, 131072], &[DType::F32]),
+        (&[7, 100003], &[DType::F32]),
         (&[9, 262144], &[DType::BF16]),
         // v9: an odd 16 MB row across half the GPU (132 CTAs a row on the H200, two groups).
         (&[3, 4194305], &[DType::F32]),

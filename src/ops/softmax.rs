@@ -836,18 +836,27 @@ pub fn v8_wide16_cluster(packs: usize, needed: usize) -> Option<usize> {
         .find(|&c| c >= needed && V8_WIDE16_SHARES.contains(&packs.div_ceil(c)))
 }
 
-/// v8's tuning, from `KERNLAB_V8` ("fill=0|1,cluster=N,wide16=0|1") for experiments: `fill`,
+/// v8's cluster for f32 rows that need two CTAs (`needed`, the smallest cluster that holds
+/// the row; 90625–181248 columns on the H200): eight CTAs, sized by [`v8_fill_cta`] for the
+/// most an SM (a share of 2832–5664 packs: two or three CTAs an SM, registers first), so a row
+/// spans four SMs, not two. `None` (the default shape) elsewhere.
+pub fn v8_f32_cluster(needed: usize) -> Option<usize> {
+    (needed == 2).then_some(8)
+}
+
+/// v8's tuning, from `KERNLAB_V8` ("fill=0|1,cluster=N,wide16=0|1,f32c8=0|1") for experiments: `fill`,
 /// whether a CTA's threads are chosen by [`v8_fill_cta`] (the most CTAs an SM) instead of the
 /// fewest that hold its share in registers — forced off or on, and with `fill=1` for clusters
 /// too (by default only for one-CTA rows past 512 threads, [`V8Tuning::fill_for`]); `cluster`,
 /// the cluster size forced up to N (a power of two, 2–16) where the row's smallest is below
-/// it; `wide16=0` turns off the 16-bit cluster rule ([`v8_wide16_cluster`]), which either of
-/// the other two also overrides.
+/// it; `wide16=0` turns off the 16-bit cluster rule ([`v8_wide16_cluster`]) and `f32c8=0` the
+/// f32 one ([`v8_f32_cluster`]), which either of the first two also overrides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct V8Tuning {
     pub fill: Option<bool>,
     pub cluster: Option<usize>,
     pub wide16: Option<bool>,
+    pub f32c8: Option<bool>,
 }
 
 impl V8Tuning {
@@ -858,6 +867,7 @@ impl V8Tuning {
                 ("fill", Some(n @ (0 | 1))) => t.fill = Some(n == 1),
                 ("cluster", Some(n)) if V8_CLUSTERS[1..].contains(&n) => t.cluster = Some(n),
                 ("wide16", Some(n @ (0 | 1))) => t.wide16 = Some(n == 1),
+                ("f32c8", Some(n @ (0 | 1))) => t.f32c8 = Some(n == 1),
                 _ => {}
             }
         }
@@ -885,6 +895,11 @@ impl V8Tuning {
     pub fn wide16_rule(&self) -> bool {
         self.wide16 != Some(false) && self.fill.is_none() && self.cluster.is_none()
     }
+    /// Whether the f32 cluster rule ([`v8_f32_cluster`]) applies: unless `f32c8=0`, or `fill`
+    /// or `cluster` is set.
+    pub fn f32_rule(&self) -> bool {
+        self.f32c8 != Some(false) && self.fill.is_none() && self.cluster.is_none()
+    }
 }
 
 /// v8's launch shape for rows of `packs` 16-byte packs (of 16-bit elements where `sixteen`) on
@@ -903,6 +918,13 @@ pub fn v8_shape(
     let (c, threads, smem) = v8_config(packs, sm.smem_optin, if hopper { 16 } else { 1 })?;
     if hopper && sixteen && tuning.wide16_rule() {
         if let Some(c) = v8_wide16_cluster(packs, c) {
+            if let Some((t, m)) = v8_fill_cta(packs.div_ceil(c), sm) {
+                return Some((c, t, m));
+            }
+        }
+    }
+    if hopper && !sixteen && tuning.f32_rule() {
+        if let Some(c) = v8_f32_cluster(c) {
             if let Some((t, m)) = v8_fill_cta(packs.div_ceil(c), sm) {
                 return Some((c, t, m));
             }
@@ -2250,7 +2272,8 @@ mod tests {
             V8Tuning {
                 fill: Some(true),
                 cluster: Some(8),
-                wide16: None
+                wide16: None,
+                f32c8: None
             }
         );
         // Cluster sizes are the powers of two v8 launches, 2–16; anything else is ignored.
@@ -2272,14 +2295,17 @@ mod tests {
 
         let sm = SmLimits::H200;
         let shape = |packs, spec: &str| v8_shape(packs, sm, true, false, V8Tuning::parse(spec));
-        // f32 131072 columns: two 1024-thread CTAs, 128 KB of each in shared memory.
-        assert_eq!(shape(32768, ""), Some((2, 1024, 8192 * 16)));
+        // f32 131072 columns: eight CTAs sized for the most an SM (the f32 rule), or without
+        // the rule two 1024-thread CTAs, 128 KB of each in shared memory.
+        let (t8, m8) = v8_fill_cta(4096, sm).unwrap();
+        assert_eq!(shape(32768, ""), Some((8, t8, m8)));
+        assert_eq!(shape(32768, "f32c8=0"), Some((2, 1024, 8192 * 16)));
         // Forced to four CTAs sized for two an SM: 512 threads, half in shared memory.
         assert_eq!(shape(32768, "cluster=4,fill=1"), Some((4, 512, 4096 * 16)));
         // Forced to four, not filled: the fewest threads that hold a quarter in registers.
         assert_eq!(shape(32768, "cluster=4"), Some((4, 1024, 0)));
-        // A forced size no larger than what the row needs changes nothing.
-        assert_eq!(shape(32768, "cluster=2"), shape(32768, ""));
+        // A forced size no larger than what the row needs changes nothing but the rule.
+        assert_eq!(shape(32768, "cluster=2"), shape(32768, "f32c8=0"));
         assert_eq!(shape(8 * 32768, "cluster=4"), shape(8 * 32768, ""));
         // One-CTA rows past 512 threads are filled by default; fill=0 keeps the fewest threads.
         let (t, m) = v8_fill_cta(6144, sm).unwrap();
@@ -2297,7 +2323,8 @@ mod tests {
     fn v8_sizes_16_bit_clusters_for_two_ctas_an_sm_where_measured_ahead() {
         let sm = SmLimits::H200;
         let s16 = |packs, spec: &str| v8_shape(packs, sm, true, true, V8Tuning::parse(spec));
-        let s32 = |packs| v8_shape(packs, sm, true, false, V8Tuning::default());
+        // f32 rows without their own rule (v8_f32_cluster), to compare shapes with.
+        let f32_default = |packs| v8_shape(packs, sm, true, false, V8Tuning::parse("f32c8=0"));
         let cols = |bf16_cols: usize| bf16_cols / 8;
         // bf16 262144: four CTAs of 512 threads, half of each share in shared memory.
         assert_eq!(s16(cols(262_144), ""), Some((4, 512, 4096 * 16)));
@@ -2307,13 +2334,12 @@ mod tests {
         // Outside the shares measured ahead, the default shape: one CTA a row (131072), a
         // share of 9376 at C = 4 and 4688 at C = 8 (300007), more than eight CTAs' (786432).
         for c in [131_072, 300_008, 786_432] {
-            assert_eq!(s16(cols(c), ""), s32(cols(c)), "bf16 {c}");
+            assert_eq!(s16(cols(c), ""), f32_default(cols(c)), "bf16 {c}");
         }
         assert_eq!(s16(cols(300_008), "").map(|s| s.0), Some(2));
-        // f32 rows of the same packs keep the default (two 1024-thread CTAs at 131072).
-        assert_eq!(s32(32_768), Some((2, 1024, 8192 * 16)));
+        assert_eq!(f32_default(32_768), Some((2, 1024, 8192 * 16)));
         // wide16=0, fill or cluster turn the rule off.
-        assert_eq!(s16(32_768, "wide16=0"), s32(32_768));
+        assert_eq!(s16(32_768, "wide16=0"), f32_default(32_768));
         assert_eq!(s16(32_768, "fill=0").map(|s| s.0), Some(2));
         let (t, m) = v8_fill_cta(4096, sm).unwrap();
         assert_eq!(s16(32_768, "cluster=8,fill=1"), Some((8, t, m)));
@@ -2326,6 +2352,40 @@ mod tests {
         assert_eq!(v8_wide16_cluster(32_768, 8), None);
         assert_eq!(v8_wide16_cluster(65_536, 4), Some(8));
         assert_eq!(v8_wide16_cluster(65_537, 4), None);
+    }
+
+    #[test]
+    fn v8_spreads_two_cta_f32_rows_over_eight_ctas() {
+        let sm = SmLimits::H200;
+        let s32 = |packs, spec: &str| v8_shape(packs, sm, true, false, V8Tuning::parse(spec));
+        let cap = v8_cta_packs(sm.smem_optin);
+        // The band: rows past one CTA's packs, up to two CTAs' (f32 90625–181248 columns).
+        for packs in [cap + 1, 24_576, 32_768, 40_960, 2 * cap] {
+            let (t, m) = v8_fill_cta(packs.div_ceil(8), sm).unwrap();
+            assert_eq!(s32(packs, ""), Some((8, t, m)), "{packs} packs");
+            // Two or more CTAs an SM: a row spans at most four SMs' worth, not two.
+            let per_sm = (sm.regs / (t * 64)).min(sm.threads / t);
+            assert!(per_sm >= 2 && m + 1024 <= sm.smem_optin / 2, "{packs}: {t} threads, {m} B");
+            // f32c8=0, fill or cluster turn the rule off; 16-bit rows never take it.
+            assert_eq!(s32(packs, "f32c8=0").map(|s| s.0), Some(2));
+            assert_eq!(s32(packs, "fill=0").map(|s| s.0), Some(2));
+            assert_eq!(s32(packs, "cluster=4").map(|s| s.0), Some(4));
+            let s16 = v8_shape(packs, sm, true, true, V8Tuning::parse("wide16=0"));
+            assert_eq!(s16, s32(packs, "f32c8=0"));
+        }
+        // Outside the band the default shape: one CTA (cap), four or more (2 cap + 1).
+        assert_eq!(s32(cap, ""), s32(cap, "f32c8=0"));
+        assert_eq!(s32(2 * cap + 1, ""), s32(2 * cap + 1, "f32c8=0"));
+        assert_eq!(s32(2 * cap + 1, "").map(|s| s.0), Some(4));
+        // Before sm_90 (no clusters) nothing changes.
+        assert_eq!(
+            v8_shape(cap + 1, sm, false, false, V8Tuning::default()),
+            v8_shape(cap + 1, sm, false, false, V8Tuning::parse("f32c8=0"))
+        );
+        assert!(V8Tuning::parse("").f32_rule());
+        assert!(!V8Tuning::parse("f32c8=0").f32_rule() && !V8Tuning::parse("fill=1").f32_rule());
+        assert_eq!(V8Tuning::parse("f32c8=2").f32c8, None);
+        assert_eq!((v8_f32_cluster(1), v8_f32_cluster(2), v8_f32_cluster(4)), (None, Some(8), None));
     }
 
     #[test]
