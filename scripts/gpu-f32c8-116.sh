@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU batch (twenty-fifth session, code of 4b0a8a4 plus this script): gpu-f32c8-115.sh found
+# GPU batch (twenty-fifth session, code of 361cd8c): gpu-f32c8-115.sh found
 # v8's f32 rule (eight CTAs, two or three an SM) 2.1–2.2% ahead at 131072 columns but 2–4%
 # behind at 98304, 100003, 163840 and 181248: the old shape (two 1024-thread CTAs) dips at
 # 131072 alone (3846 against 3984 at 98304 and 3908 at 163840). Is the dip the power of two?
