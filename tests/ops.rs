@@ -556,8 +556,8 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
         (&[9, 262147], &[DType::BF16]),
         (&[6, 524288], &[DType::F16]),
         // v8's packed kernel in clusters of 8 (f32, its rule for rows of two CTAs' packs:
-        // 512-thread CTAs, two an SM) and 4 (bf16, the 16-bit rule); then the f32 rule with
-        // the peel (an odd width), at three CTAs an SM.
+        // 256-thread CTAs, four an SM) and 4 (bf16, the 16-bit rule); then the f32 rule with
+        // the peel (an odd width).
         (&[8, 131072], &[DType::F32]),
         (&[7, 100003], &[DType::F32]),
         (&[9, 262144], &[DType::BF16]),

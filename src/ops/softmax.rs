@@ -836,12 +836,29 @@ pub fn v8_wide16_cluster(packs: usize, needed: usize) -> Option<usize> {
         .find(|&c| c >= needed && V8_WIDE16_SHARES.contains(&packs.div_ceil(c)))
 }
 
-/// v8's cluster for f32 rows that need two CTAs (`needed`, the smallest cluster that holds
-/// the row; 90625–181248 columns on the H200): eight CTAs, sized by [`v8_fill_cta`] for the
-/// most an SM (a share of 2832–5664 packs: two or three CTAs an SM, registers first), so a row
-/// spans four SMs, not two. `None` (the default shape) elsewhere.
-pub fn v8_f32_cluster(needed: usize) -> Option<usize> {
-    (needed == 2).then_some(8)
+/// v8's CTAs under its f32 rule ([`v8_f32_cluster`]): 256 threads, four an SM.
+pub const V8_F32_THREADS: usize = 256;
+
+/// v8's shape for f32 rows of `packs` 16-byte packs that need two CTAs (`needed`, the smallest
+/// cluster that holds the row; 90625–181248 columns on the H200): a cluster of eight CTAs of
+/// [`V8_F32_THREADS`] threads, four an SM, so a row still spans two SMs (as two 1024-thread
+/// CTAs do) but each SM holds four of its CTAs, each with eight packs a thread in registers and
+/// the rest of its share in shared memory: (8, threads, dynamic shared memory bytes). `None`
+/// (the default shape) elsewhere, and where four such CTAs do not fit an SM (past ~179200 f32
+/// columns on the H200).
+pub fn v8_f32_cluster(packs: usize, needed: usize, sm: SmLimits) -> Option<(usize, usize, usize)> {
+    if needed != 2 {
+        return None;
+    }
+    let t = V8_F32_THREADS;
+    let smem = packs.div_ceil(8).saturating_sub(t * V8_K) * 16;
+    // As v8_fill_cta counts an SM: 64 registers a thread, 1.5 KB of shared memory a CTA
+    // beyond its own, the opt-in + 1 KB an SM.
+    let per_sm = (sm.regs / (t * 64))
+        .min((sm.smem_optin + 1024) / (smem + 1024 + 512))
+        .min(sm.threads / t)
+        .min(sm.ctas);
+    (per_sm >= 4 && smem + 1024 <= sm.smem_optin).then_some((8, t, smem))
 }
 
 /// v8's tuning, from `KERNLAB_V8` ("fill=0|1,cluster=N,wide16=0|1,f32c8=0|1") for experiments: `fill`,
@@ -924,10 +941,8 @@ pub fn v8_shape(
         }
     }
     if hopper && !sixteen && tuning.f32_rule() {
-        if let Some(c) = v8_f32_cluster(c) {
-            if let Some((t, m)) = v8_fill_cta(packs.div_ceil(c), sm) {
-                return Some((c, t, m));
-            }
+        if let Some(shape) = v8_f32_cluster(packs, c, sm) {
+            return Some(shape);
         }
     }
     let (c, threads, smem) = match tuning.cluster {
@@ -2359,13 +2374,13 @@ mod tests {
         let sm = SmLimits::H200;
         let s32 = |packs, spec: &str| v8_shape(packs, sm, true, false, V8Tuning::parse(spec));
         let cap = v8_cta_packs(sm.smem_optin);
-        // The band: rows past one CTA's packs, up to two CTAs' (f32 90625–181248 columns).
-        for packs in [cap + 1, 24_576, 32_768, 40_960, 2 * cap] {
-            let (t, m) = v8_fill_cta(packs.div_ceil(8), sm).unwrap();
-            assert_eq!(s32(packs, ""), Some((8, t, m)), "{packs} packs");
-            // Two or more CTAs an SM: a row spans at most four SMs' worth, not two.
-            let per_sm = (sm.regs / (t * 64)).min(sm.threads / t);
-            assert!(per_sm >= 2 && m + 1024 <= sm.smem_optin / 2, "{packs}: {t} threads, {m} B");
+        // The band: rows past one CTA's packs, up to where four 256-thread CTAs an SM hold a
+        // two-SM row (f32 90625–179200 columns): 2048 packs a CTA in registers, the rest of
+        // its eighth in shared memory.
+        for packs in [cap + 1, 24_576, 32_768, 33_024, 40_960, 44_800] {
+            let smem = (packs.div_ceil(8) - 2048) * 16;
+            assert_eq!(s32(packs, ""), Some((8, 256, smem)), "{packs} packs");
+            assert!(4 * (smem + 1024 + 512) <= sm.smem_optin + 1024, "{packs}: {smem} B");
             // f32c8=0, fill or cluster turn the rule off; 16-bit rows never take it.
             assert_eq!(s32(packs, "f32c8=0").map(|s| s.0), Some(2));
             assert_eq!(s32(packs, "fill=0").map(|s| s.0), Some(2));
@@ -2373,9 +2388,14 @@ mod tests {
             let s16 = v8_shape(packs, sm, true, true, V8Tuning::parse("wide16=0"));
             assert_eq!(s16, s32(packs, "f32c8=0"));
         }
-        // Outside the band the default shape: one CTA (cap), four or more (2 cap + 1).
-        assert_eq!(s32(cap, ""), s32(cap, "f32c8=0"));
-        assert_eq!(s32(2 * cap + 1, ""), s32(2 * cap + 1, "f32c8=0"));
+        // f32 131072 columns: 32 KB of each CTA's 64 KB in shared memory.
+        assert_eq!(s32(32_768, ""), Some((8, 256, 2048 * 16)));
+        // Outside the band the default shape: one CTA (cap); two where four CTAs an SM no
+        // longer fit (past 44800 packs); four or more (2 cap + 1).
+        for packs in [cap, 44_801, 2 * cap, 2 * cap + 1] {
+            assert_eq!(s32(packs, ""), s32(packs, "f32c8=0"), "{packs} packs");
+        }
+        assert_eq!(s32(2 * cap, "").map(|s| s.0), Some(2));
         assert_eq!(s32(2 * cap + 1, "").map(|s| s.0), Some(4));
         // Before sm_90 (no clusters) nothing changes.
         assert_eq!(
@@ -2385,7 +2405,11 @@ mod tests {
         assert!(V8Tuning::parse("").f32_rule());
         assert!(!V8Tuning::parse("f32c8=0").f32_rule() && !V8Tuning::parse("fill=1").f32_rule());
         assert_eq!(V8Tuning::parse("f32c8=2").f32c8, None);
-        assert_eq!((v8_f32_cluster(1), v8_f32_cluster(2), v8_f32_cluster(4)), (None, Some(8), None));
+        assert_eq!(v8_f32_cluster(32_768, 1, sm), None);
+        assert_eq!(v8_f32_cluster(32_768 * 2, 4, sm), None);
+        // An SM with half the registers holds two such CTAs, not four: no rule.
+        let small = SmLimits { regs: 32_768, ..sm };
+        assert_eq!(v8_f32_cluster(32_768, 2, small), None);
     }
 
     #[test]
