@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU batch (twenty-fifth session, code of the commit that makes v8's f32 rule four 256-thread
+# GPU batch (twenty-fifth session, code of a1fafb9, which makes v8's f32 rule four 256-thread
 # CTAs an SM): runs 115 and 116 found the first form of the rule (eight CTAs sized by
 # v8_fill_cta) ahead only where that sized them four an SM (122880–131072 columns: +0.3% to
 # +2.2%), and 2–7% behind at three or five an SM (a cluster of eight then spans three SMs) or
