@@ -557,9 +557,10 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
         (&[6, 524288], &[DType::F16]),
         // v8's packed kernel in clusters of 8 (f32, its rule for rows of two CTAs' packs:
         // 256-thread CTAs, four an SM) and 4 (bf16, the 16-bit rule); then the f32 rule with
-        // the peel (an odd width).
+        // the peel (an odd width), and an odd width below the rule (two 1024-thread CTAs).
         (&[8, 131072], &[DType::F32]),
-        (&[7, 100003], &[DType::F32]),
+        (&[7, 150001], &[DType::F32]),
+        (&[5, 100003], &[DType::F32]),
         (&[9, 262144], &[DType::BF16]),
         // v9: an odd 16 MB row across half the GPU (132 CTAs a row on the H200, two groups).
         (&[3, 4194305], &[DType::F32]),

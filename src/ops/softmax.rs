@@ -838,20 +838,32 @@ pub fn v8_wide16_cluster(packs: usize, needed: usize) -> Option<usize> {
 
 /// v8's CTAs under its f32 rule ([`v8_f32_cluster`]): 256 threads, four an SM.
 pub const V8_F32_THREADS: usize = 256;
+/// The smallest share (16-byte packs a CTA of eight) [`v8_f32_cluster`] takes: 122880 f32
+/// columns. Below it the rule measured behind (twenty-fifth session, 2048 rows: 98304 3732
+/// against 3996 GB/s, 100003 3660 against 3799, 90625 level).
+pub const V8_F32_MIN_SHARE: usize = 3840;
 
 /// v8's shape for f32 rows of `packs` 16-byte packs that need two CTAs (`needed`, the smallest
-/// cluster that holds the row; 90625–181248 columns on the H200): a cluster of eight CTAs of
-/// [`V8_F32_THREADS`] threads, four an SM, so a row still spans two SMs (as two 1024-thread
-/// CTAs do) but each SM holds four of its CTAs, each with eight packs a thread in registers and
-/// the rest of its share in shared memory: (8, threads, dynamic shared memory bytes). `None`
-/// (the default shape) elsewhere, and where four such CTAs do not fit an SM (past ~179200 f32
-/// columns on the H200).
+/// cluster that holds the row; 90625–181248 columns on the H200) with a share of at least
+/// [`V8_F32_MIN_SHARE`] packs: a cluster of eight CTAs of [`V8_F32_THREADS`] threads, four an
+/// SM, so a row still spans two SMs (as two 1024-thread CTAs do) but each SM holds four of its
+/// CTAs, each with eight packs a thread in registers and the rest of its share in shared
+/// memory: (8, threads, dynamic shared memory bytes). `None` (the default shape) elsewhere,
+/// and where four such CTAs do not fit an SM (past 179200 f32 columns on the H200).
+///
+/// Measured on the H200 (twenty-fifth session, 2048 rows, one process a setting, GB/s, against
+/// the default shape in the same run; docs/perf-notes.md): 131072 3949 against 3876 (and
+/// 3932 / 3846, 3952 / 3890 in two other runs), 132096 3966 / 3852, 147456 3991 / 3936,
+/// 163840 3914 / 3940, 179200 3929 / 3754; 1024×131072 3882 / 3820. Sized by [`v8_fill_cta`]
+/// instead (three or five CTAs an SM where it differs, so a cluster spans three SMs) it ran
+/// 2–7% behind outside 122880–131072.
 pub fn v8_f32_cluster(packs: usize, needed: usize, sm: SmLimits) -> Option<(usize, usize, usize)> {
-    if needed != 2 {
+    let share = packs.div_ceil(8);
+    if needed != 2 || share < V8_F32_MIN_SHARE {
         return None;
     }
     let t = V8_F32_THREADS;
-    let smem = packs.div_ceil(8).saturating_sub(t * V8_K) * 16;
+    let smem = share.saturating_sub(t * V8_K) * 16;
     // As v8_fill_cta counts an SM: 64 registers a thread, 1.5 KB of shared memory a CTA
     // beyond its own, the opt-in + 1 KB an SM.
     let per_sm = (sm.regs / (t * 64))
@@ -2310,10 +2322,9 @@ mod tests {
 
         let sm = SmLimits::H200;
         let shape = |packs, spec: &str| v8_shape(packs, sm, true, false, V8Tuning::parse(spec));
-        // f32 131072 columns: eight CTAs sized for the most an SM (the f32 rule), or without
+        // f32 131072 columns: eight 256-thread CTAs, four an SM (the f32 rule), or without
         // the rule two 1024-thread CTAs, 128 KB of each in shared memory.
-        let (t8, m8) = v8_fill_cta(4096, sm).unwrap();
-        assert_eq!(shape(32768, ""), Some((8, t8, m8)));
+        assert_eq!(shape(32768, ""), Some((8, 256, 2048 * 16)));
         assert_eq!(shape(32768, "f32c8=0"), Some((2, 1024, 8192 * 16)));
         // Forced to four CTAs sized for two an SM: 512 threads, half in shared memory.
         assert_eq!(shape(32768, "cluster=4,fill=1"), Some((4, 512, 4096 * 16)));
@@ -2374,10 +2385,10 @@ mod tests {
         let sm = SmLimits::H200;
         let s32 = |packs, spec: &str| v8_shape(packs, sm, true, false, V8Tuning::parse(spec));
         let cap = v8_cta_packs(sm.smem_optin);
-        // The band: rows past one CTA's packs, up to where four 256-thread CTAs an SM hold a
-        // two-SM row (f32 90625–179200 columns): 2048 packs a CTA in registers, the rest of
-        // its eighth in shared memory.
-        for packs in [cap + 1, 24_576, 32_768, 33_024, 40_960, 44_800] {
+        // The band: rows of two CTAs' packs with shares from V8_F32_MIN_SHARE, up to where
+        // four 256-thread CTAs an SM hold a two-SM row (f32 122880–179200 columns): 2048 packs
+        // a CTA in registers, the rest of its eighth in shared memory.
+        for packs in [8 * V8_F32_MIN_SHARE, 32_768, 33_024, 37_501, 40_960, 44_800] {
             let smem = (packs.div_ceil(8) - 2048) * 16;
             assert_eq!(s32(packs, ""), Some((8, 256, smem)), "{packs} packs");
             assert!(4 * (smem + 1024 + 512) <= sm.smem_optin + 1024, "{packs}: {smem} B");
@@ -2390,12 +2401,15 @@ mod tests {
         }
         // f32 131072 columns: 32 KB of each CTA's 64 KB in shared memory.
         assert_eq!(s32(32_768, ""), Some((8, 256, 2048 * 16)));
-        // Outside the band the default shape: one CTA (cap); two where four CTAs an SM no
-        // longer fit (past 44800 packs); four or more (2 cap + 1).
-        for packs in [cap, 44_801, 2 * cap, 2 * cap + 1] {
+        // Outside the band the default shape: one CTA (cap); two below the least share
+        // (98304 and 100003 columns) and where four CTAs an SM no longer fit (past 44800
+        // packs); four or more (2 cap + 1).
+        let below = 8 * V8_F32_MIN_SHARE - 8;
+        for packs in [cap, cap + 1, 24_576, 25_001, below, 44_801, 2 * cap, 2 * cap + 1] {
             assert_eq!(s32(packs, ""), s32(packs, "f32c8=0"), "{packs} packs");
         }
         assert_eq!(s32(2 * cap, "").map(|s| s.0), Some(2));
+        assert_eq!(s32(below, "").map(|s| s.0), Some(2));
         assert_eq!(s32(2 * cap + 1, "").map(|s| s.0), Some(4));
         // Before sm_90 (no clusters) nothing changes.
         assert_eq!(
