@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU batch (twenty-fifth session, code of COMMIT): v8's f32 rule (eight 256-thread CTAs, four
+# GPU batch (twenty-fifth session, code of 0847574): v8's f32 rule (eight 256-thread CTAs, four
 # an SM) now only from a share of 3840 packs (122880 columns; run 117 had it 3.7–6.6% behind at
 # 98304 and 100003). The split-row softmax GPU tests (an odd width under the rule, 150001, and
 # one below it), then one round, the rule against KERNLAB_V8=f32c8=0, at odd widths in the band
