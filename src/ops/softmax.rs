@@ -2391,7 +2391,10 @@ mod tests {
         for packs in [8 * V8_F32_MIN_SHARE, 32_768, 33_024, 37_501, 40_960, 44_800] {
             let smem = (packs.div_ceil(8) - 2048) * 16;
             assert_eq!(s32(packs, ""), Some((8, 256, smem)), "{packs} packs");
-            assert!(4 * (smem + 1024 + 512) <= sm.smem_optin + 1024, "{packs}: {smem} B");
+            assert!(
+                4 * (smem + 1024 + 512) <= sm.smem_optin + 1024,
+                "{packs}: {smem} B"
+            );
             // f32c8=0, fill or cluster turn the rule off; 16-bit rows never take it.
             assert_eq!(s32(packs, "f32c8=0").map(|s| s.0), Some(2));
             assert_eq!(s32(packs, "fill=0").map(|s| s.0), Some(2));
@@ -2405,7 +2408,16 @@ mod tests {
         // (98304 and 100003 columns) and where four CTAs an SM no longer fit (past 44800
         // packs); four or more (2 cap + 1).
         let below = 8 * V8_F32_MIN_SHARE - 8;
-        for packs in [cap, cap + 1, 24_576, 25_001, below, 44_801, 2 * cap, 2 * cap + 1] {
+        for packs in [
+            cap,
+            cap + 1,
+            24_576,
+            25_001,
+            below,
+            44_801,
+            2 * cap,
+            2 * cap + 1,
+        ] {
             assert_eq!(s32(packs, ""), s32(packs, "f32c8=0"), "{packs} packs");
         }
         assert_eq!(s32(2 * cap, "").map(|s| s.0), Some(2));
