@@ -176,7 +176,7 @@ pub fn lookup_in(path: &Path, key: &str) -> Option<Entry> {
             Ok(Some(f)) => f.entries,
             Ok(None) => BTreeMap::new(),
             Err(why) => {
-                eprintln!(
+                stderr_line!(
                     "warning: ignoring the autotune cache {}: {why}; default heuristics apply \
                      until `kernlab autotune` rewrites it",
                     path.display()

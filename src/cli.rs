@@ -91,7 +91,7 @@ struct InspectArgs {
     #[arg(long, default_value = "auto")]
     device: String,
     /// Threads per block for the occupancy figures (default 256)
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     block: Option<u32>,
     /// Disassemble the CUBIN (cuobjdump or nvdisasm) and census the SASS
     #[arg(long)]
@@ -117,18 +117,24 @@ fn cmd_inspect(a: InspectArgs, out: &mut dyn Write) -> Result<()> {
     let gelu: GeluApprox = a.gelu.parse().map_err(anyhow::Error::msg)?;
     let act = ACTIVATION_DEFAULT.parse().map_err(anyhow::Error::msg)?;
     check_op_flags(&[op], "inspect", gelu, act, false)?;
+    check_output_path("--out", a.out.as_deref())?;
     let device: DeviceSpec = a.device.parse().map_err(anyhow::Error::msg)?;
     let mut req = InspectRequest::new(op, "");
-    req.variants = a
-        .variant
-        .as_deref()
-        .map(|v| {
-            v.split(',')
+    req.variants = match a.variant.as_deref() {
+        // As bench's --variants: a list with no name in it is a mistake, not "every variant".
+        Some(v) => {
+            let names: Vec<String> = v
+                .split(',')
                 .map(|s| s.trim().to_string())
                 .filter(|s| !s.is_empty())
-                .collect()
-        })
-        .unwrap_or_default();
+                .collect();
+            if names.is_empty() {
+                bail!("--variant names no variant (see `kernlab list --op {op}`); leave it out for every one");
+            }
+            names
+        }
+        None => Vec::new(),
+    };
     req.dtype = dtype;
     req.params = Params {
         gelu,
@@ -156,7 +162,7 @@ fn cmd_inspect(a: InspectArgs, out: &mut dyn Write) -> Result<()> {
             report.ptx()
         };
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
-        eprintln!("wrote {}", path.display());
+        stderr_line!("wrote {}", path.display());
     }
     Ok(())
 }
@@ -173,7 +179,7 @@ struct ProfileArgs {
     variant: String,
     /// Tensor shape, e.g. 8192x8192, or M×N×K for matmul/linear (default: bench's default
     /// shape on a GPU)
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     shape: Option<String>,
     /// f32, bf16 or f16
     #[arg(long, default_value = "f32")]
@@ -203,7 +209,7 @@ struct ProfileArgs {
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
     /// Seed for the random inputs (default: a fresh one, printed)
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     seed: Option<u64>,
     /// Synchronise after every kernel launch, as a loop that reads a value back each step
     /// would: the table's "GPU busy" line and the trace show the GPU idling between launches
@@ -240,7 +246,7 @@ fn cmd_profile(a: ProfileArgs, out: &mut dyn Write) -> Result<()> {
         device,
         sync_each_launch: a.sync_each_launch,
     };
-    let report = profile::run(&req, &mut |m| eprintln!("  … {m}"))?;
+    let report = profile::run(&req, &mut |m| stderr_line!("  … {m}"))?;
     write!(out, "{}", report.render(a.row_limit))?;
     if let Some(path) = &a.trace {
         let trace = profile::trace::chrome_trace(&report.recording, &report.workload);
@@ -261,7 +267,7 @@ struct AutotuneArgs {
     op: String,
     /// The shape to tune on: M×N×K for matmul/linear (default 8192x8192x8192), ROWSxCOLS for
     /// softmax (default 8192x4096); repeat for several
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     shape: Vec<String>,
     /// f32, bf16 or f16 (default: bf16 for matmul/linear, f32 for softmax); comma list
     #[arg(long)]
@@ -285,7 +291,12 @@ struct AutotuneArgs {
     /// as many as make them 4× the L2 (at most 1024), so that no timed call finds its input
     /// still in L2, as `kernlab bench --rotate auto` times (the L2 is also flushed before
     /// each call)
-    #[arg(long, value_name = "N|auto", default_value = "auto")]
+    #[arg(
+        long,
+        value_name = "N|auto",
+        default_value = "auto",
+        allow_hyphen_values = true
+    )]
     rotate: crate::bench::harness::Rotate,
     /// Measure, show, but do not write the cache
     #[arg(long)]
@@ -329,7 +340,7 @@ fn cmd_autotune(a: AutotuneArgs, out: &mut dyn Write) -> Result<()> {
     let Some(d) = dev.cuda().cloned() else {
         bail!("autotune measures CUDA kernels and needs a GPU; this machine has none (the CPU variants have nothing to tune)");
     };
-    eprintln!("{line}");
+    stderr_line!("{line}");
     let only: Option<Vec<String>> = a.variants.as_deref().map(|v| {
         v.split(',')
             .map(|s| s.trim().to_string())
@@ -496,7 +507,7 @@ struct RunArgs {
     #[arg(long, value_name = "PATH")]
     csv: Option<PathBuf>,
     /// Seed for the random inputs (default: a fresh one each run, printed)
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     seed: Option<u64>,
     /// Warm-up duration per variant, ms
     #[arg(long, default_value_t = 25.0, allow_negative_numbers = true)]
@@ -509,18 +520,28 @@ struct RunArgs {
     no_flush: bool,
     /// Repeat the whole measurement K times; tables show the spread of the K medians and mark
     /// differences within it (~) as noise
-    #[arg(long, value_name = "K", default_value_t = 1)]
+    #[arg(
+        long,
+        value_name = "K",
+        default_value_t = 1,
+        allow_hyphen_values = true
+    )]
     repeat: usize,
     /// CUDA: time replays of a CUDA graph of N captured calls (for launch-bound work); the L2
     /// is not flushed between replays
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     graph: Option<usize>,
     /// Cycle through N copies of the input (and output) buffers, call by call; `auto`: as many
     /// as make the copies (inputs and output) 4× the L2 (the CPU's last-level cache), at most
     /// 1024, so that no call finds its input still cached (even lines loaded L2::evict_last,
     /// which the flush leaves); not with --graph. With --torch, the PyTorch columns are rotated
     /// the same way
-    #[arg(long, value_name = "N|auto", default_value = "1")]
+    #[arg(
+        long,
+        value_name = "N|auto",
+        default_value = "1",
+        allow_hyphen_values = true
+    )]
     rotate: crate::bench::harness::Rotate,
     /// Also run baselines/torch_baselines.py (or $KERNLAB_BASELINES) with python3 (or
     /// $KERNLAB_PYTHON): PyTorch manual and native, torch.compile and Triton, as extra columns
@@ -540,10 +561,10 @@ struct BenchArgs {
     /// Tensor shape, e.g. 16384x16384 (softmax runs over the last dimension), or M×N×K for
     /// matmul and linear (8192x8192x8192: a [M,K] · w[N,K]ᵀ); repeat the flag for several
     /// shapes. Default: the lecture's sizes on a GPU, smaller ones on the CPU
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     shape: Vec<String>,
     /// Row stride in elements for the input (softmax on strided rows); default: contiguous
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     row_stride: Option<usize>,
     #[command(flatten)]
     run: RunArgs,
@@ -564,32 +585,41 @@ struct SweepArgs {
     op: String,
     /// matmul / linear: square sizes M = N = K (SIZES; a range without a step doubles:
     /// 1024..16384 is 1024, 2048, … 16384). The table and plot show TFLOP/s
-    #[arg(long, value_name = "SIZES")]
+    #[arg(long, value_name = "SIZES", allow_hyphen_values = true)]
     square: Option<String>,
     /// Rows (SIZES): softmax rows, or the leading dimension of a 2-D GeLU input
-    #[arg(long, value_name = "SIZES")]
+    #[arg(long, value_name = "SIZES", allow_hyphen_values = true)]
     rows: Option<String>,
     /// Columns (SIZES): the softmax row width
-    #[arg(long, value_name = "SIZES")]
+    #[arg(long, value_name = "SIZES", allow_hyphen_values = true)]
     cols: Option<String>,
     /// Element counts (SIZES) of 1-D inputs, e.g. 2^20..2^28:x2 (for GeLU)
-    #[arg(long, value_name = "SIZES")]
+    #[arg(long, value_name = "SIZES", allow_hyphen_values = true)]
     numel: Option<String>,
     /// Plot GB/s against the swept size to this file, .svg or .png
     #[arg(long, value_name = "PATH")]
     plot: Option<PathBuf>,
     /// With --rows/--cols: at most this many elements per input (e.g. 2^28): wide rows get
     /// fewer rows (rows = min(ROWS, N / cols)), so a sweep to millions of columns fits memory
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     max_elements: Option<String>,
     #[command(flatten)]
     run: RunArgs,
 }
 
-/// --warmup-ms ≥ 0 and --rep-ms > 0, both finite (NaN and inf are refused, not run forever).
+/// The longest --warmup-ms or --rep-ms taken: ten minutes a variant.
+const MAX_DURATION_MS: f64 = 600_000.0;
+
+/// --warmup-ms ≥ 0 and --rep-ms > 0, both at most [`MAX_DURATION_MS`] (NaN, inf and the like
+/// are refused, not run for ever).
 fn check_durations(warmup_ms: f64, rep_ms: f64) -> Result<()> {
-    if !(warmup_ms.is_finite() && rep_ms.is_finite() && warmup_ms >= 0.0 && rep_ms > 0.0) {
-        bail!("--warmup-ms must be a finite number ≥ 0 and --rep-ms a finite number > 0 (milliseconds)");
+    let ok = |v: f64| v.is_finite() && v <= MAX_DURATION_MS;
+    if !(ok(warmup_ms) && ok(rep_ms) && warmup_ms >= 0.0 && rep_ms > 0.0) {
+        bail!(
+            "--warmup-ms must be a finite number ≥ 0 and --rep-ms a finite number > 0, both milliseconds and at most {MAX_DURATION_MS} (ten minutes a variant); got {} and {}",
+            crate::bench::report::fmt_sig(warmup_ms),
+            crate::bench::report::fmt_sig(rep_ms)
+        );
     }
     Ok(())
 }
@@ -640,10 +670,18 @@ fn parse_shapes(flags: &[String]) -> Result<Vec<Vec<usize>>> {
 }
 
 fn parse_ops(s: &str) -> Result<Vec<Op>> {
-    if s.eq_ignore_ascii_case("all") {
-        return Ok(Op::ALL.to_vec());
-    }
-    parse_list(s, |o| Ok(o.parse::<Op>()?))
+    // Every entry is checked; `all` (None here) anywhere in the list means every op.
+    let named = parse_list(s, |o| {
+        if o.eq_ignore_ascii_case("all") {
+            return Ok(None);
+        }
+        Ok(Some(o.parse::<Op>()?))
+    })?;
+    Ok(if named.contains(&None) {
+        Op::ALL.to_vec()
+    } else {
+        named.into_iter().flatten().collect()
+    })
 }
 
 /// The benchmark configuration from the shared arguments, and the device it runs on.
@@ -835,7 +873,7 @@ fn write_outputs(a: &RunArgs, json: impl FnOnce() -> Result<String>, csv: &str) 
 
 fn write_file(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
-    eprintln!("wrote {}", path.display());
+    stderr_line!("wrote {}", path.display());
     Ok(())
 }
 
@@ -855,7 +893,34 @@ fn cmd_bench(a: BenchArgs, out: &mut dyn Write) -> Result<()> {
     let shapes = parse_shapes(&a.shape)?;
     let (mut cfg, dev, line) = config(&a.run, ops, shapes)?;
     cfg.row_stride = a.row_stride;
-    eprintln!("{line}");
+    // A row stride is for rows (softmax's, and GeLU's reference): GEMMs that `all` brought in
+    // are left out, and a GEMM named with it is an error before any work starts.
+    if let Some(ld) = cfg.row_stride {
+        let gemms: Vec<String> = cfg
+            .ops
+            .iter()
+            .filter(|o| o.is_gemm())
+            .map(|o| o.to_string())
+            .collect();
+        let named_all =
+            a.op.split(',')
+                .any(|o| o.trim().eq_ignore_ascii_case("all"));
+        let leave_out = named_all && gemms.len() < cfg.ops.len();
+        if !gemms.is_empty() && !leave_out {
+            bail!(
+                "--row-stride {ld} applies to rows (softmax's; of GeLU's variants only `reference` takes them), not to {}",
+                gemms.join(" or ")
+            );
+        }
+        if !gemms.is_empty() {
+            cfg.ops.retain(|o| !o.is_gemm());
+            stderr_line!(
+                "  … {} left out: --row-stride applies to softmax and GeLU rows",
+                gemms.join(" and ")
+            );
+        }
+    }
+    stderr_line!("{line}");
     // With several ops, a GEMM runs only the M×N×K shapes among --shape: say so when none is.
     if cfg.ops.len() > 1 && !cfg.shapes.is_empty() && cfg.shapes.iter().all(|s| s.len() != 3) {
         let gemms: Vec<String> = cfg
@@ -865,7 +930,7 @@ fn cmd_bench(a: BenchArgs, out: &mut dyn Write) -> Result<()> {
             .map(|o| o.to_string())
             .collect();
         if !gemms.is_empty() {
-            eprintln!(
+            stderr_line!(
                 "  … {} left out: they take M×N×K shapes (e.g. --shape 1024x1024x1024)",
                 gemms.join(" and ")
             );
@@ -873,19 +938,20 @@ fn cmd_bench(a: BenchArgs, out: &mut dyn Write) -> Result<()> {
     }
     let report = bench::run(&cfg, &dev, &mut |e| {
         if let bench::Event::Note(m) = e {
-            eprintln!("  … {m}")
+            stderr_line!("  … {m}")
         }
     })?;
-    writeln!(out, "{}", report.header())?;
-    for (title, table) in report.tables() {
-        writeln!(out, "\n{title}\n{table}")?;
-    }
-    write_problems(&report, out)?;
+    // The files first, so that a reader that stops early (`| head`) does not lose them.
     write_outputs(
         &a.run,
         || Ok(serde_json::to_string_pretty(&report)?),
         &report.to_csv(),
     )?;
+    writeln!(out, "{}", report.header())?;
+    for (title, table) in report.tables() {
+        writeln!(out, "\n{title}\n{table}")?;
+    }
+    write_problems(&report, out)?;
     if report.any_failed() {
         bail!("some variants FAILED validation or raised errors (see the notes above); they were not timed");
     }
@@ -949,10 +1015,11 @@ fn cmd_sweep(a: SweepArgs, out: &mut dyn Write) -> Result<()> {
     };
     let mut plan = plan;
     if let Some(cap) = &a.max_elements {
-        let cap = *bench::sweep::parse_sizes(cap)
-            .with_context(|| format!("--max-elements {cap}"))?
-            .first()
-            .ok_or_else(|| anyhow::anyhow!("--max-elements needs a number"))?;
+        let sizes =
+            bench::sweep::parse_sizes(cap).with_context(|| format!("--max-elements {cap}"))?;
+        let &[cap] = sizes.as_slice() else {
+            bail!("--max-elements takes one number (such as 2^28), not a list or range: {cap}");
+        };
         if op.is_gemm() || a.numel.is_some() {
             bail!("--max-elements applies to --rows/--cols sweeps");
         }
@@ -965,14 +1032,14 @@ fn cmd_sweep(a: SweepArgs, out: &mut dyn Write) -> Result<()> {
             .map(|s| bench::report::shape_str(s))
             .collect();
         if !over.is_empty() {
-            eprintln!(
+            stderr_line!(
                 "note: one row is more than --max-elements {cap} at {}: those run a single row",
                 over.join(", ")
             );
         }
     }
     cfg.shapes = plan.shapes.clone();
-    eprintln!("{line}");
+    stderr_line!("{line}");
     let bar = progress_bar();
     let report = bench::run(&cfg, &dev, &mut |e| match e {
         bench::Event::Note(m) => bar.set_message(m.to_string()),
@@ -993,15 +1060,7 @@ fn cmd_sweep(a: SweepArgs, out: &mut dyn Write) -> Result<()> {
             .join(","),
         report.device.description
     );
-    writeln!(out, "{}", report.header())?;
-    writeln!(
-        out,
-        "\n{title}: {} against {}\n{}",
-        plan.axis.metric(),
-        plan.axis.label(),
-        bench::sweep::table(&report, &plan)
-    )?;
-    write_problems(&report, out)?;
+    // The files first, so that a reader that stops early (`| head`) does not lose them.
     #[derive(serde::Serialize)]
     struct SweepJson<'a> {
         sweep: &'a bench::sweep::Axis,
@@ -1023,8 +1082,17 @@ fn cmd_sweep(a: SweepArgs, out: &mut dyn Write) -> Result<()> {
     if let Some(path) = &a.plot {
         let spec = bench::sweep::plot_spec(&report, &plan, &title);
         bench::plot::render(&spec, path)?;
-        eprintln!("wrote {}", path.display());
+        stderr_line!("wrote {}", path.display());
     }
+    writeln!(out, "{}", report.header())?;
+    writeln!(
+        out,
+        "\n{title}: {} against {}\n{}",
+        plan.axis.metric(),
+        plan.axis.label(),
+        bench::sweep::table(&report, &plan)
+    )?;
+    write_problems(&report, out)?;
     if report.any_failed() {
         bail!("some points FAILED validation or raised errors (see the notes above); they were not timed");
     }
@@ -1177,7 +1245,7 @@ fn cmd_doctor(device: &str, fresh_ceilings: bool, out: &mut dyn Write) -> Result
             .and_then(|p| bench::ceiling::load(p, &bench::ceiling::device_key(&dev)))
             .is_some();
     if !cached {
-        eprintln!("measuring the ceilings (copy, matmul)…");
+        stderr_line!("measuring the ceilings (copy, matmul)…");
     }
     let (c, prov) = bench::device_ceilings(&dev, cache.as_deref(), fresh_ceilings)?;
     writeln!(

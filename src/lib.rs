@@ -2,6 +2,15 @@
 //! tier of the CS336 kernels lecture, validated against an f64 reference, then timed against
 //! ceilings measured on the same device.
 
+/// `eprintln!` that lets a closed stderr go (`kernlab … 2>&1 | head`), where `eprintln!`
+/// panics: kernlab's notes and progress lines are best-effort.
+macro_rules! stderr_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod autotune;
 pub mod bench;
 pub mod cli;

@@ -1,5 +1,7 @@
 //! The `kernlab` binary: everything is in `kernlab::cli`.
 
+use std::io::Write as _;
+
 fn main() {
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = kernlab::cli::run(std::env::args_os(), &mut stdout) {
@@ -7,7 +9,17 @@ fn main() {
         if let Some(ce) = e.downcast_ref::<clap::Error>() {
             ce.exit();
         }
-        eprintln!("error: {e:#}");
+        // The reader of stdout stopped early (`kernlab list | head -1`): the output files
+        // were written before the tables; end quietly, with the shell's status for a process
+        // a closed pipe stopped (128 + SIGPIPE).
+        let broken_pipe = e.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        });
+        if broken_pipe {
+            std::process::exit(141);
+        }
+        let _ = writeln!(std::io::stderr(), "error: {e:#}");
         std::process::exit(1);
     }
 }

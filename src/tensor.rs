@@ -125,6 +125,43 @@ pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
     s
 }
 
+/// The strides and storage span (elements) of `shape` with rows `row_stride` elements apart
+/// (contiguous without one), or an error when the stride is narrower than a row, the shape has
+/// no rows, or the span overflows.
+pub fn row_strided_layout(
+    shape: &[usize],
+    row_stride: Option<usize>,
+) -> Result<(Vec<usize>, usize)> {
+    let bad = |why: String| Error::BadShape {
+        shape: shape_str(shape),
+        why,
+    };
+    let mut strides = contiguous_strides(shape);
+    if let Some(ld) = row_stride {
+        let n = shape.len();
+        if n < 2 {
+            return Err(bad(format!(
+                "a row stride ({ld}) needs rows: a shape of 2 or more dimensions"
+            )));
+        }
+        if ld < shape[n - 1] {
+            return Err(bad(format!(
+                "a row stride of {ld} elements is less than the rows' width of {}",
+                shape[n - 1]
+            )));
+        }
+        strides[n - 2] = ld;
+        for i in (0..n - 2).rev() {
+            strides[i] = strides[i + 1]
+                .checked_mul(shape[i + 1])
+                .ok_or_else(|| bad(format!("a row stride of {ld}: too many elements")))?;
+        }
+    }
+    let span = checked_storage_span(shape, &strides)
+        .ok_or_else(|| bad("too many elements (with the row stride)".into()))?;
+    Ok((strides, span))
+}
+
 /// How many storage elements a strided view needs (0 for an empty shape), or None when that
 /// overflows.
 pub fn checked_storage_span(shape: &[usize], strides: &[usize]) -> Option<usize> {
@@ -401,33 +438,7 @@ impl Tensor {
         row_stride: Option<usize>,
         device: &Device,
     ) -> Result<Tensor> {
-        let bad = |why: String| Error::BadShape {
-            shape: shape_str(shape),
-            why,
-        };
-        let mut strides = contiguous_strides(shape);
-        if let Some(ld) = row_stride {
-            let n = shape.len();
-            if n < 2 {
-                return Err(bad(format!(
-                    "a row stride ({ld}) needs rows: a shape of 2 or more dimensions"
-                )));
-            }
-            if ld < shape[n - 1] {
-                return Err(bad(format!(
-                    "a row stride of {ld} elements is less than the rows' width of {}",
-                    shape[n - 1]
-                )));
-            }
-            strides[n - 2] = ld;
-            for i in (0..n - 2).rev() {
-                strides[i] = strides[i + 1]
-                    .checked_mul(shape[i + 1])
-                    .ok_or_else(|| bad(format!("a row stride of {ld}: too many elements")))?;
-            }
-        }
-        let span = checked_storage_span(shape, &strides)
-            .ok_or_else(|| bad("too many elements (with the row stride)".into()))?;
+        let (strides, span) = row_strided_layout(shape, row_stride)?;
         // The values are made in f64, then converted: both live on the host at once.
         check_host_memory(
             span.saturating_mul(8 + dtype.size()),

@@ -273,6 +273,60 @@ fn bad_arguments_get_clear_errors() {
             ],
             "--max-elements 0",
         ),
+        // A GEMM named with a row stride, or a point past the host's memory after one that
+        // fits, is refused before any point runs.
+        (
+            &[
+                "bench",
+                "matmul,softmax",
+                "--device",
+                "cpu",
+                "--shape",
+                "64x64",
+                "--row-stride",
+                "100",
+            ],
+            "--row-stride 100 applies to rows",
+        ),
+        (
+            &[
+                "bench", "softmax", "--device", "cpu", "--shape", "64x64", "--shape", "4x2^36",
+            ],
+            "of host memory",
+        ),
+        (
+            &[
+                "sweep",
+                "softmax",
+                "--device",
+                "cpu",
+                "--cols",
+                "64",
+                "--max-elements",
+                "2..8:2",
+            ],
+            "takes one number",
+        ),
+        (
+            &["bench", "--device", "cpu", "--rep-ms", "1e10"],
+            "at most 600000",
+        ),
+        (
+            &["bench", "--device", "cpu", "--rotate", "-1"],
+            "at least 1",
+        ),
+        (
+            &[
+                "inspect",
+                "gelu",
+                "--variant",
+                "v1_naive",
+                "--out",
+                "/proc/x.ptx",
+            ],
+            "cannot be written",
+        ),
+        (&["inspect", "gelu", "--variant", ","], "names no variant"),
     ] {
         let e = run(args).expect_err(&format!("{args:?} must fail"));
         assert!(
@@ -280,6 +334,75 @@ fn bad_arguments_get_clear_errors() {
             "{args:?}: {e}"
         );
     }
+}
+
+/// `all` brings in the GEMMs, which take no row stride: they are left out, and the rows run.
+/// `all` may stand anywhere in the op list.
+#[test]
+fn a_row_stride_with_every_op_runs_the_row_ops() {
+    let out = run(&[
+        "bench",
+        "all,gelu",
+        "--device",
+        "cpu",
+        "--shape",
+        "16x64",
+        "--row-stride",
+        "80",
+        "--variants",
+        "reference",
+        "--warmup-ms",
+        "0",
+        "--rep-ms",
+        "1",
+        "--seed",
+        "3",
+    ])
+    .unwrap();
+    assert!(
+        out.contains("softmax f32 16×64") && out.contains("gelu (tanh) f32 16×64"),
+        "{out}"
+    );
+    // No GEMM table (their titles say "M×N×K, …"; the header still names the matmul ceiling).
+    assert!(!out.contains("M×N×K"), "{out}");
+}
+
+/// A reader that stops early (`| head`) ends the run with the pipe's error, after the output
+/// files were written.
+#[test]
+fn files_are_written_before_the_tables() {
+    struct Closed;
+    impl std::io::Write for Closed {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("kernlab-pipe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for cmd in ["bench", "sweep"] {
+        let csv = dir.join(format!("{cmd}.csv"));
+        let _ = std::fs::remove_file(&csv);
+        let csv_arg = csv.to_str().unwrap();
+        let mut args = vec!["kernlab", cmd, "gelu", "--device", "cpu"];
+        args.extend(if cmd == "bench" {
+            ["--shape", "64"]
+        } else {
+            ["--numel", "64"]
+        });
+        args.extend(["--warmup-ms", "0", "--rep-ms", "1", "--csv", csv_arg]);
+        let e = kernlab::cli::run(args, &mut Closed).expect_err("stdout is closed");
+        let io = e
+            .chain()
+            .find_map(|c| c.downcast_ref::<std::io::Error>())
+            .expect("an I/O error");
+        assert_eq!(io.kind(), std::io::ErrorKind::BrokenPipe, "{cmd}: {e:#}");
+        let text = std::fs::read_to_string(&csv).expect("the CSV was written");
+        assert!(text.lines().count() >= 2, "{cmd}: {text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

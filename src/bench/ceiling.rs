@@ -398,7 +398,7 @@ pub fn cached_or_measured(
     };
     if let (Some(p), false) = (cache, c.matmul.is_empty()) {
         if let Err(e) = store(p, &key, &c) {
-            eprintln!(
+            stderr_line!(
                 "kernlab: could not keep the ceilings in {} ({e})",
                 p.display()
             );

@@ -288,17 +288,14 @@ pub fn out_shape(op: Op, shape: &[usize]) -> Vec<usize> {
     }
 }
 
-/// The host inputs of one point: `[x]`, or for a GEMM `M×N×K` `[a, w]` (`[a, w, bias]` for
-/// linear): a ~ N(0, 1), w ~ N(0, 1/K) so outputs are O(1) whatever K, bias ~ N(0, 0.5).
-pub fn make_inputs(
-    op: Op,
-    shape: &[usize],
-    dtype: DType,
-    seed: u64,
-    row_stride: Option<usize>,
-) -> Result<Vec<Tensor>> {
-    let cpu = Device::Cpu;
+/// What [`make_inputs`] checks before it makes a point's inputs: a GEMM's M×N×K and no row
+/// stride; a row stride that fits the shape; the host memory the point needs. [`run`] checks
+/// every point this way before any work starts, so a bad one does not end a run after the
+/// others were timed.
+pub fn check_point(op: Op, shape: &[usize], dtype: DType, row_stride: Option<usize>) -> Result<()> {
     if !op.is_gemm() {
+        // The input's storage with its row stride (and the stride's own checks).
+        let (_, span) = crate::tensor::row_strided_layout(shape, row_stride)?;
         // What a point holds on the host at once, about: the input (and its f64 values while
         // it is made), the output and the CPU tiers' f32 temporaries, and the f64 reference
         // (of sampled rows past FULL_REFERENCE_ELEMS).
@@ -315,16 +312,52 @@ pub fn make_inputs(
             } else {
                 n.min(FULL_REFERENCE_ELEMS.max(block.saturating_mul(16)))
             };
-            n.checked_mul(8 + 3 * dtype.size() + 2 * 4)?
+            span.max(n)
+                .checked_mul(8 + dtype.size())?
+                .checked_add(n.checked_mul(2 * dtype.size() + 2 * 4)?)?
                 .checked_add(reference.checked_mul(8)?)
         });
-        crate::tensor::check_host_memory(
+        return crate::tensor::check_host_memory(
             bytes.unwrap_or(usize::MAX),
             &format!(
                 "{op} {dtype} {} (input, output, f64 reference, temporaries)",
                 report::shape_str(shape)
             ),
-        )?;
+        );
+    }
+    let &[m, n, k] = shape else {
+        return Err(Error::BadShape {
+            shape: report::shape_str(shape),
+            why: format!("{op} takes M×N×K (three sizes), e.g. 8192x8192x8192"),
+        });
+    };
+    if row_stride.is_some() {
+        return Err(Error::Invalid(format!(
+            "--row-stride applies to rows (softmax's; of GeLU's variants only `reference` takes them), not to {op}"
+        )));
+    }
+    crate::tensor::check_host_memory(
+        gemm_host_bytes(m, n, k, dtype).unwrap_or(usize::MAX),
+        &format!(
+            "{op} {dtype} {} (operands, the M×N output, f64 reference)",
+            report::shape_str(shape)
+        ),
+    )
+}
+
+/// The host inputs of one point: `[x]`, or for a GEMM `M×N×K` `[a, w]` (`[a, w, bias]` for
+/// linear): a ~ N(0, 1), w ~ N(0, 1/K) so outputs are O(1) whatever K, bias ~ N(0, 0.5).
+/// [`check_point`] first.
+pub fn make_inputs(
+    op: Op,
+    shape: &[usize],
+    dtype: DType,
+    seed: u64,
+    row_stride: Option<usize>,
+) -> Result<Vec<Tensor>> {
+    check_point(op, shape, dtype, row_stride)?;
+    let cpu = Device::Cpu;
+    if !op.is_gemm() {
         return Ok(vec![Tensor::random(
             shape,
             dtype,
@@ -340,18 +373,6 @@ pub fn make_inputs(
             why: format!("{op} takes M×N×K (three sizes), e.g. 8192x8192x8192"),
         });
     };
-    if row_stride.is_some() {
-        return Err(Error::Invalid(format!(
-            "--row-stride applies to softmax and GeLU rows, not to {op}"
-        )));
-    }
-    crate::tensor::check_host_memory(
-        gemm_host_bytes(m, n, k, dtype).unwrap_or(usize::MAX),
-        &format!(
-            "{op} {dtype} {} (operands, the M×N output, f64 reference)",
-            report::shape_str(shape)
-        ),
-    )?;
     let normal = |std: f64| Init::Normal { mean: 0.0, std };
     let mut v = vec![
         Tensor::random(&[m, k], dtype, normal(1.0), seed, None, &cpu)?,
@@ -577,7 +598,8 @@ impl Timer<'_> {
     fn describe(&self, o: &TimingOpts) -> String {
         let mut s = format!(
             "do_bench timing: warm-up {} ms, then {} ms of calls, each with its own ",
-            o.warmup_ms, o.rep_ms
+            report::fmt_sig(o.warmup_ms),
+            report::fmt_sig(o.rep_ms)
         );
         s += match self {
             Timer::Cpu(_) => "monotonic-clock reading",
@@ -588,7 +610,8 @@ impl Timer<'_> {
                 s = format!(
                     "CUDA-graph replays of {n} calls (time per call = replay / {n}), warm-up {} ms, \
                      then {} ms of replays; the L2 is NOT flushed between replays",
-                    o.warmup_ms, o.rep_ms
+                    report::fmt_sig(o.warmup_ms),
+                    report::fmt_sig(o.rep_ms)
                 );
             }
             (Timer::Cuda(t), None) if o.flush => {
@@ -720,6 +743,11 @@ pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<Ben
     for &op in &cfg.ops {
         select_variants(op, kind, &cfg.variants)?;
     }
+    // So are a point's shape, row stride and host memory.
+    let points = cfg.points(kind);
+    for p in &points {
+        check_point(p.op, &p.shape, p.dtype, cfg.row_stride)?;
+    }
     let mut timer = match device {
         Device::Cpu => Timer::Cpu(CpuTimer::new()),
         Device::Cuda(d) => Timer::Cuda(CudaTimer::new(d)?),
@@ -751,7 +779,6 @@ pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<Ben
     let mut report = BenchReport::new(device, copy, seed, &cfg.timing);
     report.timing_note = timer.describe(&cfg.timing);
     report.set_matmul(&ceilings, provenance);
-    let points = cfg.points(kind);
     let total = points.len();
     progress(Event::Step { done: 0, total });
     for (i, point) in points.iter().enumerate() {
@@ -1006,6 +1033,22 @@ mod tests {
         assert_eq!(gemm_host_bytes(usize::MAX, 2, 2, DType::F32), None);
     }
 
+    /// Every point is checked before a run starts: a GEMM's rank and row stride, the stride's
+    /// fit, the host memory.
+    #[test]
+    fn points_are_checked_before_any_input_is_made() {
+        let f = DType::F32;
+        assert!(check_point(Op::Softmax, &[64, 64], f, None).is_ok());
+        assert!(check_point(Op::Softmax, &[64, 64], f, Some(80)).is_ok());
+        let e = |op, shape: &[usize], ld| check_point(op, shape, f, ld).unwrap_err().to_string();
+        assert!(e(Op::Softmax, &[4, 1 << 36], None).contains("of host memory"));
+        assert!(e(Op::Softmax, &[64, 64], Some(32)).contains("less than the rows' width"));
+        assert!(e(Op::Gelu, &[64], Some(80)).contains("needs rows"));
+        assert!(e(Op::Matmul, &[64, 64], None).contains("M×N×K"));
+        assert!(e(Op::Linear, &[64, 64, 64], Some(80)).contains("not to linear"));
+        assert!(e(Op::Matmul, &[1 << 20, 1 << 20, 1], None).contains("of host memory"));
+    }
+
     /// GeLU's outputs are judged in blocks of GELU_BLOCK elements, so a narrow last dimension
     /// does not change the verdict: the lecture's manual f32 GeLU (its 1 + tanh cancels near
     /// x = −5) failed at 4096×8 and 1024×4 and passed at 1-D sizes, on the same values.
@@ -1020,7 +1063,9 @@ mod tests {
             assert_eq!((r.cols, r.rows.as_ref()), (GELU_BLOCK, None), "{shape:?}");
             // The manual form's error: 1.3% on a −4.9e-6 output among outputs up to ~6.
             let mut out = r.values.clone();
-            let i = (0..n).min_by(|&a, &b| out[a].abs().total_cmp(&out[b].abs())).unwrap();
+            let i = (0..n)
+                .min_by(|&a, &b| out[a].abs().total_cmp(&out[b].abs()))
+                .unwrap();
             let tiny = (0..n).find(|&j| (out[j] + 4.9e-6).abs() < 1e-6).unwrap();
             out[tiny] *= 1.013;
             let y = Tensor::from_f64(&out, &shape, DType::F32).unwrap();

@@ -163,7 +163,7 @@ where
         .x_desc(&spec.x_label)
         .y_desc(&spec.y_label)
         .x_label_formatter(&|v| fmt_size(*v))
-        .y_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| super::report::fmt_sig(*v))
         .label_style(("sans-serif", 15))
         .axis_desc_style(("sans-serif", 17))
         .light_line_style(RGBColor(235, 235, 235))

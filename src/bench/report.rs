@@ -52,6 +52,34 @@ pub fn fmt_gbps(g: f64) -> String {
     }
 }
 
+/// A figure to three significant digits, trailing zeros dropped (`2841`, `45.3`, `0.82`,
+/// `0.000524`; `1e-300` and `1.5e10` outside 1e-4 to 1e7), for labels and headers where a
+/// fixed number of decimals would print small values as 0; `0`, `inf` and `NaN` as Rust prints
+/// them.
+pub fn fmt_sig(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 || !a.is_finite() {
+        return format!("{v}");
+    }
+    if !(1e-4..1e7).contains(&a) {
+        // 1.5e-300, 1e10: three significant digits, trailing zeros dropped from the mantissa.
+        let s = format!("{v:.2e}");
+        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+        let m = m.trim_end_matches('0').trim_end_matches('.');
+        return format!("{m}e{e}");
+    }
+    if a >= 100.0 {
+        return format!("{v:.0}");
+    }
+    let decimals = (2 - a.log10().floor() as i64).clamp(0, 17) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 pub use crate::tensor::shape_str;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -410,13 +438,13 @@ impl BenchReport {
                     shape_str(&shape),
                     if gemm {
                         format!(
-                            "M×N×K, {} per call (2·M·N·K), {:.0} MB at minimum",
+                            "M×N×K, {} per call (2·M·N·K), {} MB at minimum",
                             if first.flops >= 1e12 {
                                 format!("{:.2} TFLOP", first.flops / 1e12)
                             } else {
-                                format!("{:.2} GFLOP", first.flops / 1e9)
+                                format!("{} GFLOP", fmt_sig(first.flops / 1e9))
                             },
-                            first.bytes as f64 / 1e6
+                            fmt_sig(first.bytes as f64 / 1e6)
                         )
                     } else {
                         format!("{} MB moved at minimum", first.bytes as f64 / 1e6)
@@ -519,10 +547,11 @@ impl BenchReport {
             .filter(|r| r.status != Status::Ok)
             .map(|r| {
                 format!(
-                    "{}/{} {}: {:?}: {}",
+                    "{}/{} {} {}: {:?}: {}",
                     r.op,
                     r.variant,
                     r.dtype,
+                    shape_str(&r.shape),
                     r.status,
                     r.note.as_deref().unwrap_or("")
                 )
@@ -679,6 +708,28 @@ pub fn csv_field(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn figures_keep_three_significant_digits() {
+        let cases = [
+            (2841.4, "2841"),
+            (100.0, "100"),
+            (45.31, "45.3"),
+            (0.82, "0.82"),
+            (0.5, "0.5"),
+            (0.000524288, "0.000524"),
+            (3.0, "3"),
+            (-0.0123, "-0.0123"),
+            (0.0, "0"),
+            (1e-300, "1e-300"),
+            (1.5e10, "1.5e10"),
+            (-2.346e-7, "-2.35e-7"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(fmt_sig(v), want, "{v}");
+        }
+        assert_eq!(fmt_sig(f64::NAN), "NaN");
+    }
 
     /// A CSV line has a field per column, and `auto`'s choice lands in `picked` (quoted when
     /// it holds a comma), so a sweep's CSV says which version ran at each point.

@@ -9,7 +9,7 @@
 
 use super::harness::within_noise;
 use super::plot::{PlotSpec, Series};
-use super::report::{fmt_gbps, shape_str, BenchReport, Record, RecordTier, Status};
+use super::report::{fmt_gbps, fmt_sig, shape_str, BenchReport, Record, RecordTier, Status};
 use crate::error::{Error, Result};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Color, Table};
 use serde::Serialize;
@@ -406,11 +406,16 @@ pub fn plot_spec(report: &BenchReport, plan: &SweepPlan, title: &str) -> PlotSpe
                         .iter()
                         .any(|r| r.dtype.to_string() == m.dtype)
                 })
-                .map(|m| (format!("{} {:.0} TFLOP/s", m.name, m.tflops), m.tflops))
+                .map(|m| {
+                    (
+                        format!("{} {} TFLOP/s", m.name, fmt_sig(m.tflops)),
+                        m.tflops,
+                    )
+                })
                 .collect()
         } else {
             vec![(
-                format!("copy ceiling {:.0} GB/s", report.copy.gbps),
+                format!("copy ceiling {} GB/s", fmt_sig(report.copy.gbps)),
                 report.copy.gbps,
             )]
         },

@@ -419,7 +419,7 @@ fn warn_once(msg: &str) {
     static SEEN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
     if !seen.iter().any(|m| m == msg) {
-        eprintln!("{msg}");
+        stderr_line!("{msg}");
         seen.push(msg.to_string());
     }
 }

@@ -387,7 +387,7 @@ fn v2_threads() -> u32 {
             None => V2_THREADS,
             Some((_, _, Some(n))) if (32..=1024).contains(&n) && n.is_power_of_two() => n as u32,
             Some((_, v, _)) => {
-                eprintln!(
+                stderr_line!(
                     "kernlab: KERNLAB_V2: ignoring threads={v} (expected a power of two from 32 to 1024)"
                 );
                 V2_THREADS
@@ -450,7 +450,7 @@ fn v3_forced_k(slots: usize) -> Option<usize> {
         match v3_parse_k(&std::env::var("KERNLAB_V3").unwrap_or_default())? {
             Ok(k) => Some(k),
             Err(v) => {
-                eprintln!("kernlab: KERNLAB_V3: ignoring k={v} (expected 1, 2, 4 or 8)");
+                stderr_line!("kernlab: KERNLAB_V3: ignoring k={v} (expected 1, 2, 4 or 8)");
                 None
             }
         }
