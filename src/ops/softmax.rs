@@ -873,7 +873,7 @@ pub fn v8_f32_cluster(packs: usize, needed: usize, sm: SmLimits) -> Option<(usiz
     (per_sm >= 4 && smem + 1024 <= sm.smem_optin).then_some((8, t, smem))
 }
 
-/// v8's tuning, from `KERNLAB_V8` ("fill=0|1,cluster=N,wide16=0|1,f32c8=0|1") for experiments: `fill`,
+/// v8's tuning, from `KERNLAB_V8` ("fill=0|1,cluster=N,threads=T,wide16=0|1,f32c8=0|1") for experiments: `fill`,
 /// whether a CTA's threads are chosen by [`v8_fill_cta`] (the most CTAs an SM) instead of the
 /// fewest that hold its share in registers — forced off or on, and with `fill=1` for clusters
 /// too (by default only for one-CTA rows past 512 threads, [`V8Tuning::fill_for`]); `cluster`,
@@ -886,6 +886,9 @@ pub struct V8Tuning {
     pub cluster: Option<usize>,
     pub wide16: Option<bool>,
     pub f32c8: Option<bool>,
+    /// With `cluster`: the threads a CTA (a warp's multiple up to 1024), the rest of each
+    /// share in shared memory.
+    pub threads: Option<usize>,
 }
 
 impl V8Tuning {
@@ -897,6 +900,9 @@ impl V8Tuning {
                 ("cluster", Some(n)) if V8_CLUSTERS[1..].contains(&n) => t.cluster = Some(n),
                 ("wide16", Some(n @ (0 | 1))) => t.wide16 = Some(n == 1),
                 ("f32c8", Some(n @ (0 | 1))) => t.f32c8 = Some(n == 1),
+                ("threads", Some(n)) if n % 32 == 0 && (32..=V8_THREADS).contains(&n) => {
+                    t.threads = Some(n)
+                }
                 _ => {}
             }
         }
@@ -967,6 +973,14 @@ pub fn v8_shape(
     } else {
         (threads, smem)
     };
+    // `threads=N` with a forced cluster: N threads a CTA, where the rest of the share fits in
+    // shared memory.
+    if let (Some(t), Some(_)) = (tuning.threads, tuning.cluster) {
+        let m = packs.div_ceil(c).saturating_sub(t * V8_K) * 16;
+        if hopper && m + 1024 <= sm.smem_optin {
+            return Some((c, t, m));
+        }
+    }
     Some((c, threads, smem))
 }
 
@@ -2300,7 +2314,8 @@ mod tests {
                 fill: Some(true),
                 cluster: Some(8),
                 wide16: None,
-                f32c8: None
+                f32c8: None,
+                threads: None
             }
         );
         // Cluster sizes are the powers of two v8 launches, 2–16; anything else is ignored.
@@ -2330,6 +2345,14 @@ mod tests {
         assert_eq!(shape(32768, "cluster=4,fill=1"), Some((4, 512, 4096 * 16)));
         // Forced to four, not filled: the fewest threads that hold a quarter in registers.
         assert_eq!(shape(32768, "cluster=4"), Some((4, 1024, 0)));
+        // Threads forced with the cluster size: the rest of each share in shared memory; not
+        // without a forced cluster, nor where the rest would not fit.
+        assert_eq!(shape(32768, "cluster=16,threads=256"), Some((16, 256, 0)));
+        assert_eq!(shape(32768, "cluster=8,threads=128"), Some((8, 128, 3072 * 16)));
+        assert_eq!(shape(32768, "threads=256"), shape(32768, ""));
+        assert_eq!(shape(32768, "cluster=2,threads=32"), shape(32768, "f32c8=0"));
+        assert_eq!(V8Tuning::parse("threads=100").threads, None);
+        assert_eq!(V8Tuning::parse("threads=2048").threads, None);
         // A forced size no larger than what the row needs changes nothing but the rule.
         assert_eq!(shape(32768, "cluster=2"), shape(32768, "f32c8=0"));
         assert_eq!(shape(8 * 32768, "cluster=4"), shape(8 * 32768, ""));
