@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU batch (twenty-fifth session, code of COMMIT): run 114 fitted ~9 µs a call of start and
+# GPU batch (twenty-fifth session, code of 52bfd02): run 114 fitted ~9 µs a call of start and
 # drain at f32 ×131072 (about half a row's time on its two SMs), 3% of TARGETS.md's 1024-row
 # call. A row spread over four SMs, not two, halves that time: clusters of 16 CTAs of 256
 # threads, four an SM (KERNLAB_V8=cluster=16,threads=256, new), against the default (v8's f32
