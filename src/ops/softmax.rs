@@ -2348,9 +2348,15 @@ mod tests {
         // Threads forced with the cluster size: the rest of each share in shared memory; not
         // without a forced cluster, nor where the rest would not fit.
         assert_eq!(shape(32768, "cluster=16,threads=256"), Some((16, 256, 0)));
-        assert_eq!(shape(32768, "cluster=8,threads=128"), Some((8, 128, 3072 * 16)));
+        assert_eq!(
+            shape(32768, "cluster=8,threads=128"),
+            Some((8, 128, 3072 * 16))
+        );
         assert_eq!(shape(32768, "threads=256"), shape(32768, ""));
-        assert_eq!(shape(32768, "cluster=2,threads=32"), shape(32768, "f32c8=0"));
+        assert_eq!(
+            shape(32768, "cluster=2,threads=32"),
+            shape(32768, "f32c8=0")
+        );
         assert_eq!(V8Tuning::parse("threads=100").threads, None);
         assert_eq!(V8Tuning::parse("threads=2048").threads, None);
         // A forced size no larger than what the row needs changes nothing but the rule.
