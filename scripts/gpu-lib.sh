@@ -90,16 +90,19 @@ PY
 # and the pick's first three letters.
 rtab() { python3 - "$1" "${2:-}" <<'PY'
 import csv, sys
-try: rs = list(csv.DictReader(open(sys.argv[1])))
-except Exception as e: print(sys.argv[2], sys.argv[1], e); sys.exit()
-print(sys.argv[2], *[r['variant'][:3] + ':' + r['rows'] + 'x' + r['cols'] + '=' + (str(round(float(r['gbps']))) if r['status'] == 'ok' else r['status'][:10]) + '(' + r.get('picked', '')[:3] + ')' for r in rs])
+try:
+    rs = list(csv.DictReader(open(sys.argv[1])))
+    print(sys.argv[2], *[r['variant'][:3] + ':' + r['rows'] + 'x' + r['cols'] + '=' + (str(round(float(r['gbps']))) if r['status'] == 'ok' else r['status'][:10]) + '(' + r.get('picked', '')[:3] + ')' for r in rs])
+except Exception as e: print(sys.argv[2], sys.argv[1], e)
 PY
 }
 # `bench_points NAME SHAPES VARIANTS [DTYPE] [VAR=value ...]`: one softmax bench process
-# (rotated, 30 ms, seed 1) of VARIANTS over SHAPES (space-separated RxC), with the variables
-# given, into $OUT/NAME.csv and .log; its points (`rtab`) appended to $S.
+# (rotated, 30 ms, seed 1) of VARIANTS over SHAPES (space-separated RxC), as DTYPE (f32 when
+# the fourth argument is missing or a VAR=value), with the variables given, into
+# $OUT/NAME.csv and .log; its points (`rtab`) appended to $S.
 bench_points() {
-  local n=$1 shapes=$2 vars=$3 dt=${4:-f32}; shift 3; [ $# -gt 0 ] && shift
+  local n=$1 shapes=$2 vars=$3 dt=f32; shift 3
+  if [ $# -gt 0 ] && [[ $1 != *=* ]]; then dt=$1; shift; fi
   local args=() s
   for s in $shapes; do args+=(--shape "$s"); done
   timeout 120 env "$@" $K bench softmax --dtype "$dt" "${args[@]}" --variants "$vars" --rep-ms 30 \

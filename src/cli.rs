@@ -91,7 +91,7 @@ struct InspectArgs {
     #[arg(long, default_value = "auto")]
     device: String,
     /// Threads per block for the occupancy figures (default 256)
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, allow_negative_numbers = true)]
     block: Option<u32>,
     /// Disassemble the CUBIN (cuobjdump or nvdisasm) and census the SASS
     #[arg(long)]
@@ -148,12 +148,9 @@ fn cmd_inspect(a: InspectArgs, out: &mut dyn Write) -> Result<()> {
     req.show_ptx = a.ptx;
     req.show_sass = a.show_sass;
     let report = inspect(&req)?;
-    if a.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
-    } else {
-        write!(out, "{report}")?;
-    }
-    if let Some(path) = &a.out {
+    // The file first (a reader of stdout that stops early does not lose it), and the report
+    // shown even when the file cannot be written.
+    let file = a.out.as_ref().map_or(Ok(()), |path| {
         let text = if a.show_sass {
             report.sass().ok_or_else(|| {
                 anyhow::anyhow!("no SASS: neither cuobjdump nor nvdisasm was found")
@@ -161,10 +158,15 @@ fn cmd_inspect(a: InspectArgs, out: &mut dyn Write) -> Result<()> {
         } else {
             report.ptx()
         };
-        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
-        stderr_line!("wrote {}", path.display());
-    }
-    Ok(())
+        write_file(path, &text)
+    });
+    let shown = if a.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)
+    } else {
+        write!(out, "{report}")
+    };
+    file?;
+    Ok(shown?)
 }
 
 #[derive(Args)]
@@ -179,7 +181,7 @@ struct ProfileArgs {
     variant: String,
     /// Tensor shape, e.g. 8192x8192, or M×N×K for matmul/linear (default: bench's default
     /// shape on a GPU)
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, allow_negative_numbers = true)]
     shape: Option<String>,
     /// f32, bf16 or f16
     #[arg(long, default_value = "f32")]
@@ -209,7 +211,7 @@ struct ProfileArgs {
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
     /// Seed for the random inputs (default: a fresh one, printed)
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, allow_negative_numbers = true)]
     seed: Option<u64>,
     /// Synchronise after every kernel launch, as a loop that reads a value back each step
     /// would: the table's "GPU busy" line and the trace show the GPU idling between launches
@@ -247,15 +249,20 @@ fn cmd_profile(a: ProfileArgs, out: &mut dyn Write) -> Result<()> {
         sync_each_launch: a.sync_each_launch,
     };
     let report = profile::run(&req, &mut |m| stderr_line!("  … {m}"))?;
-    write!(out, "{}", report.render(a.row_limit))?;
-    if let Some(path) = &a.trace {
-        let trace = profile::trace::chrome_trace(&report.recording, &report.workload);
-        write_file(path, &serde_json::to_string(&trace)?)?;
-    }
-    if let Some(path) = &a.json {
-        write_file(path, &serde_json::to_string_pretty(&report)?)?;
-    }
-    Ok(())
+    // The files first; the table shown even when one cannot be written.
+    let files = (|| -> Result<()> {
+        if let Some(path) = &a.trace {
+            let trace = profile::trace::chrome_trace(&report.recording, &report.workload);
+            write_file(path, &serde_json::to_string(&trace)?)?;
+        }
+        if let Some(path) = &a.json {
+            write_file(path, &serde_json::to_string_pretty(&report)?)?;
+        }
+        Ok(())
+    })();
+    let shown = write!(out, "{}", report.render(a.row_limit));
+    files?;
+    Ok(shown?)
 }
 
 #[derive(Args)]
@@ -267,7 +274,7 @@ struct AutotuneArgs {
     op: String,
     /// The shape to tune on: M×N×K for matmul/linear (default 8192x8192x8192), ROWSxCOLS for
     /// softmax (default 8192x4096); repeat for several
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, allow_negative_numbers = true)]
     shape: Vec<String>,
     /// f32, bf16 or f16 (default: bf16 for matmul/linear, f32 for softmax); comma list
     #[arg(long)]
@@ -363,6 +370,7 @@ fn cmd_autotune(a: AutotuneArgs, out: &mut dyn Write) -> Result<()> {
         autotune::cache_path()
     };
     let mut reports = Vec::new();
+    let mut shown: Result<()> = Ok(());
     for shape in &shapes {
         for &dt in &dtypes {
             let candidates = if op.is_gemm() {
@@ -397,14 +405,18 @@ fn cmd_autotune(a: AutotuneArgs, out: &mut dyn Write) -> Result<()> {
             );
             bar.finish_and_clear();
             let r = r?;
-            write_tune_report(&r, out)?;
+            // A reader of stdout that stopped early stops the reports, not the tuning (each
+            // choice goes to the cache) nor the JSON file.
+            if shown.is_ok() {
+                shown = write_tune_report(&r, out);
+            }
             reports.push(r);
         }
     }
     if let Some(path) = &a.json {
         write_file(path, &serde_json::to_string_pretty(&reports)?)?;
     }
-    Ok(())
+    shown
 }
 
 fn write_tune_report(r: &crate::autotune::TuneReport, out: &mut dyn Write) -> Result<()> {
@@ -507,7 +519,7 @@ struct RunArgs {
     #[arg(long, value_name = "PATH")]
     csv: Option<PathBuf>,
     /// Seed for the random inputs (default: a fresh one each run, printed)
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, allow_negative_numbers = true)]
     seed: Option<u64>,
     /// Warm-up duration per variant, ms
     #[arg(long, default_value_t = 25.0, allow_negative_numbers = true)]
@@ -529,7 +541,7 @@ struct RunArgs {
     repeat: usize,
     /// CUDA: time replays of a CUDA graph of N captured calls (for launch-bound work); the L2
     /// is not flushed between replays
-    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     graph: Option<usize>,
     /// Cycle through N copies of the input (and output) buffers, call by call; `auto`: as many
     /// as make the copies (inputs and output) 4× the L2 (the CPU's last-level cache), at most
@@ -561,10 +573,10 @@ struct BenchArgs {
     /// Tensor shape, e.g. 16384x16384 (softmax runs over the last dimension), or M×N×K for
     /// matmul and linear (8192x8192x8192: a [M,K] · w[N,K]ᵀ); repeat the flag for several
     /// shapes. Default: the lecture's sizes on a GPU, smaller ones on the CPU
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, allow_negative_numbers = true)]
     shape: Vec<String>,
     /// Row stride in elements for the input (softmax on strided rows); default: contiguous
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, allow_negative_numbers = true)]
     row_stride: Option<usize>,
     #[command(flatten)]
     run: RunArgs,
@@ -585,23 +597,23 @@ struct SweepArgs {
     op: String,
     /// matmul / linear: square sizes M = N = K (SIZES; a range without a step doubles:
     /// 1024..16384 is 1024, 2048, … 16384). The table and plot show TFLOP/s
-    #[arg(long, value_name = "SIZES", allow_hyphen_values = true)]
+    #[arg(long, value_name = "SIZES", allow_negative_numbers = true)]
     square: Option<String>,
     /// Rows (SIZES): softmax rows, or the leading dimension of a 2-D GeLU input
-    #[arg(long, value_name = "SIZES", allow_hyphen_values = true)]
+    #[arg(long, value_name = "SIZES", allow_negative_numbers = true)]
     rows: Option<String>,
     /// Columns (SIZES): the softmax row width
-    #[arg(long, value_name = "SIZES", allow_hyphen_values = true)]
+    #[arg(long, value_name = "SIZES", allow_negative_numbers = true)]
     cols: Option<String>,
     /// Element counts (SIZES) of 1-D inputs, e.g. 2^20..2^28:x2 (for GeLU)
-    #[arg(long, value_name = "SIZES", allow_hyphen_values = true)]
+    #[arg(long, value_name = "SIZES", allow_negative_numbers = true)]
     numel: Option<String>,
     /// Plot GB/s against the swept size to this file, .svg or .png
     #[arg(long, value_name = "PATH")]
     plot: Option<PathBuf>,
     /// With --rows/--cols: at most this many elements per input (e.g. 2^28): wide rows get
     /// fewer rows (rows = min(ROWS, N / cols)), so a sweep to millions of columns fits memory
-    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     max_elements: Option<String>,
     #[command(flatten)]
     run: RunArgs,
@@ -902,9 +914,10 @@ fn cmd_bench(a: BenchArgs, out: &mut dyn Write) -> Result<()> {
             .filter(|o| o.is_gemm())
             .map(|o| o.to_string())
             .collect();
-        let named_all =
-            a.op.split(',')
-                .any(|o| o.trim().eq_ignore_ascii_case("all"));
+        // Left out only where `all` alone brought them in: a GEMM named beside it is refused.
+        let names = || a.op.split(',').map(str::trim);
+        let named_all = names().any(|o| o.eq_ignore_ascii_case("all"))
+            && !names().any(|o| o.parse::<Op>().is_ok_and(|op| op.is_gemm()));
         let leave_out = named_all && gemms.len() < cfg.ops.len();
         if !gemms.is_empty() && !leave_out {
             bail!(
@@ -941,17 +954,22 @@ fn cmd_bench(a: BenchArgs, out: &mut dyn Write) -> Result<()> {
             stderr_line!("  … {m}")
         }
     })?;
-    // The files first, so that a reader that stops early (`| head`) does not lose them.
-    write_outputs(
+    // The files first, so that a reader that stops early (`| head`) does not lose them; the
+    // tables shown even when a file cannot be written.
+    let files = write_outputs(
         &a.run,
         || Ok(serde_json::to_string_pretty(&report)?),
         &report.to_csv(),
-    )?;
-    writeln!(out, "{}", report.header())?;
-    for (title, table) in report.tables() {
-        writeln!(out, "\n{title}\n{table}")?;
-    }
-    write_problems(&report, out)?;
+    );
+    let shown = (|| -> Result<()> {
+        writeln!(out, "{}", report.header())?;
+        for (title, table) in report.tables() {
+            writeln!(out, "\n{title}\n{table}")?;
+        }
+        write_problems(&report, out)
+    })();
+    files?;
+    shown?;
     if report.any_failed() {
         bail!("some variants FAILED validation or raised errors (see the notes above); they were not timed");
     }
@@ -1060,7 +1078,8 @@ fn cmd_sweep(a: SweepArgs, out: &mut dyn Write) -> Result<()> {
             .join(","),
         report.device.description
     );
-    // The files first, so that a reader that stops early (`| head`) does not lose them.
+    // The files first, so that a reader that stops early (`| head`) does not lose them; the
+    // table shown even when a file cannot be written.
     #[derive(serde::Serialize)]
     struct SweepJson<'a> {
         sweep: &'a bench::sweep::Axis,
@@ -1068,7 +1087,7 @@ fn cmd_sweep(a: SweepArgs, out: &mut dyn Write) -> Result<()> {
         #[serde(flatten)]
         report: &'a bench::BenchReport,
     }
-    write_outputs(
+    let files = write_outputs(
         &a.run,
         || {
             Ok(serde_json::to_string_pretty(&SweepJson {
@@ -1078,21 +1097,28 @@ fn cmd_sweep(a: SweepArgs, out: &mut dyn Write) -> Result<()> {
             })?)
         },
         &report.to_csv(),
-    )?;
-    if let Some(path) = &a.plot {
-        let spec = bench::sweep::plot_spec(&report, &plan, &title);
-        bench::plot::render(&spec, path)?;
-        stderr_line!("wrote {}", path.display());
-    }
-    writeln!(out, "{}", report.header())?;
-    writeln!(
-        out,
-        "\n{title}: {} against {}\n{}",
-        plan.axis.metric(),
-        plan.axis.label(),
-        bench::sweep::table(&report, &plan)
-    )?;
-    write_problems(&report, out)?;
+    )
+    .and_then(|()| {
+        if let Some(path) = &a.plot {
+            let spec = bench::sweep::plot_spec(&report, &plan, &title);
+            bench::plot::render(&spec, path)?;
+            stderr_line!("wrote {}", path.display());
+        }
+        Ok(())
+    });
+    let shown = (|| -> Result<()> {
+        writeln!(out, "{}", report.header())?;
+        writeln!(
+            out,
+            "\n{title}: {} against {}\n{}",
+            plan.axis.metric(),
+            plan.axis.label(),
+            bench::sweep::table(&report, &plan)
+        )?;
+        write_problems(&report, out)
+    })();
+    files?;
+    shown?;
     if report.any_failed() {
         bail!("some points FAILED validation or raised errors (see the notes above); they were not timed");
     }

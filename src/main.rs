@@ -9,9 +9,9 @@ fn main() {
         if let Some(ce) = e.downcast_ref::<clap::Error>() {
             ce.exit();
         }
-        // The reader of stdout stopped early (`kernlab list | head -1`): the output files
-        // were written before the tables; end quietly, with the shell's status for a process
-        // a closed pipe stopped (128 + SIGPIPE).
+        // The reader of stdout stopped early (`kernlab list | head -1`): the output files are
+        // written before the tables (autotune's after its tuning, whatever stdout does); end
+        // quietly, with the shell's status for a process a closed pipe stopped (128 + SIGPIPE).
         let broken_pipe = e.chain().any(|c| {
             c.downcast_ref::<std::io::Error>()
                 .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)

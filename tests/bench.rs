@@ -199,6 +199,27 @@ fn graph_timing_on_the_cpu_is_a_clear_error() {
     assert!(e.to_string().contains("needs a CUDA device"), "{e}");
 }
 
+/// A point the host cannot hold, after one it can, ends the run before any point is made or
+/// timed (not after the first was timed, its result lost).
+#[test]
+fn a_bad_point_is_refused_before_any_point_runs() {
+    let cfg = BenchConfig::new(
+        vec![Op::Softmax],
+        vec![vec![64, 64], vec![4, 1 << 36]],
+        vec![DType::F32],
+    );
+    let mut seen = Vec::new();
+    let e = bench::run(&cfg, &Device::Cpu, &mut |ev| {
+        seen.push(match ev {
+            bench::Event::Note(m) => m.to_string(),
+            bench::Event::Step { done, total } => format!("step {done}/{total}"),
+        })
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("of host memory"), "{e}");
+    assert!(seen.is_empty(), "work started before the refusal: {seen:?}");
+}
+
 #[test]
 fn an_end_to_end_cpu_sweep_writes_table_json_csv_and_plots() {
     let dir = tempfile::tempdir().unwrap();

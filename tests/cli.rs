@@ -290,6 +290,19 @@ fn bad_arguments_get_clear_errors() {
         ),
         (
             &[
+                "bench",
+                "matmul,all",
+                "--device",
+                "cpu",
+                "--shape",
+                "64x64",
+                "--row-stride",
+                "100",
+            ],
+            "not to matmul",
+        ),
+        (
+            &[
                 "bench", "softmax", "--device", "cpu", "--shape", "64x64", "--shape", "4x2^36",
             ],
             "of host memory",

@@ -838,18 +838,20 @@ pub fn v8_wide16_cluster(packs: usize, needed: usize) -> Option<usize> {
 
 /// v8's CTAs under its f32 rule ([`v8_f32_cluster`]): 256 threads, four an SM.
 pub const V8_F32_THREADS: usize = 256;
-/// The smallest share (16-byte packs a CTA of eight) [`v8_f32_cluster`] takes: 122880 f32
-/// columns. Below it the rule measured behind (twenty-fifth session, 2048 rows: 98304 3732
+/// The smallest share (16-byte packs a CTA of eight) [`v8_f32_cluster`] takes: rows from
+/// 8 × 3840 = 30720 packs (122880 f32 columns, up to 122883 with a peeled head and tail).
+/// Below it the rule measured behind (twenty-fifth session, 2048 rows: 98304 3732
 /// against 3996 GB/s, 100003 3660 against 3799, 90625 level).
 pub const V8_F32_MIN_SHARE: usize = 3840;
 
 /// v8's shape for f32 rows of `packs` 16-byte packs that need two CTAs (`needed`, the smallest
-/// cluster that holds the row; 90625–181248 columns on the H200) with a share of at least
-/// [`V8_F32_MIN_SHARE`] packs: a cluster of eight CTAs of [`V8_F32_THREADS`] threads, four an
+/// cluster that holds the row: 22657–45312 packs, about 90630–181250 columns, on the H200)
+/// from 8 × [`V8_F32_MIN_SHARE`] packs: a cluster of eight CTAs of [`V8_F32_THREADS`] threads, four an
 /// SM, so a row still spans two SMs (as two 1024-thread CTAs do) but each SM holds four of its
 /// CTAs, each with eight packs a thread in registers and the rest of its share in shared
 /// memory: (8, threads, dynamic shared memory bytes). `None` (the default shape) elsewhere,
-/// and where four such CTAs do not fit an SM (past 179200 f32 columns on the H200).
+/// and where four such CTAs do not fit an SM (past 44800 packs, 179200 f32 columns, on the
+/// H200).
 ///
 /// Measured on the H200 (twenty-fifth session, 2048 rows, one process a setting, GB/s, against
 /// the default shape in the same run; docs/perf-notes.md): 131072 3949 against 3876 (and
@@ -858,10 +860,10 @@ pub const V8_F32_MIN_SHARE: usize = 3840;
 /// instead (three or five CTAs an SM where it differs, so a cluster spans three SMs) it ran
 /// 2–7% behind outside 122880–131072.
 pub fn v8_f32_cluster(packs: usize, needed: usize, sm: SmLimits) -> Option<(usize, usize, usize)> {
-    let share = packs.div_ceil(8);
-    if needed != 2 || share < V8_F32_MIN_SHARE {
+    if needed != 2 || packs < 8 * V8_F32_MIN_SHARE {
         return None;
     }
+    let share = packs.div_ceil(8);
     let t = V8_F32_THREADS;
     let smem = share.saturating_sub(t * V8_K) * 16;
     // As v8_fill_cta counts an SM: 64 registers a thread, 1.5 KB of shared memory a CTA
@@ -940,9 +942,10 @@ impl V8Tuning {
 /// v8's launch shape for rows of `packs` 16-byte packs (of 16-bit elements where `sixteen`) on
 /// an SM of `sm`'s limits, clusters (up to 16) only where `hopper`: (cluster size C, threads a
 /// CTA, dynamic shared memory bytes a CTA). [`v8_config`]'s, with the 16-bit cluster rule
-/// ([`v8_wide16_cluster`]) where `tuning` leaves it on, else `tuning`'s forced cluster size
-/// (where larger than the row needs) and its fill rule ([`V8Tuning::fill_for`]). `None` when
-/// the row is wider than the largest cluster holds.
+/// ([`v8_wide16_cluster`]) or the f32 one ([`v8_f32_cluster`]) where `tuning` leaves them on,
+/// else `tuning`'s forced cluster size (where larger than the row needs), its fill rule
+/// ([`V8Tuning::fill_for`]) and, with a forced size, its threads. `None` when the row is wider
+/// than the largest cluster holds.
 pub fn v8_shape(
     packs: usize,
     sm: SmLimits,
@@ -973,9 +976,9 @@ pub fn v8_shape(
     } else {
         (threads, smem)
     };
-    // `threads=N` with a forced cluster: N threads a CTA, where the rest of the share fits in
-    // shared memory.
-    if let (Some(t), Some(_)) = (tuning.threads, tuning.cluster) {
+    // `threads=N` with a forced cluster that took effect: N threads a CTA, where the rest of
+    // the share fits in shared memory (threads past the share hold nothing).
+    if let (Some(t), true) = (tuning.threads, tuning.cluster == Some(c)) {
         let m = packs.div_ceil(c).saturating_sub(t * V8_K) * 16;
         if hopper && m + 1024 <= sm.smem_optin {
             return Some((c, t, m));
@@ -2436,7 +2439,7 @@ mod tests {
         // Outside the band the default shape: one CTA (cap); two below the least share
         // (98304 and 100003 columns) and where four CTAs an SM no longer fit (past 44800
         // packs); four or more (2 cap + 1).
-        let below = 8 * V8_F32_MIN_SHARE - 8;
+        let below = 8 * V8_F32_MIN_SHARE - 1;
         for packs in [
             cap,
             cap + 1,
