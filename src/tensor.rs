@@ -108,6 +108,26 @@ pub enum Init {
     NormalWithOutliers { std: f64, every: u32, scale: f64 },
 }
 
+impl Init {
+    /// An error unless the distribution can be sampled: finite parameters, std ≥ 0, lo < hi.
+    pub fn check(&self) -> Result<()> {
+        let ok = match *self {
+            Init::Normal { mean, std } => mean.is_finite() && std.is_finite() && std >= 0.0,
+            Init::Uniform { lo, hi } => lo.is_finite() && hi.is_finite() && lo < hi,
+            Init::NormalWithOutliers { std, scale, .. } => {
+                std.is_finite() && std >= 0.0 && scale.is_finite()
+            }
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::Invalid(format!(
+                "random values from {self:?}: the parameters must be finite, std ≥ 0 and lo < hi"
+            )))
+        }
+    }
+}
+
 pub struct Tensor {
     dtype: DType,
     shape: Vec<usize>,
@@ -312,12 +332,12 @@ impl Tensor {
         if ld < cols {
             return false;
         }
-        let mut expect = ld;
+        let mut expect = Some(ld);
         for i in (0..n.saturating_sub(1)).rev() {
-            if self.strides[i] != expect {
+            if Some(self.strides[i]) != expect {
                 return false;
             }
-            expect *= self.shape[i];
+            expect = expect.and_then(|e| e.checked_mul(self.shape[i]));
         }
         true
     }
@@ -336,8 +356,10 @@ impl Tensor {
                 why: format!("{} dimensions but {} strides", shape.len(), strides.len()),
             });
         }
+        // The element count in f64 bytes (what to_f64_vec makes) must not overflow either.
         let numel = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
         numel
+            .and_then(|n| n.checked_mul(8))
             .and(checked_storage_span(shape, strides))
             .ok_or_else(|| Error::BadShape {
                 shape: shape_str(shape),
@@ -360,7 +382,10 @@ impl Tensor {
                 why: format!("too many bytes for {dtype}"),
             })?;
         let storage = match device {
-            Device::Cpu => Storage::Cpu(CpuData::zeros(dtype, span)),
+            Device::Cpu => {
+                check_host_memory(bytes, &format!("a {} {dtype} tensor", shape_str(shape)))?;
+                Storage::Cpu(CpuData::zeros(dtype, span))
+            }
             Device::Cuda(d) => Storage::Cuda {
                 buf: d.alloc_bytes(bytes, &format!("a {shape:?} {dtype} tensor"))?,
                 dev: d.clone(),
@@ -413,8 +438,9 @@ impl Tensor {
 
     /// A contiguous CPU tensor holding `values` rounded to `dtype`.
     pub fn from_f64(values: &[f64], shape: &[usize], dtype: DType) -> Result<Tensor> {
-        let n: usize = shape.iter().product();
-        if n != values.len() {
+        let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+        if n != Some(values.len()) {
+            let n = n.map_or("more than usize holds".into(), |n| n.to_string());
             return Err(Error::BadShape {
                 shape: format!("{shape:?}"),
                 why: format!("{} values for {n} elements", values.len()),
@@ -438,6 +464,7 @@ impl Tensor {
         row_stride: Option<usize>,
         device: &Device,
     ) -> Result<Tensor> {
+        init.check()?;
         let (strides, span) = row_strided_layout(shape, row_stride)?;
         // The values are made in f64, then converted: both live on the host at once.
         check_host_memory(
@@ -765,6 +792,66 @@ mod tests {
         assert!(matches!(e, Err(Error::BadShape { .. })), "{:?}", e.err());
         let t = Tensor::empty_strided(&[3, 4], &[6, 1], DType::F32, &Device::Cpu).unwrap();
         assert_eq!(t.span(), 16);
+        // A view whose element count fits but whose f64 values would not (a zero stride).
+        let e = Tensor::from_cpu(CpuData::F32(vec![1.0]), &[1 << 62], &[0]);
+        assert!(matches!(e, Err(Error::BadShape { .. })), "{:?}", e.err());
+        // More than the host holds: an error, not an aborted allocation.
+        let e = Tensor::empty(&[1 << 36], DType::F32, &Device::Cpu)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("of host memory"), "{e}");
+        // Element counts past usize in from_f64.
+        let e = Tensor::from_f64(&[], &[1 << 63, 2], DType::F32)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("more than usize holds"), "{e}");
+        // A zero-element layout with a huge row stride: rows evenly spaced, so row-strided,
+        // and the check walks past usize without overflowing (it panicked before).
+        let t = Tensor::from_cpu(CpuData::F32(vec![]), &[3, 0], &[usize::MAX, 1]).unwrap();
+        assert!(t.is_row_strided());
+        let t = Tensor::from_cpu(CpuData::F32(vec![]), &[2, 3, 0], &[usize::MAX, 1, 1]).unwrap();
+        assert!(!t.is_row_strided());
+    }
+
+    #[test]
+    fn random_refuses_distributions_it_cannot_sample() {
+        let r = |init| Tensor::random(&[4], DType::F32, init, 1, None, &Device::Cpu);
+        for init in [
+            Init::Uniform { lo: 1.0, hi: 0.0 },
+            Init::Uniform { lo: 1.0, hi: 1.0 },
+            Init::Uniform {
+                lo: f64::NAN,
+                hi: 1.0,
+            },
+            Init::Uniform {
+                lo: 0.0,
+                hi: f64::INFINITY,
+            },
+            Init::Normal {
+                mean: 0.0,
+                std: -1.0,
+            },
+            Init::Normal {
+                mean: f64::NAN,
+                std: 1.0,
+            },
+            Init::NormalWithOutliers {
+                std: 1.0,
+                every: 5,
+                scale: f64::INFINITY,
+            },
+        ] {
+            let e = r(init)
+                .err()
+                .unwrap_or_else(|| panic!("{init:?} must be refused"));
+            assert!(e.to_string().contains("must be finite"), "{e}");
+        }
+        assert!(r(Init::Uniform { lo: -1.0, hi: 1.0 }).is_ok());
+        assert!(r(Init::Normal {
+            mean: 0.0,
+            std: 0.0
+        })
+        .is_ok());
     }
 
     #[test]

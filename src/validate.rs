@@ -26,11 +26,17 @@ pub struct Check {
     /// With a sampled reference: the first NaN/inf output outside the sample (index, out).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outside_sample: Option<(usize, f64)>,
+    /// The output's and the reference's lengths, where they differ (nothing else compared).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lengths: Option<(usize, usize)>,
 }
 
 impl Check {
     /// One line for a failure report.
     pub fn describe(&self) -> String {
+        if let Some((o, r)) = self.lengths {
+            return format!("the output has {o} elements, the reference {r}");
+        }
         let mut s = format!(
             "max rel err {:.3e} (tolerance {:.1e}), rel L2 {:.3e}",
             self.max_rel_err, self.tolerance, self.rel_l2
@@ -77,9 +83,26 @@ fn merge(a: Acc, b: Acc) -> Acc {
     }
 }
 
-/// Compare `out` with `reference` (same length, rows of `cols`), for an output of `dtype`.
+/// A failed check for an output whose length is not the reference's (nothing compared).
+fn length_mismatch(out: &[f64], reference: &[f64], dtype: DType) -> Check {
+    Check {
+        passed: false,
+        max_rel_err: f64::INFINITY,
+        rel_l2: f64::INFINITY,
+        tolerance: dtype.tolerance(),
+        special_mismatches: 0,
+        worst: None,
+        outside_sample: None,
+        lengths: Some((out.len(), reference.len())),
+    }
+}
+
+/// Compare `out` with `reference` (rows of `cols`), for an output of `dtype`; an output of
+/// another length than the reference's fails.
 pub fn compare(out: &[f64], reference: &[f64], cols: usize, dtype: DType) -> Check {
-    assert_eq!(out.len(), reference.len(), "compare: lengths differ");
+    if out.len() != reference.len() {
+        return length_mismatch(out, reference, dtype);
+    }
     let floor = dtype.abs_floor();
     let cols = cols.max(1);
     let acc = out
@@ -145,6 +168,7 @@ pub fn compare(out: &[f64], reference: &[f64], cols: usize, dtype: DType) -> Che
             acc.worst
         },
         outside_sample: None,
+        lengths: None,
     }
 }
 
@@ -154,7 +178,9 @@ pub fn compare(out: &[f64], reference: &[f64], cols: usize, dtype: DType) -> Che
 /// the products' rounding (≈ ε·√K·‖a_i‖·‖w_j‖), not a fraction of its own size; exact f32 at
 /// K = 8192 reaches 1e-3 element-wise while its row error is ~1e-7 (and TF32's ~3e-4 still fails).
 pub fn compare_rows_l2(out: &[f64], reference: &[f64], cols: usize, dtype: DType) -> Check {
-    assert_eq!(out.len(), reference.len(), "compare: lengths differ");
+    if out.len() != reference.len() {
+        return length_mismatch(out, reference, dtype);
+    }
     let cols = cols.max(1);
     let elementwise = compare(out, reference, cols, dtype);
     let (max_err, worst_row) = out
@@ -186,14 +212,17 @@ pub fn compare_rows_l2(out: &[f64], reference: &[f64], cols: usize, dtype: DType
         worst: if special > 0 {
             elementwise.worst
         } else {
-            // The worst row's worst element, for the report.
-            let row = &reference[worst_row * cols..(worst_row + 1) * cols];
-            let o = &out[worst_row * cols..(worst_row + 1) * cols];
-            (0..cols)
+            // The worst row's worst element, for the report (the last row may be short; an
+            // empty output has none).
+            let at = (worst_row * cols).min(out.len());
+            let end = (at + cols).min(out.len());
+            let (row, o) = (&reference[at..end], &out[at..end]);
+            (0..end - at)
                 .max_by(|&i, &j| (o[i] - row[i]).abs().total_cmp(&(o[j] - row[j]).abs()))
-                .map(|j| (worst_row * cols + j, o[j], row[j]))
+                .map(|j| (at + j, o[j], row[j]))
         },
         outside_sample: None,
+        lengths: None,
     }
 }
 
@@ -230,6 +259,23 @@ pub fn sample_rows(m: usize, want: usize, seed: u64) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Lengths that differ fail (both checks), a short last row and an empty output do not
+    /// panic (they did: the worst row was sliced past the end).
+    #[test]
+    fn odd_lengths_fail_or_pass_without_panicking() {
+        let f = DType::F32;
+        let c = compare(&[1.0, 2.0], &[1.0, 2.0, 3.0], 3, f);
+        assert!(!c.passed && c.lengths == Some((2, 3)));
+        assert_eq!(c.describe(), "the output has 2 elements, the reference 3");
+        let c = compare_rows_l2(&[1.0, 2.0, 3.0], &[1.0], 2, f);
+        assert!(!c.passed && c.lengths == Some((3, 1)));
+        let c = compare_rows_l2(&[1.0, 2.0, 3.0], &[1.0, 2.0, 3.5], 2, f);
+        assert!(!c.passed);
+        assert_eq!(c.worst, Some((2, 3.0, 3.5)));
+        let c = compare_rows_l2(&[], &[], 3, f);
+        assert!(c.passed && c.worst.is_none());
+    }
 
     #[test]
     fn gemm_rows_are_judged_by_their_l2_error() {

@@ -16,11 +16,17 @@ use rayon::prelude::*;
 
 const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
 
-/// The oracle: GeLU in f64, written exactly as PyTorch defines it.
+/// The f64 oracle, PyTorch's two GeLUs, in forms without cancellation for x ≪ 0: 0.5·x·(1 + tanh u) as
+/// x / (1 + e^(−2u)), and 0.5·x·(1 + erf(x/√2)) as 0.5·x·erfc(−x/√2). (1 + tanh u and 1 + erf
+/// round to 0 in f64 near x = −8 and −12, where GeLU is still a normal number: −3.1e-21 and
+/// −2.1e-32, which a correct kernel then failed against.)
 pub fn reference_f64(x: f64, approx: GeluApprox) -> f64 {
     match approx {
-        GeluApprox::Tanh => 0.5 * x * (1.0 + (SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)).tanh()),
-        GeluApprox::Erf => 0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2)),
+        GeluApprox::Tanh => {
+            let u = SQRT_2_OVER_PI * (x + 0.044715 * x * x * x);
+            x / (1.0 + (-2.0 * u).exp())
+        }
+        GeluApprox::Erf => 0.5 * x * libm::erfc(-x / std::f64::consts::SQRT_2),
     }
 }
 
@@ -46,7 +52,8 @@ pub fn gelu_f32(x: f32, approx: GeluApprox) -> f32 {
 }
 
 // ---- reference ------------------------------------------------------------------------
-pub fn run_reference(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+/// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
+pub(crate) fn run_reference(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let r = reference(&x.to_f64_vec()?, p);
     let t = Tensor::from_f64(&r, x.shape(), y.dtype())?;
     *y = t;
@@ -56,7 +63,8 @@ pub fn run_reference(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 // ---- manual: one pass per PyTorch op ------------------------------------------------------
 /// CPU: `0.5 * x * (1 + tanh(0.79788456 * (x + 0.044715 * x * x * x)))`, one parallel pass
 /// (and one f32 temporary) per op; the erf form is `0.5 * x * (1 + erf(x * 0.70710678))`.
-pub fn run_manual_cpu(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+/// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
+pub(crate) fn run_manual_cpu(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let x = prim::to_f32(x)?;
     let out = match p.gelu {
         GeluApprox::Tanh => manual_tanh_f32(&x),
@@ -306,7 +314,8 @@ fn gelu_chunk_avx2<T: Element>(y: &mut [T], x: &[T], a: GeluApprox) {
 }
 
 /// One parallel pass: read, convert to f32, GeLU, round, store.
-pub fn run_cpu_fused(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+/// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
+pub(crate) fn run_cpu_fused(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     fn go<T: Element>(x: &[T], y: &mut [T], a: GeluApprox) {
         let avx2 = super::cpu_prims::has_avx2();
         y.par_chunks_mut(GRAIN)
@@ -336,4 +345,33 @@ pub fn run_cpu_fused(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         _ => return Err(Error::Invalid("input and output dtypes differ".into())),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The oracle keeps GeLU's tiny negative values (1 + tanh u and 1 + erf cancelled to 0
+    /// there), and agrees with PyTorch's formulas where those do not cancel.
+    #[test]
+    fn the_reference_keeps_tiny_negative_values() {
+        let t = reference_f64(-8.0, GeluApprox::Tanh);
+        assert!((-3.2e-21..-3.0e-21).contains(&t), "{t:e}");
+        let e = reference_f64(-12.0, GeluApprox::Erf);
+        assert!((-2.2e-32..-2.0e-32).contains(&e), "{e:e}");
+        for x in [-3.0, -1.0, -0.1, 0.0, 0.5, 2.0, 6.0] {
+            let u = SQRT_2_OVER_PI * (x + 0.044715 * x * x * x);
+            let torch_tanh = 0.5 * x * (1.0 + u.tanh());
+            let torch_erf = 0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2));
+            for (got, want) in [
+                (reference_f64(x, GeluApprox::Tanh), torch_tanh),
+                (reference_f64(x, GeluApprox::Erf), torch_erf),
+            ] {
+                assert!(
+                    (got - want).abs() <= 1e-14 * want.abs().max(1e-300),
+                    "{x}: {got} {want}"
+                );
+            }
+        }
+    }
 }
