@@ -9,7 +9,8 @@ pub enum Error {
     #[error("bad shape {shape:?}: {why}")]
     BadShape { shape: String, why: String },
 
-    #[error("shape mismatch in {op}: {why}")]
+    /// Operands whose shapes or dtypes do not go together (`why` says which).
+    #[error("operands of {op} do not match: {why}")]
     ShapeMismatch { op: String, why: String },
 
     #[error("empty tensor: {op} needs at least one element (shape {shape:?})")]
@@ -23,10 +24,14 @@ pub enum Error {
         supported: String,
     },
 
-    #[error("{op}/{variant} needs a contiguous input (got shape {shape:?}, strides {strides:?})")]
+    #[error(
+        "{op}/{variant} needs a contiguous {operand} (got shape {shape:?}, strides {strides:?})"
+    )]
     NotContiguous {
         op: String,
         variant: String,
+        /// Which tensor: "input", "output", "a", "w", "bias".
+        operand: &'static str,
         shape: Vec<usize>,
         strides: Vec<usize>,
     },

@@ -131,10 +131,11 @@ impl Variant {
         Ok(())
     }
 
-    fn not_contiguous(&self, t: &Tensor) -> Error {
+    fn not_contiguous(&self, t: &Tensor, operand: &'static str) -> Error {
         Error::NotContiguous {
             op: self.op.to_string(),
             variant: self.name.to_string(),
+            operand,
             shape: t.shape().to_vec(),
             strides: t.strides().to_vec(),
         }
@@ -163,11 +164,11 @@ impl Variant {
             });
         }
         if !y.is_contiguous() {
-            return Err(self.not_contiguous(y));
+            return Err(self.not_contiguous(y, "output"));
         }
         let layout_ok = x.is_contiguous() || (self.strided_rows && x.is_row_strided());
         if !layout_ok {
-            return Err(self.not_contiguous(x));
+            return Err(self.not_contiguous(x, "input"));
         }
         Ok(())
     }
@@ -213,20 +214,26 @@ impl Variant {
                 shape: vec![m, n, k],
             });
         }
-        for t in [Some(a), Some(w), bias, Some(y)].into_iter().flatten() {
+        let operands = [
+            ("a", Some(a)),
+            ("w", Some(w)),
+            ("bias", bias),
+            ("output", Some(y)),
+        ];
+        for (name, t) in operands.into_iter().filter_map(|(n, t)| Some((n, t?))) {
             self.check_dtype_device(t)?;
             if t.dtype() != a.dtype() {
                 return Err(Error::ShapeMismatch {
                     op,
                     why: format!(
-                        "every operand must have one dtype: a is {}, got a {} tensor",
+                        "every operand must have one dtype: a is {}, {name} is {}",
                         a.dtype(),
                         t.dtype()
                     ),
                 });
             }
             if !t.is_contiguous() {
-                return Err(self.not_contiguous(t));
+                return Err(self.not_contiguous(t, name));
             }
         }
         if y.shape() != [m, n] {

@@ -366,8 +366,27 @@ fn softmax_strided_rows(dev: &Device) {
                     let x = xh.to_device(dev).unwrap();
                     let mut y = Tensor::empty(x.shape(), dt, dev).unwrap();
                     let e = v.run(&p, &[&x], &mut y).unwrap_err();
-                    assert!(matches!(e, Error::NotContiguous { .. }), "{}: {e}", v.id());
+                    assert!(
+                        matches!(
+                            e,
+                            Error::NotContiguous {
+                                operand: "input",
+                                ..
+                            }
+                        ),
+                        "{}: {e}",
+                        v.id()
+                    );
                 }
+                // A strided output is refused by every variant, and named as the output.
+                let x = xh.to_device(dev).unwrap();
+                let mut y = Tensor::empty_strided(&[rows, cols], &[ld, 1], dt, dev).unwrap();
+                let e = v.run(&p, &[&x], &mut y).unwrap_err();
+                assert!(
+                    e.to_string().contains("needs a contiguous output"),
+                    "{}: {e}",
+                    v.id()
+                );
             }
         }
     }

@@ -212,7 +212,8 @@ pub fn reference(
 }
 
 /// The reference variant: every row in f64, rounded to c's dtype.
-pub fn run_reference(g: &Gemm, c: &mut Tensor) -> Result<()> {
+/// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
+pub(crate) fn run_reference(g: &Gemm, c: &mut Tensor) -> Result<()> {
     let a = g.a.to_f64_vec()?;
     let w = g.w.to_f64_vec()?;
     let b = g.bias.map(|b| b.to_f64_vec()).transpose()?;
@@ -243,7 +244,8 @@ fn faer_f32(a: &[f32], w: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
 
 /// `cpu/faer`: the product with faer in f32 (16-bit inputs widened once), then the fused
 /// epilogue in one parallel pass while storing.
-pub fn run_cpu_faer(g: &Gemm, c: &mut Tensor) -> Result<()> {
+/// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
+pub(crate) fn run_cpu_faer(g: &Gemm, c: &mut Tensor) -> Result<()> {
     use super::cpu_prims as prim;
     use rayon::prelude::*;
     let a = prim::to_f32(g.a)?;
@@ -316,7 +318,8 @@ pub fn run_cpu_faer(g: &Gemm, c: &mut Tensor) -> Result<()> {
 
 /// `manual` on the CPU: the lecture's eager composition — the product (faer), then the bias
 /// add, then the manual GeLU (one parallel pass per primitive op, f32 temporaries).
-pub fn run_manual_cpu(g: &Gemm, c: &mut Tensor) -> Result<()> {
+/// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
+pub(crate) fn run_manual_cpu(g: &Gemm, c: &mut Tensor) -> Result<()> {
     use super::cpu_prims as prim;
     let a = prim::to_f32(g.a)?;
     let w = prim::to_f32(g.w)?;

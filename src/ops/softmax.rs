@@ -33,7 +33,12 @@ pub fn reference_row(x: &[f64], out: &mut [f64], log: bool) {
     }
 }
 
+/// The f64 softmax of `x`'s rows of `cols` (a short last row is a row too); with `cols` = 0
+/// there are no rows, and any values given are answered with NaN, which never passes.
 pub fn reference(x: &[f64], cols: usize, p: &Params) -> Vec<f64> {
+    if cols == 0 {
+        return vec![f64::NAN; x.len()];
+    }
     let mut out = vec![0.0; x.len()];
     out.par_chunks_mut(cols)
         .zip(x.par_chunks(cols))
@@ -41,7 +46,8 @@ pub fn reference(x: &[f64], cols: usize, p: &Params) -> Vec<f64> {
     out
 }
 
-pub fn run_reference(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+/// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
+pub(crate) fn run_reference(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let (_, cols, _) = x.rows_cols();
     let r = reference(&x.to_f64_vec()?, cols, p);
     *y = Tensor::from_f64(&r, x.shape(), y.dtype())?;
@@ -52,7 +58,8 @@ pub fn run_reference(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 /// CPU: `x_max = x.max(dim=-1)`, `x = x - x_max[:, None]`, `num = exp(x)`,
 /// `den = num.sum(dim=-1)`, `y = num / den[:, None]` — one parallel pass each
 /// (log_softmax: `y = x - log(den)[:, None]`).
-pub fn run_manual_cpu(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+/// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
+pub(crate) fn run_manual_cpu(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let (_, cols, _) = x.rows_cols();
     let x = prim::to_f32(x)?;
     let x_max = prim::row_reduce(&x, cols, f32::NEG_INFINITY, f32::max);
@@ -2209,7 +2216,8 @@ fn cpu_softmax_row_avx2<T: Element>(row: &[T], out: &mut [T], buf: &mut [f32], l
 /// Rows in parallel; each row: max, e^(x − max) into a buffer and its sum, scale — the row
 /// stays in cache (log_softmax: (x − max) − ln Σ). Outputs under ~1.2e-38 come out 0
 /// ([`prim::exp_f32`]).
-pub fn run_cpu_fused(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+/// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
+pub(crate) fn run_cpu_fused(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     fn go<T: Element>(x: &[T], y: &mut [T], cols: usize, ldx: usize, log: bool) {
         let avx2 = prim::has_avx2();
         let mut tmp_rows: Vec<&mut [T]> = y.chunks_mut(cols).collect();
