@@ -30,7 +30,7 @@ pub enum Error {
     NotContiguous {
         op: String,
         variant: String,
-        /// Which tensor: "input", "output", "a", "w", "bias".
+        /// Which tensor: "input", "output", "operand a", "operand w", "bias".
         operand: &'static str,
         shape: Vec<usize>,
         strides: Vec<usize>,

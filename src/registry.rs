@@ -215,8 +215,8 @@ impl Variant {
             });
         }
         let operands = [
-            ("a", Some(a)),
-            ("w", Some(w)),
+            ("operand a", Some(a)),
+            ("operand w", Some(w)),
             ("bias", bias),
             ("output", Some(y)),
         ];

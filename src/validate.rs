@@ -34,13 +34,13 @@ pub struct Check {
 impl Check {
     /// One line for a failure report.
     pub fn describe(&self) -> String {
-        if let Some((o, r)) = self.lengths {
-            return format!("the output has {o} elements, the reference {r}");
-        }
-        let mut s = format!(
-            "max rel err {:.3e} (tolerance {:.1e}), rel L2 {:.3e}",
-            self.max_rel_err, self.tolerance, self.rel_l2
-        );
+        let mut s = match self.lengths {
+            Some((o, r)) => format!("the output has {o} elements, the reference {r}"),
+            None => format!(
+                "max rel err {:.3e} (tolerance {:.1e}), rel L2 {:.3e}",
+                self.max_rel_err, self.tolerance, self.rel_l2
+            ),
+        };
         if self.special_mismatches > 0 {
             s += &format!(
                 ", {} elements NaN/inf where the reference is not (or the reverse)",
