@@ -907,13 +907,14 @@ fn cmd_bench(a: BenchArgs, out: &mut dyn Write) -> Result<()> {
     cfg.row_stride = a.row_stride;
     // A row stride is for rows (softmax's, and GeLU's reference): GEMMs that `all` brought in
     // are left out, and a GEMM named with it is an error before any work starts.
-    if let Some(ld) = cfg.row_stride {
-        let gemms: Vec<String> = cfg
-            .ops
-            .iter()
+    let gemm_names = |ops: &[Op]| -> Vec<String> {
+        ops.iter()
             .filter(|o| o.is_gemm())
             .map(|o| o.to_string())
-            .collect();
+            .collect()
+    };
+    if let Some(ld) = cfg.row_stride {
+        let gemms = gemm_names(&cfg.ops);
         // Left out only where `all` alone brought them in: a GEMM named beside it is refused.
         let names = || a.op.split(',').map(str::trim);
         let named_all = names().any(|o| o.eq_ignore_ascii_case("all"))
@@ -936,12 +937,7 @@ fn cmd_bench(a: BenchArgs, out: &mut dyn Write) -> Result<()> {
     stderr_line!("{line}");
     // With several ops, a GEMM runs only the M×N×K shapes among --shape: say so when none is.
     if cfg.ops.len() > 1 && !cfg.shapes.is_empty() && cfg.shapes.iter().all(|s| s.len() != 3) {
-        let gemms: Vec<String> = cfg
-            .ops
-            .iter()
-            .filter(|o| o.is_gemm())
-            .map(|o| o.to_string())
-            .collect();
+        let gemms = gemm_names(&cfg.ops);
         if !gemms.is_empty() {
             stderr_line!(
                 "  … {} left out: they take M×N×K shapes (e.g. --shape 1024x1024x1024)",

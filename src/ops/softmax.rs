@@ -781,19 +781,27 @@ impl SmLimits {
             smem_optin: props.max_smem_per_block_optin,
         }
     }
+
+    /// v8's CTAs of `threads` threads (64 registers each) and `smem` bytes of dynamic shared
+    /// memory that fit an SM at once: bounded by its registers, its shared memory (1 KB more
+    /// than the opt-in, 1.5 KB counted a CTA for the system's reserve and the kernel's own),
+    /// its threads and its CTA limit.
+    pub fn v8_ctas(&self, threads: usize, smem: usize) -> usize {
+        (self.regs / (threads * 64))
+            .min((self.smem_optin + 1024) / (smem + 1024 + 512))
+            .min(self.threads / threads)
+            .min(self.ctas)
+    }
 }
 
 /// v8's CTA for a row one CTA holds, chosen to put the most rows on an SM at once (more rows'
 /// loads in flight, and one row's reduction overlapping others' traffic): (threads, dynamic
 /// shared memory bytes). Threads are a warp's multiple with [`V8_K`] packs each in registers
 /// (64 registers a thread), the rest of the row in shared memory but at most as much as the
-/// registers hold; CTAs an SM are bounded by its registers, its shared memory (the opt-in +
-/// 1 KB, 1.5 KB counted a CTA for the system's reserve and the kernel's own), its threads and
-/// its CTA limit (`sm`). Ties go to more threads.
+/// registers hold; CTAs an SM counted by [`SmLimits::v8_ctas`]. Ties go to more threads.
 /// `None` when no such CTA holds the row.
 pub fn v8_fill_cta(packs: usize, sm: SmLimits) -> Option<(usize, usize)> {
     let optin = sm.smem_optin;
-    let smem_sm = optin + 1024;
     let mut best: Option<(usize, usize, usize)> = None;
     for t in (32..=V8_THREADS).step_by(32) {
         let in_regs = t * V8_K;
@@ -804,10 +812,7 @@ pub fn v8_fill_cta(packs: usize, sm: SmLimits) -> Option<(usize, usize)> {
         if smem + 1024 > optin {
             continue;
         }
-        let ctas = (sm.regs / (t * 64))
-            .min(smem_sm / (smem + 1024 + 512))
-            .min(sm.threads / t)
-            .min(sm.ctas);
+        let ctas = sm.v8_ctas(t, smem);
         if ctas == 0 {
             continue;
         }
@@ -873,13 +878,7 @@ pub fn v8_f32_cluster(packs: usize, needed: usize, sm: SmLimits) -> Option<(usiz
     let share = packs.div_ceil(8);
     let t = V8_F32_THREADS;
     let smem = share.saturating_sub(t * V8_K) * 16;
-    // As v8_fill_cta counts an SM: 64 registers a thread, 1.5 KB of shared memory a CTA
-    // beyond its own, the opt-in + 1 KB an SM.
-    let per_sm = (sm.regs / (t * 64))
-        .min((sm.smem_optin + 1024) / (smem + 1024 + 512))
-        .min(sm.threads / t)
-        .min(sm.ctas);
-    (per_sm >= 4 && smem + 1024 <= sm.smem_optin).then_some((8, t, smem))
+    (sm.v8_ctas(t, smem) >= 4 && smem + 1024 <= sm.smem_optin).then_some((8, t, smem))
 }
 
 /// v8's tuning, from `KERNLAB_V8` ("fill=0|1,cluster=N,threads=T,wide16=0|1,f32c8=0|1") for experiments: `fill`,
