@@ -64,6 +64,35 @@ pub struct CudaDevice {
     workspaces: Mutex<HashMap<&'static str, Vec<CudaSlice<u8>>>>,
 }
 
+/// Which stream kernlab enqueues its work on: a stream of its own (the default), or the
+/// context's legacy NULL stream, as PyTorch uses by default (`KERNLAB_STREAM=legacy`, for
+/// experiments: whether the stream's kind moves the time of µs-sized calls; CUDA graphs cannot be
+/// captured on it, so `--graph` fails there).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamKind {
+    Created,
+    Legacy,
+}
+
+impl StreamKind {
+    pub fn from_env() -> Result<Self> {
+        match std::env::var("KERNLAB_STREAM") {
+            Ok(v) => Self::parse(&v),
+            Err(_) => Ok(StreamKind::Created),
+        }
+    }
+
+    pub fn parse(spec: &str) -> Result<Self> {
+        match spec.trim() {
+            "" | "created" => Ok(StreamKind::Created),
+            "legacy" => Ok(StreamKind::Legacy),
+            other => Err(Error::Invalid(format!(
+                "KERNLAB_STREAM={other:?}: expected created (the default) or legacy"
+            ))),
+        }
+    }
+}
+
 fn drv(call: &str) -> impl FnOnce(DriverError) -> Error + '_ {
     move |e| Error::driver(call, e)
 }
@@ -87,7 +116,10 @@ impl CudaDevice {
         // event record on every launch) is pure overhead in timed loops: turn it off before
         // any buffer exists.
         unsafe { ctx.disable_event_tracking() };
-        let stream = ctx.new_stream().map_err(drv("cuStreamCreate"))?;
+        let stream = match StreamKind::from_env()? {
+            StreamKind::Created => ctx.new_stream().map_err(drv("cuStreamCreate"))?,
+            StreamKind::Legacy => ctx.default_stream(),
+        };
         let attr = |a: sys::CUdevice_attribute| -> Result<i32> {
             ctx.attribute(a).map_err(drv("cuDeviceGetAttribute"))
         };
@@ -368,5 +400,19 @@ pub fn launch_err(kernel: &str) -> impl FnOnce(DriverError) -> Error + '_ {
     move |e| Error::Launch {
         kernel: kernel.to_string(),
         err: format!("{e:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StreamKind;
+
+    #[test]
+    fn the_stream_kind_parses_its_two_names_and_refuses_others() {
+        assert_eq!(StreamKind::parse("created").unwrap(), StreamKind::Created);
+        assert_eq!(StreamKind::parse("").unwrap(), StreamKind::Created);
+        assert_eq!(StreamKind::parse(" legacy ").unwrap(), StreamKind::Legacy);
+        let e = StreamKind::parse("null").unwrap_err().to_string();
+        assert!(e.contains("KERNLAB_STREAM") && e.contains("legacy"), "{e}");
     }
 }
