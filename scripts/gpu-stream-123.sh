@@ -19,8 +19,10 @@ PY
 timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1
 for i in 1 2; do
   for st in created legacy; do
-    KERNLAB_STREAM=$st timeout 60 $K bench gelu,softmax --shape 1x64 --shape 4096x64 --dtype bf16 --variants v2_vec16,auto --rep-ms 30 --csv "$OUT/k-$st-$i.csv" > "$OUT/k-$st-$i.log" 2>&1
-    echo "kernlab $st round $i exit $?" >> "$S"; us "$OUT/k-$st-$i.csv" "$st" >> "$S"
+    for ov in gelu:v2_vec16 softmax:auto; do
+      KERNLAB_STREAM=$st timeout 60 $K bench ${ov%%:*} --shape 1x64 --shape 4096x64 --dtype bf16 --variants ${ov##*:} --rep-ms 30 --csv "$OUT/k-$st-$i-${ov%%:*}.csv" > "$OUT/k-$st-$i-${ov%%:*}.log" 2>&1
+      echo "kernlab $st round $i ${ov%%:*} exit $?" >> "$S"; us "$OUT/k-$st-$i-${ov%%:*}.csv" "$st" >> "$S"
+    done
   done
 done
 el kernlab
