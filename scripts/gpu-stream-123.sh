@@ -17,7 +17,7 @@ for r in csv.DictReader(open(sys.argv[1])):
 PY
 }
 timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1
-for i in 1 2; do
+[ "${1:-}" = probe ] || for i in 1 2; do
   for st in created legacy; do
     for ov in gelu:v2_vec16 softmax:auto; do
       KERNLAB_STREAM=$st timeout 60 $K bench ${ov%%:*} --shape 1x64 --shape 4096x64 --dtype bf16 --variants ${ov##*:} --rep-ms 30 --csv "$OUT/k-$st-$i-${ov%%:*}.csv" > "$OUT/k-$st-$i-${ov%%:*}.log" 2>&1
@@ -26,7 +26,7 @@ for i in 1 2; do
   done
 done
 el kernlab
-timeout 60 $K inspect gelu --variant v2_vec16 --dtype bf16 --kernel gelu_v2_vec16_tanh_bf16 --out "$OUT/g.ptx" > "$OUT/inspect.log" 2>&1; echo "inspect exit $?" >> "$S"
+timeout 60 .gpu/bin/dump_ptx gelu.cu sm_90a gelu_v2_vec16_tanh_bf16 --module > "$OUT/g.ptx" 2> "$OUT/dump.log"; echo "dump_ptx exit $?" >> "$S"
 cat > "$OUT/probe.py" <<'PY'
 import ctypes, sys, torch
 from triton.testing import do_bench
@@ -54,7 +54,25 @@ for shape in [(1, 64), (4096, 64)]:
                 t_ours = do_bench(lambda: ours(x, y), warmup=25, rep=100, return_mode="median")
                 t_torch = do_bench(lambda: torch.nn.functional.gelu(x, approximate="tanh"), warmup=25, rep=100, return_mode="median")
             print(f"probe {shape[0]}x{shape[1]} {name} r{rnd}: ours {t_ours*1000:.2f} us, torch gelu {t_torch*1000:.2f} us (ours' max abs err {err:.2e})")
+    # do_bench's loop by hand, with each flush form: torch's zero_ of 256 MB, or the driver's
+    # memset (cuMemsetD8Async) of 256 MiB as kernlab's harness; median of 400 calls each.
+    buf = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+    cu.cuMemsetD8Async.argtypes = [ctypes.c_uint64, ctypes.c_ubyte, ctypes.c_size_t, ctypes.c_void_p]
+    def memset(): ck(cu.cuMemsetD8Async(buf.data_ptr(), 1, buf.numel(), torch.cuda.current_stream().cuda_stream), "cuMemsetD8Async")
+    flushes = {"zero_": lambda: buf.zero_(), "memset": memset}
+    calls = {"ours": lambda: ours(x, y), "torch": lambda: torch.nn.functional.gelu(x, approximate="tanh")}
+    for rnd in (1, 2):
+        res = []
+        for fname, fl in flushes.items():
+            for cname, c in calls.items():
+                for _ in range(20): fl(); c()
+                ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(400)]
+                for a, b in ev: fl(); a.record(); c(); b.record()
+                torch.cuda.synchronize()
+                ts = sorted(a.elapsed_time(b) * 1000 for a, b in ev)
+                res.append(f"{cname}/{fname} {ts[len(ts)//2]:.2f}")
+        print(f"loop {shape[0]}x{shape[1]} r{rnd}: " + ", ".join(res) + " us")
 PY
 timeout 200 python3 "$OUT/probe.py" "$OUT/g.ptx" > "$OUT/probe.log" 2>&1; echo "probe exit $?" >> "$S"
-tail -12 "$OUT/probe.log" >> "$S"; el probe
+tail -16 "$OUT/probe.log" >> "$S"; el probe
 cat "$S"
