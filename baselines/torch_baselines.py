@@ -55,6 +55,12 @@ OPS = ("gelu", "softmax", "matmul", "linear")
 # c[M,N] = act(a[M,K] . w[N,K]^T + bias[N]); shapes MxNxK. matmul: no bias, no activation.
 GEMM_OPS = ("matmul", "linear")
 VARIANTS = ("torch_manual", "torch_native", "torch_compile", "triton")
+# kernlab's own kernel (its `auto` pick at a softmax shape), replayed here from the module image
+# kernlab loaded (--kernlab-plans: kernel, launch shape, arguments), so that its calls and
+# PyTorch's are timed by one harness in one process: at µs-sized calls two processes differ by
+# ~0.5 µs around the same kernel (kernlab's docs/perf-notes.md, twenty-sixth session).
+KERNLAB_VARIANT = "kernlab_do_bench"
+PLAN_VERSION = 1
 GELU_FORMS = ("tanh", "erf")
 # linear's --activation, named as kernlab's Activation (kebab-case); the kernel's ACTIVATION code.
 ACTIVATIONS = ("gelu-tanh", "gelu-erf", "none")
@@ -309,6 +315,115 @@ def manual_softmax(torch, x):
     num = torch.exp(x)
     den = num.sum(dim=-1, keepdim=True)
     return num / den
+
+
+def load_kernlab_plans(path, op, dtype):
+    """{(rows, cols): plan} from kernlab's launch plans (`kernlab_plans.json`, format 1), each
+    plan with its module image's bytes (read from beside the JSON) under "image_bytes". Raises
+    ValueError where the file breaks the format or is for another op or dtype."""
+    def need(cond, what):
+        if not cond:
+            raise ValueError(f"{path}: {what}")
+
+    def is_int(v):
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: {first_line(e)}")
+    need(isinstance(doc, dict) and doc.get("version") == PLAN_VERSION,
+         f"not a format-{PLAN_VERSION} launch-plan file")
+    need(doc.get("op") == op and doc.get("dtype") == dtype,
+         f"plans for {doc.get('op')} {doc.get('dtype')}, not {op} {dtype}")
+    need(isinstance(doc.get("plans"), list), "'plans' is not a list")
+    base = os.path.dirname(os.path.abspath(path))
+    images, out = {}, {}
+    for i, p in enumerate(doc["plans"]):
+        w = f"plan {i}"
+        need(isinstance(p, dict), f"{w} is not an object")
+        shape = p.get("shape")
+        need(isinstance(shape, list) and len(shape) == 2
+             and all(is_int(v) and v > 0 for v in shape), f"{w}: bad shape")
+        need(isinstance(p.get("kernel"), str) and p["kernel"] != "", f"{w}: bad kernel")
+        for k in ("grid", "block"):
+            need(isinstance(p.get(k), list) and len(p[k]) == 3
+                 and all(is_int(v) and 1 <= v < 2 ** 31 for v in p[k]), f"{w}: bad {k}")
+        need(is_int(p.get("smem")) and 0 <= p["smem"] < 2 ** 31, f"{w}: bad smem")
+        need(p.get("picked") is None or isinstance(p["picked"], str), f"{w}: bad picked")
+        args = p.get("args")
+        need(isinstance(args, list) and args[:2] == ["x", "y"],
+             f"{w}: the arguments must start with x, y")
+        for a in args[2:]:
+            need(isinstance(a, dict) and len(a) == 1 and next(iter(a)) in ("i32", "i64")
+                 and is_int(next(iter(a.values()))), f"{w}: bad argument {a!r}")
+            kind, v = next(iter(a.items()))
+            lim = 2 ** 31 if kind == "i32" else 2 ** 63
+            need(-lim <= v < lim, f"{w}: {kind} argument {v} out of range")
+        img = p.get("image")
+        need(isinstance(img, str) and img != "" and os.path.basename(img) == img
+             and img not in (".", ".."), f"{w}: bad image name {img!r}")
+        if img not in images:
+            try:
+                with open(os.path.join(base, img), "rb") as f:
+                    images[img] = f.read()
+            except OSError as e:
+                raise ValueError(f"{path}: {w}: image {img}: {first_line(e)}")
+            need(len(images[img]) > 0, f"{w}: image {img} is empty")
+        key = (shape[0], shape[1])
+        need(key not in out, f"{w}: shape {shape_str(shape)} planned twice")
+        out[key] = dict(p, image_bytes=images[img])
+    return out
+
+
+class DriverKernel:
+    """One kernel of a module image (CUBIN or NUL-terminated PTX), loaded and launched through
+    the CUDA driver API (ctypes) in PyTorch's context (the device's primary context, current
+    once torch has initialised CUDA), on the stream the caller passes."""
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+    _libcuda = None
+
+    def __init__(self, image, name, smem):
+        import ctypes
+        self.ct = ctypes
+        if DriverKernel._libcuda is None:
+            cu = ctypes.CDLL("libcuda.so.1")
+            cu.cuModuleLoadData.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+            cu.cuModuleGetFunction.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p]
+            cu.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+            cu.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.c_void_p]
+            cu.cuLaunchKernel.argtypes = ([ctypes.c_void_p] + [ctypes.c_uint] * 7
+                                          + [ctypes.c_void_p] * 3)
+            for f in (cu.cuModuleLoadData, cu.cuModuleGetFunction, cu.cuFuncSetAttribute,
+                      cu.cuGetErrorName, cu.cuLaunchKernel):
+                f.restype = ctypes.c_int
+            DriverKernel._libcuda = cu
+        self.cu = DriverKernel._libcuda
+        self.name = name
+        self.module, self.fn = ctypes.c_void_p(), ctypes.c_void_p()
+        self.check(self.cu.cuModuleLoadData(ctypes.byref(self.module), bytes(image)),
+                   "cuModuleLoadData")
+        self.check(self.cu.cuModuleGetFunction(ctypes.byref(self.fn), self.module,
+                                               name.encode()), "cuModuleGetFunction")
+        if smem > 48 * 1024:
+            self.check(self.cu.cuFuncSetAttribute(
+                self.fn, self.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
+                "cuFuncSetAttribute (dynamic shared memory)")
+
+    def check(self, rc, what):
+        if rc != 0:
+            name = self.ct.c_char_p()
+            self.cu.cuGetErrorName(rc, self.ct.byref(name))
+            raise RuntimeError(f"{what} ({self.name}): "
+                               f"{name.value.decode() if name.value else 'CUresult ' + str(rc)}")
+
+    def launch(self, grid, block, smem, stream, values):
+        """cuLaunchKernel with `values` (ctypes objects, in the kernel's parameter order)."""
+        ct = self.ct
+        params = (ct.c_void_p * len(values))(*[ct.cast(ct.byref(v), ct.c_void_p) for v in values])
+        self.check(self.cu.cuLaunchKernel(self.fn, *grid, *block, smem, stream, params, None),
+                   "cuLaunchKernel")
 
 
 def softmax_num_warps(block_size):
@@ -685,7 +800,9 @@ def check_contract(doc):
         for k in RECORD_KEYS:
             need(k in r, f"{where}: missing key '{k}'")
         need(r["op"] in OPS, f"{where}: bad op")
-        need(r["variant"] in VARIANTS, f"{where}: bad variant")
+        need(r["variant"] in VARIANTS or (r["variant"] == KERNLAB_VARIANT and r["op"] == "softmax"),
+             f"{where}: bad variant")
+        need(r.get("picked") is None or isinstance(r["picked"], str), f"{where}: bad picked")
         need(r["tier"] == "torch", f"{where}: tier is not 'torch'")
         need(r["dtype"] in DTYPES, f"{where}: bad dtype")
         gemm = r["op"] in GEMM_OPS
@@ -785,6 +902,8 @@ def make_record(op, variant, dtype, shape, gelu, activation=None):
         "max_elem_rel_err": None,
         # under --rotate: the copies the timed calls cycled through (null: one)
         "rotate_copies": None,
+        # kernlab_do_bench: the version kernlab's `auto` picked, whose launch this replays
+        "picked": None,
     }
 
 
@@ -863,6 +982,7 @@ class Bench:
         self._do_bench_kwargs = self._bench_kwargs()
         self.cache_bytes = args.cache_bytes if args.cache_bytes else int(
             getattr(torch.cuda.get_device_properties(self.dev), "L2_cache_size", 0) or (50 << 20))
+        self.plans = getattr(args, "plans", None) or {}
 
     # -- inputs and reference -----------------------------------------------------------------
     def make_input(self, shape):
@@ -953,6 +1073,36 @@ class Bench:
             pass
         mode = None if self.args.compile_mode == "default" else self.args.compile_mode
         return torch.compile(self.manual_fn(), dynamic=False, mode=mode)
+
+    def kernlab_fn(self, shape):
+        """kernlab's launch at this shape (from --kernlab-plans) as (fn(x) -> out, note): the
+        same kernel from kernlab's module image, with the same launch shape and arguments, on
+        PyTorch's tensors (contiguous, 16-byte aligned, as kernlab's were) and its current
+        stream."""
+        torch = self.torch
+        plan = self.plans[tuple(shape)]
+        k = DriverKernel(plan["image_bytes"], plan["kernel"], plan["smem"])
+        ct = k.ct
+        scalars = [ct.c_int32(a["i32"]) if "i32" in a else ct.c_int64(a["i64"])
+                   for a in plan["args"][2:]]
+        grid, block, smem = tuple(plan["grid"]), tuple(plan["block"]), plan["smem"]
+        rows, cols = shape
+
+        def run(x):
+            if (tuple(x.shape) != (rows, cols) or not x.is_contiguous() or x.dtype != self.tdtype
+                    or x.data_ptr() % 16):
+                raise RuntimeError(f"the plan is for a contiguous, 16-byte aligned {rows}x{cols} "
+                                   f"{self.args.dtype} tensor")
+            out = torch.empty_like(x)
+            k.launch(grid, block, smem, torch.cuda.current_stream().cuda_stream,
+                     [ct.c_void_p(x.data_ptr()), ct.c_void_p(out.data_ptr())] + scalars)
+            return out
+
+        note = (f"kernlab's auto ({plan.get('picked') or '?'}: {plan['kernel']}, grid "
+                f"{'x'.join(map(str, grid))}, block {'x'.join(map(str, block))}"
+                f"{f', {smem} B shared' if smem else ''}), launched from kernlab's module image "
+                f"in this process")
+        return run, note
 
     def triton_fn(self, shape):
         """(fn(x, out=None), note), or raises where the kernel cannot run this case."""
@@ -1399,7 +1549,11 @@ class Bench:
         torch = self.torch
         a = self.args
         gelu = a.gelu if a.op == "gelu" else None
+        if tuple(shape) in self.plans:
+            variants = list(variants) + [KERNLAB_VARIANT]
         recs = {v: make_record(a.op, v, a.dtype, shape, gelu) for v in variants}
+        if KERNLAB_VARIANT in recs:
+            recs[KERNLAB_VARIANT]["picked"] = self.plans[tuple(shape)].get("picked")
         try:
             x = self.make_input(shape)
             ref = self.reference(x)
@@ -1421,6 +1575,9 @@ class Bench:
                     fn = self.native_fn()
                 elif v == "torch_compile":
                     fn = self.compile_fn()
+                elif v == KERNLAB_VARIANT:
+                    fn, knote = self.kernlab_fn(shape)
+                    notes.append(knote)
                 else:
                     tfn, tnote = self.triton_fn(shape)
                     notes.append(tnote)
@@ -1894,6 +2051,60 @@ def self_test():
         for what, rec in bad_cases:
             check(raises(check_contract, dict(full, records=[rec])), f"contract accepts {what}")
 
+        # kernlab's replayed launch: a softmax record with the version it picked.
+        kl = dict(ok, variant=KERNLAB_VARIANT, picked="v2_warp_row")
+        try:
+            check_contract(dict(full, records=[kl]))
+        except ValueError as e:
+            failures.append(f"a {KERNLAB_VARIANT} record breaks the contract: {e}")
+        check(raises(check_contract, dict(full, records=[dict(kl, op="gelu", gelu="tanh")])),
+              f"contract accepts {KERNLAB_VARIANT} for gelu")
+        check(raises(check_contract, dict(full, records=[dict(kl, picked=3)])),
+              "contract accepts a non-string picked")
+
+        # Launch plans: one good file (two shapes, one image), then files that break the format.
+        with open(os.path.join(d, "softmax-sm_90a.cubin"), "wb") as f:
+            f.write(b"\x7fELF image")
+        plan = {"shape": [4096, 64], "picked": "v2_warp_row", "image": "softmax-sm_90a.cubin",
+                "kernel": "softmax_v2_warp_row_vec_w16_f32", "grid": [512, 1, 1],
+                "block": [128, 1, 1], "smem": 0,
+                "args": ["x", "y", {"i32": 4096}, {"i32": 64}, {"i64": 64}, {"i64": 64},
+                         {"i32": 0}]}
+        plan2 = dict(plan, shape=[2, 70000], kernel="softmax_v8_packed_f32", smem=120000,
+                     args=plan["args"] + [{"i32": 1}])
+        good = {"version": 1, "op": "softmax", "dtype": "f32", "plans": [plan, plan2]}
+
+        def plans_file(doc, name="kernlab_plans.json"):
+            path = os.path.join(d, name)
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            return path
+
+        try:
+            got = load_kernlab_plans(plans_file(good), "softmax", "f32")
+            check(sorted(got) == [(2, 70000), (4096, 64)], f"plan shapes {sorted(got)}")
+            check(got[(4096, 64)]["image_bytes"] == b"\x7fELF image", "plan image bytes")
+            check(got[(2, 70000)]["args"][-1] == {"i32": 1}, "plan csize argument")
+        except ValueError as e:
+            failures.append(f"a good plan file is refused: {e}")
+        bad_plans = [
+            ("another dtype", dict(good, dtype="bf16")),
+            ("another version", dict(good, version=2)),
+            ("a shape twice", dict(good, plans=[plan, plan])),
+            ("args not starting x, y", dict(good, plans=[dict(plan, args=["y", "x"])])),
+            ("a float argument", dict(good, plans=[dict(plan, args=["x", "y", {"f32": 1}])])),
+            ("an i32 out of range", dict(good, plans=[dict(plan, args=["x", "y", {"i32": 2 ** 31}])])),
+            ("a zero grid", dict(good, plans=[dict(plan, grid=[0, 1, 1])])),
+            ("an image path", dict(good, plans=[dict(plan, image="../x.cubin")])),
+            ("a missing image", dict(good, plans=[dict(plan, image="none.cubin")])),
+            ("a bool smem", dict(good, plans=[dict(plan, smem=True)])),
+        ]
+        for what, doc in bad_plans:
+            check(raises(load_kernlab_plans, plans_file(doc), "softmax", "f32"),
+                  f"plans with {what} accepted")
+        check(raises(load_kernlab_plans, os.path.join(d, "no-such.json"), "softmax", "f32"),
+              "a missing plan file accepted")
+
     # The recorded samples, where the repository has them.
     for name in ("torch_baselines_sample.json", "torch_matmul_sample.json"):
         sample = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir,
@@ -1971,6 +2182,10 @@ def build_parser():
                         "(default 1: one buffer, do_bench's usual way)")
     p.add_argument("--cache-bytes", type=int, default=None,
                    help="the L2 size --rotate auto counts with (default: the device's, from torch)")
+    p.add_argument("--kernlab-plans", metavar="PATH",
+                   help=f"softmax: kernlab's launch plans (kernlab_plans.json, written by "
+                        f"`kernlab bench --torch`): at each planned shape, also time kernlab's own "
+                        f"launch here ({KERNLAB_VARIANT}), validated like every variant")
     p.add_argument("--quiet", action="store_true", help="no per-variant progress on stderr")
     p.add_argument("--copy-bytes", type=int, default=1 << 30,
                    help="also time dst.copy_(src) of this many bytes, PyTorch's side of the copy "
@@ -2009,6 +2224,14 @@ def main(argv=None):
         parser.error(str(e))
     if args.cache_bytes is not None and args.cache_bytes < 1:
         parser.error("--cache-bytes must be at least 1")
+    args.plans = {}
+    if args.kernlab_plans is not None:
+        if args.op != "softmax":
+            parser.error("--kernlab-plans is for softmax")
+        try:
+            args.plans = load_kernlab_plans(args.kernlab_plans, args.op, args.dtype)
+        except ValueError as e:
+            parser.error(str(e))
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(2 ** 31)
     if args.op != "gelu":

@@ -557,7 +557,10 @@ struct RunArgs {
     rotate: crate::bench::harness::Rotate,
     /// Also run baselines/torch_baselines.py (or $KERNLAB_BASELINES) with python3 (or
     /// $KERNLAB_PYTHON): PyTorch manual and native, torch.compile and Triton, as extra columns
-    /// (timed by do_bench, with --rotate's copies)
+    /// (timed by do_bench, with --rotate's copies). For softmax, also `kernlab_do_bench`:
+    /// `auto`'s own launch replayed in that process and timed by the same do_bench, so that
+    /// µs-sized calls compare kernels rather than processes (where `auto` makes one plain
+    /// launch: not for rows split across a cluster or a cooperative grid)
     #[arg(long)]
     torch: bool,
     /// Measure the matmul ceiling again instead of reading it from the cache

@@ -458,6 +458,7 @@ fn the_torch_baselines_script_is_run_with_the_run_s_op_shapes_and_dtype() {
             42,
             0,
             l2,
+            &[],
         )
     };
     let args_of = |o: Outcome| match o {
@@ -520,6 +521,154 @@ fn the_torch_baselines_script_is_run_with_the_run_s_op_shapes_and_dtype() {
     };
     match go(&no_script) {
         Outcome::Unavailable(why) => assert!(why.contains("KERNLAB_BASELINES"), "{why}"),
+        o => panic!("{o:?}"),
+    }
+}
+
+/// A replay of kernlab's launch (`kernlab_do_bench`): the plans kernlab writes are what the
+/// script's loader reads back (run by python3 without torch), the script is given them, and
+/// its records carry the version `auto` picked.
+#[test]
+fn launch_plans_written_by_kernlab_are_read_back_by_the_script() {
+    use bench::torch::{run_script, write_replays, Outcome, Replay};
+    use kernlab::ops::softmax::RowLaunch;
+    let module = |cubin: Vec<u8>| {
+        std::sync::Arc::new(kernlab::device::nvrtc::Compiled {
+            file: "softmax.cu".into(),
+            arch: "sm_90a".into(),
+            options: vec![],
+            ptx: ".version 8.8\n".into(),
+            cubin,
+            log: String::new(),
+            from_cache: false,
+        })
+    };
+    let v2 = RowLaunch {
+        kernel: "softmax_v2_warp_row_vec_w16_f32".into(),
+        grid: [512, 1, 1],
+        block: [128, 1, 1],
+        smem: 0,
+        rows: 4096,
+        cols: 64,
+        ldx: 64,
+        ldy: 64,
+        lg: 0,
+        csize: None,
+    };
+    let v8 = RowLaunch {
+        kernel: "softmax_v8_packed_f32".into(),
+        grid: [7, 1, 1],
+        block: [1024, 1, 1],
+        smem: 120_000,
+        rows: 7,
+        cols: 65536,
+        ldx: 65536,
+        ldy: 65536,
+        lg: 0,
+        csize: Some(1),
+    };
+    let replays = vec![
+        Replay {
+            shape: (4096, 64),
+            picked: Some("v2_warp_row".into()),
+            launch: v2,
+            module: module(b"\x7fELF cubin".to_vec()),
+        },
+        Replay {
+            shape: (7, 65536),
+            picked: Some("v8_onchip".into()),
+            launch: v8,
+            module: module(b"\x7fELF cubin".to_vec()),
+        },
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_replays(dir.path(), Op::Softmax, DType::F32, &replays).unwrap();
+    // One image for both (the same module), written as cuModuleLoadData takes it.
+    let images: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".cubin"))
+        .collect();
+    assert_eq!(images, vec!["softmax_cu-sm_90a.cubin".to_string()]);
+    // A module without a CUBIN goes as its PTX, NUL-terminated.
+    let ptx_only = vec![Replay {
+        module: module(vec![]),
+        ..replays[0].clone()
+    }];
+    let ptx_dir = tempfile::tempdir().unwrap();
+    write_replays(ptx_dir.path(), Op::Softmax, DType::F32, &ptx_only).unwrap();
+    let ptx = std::fs::read(ptx_dir.path().join("softmax_cu-sm_90a.ptx")).unwrap();
+    assert_eq!(ptx, b".version 8.8\n\0");
+    if !std::path::Path::new("baselines/torch_baselines.py").is_file() {
+        println!("skipped: baselines/torch_baselines.py is not here");
+        return;
+    }
+    let code = format!(
+        "import importlib.util as u\n\
+         s = u.spec_from_file_location('tb', 'baselines/torch_baselines.py')\n\
+         m = u.module_from_spec(s); s.loader.exec_module(m)\n\
+         p = m.load_kernlab_plans({path:?}, 'softmax', 'f32')\n\
+         for k in sorted(p):\n\
+         \x20   q = p[k]\n\
+         \x20   print(k[0], k[1], q['picked'], q['kernel'], q['grid'], q['block'], q['smem'], q['args'][2:], len(q['image_bytes']))\n"
+    );
+    let out = match std::process::Command::new("python3")
+        .args(["-c", &code])
+        .output()
+    {
+        Ok(o) => o,
+        Err(_) => {
+            println!("skipped: no python3");
+            return;
+        }
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = String::from_utf8_lossy(&out.stdout).to_string();
+    let want = "7 65536 v8_onchip softmax_v8_packed_f32 [7, 1, 1] [1024, 1, 1] 120000 \
+                [{'i32': 7}, {'i32': 65536}, {'i64': 65536}, {'i64': 65536}, {'i32': 0}, {'i32': 1}] 10\n\
+                4096 64 v2_warp_row softmax_v2_warp_row_vec_w16_f32 [512, 1, 1] [128, 1, 1] 0 \
+                [{'i32': 4096}, {'i32': 64}, {'i64': 64}, {'i64': 64}, {'i32': 0}] 10\n";
+    assert_eq!(got, want);
+    // run_script hands them to the script (the stub echoes its arguments into `device`), and
+    // a record's `picked` reaches kernlab's record.
+    let sample = TORCH_SAMPLE.replacen(
+        "\"variant\": \"torch_native\"",
+        "\"variant\": \"torch_native\", \"picked\": \"v2_warp_row\"",
+        1,
+    );
+    assert_ne!(sample, TORCH_SAMPLE, "the sample has a torch_native record");
+    let stub = stub_script(dir.path(), &sample, 0);
+    let params = kernlab::Params::default();
+    let timing = bench::harness::TimingOpts::default();
+    let shapes = sample_shapes();
+    match run_script(
+        &stub,
+        Op::Softmax,
+        DType::F32,
+        &shapes,
+        &params,
+        &timing,
+        1,
+        0,
+        60 << 20,
+        &replays,
+    ) {
+        Outcome::Ran(doc) => {
+            let args = doc.device.clone().unwrap();
+            assert!(args.contains("--kernlab-plans "), "{args}");
+            assert!(args.contains("kernlab_plans.json"), "{args}");
+            let recs = bench::torch::to_records(&doc, &shapes, &params, 1000.0).unwrap();
+            assert_eq!(
+                recs.iter()
+                    .filter(|r| r.picked.as_deref() == Some("v2_warp_row"))
+                    .count(),
+                1
+            );
+        }
         o => panic!("{o:?}"),
     }
 }
@@ -655,7 +804,8 @@ fn the_real_baselines_script_runs_or_says_why_not() {
         (Op::Linear, vec![128, 192, 64], None),
     ] {
         let shapes = vec![shape.clone()];
-        match bench::torch::run_script(&t, op, DType::F32, &shapes, &params, &timing, 1, 0, l2) {
+        match bench::torch::run_script(&t, op, DType::F32, &shapes, &params, &timing, 1, 0, l2, &[])
+        {
             bench::torch::Outcome::Ran(doc) => {
                 let recs = bench::torch::to_records(&doc, &shapes, &params, 1000.0).unwrap();
                 assert!(!recs.is_empty(), "{op}: no records");

@@ -1190,3 +1190,107 @@ fn softmax_auto_sends_odd_widths_to_v8_on_hopper() {
         );
     }
 }
+
+/// `bench --torch` replays `auto`'s one launch in PyTorch's process (`kernlab_do_bench`): what
+/// `record_row_launch` notes must be all that launch needs. Replayed here by name, with the
+/// noted launch shape and arguments, into a fresh NaN-poisoned output, it writes what `auto`
+/// wrote, value for value (v2, v3 and v8's one-CTA rows, aligned and odd widths); a row split
+/// across a cluster or a cooperative grid is not replayable, and says so.
+fn softmax_auto_launch_replays_exactly(dev: &Device) {
+    use kernlab::ops::softmax::record_row_launch;
+    let p = Params::default();
+    let auto = registry::find(Op::Softmax, "auto", dev.kind()).unwrap();
+    let input = |dt, rows, cols| {
+        Tensor::random(
+            &[rows, cols],
+            dt,
+            Init::Normal {
+                mean: 0.0,
+                std: 2.0,
+            },
+            5,
+            None,
+            dev,
+        )
+        .unwrap()
+    };
+    let mut kernels = std::collections::BTreeSet::new();
+    for dt in [DType::F32, DType::BF16] {
+        for (rows, cols) in [(4096, 64), (33, 1000), (64, 4096), (5, 4097), (7, 65536)] {
+            let what = format!("{dt} {rows}x{cols}");
+            let x = input(dt, rows, cols);
+            let mut y = Tensor::empty(&[rows, cols], dt, dev).unwrap();
+            let l = record_row_launch(|| auto.run(&p, &[&x], &mut y))
+                .unwrap()
+                .unwrap_or_else(|why| panic!("{what}: {why}"));
+            assert_eq!(
+                (l.rows, l.cols, l.lg),
+                (rows as i32, cols as i32, 0),
+                "{what}"
+            );
+            assert_eq!((l.ldx, l.ldy), (cols as i64, cols as i64), "{what}");
+            kernels.insert(l.kernel.clone());
+            let mut y2 = Tensor::empty(&[rows, cols], dt, dev).unwrap();
+            y2.poison_nan().unwrap();
+            let io = kernlab::ops::launch::cuda_io(&x, &mut y2).unwrap();
+            let cfg = cudarc::driver::LaunchConfig {
+                grid_dim: (l.grid[0], l.grid[1], l.grid[2]),
+                block_dim: (l.block[0], l.block[1], l.block[2]),
+                shared_mem_bytes: l.smem,
+            };
+            let src = &kernlab::kernels::SOFTMAX;
+            let replay = || -> kernlab::Result<()> {
+                let f = io.dev.function(src, &l.kernel)?;
+                kernlab::ops::launch::allow_dynamic_smem(&io.dev, &f, &l.kernel, l.smem as usize)?;
+                let args = (l.rows, l.cols, l.ldx, l.ldy, l.lg);
+                match l.csize {
+                    None => kernlab::launch!(
+                        io.dev,
+                        src,
+                        l.kernel.clone(),
+                        cfg,
+                        [io.x, io.y, &args.0, &args.1, &args.2, &args.3, &args.4]
+                    ),
+                    Some(c) => kernlab::launch!(
+                        io.dev,
+                        src,
+                        l.kernel.clone(),
+                        cfg,
+                        [io.x, io.y, &args.0, &args.1, &args.2, &args.3, &args.4, &c]
+                    ),
+                }
+                Ok(())
+            };
+            replay().unwrap_or_else(|e| panic!("{what}: {e}"));
+            let (a, b) = (y.to_f64_vec().unwrap(), y2.to_f64_vec().unwrap());
+            assert!(
+                a.iter().all(|v| v.is_finite()),
+                "{what}: auto wrote a non-finite value"
+            );
+            let differ = a.iter().zip(&b).filter(|(u, v)| u != v).count();
+            assert_eq!(
+                differ, 0,
+                "{what}: the replay ({}) differs at {differ} elements",
+                l.kernel
+            );
+        }
+    }
+    // The three forms were replayed: v2's, v3's and v8's one-CTA rows.
+    for form in ["softmax_v2_", "softmax_v3_", "softmax_v8_"] {
+        assert!(
+            kernels.iter().any(|k| k.starts_with(form)),
+            "no {form}: {kernels:?}"
+        );
+    }
+    // A row split across CTAs (a cluster, or v9's cooperative grid) is no single plain launch.
+    let x = input(DType::F32, 2, 1 << 20);
+    let mut y = Tensor::empty(&[2, 1 << 20], DType::F32, dev).unwrap();
+    let why = record_row_launch(|| auto.run(&p, &[&x], &mut y))
+        .unwrap()
+        .unwrap_err();
+    assert!(why.contains("0 of them a row kernel"), "{why}");
+}
+test_gpu!(
+    softmax_auto_launch_replays_exactly,
+    super::softmax_auto_launch_replays_exactly
+);

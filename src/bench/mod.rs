@@ -783,6 +783,8 @@ pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<Ben
     report.set_matmul(&ceilings, provenance);
     let total = points.len();
     progress(Event::Step { done: 0, total });
+    // `auto`'s softmax launches, for the baselines' process to replay (see `wants_replay`).
+    let mut replays: Vec<(Op, DType, torch::Replay)> = Vec::new();
     for (i, point) in points.iter().enumerate() {
         let records = measure_point(
             cfg,
@@ -791,6 +793,7 @@ pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<Ben
             point,
             seed,
             report.copy.gbps,
+            &mut replays,
             progress,
         )?;
         report.records.extend(records);
@@ -803,7 +806,16 @@ pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<Ben
                     .into(),
             );
         } else {
-            add_torch_baselines(cfg, t, device, &points, seed, &mut report, progress)?;
+            add_torch_baselines(
+                cfg,
+                t,
+                device,
+                &points,
+                seed,
+                &replays,
+                &mut report,
+                progress,
+            )?;
         }
     }
     report.fill_speedups();
@@ -841,14 +853,52 @@ pub fn device_ceilings(
     )
 }
 
+/// `v`'s launch for one call on `x` into `y`, with the module it is in, where that call is one
+/// plain launch of a softmax row kernel (see `softmax::record_row_launch`); `None` where it is
+/// not, or not on a GPU.
+type ReplayLaunch = (
+    crate::ops::softmax::RowLaunch,
+    std::sync::Arc<crate::device::nvrtc::Compiled>,
+);
+
+fn replay_of(
+    device: &Device,
+    p: &Params,
+    v: &Variant,
+    x: &[&Tensor],
+    y: &mut Tensor,
+) -> Result<Option<ReplayLaunch>> {
+    let Some(d) = device.cuda() else {
+        return Ok(None);
+    };
+    let Ok(launch) = crate::ops::softmax::record_row_launch(|| v.run(p, x, y))? else {
+        return Ok(None);
+    };
+    let (_, module) = d.module(&crate::kernels::SOFTMAX, &launch.kernel)?;
+    Ok(Some((launch, module)))
+}
+
+/// Whether `auto`'s launches at `op`'s points go to the baselines' process to be replayed
+/// there (`torch::REPLAY_VARIANT`): softmax (not log_softmax, which the baselines lack) with
+/// `--torch`, on contiguous rows (the baselines' inputs are contiguous), timed call by call.
+fn wants_replay(cfg: &BenchConfig, op: Op) -> bool {
+    cfg.torch.is_some()
+        && op == Op::Softmax
+        && !cfg.params.log_softmax
+        && cfg.row_stride.is_none()
+        && cfg.timing.graph.is_none()
+}
+
 /// Run the PyTorch baselines for every (op, dtype) of the run, over the run's shapes, and
 /// merge their records; where they cannot run, one note says why and the run goes on.
+#[allow(clippy::too_many_arguments)]
 fn add_torch_baselines(
     cfg: &BenchConfig,
     t: &torch::TorchConfig,
     device: &Device,
     points: &[Point],
     seed: u64,
+    replays: &[(Op, DType, torch::Replay)],
     report: &mut BenchReport,
     progress: Progress,
 ) -> Result<()> {
@@ -870,6 +920,19 @@ fn add_torch_baselines(
             "PyTorch baselines: {op} {dtype}, {} shape(s)",
             shapes.len()
         )));
+        let mine: Vec<torch::Replay> = replays
+            .iter()
+            .filter(|r| r.0 == op && r.1 == dtype)
+            .map(|r| r.2.clone())
+            .collect();
+        if wants_replay(cfg, op) {
+            report.torch_notes.push(format!(
+                "{}: kernlab's `auto` timed by do_bench in PyTorch's process (its one launch replayed there) at {} of {} {op} {dtype} shape(s); the others launch a cluster or a cooperative grid, which the replay does not repeat",
+                torch::REPLAY_VARIANT,
+                mine.len(),
+                shapes.len()
+            ));
+        }
         match torch::run_script(
             t,
             op,
@@ -880,6 +943,7 @@ fn add_torch_baselines(
             seed,
             d.ordinal,
             d.props.l2_bytes,
+            &mine,
         ) {
             torch::Outcome::Ran(doc) => {
                 let line = torch::describe(&doc, &t.script, cfg.timing.rotate);
@@ -913,6 +977,7 @@ fn add_torch_baselines(
 }
 
 /// One point: make the inputs and the f64 reference, then validate and time each variant.
+#[allow(clippy::too_many_arguments)]
 fn measure_point(
     cfg: &BenchConfig,
     device: &Device,
@@ -920,6 +985,7 @@ fn measure_point(
     point: &Point,
     run_seed: u64,
     copy_gbps: f64,
+    replays: &mut Vec<(Op, DType, torch::Replay)>,
     progress: Progress,
 ) -> Result<Vec<Record>> {
     let (op, dtype, shape) = (point.op, point.dtype, &point.shape);
@@ -985,6 +1051,30 @@ fn measure_point(
                 "validated on {}",
                 reference.describe(y_shape.iter().product())
             ));
+        }
+        let mut y = y;
+        if v.name == "auto" && wants_replay(cfg, op) {
+            // One more call, its launch noted, for the baselines' process to replay.
+            match replay_of(device, &cfg.params, v, &x0, &mut y) {
+                Ok(Some((launch, module))) => replays.push((
+                    op,
+                    dtype,
+                    torch::Replay {
+                        shape: torch::script_shape(shape),
+                        picked: rec.picked.clone(),
+                        launch,
+                        module,
+                    },
+                )),
+                Ok(None) => {}
+                Err(e) => {
+                    let n = format!("its launch for PyTorch's process failed: {e}");
+                    rec.note = Some(match rec.note.take() {
+                        Some(old) => format!("{old}; {n}"),
+                        None => n,
+                    });
+                }
+            }
         }
         let mut rot = Rotation::new(&inputs, y, &y_shape, dtype, device)?;
         let p = cfg.params;

@@ -107,6 +107,101 @@ pub struct TorchRecord {
     /// records only).
     #[serde(default)]
     pub rotate_copies: Option<usize>,
+    /// `kernlab_do_bench` records: the version `auto` picked, whose launch was replayed.
+    #[serde(default)]
+    pub picked: Option<String>,
+}
+
+/// The variant name of kernlab's own launch replayed in the baselines' process.
+pub const REPLAY_VARIANT: &str = "kernlab_do_bench";
+
+/// `auto`'s launch at one softmax point, for the baselines' process to replay beside
+/// PyTorch's calls (its `kernlab_do_bench` column): the same kernel, from the module image
+/// kernlab loaded, with the same launch shape and arguments, on PyTorch's tensors and stream,
+/// validated against the f64 reference and timed by do_bench like every other column.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    /// The script's (rows, cols) of the point.
+    pub shape: (usize, usize),
+    /// The version `auto` picked there.
+    pub picked: Option<String>,
+    pub launch: crate::ops::softmax::RowLaunch,
+    /// The compiled module the kernel is in (its CUBIN, or its PTX where NVRTC gave none).
+    pub module: std::sync::Arc<crate::device::nvrtc::Compiled>,
+}
+
+/// The module image of a compiled kernel file, as cuModuleLoadData takes it: the CUBIN, or
+/// the PTX with its terminating NUL; and the file name it is written under.
+fn module_image(c: &crate::device::nvrtc::Compiled) -> (String, Vec<u8>) {
+    let stem: String = format!("{}-{}", c.file, c.arch)
+        .chars()
+        .map(|ch| {
+            if ch.is_ascii_alphanumeric() || ch == '-' {
+                ch
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if c.cubin.is_empty() {
+        let mut b = c.ptx.clone().into_bytes();
+        b.push(0);
+        (format!("{stem}.ptx"), b)
+    } else {
+        (format!("{stem}.cubin"), c.cubin.clone())
+    }
+}
+
+/// Write `replays` for the script into `dir`: each module image once, and `kernlab_plans.json`
+/// (format 1: `{"version": 1, "op", "dtype", "plans": [{"shape": [rows, cols], "picked",
+/// "image", "kernel", "grid", "block", "smem", "args"}]}`, each argument "x", "y", or
+/// `{"i32": v}` / `{"i64": v}`); returns the JSON's path.
+pub fn write_replays(
+    dir: &Path,
+    op: Op,
+    dtype: DType,
+    replays: &[Replay],
+) -> std::io::Result<PathBuf> {
+    let mut plans = Vec::new();
+    let mut written = std::collections::HashSet::new();
+    for r in replays {
+        let (name, bytes) = module_image(&r.module);
+        if written.insert(name.clone()) {
+            std::fs::write(dir.join(&name), bytes)?;
+        }
+        let l = &r.launch;
+        let mut args = vec![
+            serde_json::json!("x"),
+            serde_json::json!("y"),
+            serde_json::json!({ "i32": l.rows }),
+            serde_json::json!({ "i32": l.cols }),
+            serde_json::json!({ "i64": l.ldx }),
+            serde_json::json!({ "i64": l.ldy }),
+            serde_json::json!({ "i32": l.lg }),
+        ];
+        if let Some(c) = l.csize {
+            args.push(serde_json::json!({ "i32": c }));
+        }
+        plans.push(serde_json::json!({
+            "shape": [r.shape.0, r.shape.1],
+            "picked": r.picked,
+            "image": name,
+            "kernel": l.kernel,
+            "grid": l.grid,
+            "block": l.block,
+            "smem": l.smem,
+            "args": args,
+        }));
+    }
+    let doc = serde_json::json!({
+        "version": 1,
+        "op": op.name(),
+        "dtype": dtype.to_string(),
+        "plans": plans,
+    });
+    let path = dir.join("kernlab_plans.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&doc)?)?;
+    Ok(path)
 }
 
 pub fn parse(json: &str) -> crate::Result<TorchDoc> {
@@ -190,6 +285,7 @@ pub fn to_records(
                     .unwrap_or_default()
             ));
         }
+        r.picked = t.picked.clone();
         if r.status == Status::Ok {
             r.rotate_copies = t.rotate_copies.filter(|&n| n > 1);
             r.median_ms = t.median_ms;
@@ -225,6 +321,7 @@ pub fn run_script(
     seed: u64,
     ordinal: usize,
     l2_bytes: usize,
+    replays: &[Replay],
 ) -> Outcome {
     if !cfg.script.is_file() {
         return Outcome::Unavailable(format!(
@@ -265,6 +362,17 @@ pub fn run_script(
     if timing.rotate != Rotate::Copies(1) {
         cmd.args(["--rotate", &timing.rotate.to_string()])
             .args(["--cache-bytes", &l2_bytes.max(1).to_string()]);
+    }
+    if !replays.is_empty() {
+        match write_replays(dir.path(), op, dtype, replays) {
+            Ok(p) => {
+                cmd.arg("--kernlab-plans").arg(p);
+            }
+            // Our own temporary directory refused a file: the PyTorch columns still run.
+            Err(e) => stderr_line!(
+                "kernlab: could not write the launch plans for PyTorch's process ({e}): the {REPLAY_VARIANT} column is left out"
+            ),
+        }
     }
     if op == Op::Gelu {
         cmd.args(["--gelu", params.gelu.name()]);

@@ -93,6 +93,18 @@ impl StreamKind {
     }
 }
 
+thread_local! {
+    /// Kernel launches enqueued by this thread (every launch passes `after_launch`).
+    static LAUNCHES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many kernels this thread has launched through kernlab's launchers so far: a caller
+/// compares two readings to count the launches of a call (`bench --torch` replays only calls
+/// of one launch).
+pub fn launches_on_this_thread() -> u64 {
+    LAUNCHES.with(|n| n.get())
+}
+
 fn drv(call: &str) -> impl FnOnce(DriverError) -> Error + '_ {
     move |e| Error::driver(call, e)
 }
@@ -196,6 +208,7 @@ impl CudaDevice {
 
     /// Called by every launch right after it is enqueued: a no-op unless launches block.
     pub fn after_launch(&self, kernel: &str) -> Result<()> {
+        LAUNCHES.with(|n| n.set(n.get() + 1));
         if self
             .sync_each_launch
             .load(std::sync::atomic::Ordering::Relaxed)

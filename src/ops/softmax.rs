@@ -292,6 +292,7 @@ fn require_peelable(variant: &str, r: &Rows, io: &CudaIo) -> Result<()> {
 /// Launch a row kernel with the (x, y, rows, cols, ldx, ldy, lg) arguments they all take.
 fn launch_rows(io: CudaIo, r: &Rows, p: &Params, name: String, cfg: LaunchConfig) -> Result<()> {
     let (rows, cols, lg) = (r.rows as i32, r.cols as i32, p.log_softmax as i32);
+    note_row_launch(|| RowLaunch::new(&name, cfg, r, lg, None));
     launch!(
         io.dev,
         &SOFTMAX,
@@ -300,6 +301,94 @@ fn launch_rows(io: CudaIo, r: &Rows, p: &Params, name: String, cfg: LaunchConfig
         [io.x, io.y, &rows, &cols, &r.ldx, &r.ldy, &lg]
     );
     Ok(())
+}
+
+/// One launch of a row kernel, with all a replay needs: the kernel's name, its launch shape
+/// and the arguments after (x, y). `bench --torch` replays `auto`'s launch in the PyTorch
+/// baselines' process (their `kernlab_do_bench` column), so that at µs-sized calls kernlab's
+/// kernel and PyTorch's are timed by one harness in one process (docs/perf-notes.md,
+/// twenty-sixth session: across two processes a call's time moves by ~0.5 µs).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RowLaunch {
+    pub kernel: String,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// Dynamic shared memory, bytes (a replay past 48 KB must allow it on the function first).
+    pub smem: u32,
+    /// The arguments after x and y, in order: rows and cols (i32), ldx and ldy (i64, elements),
+    /// lg (i32), then v8's csize (i32) where the kernel takes it.
+    pub rows: i32,
+    pub cols: i32,
+    pub ldx: i64,
+    pub ldy: i64,
+    pub lg: i32,
+    pub csize: Option<i32>,
+}
+
+impl RowLaunch {
+    fn new(kernel: &str, cfg: LaunchConfig, r: &Rows, lg: i32, csize: Option<i32>) -> RowLaunch {
+        let (g, b) = (cfg.grid_dim, cfg.block_dim);
+        RowLaunch {
+            kernel: kernel.to_string(),
+            grid: [g.0, g.1, g.2],
+            block: [b.0, b.1, b.2],
+            smem: cfg.shared_mem_bytes,
+            rows: r.rows as i32,
+            cols: r.cols as i32,
+            ldx: r.ldx,
+            ldy: r.ldy,
+            lg,
+            csize,
+        }
+    }
+}
+
+thread_local! {
+    /// While [`record_row_launch`] runs: the row launches made so far on this thread.
+    static ROW_LAUNCHES: std::cell::RefCell<Option<Vec<RowLaunch>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+fn note_row_launch(l: impl FnOnce() -> RowLaunch) {
+    ROW_LAUNCHES.with(|c| {
+        if let Some(v) = c.borrow_mut().as_mut() {
+            v.push(l());
+        }
+    });
+}
+
+/// Run `f` (one call of a softmax variant on this thread) and say how it launched:
+/// `Ok(Ok(launch))` when it made exactly one launch and that was a row kernel's plain launch
+/// (cuLaunchKernel with (x, y, rows, cols, ldx, ldy, lg[, csize]): v1–v4, v8's one-CTA rows);
+/// `Ok(Err(why))` for anything a replay could not repeat (a cluster or cooperative launch, a
+/// workspace, several kernels); `Err` when `f` fails.
+pub fn record_row_launch(
+    f: impl FnOnce() -> Result<()>,
+) -> Result<std::result::Result<RowLaunch, String>> {
+    let before = crate::device::cuda::launches_on_this_thread();
+    ROW_LAUNCHES.with(|c| *c.borrow_mut() = Some(Vec::new()));
+    let ran = f();
+    let rows = ROW_LAUNCHES
+        .with(|c| c.borrow_mut().take())
+        .unwrap_or_default();
+    ran?;
+    let launches = crate::device::cuda::launches_on_this_thread() - before;
+    Ok(one_row_launch(launches, rows))
+}
+
+/// [`record_row_launch`]'s verdict from the launches counted and the row launches noted.
+fn one_row_launch(
+    launches: u64,
+    mut rows: Vec<RowLaunch>,
+) -> std::result::Result<RowLaunch, String> {
+    match (launches, rows.len()) {
+        (1, 1) => Ok(rows.remove(0)),
+        (0, _) => Err("the call launched no kernel".into()),
+        (n, _) => Err(format!(
+            "the call made {n} launch(es), {} of them a row kernel's plain launch: a replay repeats one plain launch (not a cluster, a cooperative grid or several kernels)",
+            rows.len()
+        )),
+    }
 }
 
 fn check_rows(x: &Tensor) -> Result<()> {
@@ -1053,6 +1142,7 @@ pub fn run_v8_onchip(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     };
     if c == 1 {
         let (rows, cols, lg, cs) = (r.rows as i32, r.cols as i32, p.log_softmax as i32, 1i32);
+        note_row_launch(|| RowLaunch::new(&name, cfg, &r, lg, Some(cs)));
         launch!(
             io.dev,
             &SOFTMAX,
@@ -2253,6 +2343,54 @@ pub(crate) fn run_cpu_fused(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn a_row_launch(kernel: &str) -> RowLaunch {
+        let r = Rows {
+            rows: 4096,
+            cols: 64,
+            ldx: 64,
+            ldy: 64,
+            vec: true,
+            pack: 4,
+        };
+        RowLaunch::new(kernel, cfg_1d(4096 * 16, 128).unwrap(), &r, 0, None)
+    }
+
+    #[test]
+    fn only_one_plain_row_launch_is_replayable() {
+        let l = a_row_launch("softmax_v2_warp_row_vec_w16_f32");
+        assert_eq!(l.grid, [512, 1, 1]);
+        assert_eq!(l.block, [128, 1, 1]);
+        assert_eq!(
+            (l.rows, l.cols, l.ldx, l.ldy, l.lg, l.csize),
+            (4096, 64, 64, 64, 0, None)
+        );
+        assert_eq!(one_row_launch(1, vec![l.clone()]), Ok(l.clone()));
+        // A cluster or cooperative launch is counted but noted as no row launch.
+        let e = one_row_launch(1, vec![]).unwrap_err();
+        assert!(e.contains("1 launch(es), 0 of them"), "{e}");
+        let e = one_row_launch(2, vec![l.clone(), l.clone()]).unwrap_err();
+        assert!(e.contains("2 launch(es)"), "{e}");
+        assert!(one_row_launch(0, vec![]).unwrap_err().contains("no kernel"));
+    }
+
+    #[test]
+    fn recording_is_off_outside_record_row_launch() {
+        // Noted outside a recording: nothing is kept for the next one.
+        note_row_launch(|| a_row_launch("outside"));
+        let got = record_row_launch(|| {
+            note_row_launch(|| a_row_launch("inside"));
+            Ok(())
+        })
+        .unwrap();
+        // The note was made without a launch, so it is not replayable, and "outside" is gone.
+        assert!(got.unwrap_err().contains("no kernel"));
+        assert!(ROW_LAUNCHES.with(|c| c.borrow().is_none()));
+        // A failing call is an error, and the recording ends with it.
+        let e = record_row_launch(|| Err(Error::Invalid("boom".into()))).unwrap_err();
+        assert!(e.to_string().contains("boom"));
+        assert!(ROW_LAUNCHES.with(|c| c.borrow().is_none()));
+    }
 
     #[test]
     fn v3_keeps_four_loads_in_flight_where_it_can() {
