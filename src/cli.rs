@@ -560,7 +560,8 @@ struct RunArgs {
     /// (timed by do_bench, with --rotate's copies). For softmax, also `kernlab_do_bench`:
     /// `auto`'s own launch replayed in that process and timed by the same do_bench, so that
     /// µs-sized calls compare kernels rather than processes (where `auto` makes one plain
-    /// launch: not for rows split across a cluster or a cooperative grid)
+    /// launch: not for rows split across a cluster or a cooperative grid, nor with
+    /// --log-softmax, --row-stride or --graph)
     #[arg(long)]
     torch: bool,
     /// Measure the matmul ceiling again instead of reading it from the cache

@@ -784,7 +784,7 @@ pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<Ben
     let total = points.len();
     progress(Event::Step { done: 0, total });
     // `auto`'s softmax launches, for the baselines' process to replay (see `wants_replay`).
-    let mut replays: Vec<(Op, DType, torch::Replay)> = Vec::new();
+    let mut replays = Replays::default();
     for (i, point) in points.iter().enumerate() {
         let records = measure_point(
             cfg,
@@ -861,21 +861,78 @@ type ReplayLaunch = (
     std::sync::Arc<crate::device::nvrtc::Compiled>,
 );
 
+/// `auto`'s launches noted at the run's points for the baselines' replay, and at the points
+/// where none could be, why.
+#[derive(Default)]
+struct Replays {
+    made: Vec<(Op, DType, torch::Replay)>,
+    skipped: Vec<(Op, DType, String)>,
+}
+
+impl Replays {
+    /// The note under the table for one (op, dtype) the script ran: at how many of its `shapes`
+    /// `kernlab_do_bench` came back, and why the others have none.
+    fn note(&self, op: Op, dtype: DType, shapes: usize, returned: usize) -> String {
+        let mut s = format!(
+            "{}: kernlab's `auto`, its one launch replayed and timed by do_bench in PyTorch's process, at {returned} of {shapes} {op} {dtype} shape(s)",
+            torch::REPLAY_VARIANT
+        );
+        let mut why: Vec<(&str, usize)> = Vec::new();
+        for (_, _, r) in self
+            .skipped
+            .iter()
+            .filter(|(o, d, _)| *o == op && *d == dtype)
+        {
+            match why.iter_mut().find(|(w, _)| *w == r.as_str()) {
+                Some(e) => e.1 += 1,
+                None => why.push((r.as_str(), 1)),
+            }
+        }
+        let planned = self
+            .made
+            .iter()
+            .filter(|(o, d, _)| *o == op && *d == dtype)
+            .count();
+        for (w, n) in why {
+            s += &format!("; not at {n}: {w}");
+        }
+        let unplanned = shapes.saturating_sub(
+            planned
+                + self
+                    .skipped
+                    .iter()
+                    .filter(|(o, d, _)| *o == op && *d == dtype)
+                    .count(),
+        );
+        if unplanned > 0 {
+            s += &format!("; not at {unplanned}: no validated `auto` there to take it from");
+        }
+        if returned < planned {
+            s += &format!(
+                "; {} planned but not returned by the script (its log says why)",
+                planned - returned
+            );
+        }
+        s
+    }
+}
+
 fn replay_of(
     device: &Device,
     p: &Params,
     v: &Variant,
     x: &[&Tensor],
     y: &mut Tensor,
-) -> Result<Option<ReplayLaunch>> {
+) -> Result<std::result::Result<ReplayLaunch, String>> {
     let Some(d) = device.cuda() else {
-        return Ok(None);
+        return Ok(Err("not on a GPU".into()));
     };
-    let Ok(launch) = crate::ops::softmax::record_row_launch(|| v.run(p, x, y))? else {
-        return Ok(None);
+    let launch = match crate::ops::softmax::record_row_launch(|| v.run(p, x, y))? {
+        Ok(l) => l,
+        Err(why) => return Ok(Err(why)),
     };
     let (_, module) = d.module(&crate::kernels::SOFTMAX, &launch.kernel)?;
-    Ok(Some((launch, module)))
+    Ok(Ok((launch, module)))
 }
 
 /// Whether `auto`'s launches at `op`'s points go to the baselines' process to be replayed
@@ -898,7 +955,7 @@ fn add_torch_baselines(
     device: &Device,
     points: &[Point],
     seed: u64,
-    replays: &[(Op, DType, torch::Replay)],
+    replays: &Replays,
     report: &mut BenchReport,
     progress: Progress,
 ) -> Result<()> {
@@ -921,18 +978,11 @@ fn add_torch_baselines(
             shapes.len()
         )));
         let mine: Vec<torch::Replay> = replays
+            .made
             .iter()
             .filter(|r| r.0 == op && r.1 == dtype)
             .map(|r| r.2.clone())
             .collect();
-        if wants_replay(cfg, op) {
-            report.torch_notes.push(format!(
-                "{}: kernlab's `auto` timed by do_bench in PyTorch's process (its one launch replayed there) at {} of {} {op} {dtype} shape(s); the others launch a cluster or a cooperative grid, which the replay does not repeat",
-                torch::REPLAY_VARIANT,
-                mine.len(),
-                shapes.len()
-            ));
-        }
         match torch::run_script(
             t,
             op,
@@ -960,6 +1010,15 @@ fn add_torch_baselines(
                     }
                 }
                 let records = torch::to_records(&doc, &shapes, &cfg.params, report.copy.gbps)?;
+                if wants_replay(cfg, op) {
+                    let returned = records
+                        .iter()
+                        .filter(|r| r.variant == torch::REPLAY_VARIANT)
+                        .count();
+                    report
+                        .torch_notes
+                        .push(replays.note(op, dtype, shapes.len(), returned));
+                }
                 report.records.extend(records);
             }
             torch::Outcome::Unavailable(why) => {
@@ -985,7 +1044,7 @@ fn measure_point(
     point: &Point,
     run_seed: u64,
     copy_gbps: f64,
-    replays: &mut Vec<(Op, DType, torch::Replay)>,
+    replays: &mut Replays,
     progress: Progress,
 ) -> Result<Vec<Record>> {
     let (op, dtype, shape) = (point.op, point.dtype, &point.shape);
@@ -1056,7 +1115,7 @@ fn measure_point(
         if v.name == "auto" && wants_replay(cfg, op) {
             // One more call, its launch noted, for the baselines' process to replay.
             match replay_of(device, &cfg.params, v, &x0, &mut y) {
-                Ok(Some((launch, module))) => replays.push((
+                Ok(Ok((launch, module))) => replays.made.push((
                     op,
                     dtype,
                     torch::Replay {
@@ -1066,8 +1125,11 @@ fn measure_point(
                         module,
                     },
                 )),
-                Ok(None) => {}
+                Ok(Err(why)) => replays.skipped.push((op, dtype, why)),
                 Err(e) => {
+                    replays
+                        .skipped
+                        .push((op, dtype, "the call for it failed".into()));
                     let n = format!("its launch for PyTorch's process failed: {e}");
                     rec.note = Some(match rec.note.take() {
                         Some(old) => format!("{old}; {n}"),
@@ -1105,6 +1167,65 @@ fn measure_point(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_replay_note_counts_what_came_back_and_says_why_the_rest_did_not() {
+        let module = std::sync::Arc::new(crate::device::nvrtc::Compiled {
+            file: "softmax.cu".into(),
+            arch: "sm_90a".into(),
+            options: vec![],
+            ptx: String::new(),
+            cubin: vec![1],
+            log: String::new(),
+            from_cache: false,
+        });
+        let launch = crate::ops::softmax::RowLaunch {
+            kernel: "k_f32".into(),
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            smem: 0,
+            rows: 1,
+            cols: 64,
+            ldx: 64,
+            ldy: 64,
+            lg: 0,
+            csize: None,
+        };
+        let replay = torch::Replay {
+            shape: (1, 64),
+            picked: Some("v2_warp_row".into()),
+            launch,
+            module,
+        };
+        let cluster = "1 launch(es), 0 of them a row kernel's plain launch (…)".to_string();
+        let r = Replays {
+            made: vec![
+                (Op::Softmax, DType::F32, replay.clone()),
+                (Op::Softmax, DType::F32, replay.clone()),
+                (Op::Softmax, DType::BF16, replay),
+            ],
+            skipped: vec![
+                (Op::Softmax, DType::F32, cluster.clone()),
+                (Op::Softmax, DType::F32, cluster.clone()),
+                (Op::Softmax, DType::BF16, "no kernel launched".into()),
+            ],
+        };
+        // f32: 2 planned, 2 skipped for one reason, 1 without auto; 1 came back.
+        let n = r.note(Op::Softmax, DType::F32, 5, 1);
+        assert!(n.starts_with("kernlab_do_bench: "), "{n}");
+        assert!(n.contains("at 1 of 5 softmax f32 shape(s)"), "{n}");
+        assert!(n.contains(&format!("; not at 2: {cluster}")), "{n}");
+        assert!(n.contains("; not at 1: no validated `auto` there"), "{n}");
+        assert!(n.contains("; 1 planned but not returned"), "{n}");
+        // bf16: every shape accounted for, all planned ones back.
+        let n = r.note(Op::Softmax, DType::BF16, 2, 1);
+        assert!(n.contains("at 1 of 2 softmax bf16"), "{n}");
+        assert!(n.contains("; not at 1: no kernel launched"), "{n}");
+        assert!(
+            !n.contains("no validated") && !n.contains("not returned"),
+            "{n}"
+        );
+    }
 
     #[test]
     fn gemm_points_count_their_output_and_reference_on_the_host() {

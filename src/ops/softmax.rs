@@ -383,9 +383,9 @@ fn one_row_launch(
 ) -> std::result::Result<RowLaunch, String> {
     match (launches, rows.len()) {
         (1, 1) => Ok(rows.remove(0)),
-        (0, _) => Err("the call launched no kernel".into()),
+        (0, _) => Err("no kernel launched".into()),
         (n, _) => Err(format!(
-            "the call made {n} launch(es), {} of them a row kernel's plain launch: a replay repeats one plain launch (not a cluster, a cooperative grid or several kernels)",
+            "{n} launch(es), {} of them a row kernel's plain launch (a replay repeats one: not a cluster, a cooperative grid or several kernels)",
             rows.len()
         )),
     }
@@ -2372,14 +2372,24 @@ mod tests {
         let e = one_row_launch(2, vec![l.clone(), l.clone()]).unwrap_err();
         assert!(e.contains("2 launch(es)"), "{e}");
         assert!(one_row_launch(0, vec![]).unwrap_err().contains("no kernel"));
+        let e = one_row_launch(3, vec![l]).unwrap_err();
+        assert!(e.contains("3 launch(es), 1 of them"), "{e}");
     }
 
     #[test]
     fn recording_is_off_outside_record_row_launch() {
         // Noted outside a recording: nothing is kept for the next one.
         note_row_launch(|| a_row_launch("outside"));
+        assert!(ROW_LAUNCHES.with(|c| c.borrow().is_none()));
         let got = record_row_launch(|| {
             note_row_launch(|| a_row_launch("inside"));
+            let noted: Vec<String> = ROW_LAUNCHES.with(|c| {
+                c.borrow()
+                    .as_ref()
+                    .map(|v| v.iter().map(|l| l.kernel.clone()).collect())
+                    .unwrap_or_default()
+            });
+            assert_eq!(noted, vec!["inside".to_string()]);
             Ok(())
         })
         .unwrap();
