@@ -871,12 +871,17 @@ struct Replays {
 
 impl Replays {
     /// The note under the table for one (op, dtype) the script ran: at how many of its `shapes`
-    /// `kernlab_do_bench` came back, and why the others have none.
-    fn note(&self, op: Op, dtype: DType, shapes: usize, returned: usize) -> String {
+    /// `kernlab_do_bench` was timed (`ok`), came back failed or in error (`bad`), and why the
+    /// others have none.
+    fn note(&self, op: Op, dtype: DType, shapes: usize, ok: usize, bad: usize) -> String {
         let mut s = format!(
-            "{}: kernlab's `auto`, its one launch replayed and timed by do_bench in PyTorch's process, at {returned} of {shapes} {op} {dtype} shape(s)",
+            "{}: kernlab's `auto`, its one launch replayed and timed by do_bench in PyTorch's process, at {ok} of {shapes} {op} {dtype} shape(s)",
             torch::REPLAY_VARIANT
         );
+        if bad > 0 {
+            s += &format!("; {bad} replayed but failed or in error (their notes say why)");
+        }
+        let returned = ok + bad;
         let mut why: Vec<(&str, usize)> = Vec::new();
         for (_, _, r) in self
             .skipped
@@ -1011,13 +1016,16 @@ fn add_torch_baselines(
                 }
                 let records = torch::to_records(&doc, &shapes, &cfg.params, report.copy.gbps)?;
                 if wants_replay(cfg, op) {
-                    let returned = records
-                        .iter()
-                        .filter(|r| r.variant == torch::REPLAY_VARIANT)
-                        .count();
+                    let mine = || {
+                        records
+                            .iter()
+                            .filter(|r| r.variant == torch::REPLAY_VARIANT)
+                    };
+                    let ok = mine().filter(|r| r.status == Status::Ok).count();
+                    let bad = mine().count() - ok;
                     report
                         .torch_notes
-                        .push(replays.note(op, dtype, shapes.len(), returned));
+                        .push(replays.note(op, dtype, shapes.len(), ok, bad));
                 }
                 report.records.extend(records);
             }
@@ -1211,20 +1219,28 @@ mod tests {
             ],
         };
         // f32: 2 planned, 2 skipped for one reason, 1 without auto; 1 came back.
-        let n = r.note(Op::Softmax, DType::F32, 5, 1);
+        let n = r.note(Op::Softmax, DType::F32, 5, 1, 0);
         assert!(n.starts_with("kernlab_do_bench: "), "{n}");
         assert!(n.contains("at 1 of 5 softmax f32 shape(s)"), "{n}");
         assert!(n.contains(&format!("; not at 2: {cluster}")), "{n}");
         assert!(n.contains("; not at 1: no validated `auto` there"), "{n}");
         assert!(n.contains("; 1 planned but not returned"), "{n}");
         // bf16: every shape accounted for, all planned ones back.
-        let n = r.note(Op::Softmax, DType::BF16, 2, 1);
+        let n = r.note(Op::Softmax, DType::BF16, 2, 1, 0);
         assert!(n.contains("at 1 of 2 softmax bf16"), "{n}");
         assert!(n.contains("; not at 1: no kernel launched"), "{n}");
         assert!(
             !n.contains("no validated") && !n.contains("not returned"),
             "{n}"
         );
+        assert!(!n.contains("failed"), "{n}");
+        // One came back failed: counted apart, and not as missing.
+        let n = r.note(Op::Softmax, DType::BF16, 2, 0, 1);
+        assert!(
+            n.contains("at 0 of 2") && n.contains("; 1 replayed but failed"),
+            "{n}"
+        );
+        assert!(!n.contains("not returned"), "{n}");
     }
 
     #[test]
