@@ -1006,7 +1006,20 @@ class Bench:
         del x64
         if not bool(torch.isfinite(x).all()) or float(x.abs().max()) == 0.0:
             raise RuntimeError("generated input is non-finite or all zero")
-        return x
+        return self.in_layout(x)
+
+    def in_layout(self, t):
+        """`t` (rows x cols) in the run's layout: itself, or with --row-stride a view of rows
+        `row_stride` elements apart whose gaps hold NaN (as kernlab's strided inputs), so a
+        variant that reads past a row's end shows it."""
+        ld = self.args.row_stride
+        if ld is None or ld == t.shape[-1]:
+            return t
+        torch = self.torch
+        rows, cols = t.shape
+        base = torch.full((rows, ld), float("nan"), dtype=t.dtype, device=t.device)
+        base[:, :cols].copy_(t)
+        return base[:, :cols]
 
     def reference(self, x):
         """The float64 reference from the (dtype-rounded) input, computed on the GPU."""
@@ -1126,6 +1139,9 @@ class Bench:
             block = TRITON_GELU_BLOCK
 
             def run(x, out=None):
+                if not x.is_contiguous():
+                    raise RuntimeError("the lecture's 1-D Triton GeLU reads a flat buffer: rows "
+                                       "with a stride (--row-stride) are not for it")
                 y = torch.empty_like(x) if out is None else out
                 n = x.numel()
                 grid = (triton.cdiv(n, block),)
@@ -1471,7 +1487,10 @@ class Bench:
                                    f"(inputs and output) and the flush buffer need {need} "
                                    f"bytes; {free} are free")
         inputs = tuple(inputs)
-        return [inputs] + [tuple(None if t is None else t.clone() for t in inputs)
+        # A strided row view's clone would be contiguous: copies keep the run's layout.
+        return [inputs] + [tuple(None if t is None else
+                                 (t.clone() if t.is_contiguous() else self.in_layout(t))
+                                 for t in inputs)
                            for _ in range(n - 1)]
 
     @staticmethod
@@ -1718,6 +1737,7 @@ def run_benchmarks(torch, args):
         "rep_ms": args.rep_ms,
         "manual_precision": args.manual_precision,
         "compile_mode": args.compile_mode,
+        "row_stride": args.row_stride,
         "matmul_settings": matmul_settings,
         "records": [],
     }
@@ -2133,7 +2153,9 @@ def self_test():
     for argv in (["--op", "linear", "--shapes", "64x64", "--dtype", "bf16"],
                  ["--op", "softmax", "--shapes", "64x64x64", "--dtype", "f32"],
                  ["--op", "matmul", "--shapes", "8x8x8", "--dtype", "f16", "--variants", "torch_manual"],
-                 ["--op", "linear", "--shapes", "8x8x8", "--dtype", "f16", "--activation", "relu"]):
+                 ["--op", "linear", "--shapes", "8x8x8", "--dtype", "f16", "--activation", "relu"],
+                 ["--op", "softmax", "--shapes", "4x64,4x128", "--dtype", "f32", "--row-stride", "100"],
+                 ["--op", "matmul", "--shapes", "8x8x8", "--dtype", "f32", "--row-stride", "16"]):
         err = io.StringIO()
         try:
             with contextlib.redirect_stderr(err):
@@ -2194,6 +2216,9 @@ def build_parser():
                         "(default 1: one buffer, do_bench's usual way)")
     p.add_argument("--cache-bytes", type=int, default=None,
                    help="the L2 size --rotate auto counts with (default: the device's, from torch)")
+    p.add_argument("--row-stride", type=int, default=None, metavar="N",
+                   help="gelu/softmax: rows N elements apart (N >= every shape's width; the gaps "
+                        "hold NaN), as kernlab's --row-stride; default contiguous")
     p.add_argument("--kernlab-plans", metavar="PATH",
                    help=f"softmax: kernlab's launch plans (kernlab_plans.json, written by "
                         f"`kernlab bench --torch`): at each planned shape, also time kernlab's own "
@@ -2236,6 +2261,13 @@ def main(argv=None):
         parser.error(str(e))
     if args.cache_bytes is not None and args.cache_bytes < 1:
         parser.error("--cache-bytes must be at least 1")
+    if args.row_stride is not None:
+        if args.op in GEMM_OPS:
+            parser.error(f"--row-stride is for gelu and softmax rows, not {args.op}")
+        narrow = [s for s in args.shape_list if s[-1] > args.row_stride]
+        if args.row_stride < 1 or narrow:
+            parser.error(f"--row-stride {args.row_stride} is less than the width of "
+                         f"{shape_str(narrow[0]) if narrow else 'a row'}")
     args.plans = {}
     if args.kernlab_plans is not None:
         if args.op != "softmax":

@@ -458,6 +458,7 @@ fn the_torch_baselines_script_is_run_with_the_run_s_op_shapes_and_dtype() {
             42,
             0,
             l2,
+            None,
             &[],
         )
     };
@@ -482,6 +483,10 @@ fn the_torch_baselines_script_is_run_with_the_run_s_op_shapes_and_dtype() {
     // One buffer unless the run rotates; then the script rotates as kernlab does, counting
     // with the same L2.
     assert!(!args.contains("--rotate"), "{args}");
+    assert!(
+        !args.contains("--row-stride") && !args.contains("--kernlab-plans"),
+        "{args}"
+    );
     for (rotate, want) in [
         (
             bench::harness::Rotate::Auto,
@@ -661,11 +666,15 @@ fn launch_plans_written_by_kernlab_are_read_back_by_the_script() {
         1,
         0,
         60 << 20,
+        Some(72),
         &replays,
     ) {
         Outcome::Ran(doc) => {
             let args = doc.device.clone().unwrap();
             assert!(args.contains("--kernlab-plans "), "{args}");
+            // The run's row stride goes with it (kernlab plans no replay with one; the stub
+            // only echoes what it is given).
+            assert!(args.contains("--row-stride 72"), "{args}");
             assert!(args.contains("kernlab_plans.json"), "{args}");
             let recs = bench::torch::to_records(&doc, &shapes, &params, 1000.0).unwrap();
             let picked: Vec<_> = recs.iter().filter(|r| r.picked.is_some()).collect();
@@ -802,14 +811,27 @@ fn the_real_baselines_script_runs_or_says_why_not() {
     };
     let params = kernlab::Params::default();
     let l2 = 60 << 20;
-    // A softmax (its four variants), then a GEMM, whose a, w and bias rotate too.
-    for (op, shape, variants) in [
-        (Op::Softmax, vec![256, 1000], Some(4)),
-        (Op::Linear, vec![128, 192, 64], None),
+    // A softmax (its four variants), on contiguous rows and on rows 1008 apart (the gaps NaN:
+    // a variant reading past a row fails), then a GEMM, whose a, w and bias rotate too.
+    for (op, shape, variants, ld) in [
+        (Op::Softmax, vec![256, 1000], Some(4), None),
+        (Op::Softmax, vec![256, 1000], Some(4), Some(1008)),
+        (Op::Linear, vec![128, 192, 64], None, None),
     ] {
         let shapes = vec![shape.clone()];
-        match bench::torch::run_script(&t, op, DType::F32, &shapes, &params, &timing, 1, 0, l2, &[])
-        {
+        match bench::torch::run_script(
+            &t,
+            op,
+            DType::F32,
+            &shapes,
+            &params,
+            &timing,
+            1,
+            0,
+            l2,
+            ld,
+            &[],
+        ) {
             bench::torch::Outcome::Ran(doc) => {
                 let recs = bench::torch::to_records(&doc, &shapes, &params, 1000.0).unwrap();
                 assert!(!recs.is_empty(), "{op}: no records");
@@ -1066,5 +1088,69 @@ fn cuda_both_flush_forms_overwrite_the_whole_buffer() {
         assert_eq!(b.len(), t.flush_bytes);
         let bad = b.iter().position(|&v| v != 0);
         assert!(bad.is_none(), "{form:?}: byte {bad:?} not overwritten");
+    }
+}
+
+/// The `kernlab_do_bench` column end to end (GPU machine, with torch): `auto`'s launch at each
+/// softmax point is replayed in the baselines' process, validated there against f64 and
+/// timed, at the shapes where `auto` makes one plain launch, and at none where it splits a row
+/// across CTAs; the note under the table counts them. Without torch the script says why and
+/// the test stops after one line.
+#[test]
+fn kernlab_do_bench_replays_auto_in_pytorch_s_process() {
+    let Some(dev) = crate::common::cuda() else {
+        return;
+    };
+    let shapes = [vec![256, 1000], vec![64, 4097], vec![2, 1 << 20]];
+    let mut cfg = BenchConfig::new(
+        vec![Op::Softmax],
+        shapes.to_vec(),
+        vec![DType::F32, DType::BF16],
+    );
+    cfg.variants = Some(vec!["auto".into()]);
+    cfg.torch = Some(bench::torch::TorchConfig::locate());
+    cfg.timing = bench::harness::TimingOpts {
+        warmup_ms: 1.0,
+        rep_ms: 5.0,
+        rotate: bench::harness::Rotate::Copies(3),
+        ..Default::default()
+    };
+    let report = bench::run(&cfg, &dev, &mut |_| {}).unwrap();
+    if let Some(n) = report
+        .torch_notes
+        .iter()
+        .find(|n| n.contains("unavailable"))
+    {
+        println!("skipped: {n}");
+        return;
+    }
+    for dt in [DType::F32, DType::BF16] {
+        for (shape, replayed) in shapes.iter().zip([true, true, false]) {
+            let got: Vec<_> = report
+                .records
+                .iter()
+                .filter(|r| {
+                    r.variant == bench::torch::REPLAY_VARIANT && r.dtype == dt && &r.shape == shape
+                })
+                .collect();
+            if !replayed {
+                assert!(got.is_empty(), "{dt} {shape:?}: {got:?}");
+                continue;
+            }
+            assert_eq!(got.len(), 1, "{dt} {shape:?}");
+            let r = got[0];
+            assert_eq!(r.status, bench::Status::Ok, "{r:?}");
+            assert!(r.max_rel_err.unwrap() <= dt.tolerance(), "{r:?}");
+            assert!(r.picked.is_some() && r.rotate_copies == Some(3), "{r:?}");
+        }
+        let note = report
+            .torch_notes
+            .iter()
+            .find(|n| n.starts_with("kernlab_do_bench") && n.contains(&format!("softmax {dt}")))
+            .unwrap_or_else(|| panic!("no note for {dt}: {:?}", report.torch_notes));
+        assert!(
+            note.contains("at 2 of 3") && note.contains("; not at 1: "),
+            "{note}"
+        );
     }
 }

@@ -998,6 +998,7 @@ fn add_torch_baselines(
             seed,
             d.ordinal,
             d.props.l2_bytes,
+            cfg.row_stride,
             &mine,
         ) {
             torch::Outcome::Ran(doc) => {

@@ -311,7 +311,8 @@ pub enum Outcome {
 }
 
 /// Run the script for one op and dtype over `shapes` on CUDA device `ordinal`, whose L2
-/// holds `l2_bytes` (what `--rotate auto` counts with, on both sides).
+/// holds `l2_bytes` (what `--rotate auto` counts with, on both sides), with rows `row_stride`
+/// elements apart where given (gelu and softmax), and `replays` of kernlab's launches.
 #[allow(clippy::too_many_arguments)]
 pub fn run_script(
     cfg: &TorchConfig,
@@ -323,6 +324,7 @@ pub fn run_script(
     seed: u64,
     ordinal: usize,
     l2_bytes: usize,
+    row_stride: Option<usize>,
     replays: &[Replay],
 ) -> Outcome {
     if !cfg.script.is_file() {
@@ -364,6 +366,10 @@ pub fn run_script(
     if timing.rotate != Rotate::Copies(1) {
         cmd.args(["--rotate", &timing.rotate.to_string()])
             .args(["--cache-bytes", &l2_bytes.max(1).to_string()]);
+    }
+    // Rows as kernlab's (gelu and softmax): the same stride, the gaps NaN there too.
+    if let (Some(ld), false) = (row_stride, op.is_gemm()) {
+        cmd.args(["--row-stride", &ld.to_string()]);
     }
     if !replays.is_empty() {
         match write_replays(dir.path(), op, dtype, replays) {
