@@ -8,6 +8,8 @@
 # auto's own figure.
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 gpu_tests 300 softmax softmax
+gpu_tests 200 kernlab_do_bench kernlab_do_bench
+gpu_tests 200 baselines real_baselines_script
 el tests
 us() { python3 - "$1" <<'PY'
 import csv, sys
