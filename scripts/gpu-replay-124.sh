@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU batch (twenty-sixth session, written at the commit after "kernlab_do_bench after review";
 # not yet run): the kernlab_do_bench column. (1) The GPU test that replays auto's noted launch
-# bit for bit, and the other softmax GPU tests. (2) The µs-sized widths with --torch, two
+# bit for bit, the other softmax GPU tests, the column end to end (kernlab_do_bench_replays_...)
+# and the real baselines script on strided rows. (2) The µs-sized widths with --torch, two
 # processes a dtype: auto (kernlab's harness), kernlab_do_bench (auto's launch under do_bench in
 # PyTorch's process), native and compile, µs a call. Prediction (runs 121-123): kernlab_do_bench
 # level with or shorter than native and compile's kernels at every width, and within ~0.5 µs of
