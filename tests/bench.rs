@@ -1154,3 +1154,30 @@ fn kernlab_do_bench_replays_auto_in_pytorch_s_process() {
         );
     }
 }
+
+/// The baselines script's own checks (its parsers, error measures, JSON contract, launch-plan
+/// loader and command line; no torch needed) pass, so a change to either side of the contract
+/// kernlab parses is caught here, without a GPU.
+#[test]
+fn the_baselines_script_passes_its_self_test() {
+    if !std::path::Path::new("baselines/torch_baselines.py").is_file() {
+        println!("skipped: baselines/torch_baselines.py is not here");
+        return;
+    }
+    let out = match std::process::Command::new("python3")
+        .args(["baselines/torch_baselines.py", "--self-test"])
+        .output()
+    {
+        Ok(o) => o,
+        Err(_) => {
+            println!("skipped: no python3");
+            return;
+        }
+    };
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("self-test: ok"), "{stdout}\n{stderr}");
+}
