@@ -71,7 +71,7 @@ if len(sys.argv) > 2 and os.path.exists(sys.argv[2]):
     for r in csv.DictReader(open(sys.argv[2])):
         k = (r["dtype"], int(r["cols"]), int(r["rows"]))
         if k in t: t[k]["stream"] = f'{float(r["gbps"]):.0f}' if r["status"] == "ok" else r["status"][:6]
-vs = ["auto", "torch_native", "torch_compile", "triton", "stream"]
+vs = ["auto", "kernlab_do_bench", "torch_native", "torch_compile", "triton", "stream"]
 seen = {v for k in t for v in t[k]}
 vs = [v for v in vs if v in seen] + sorted(seen - set(vs))
 print("dtype cols rows", *vs, "pick")
