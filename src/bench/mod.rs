@@ -942,7 +942,8 @@ fn replay_of(
 
 /// Whether `auto`'s launches at `op`'s points go to the baselines' process to be replayed
 /// there (`torch::REPLAY_VARIANT`): softmax (not log_softmax, which the baselines lack) with
-/// `--torch`, on contiguous rows (the baselines' inputs are contiguous), timed call by call.
+/// `--torch`, on contiguous rows (a replayed launch's arguments are for contiguous rows, and
+/// the script refuses plans with `--row-stride`), timed call by call.
 fn wants_replay(cfg: &BenchConfig, op: Op) -> bool {
     cfg.torch.is_some()
         && op == Op::Softmax
