@@ -386,10 +386,11 @@ class DriverKernel:
     _libcuda = None
     _modules = {}  # image bytes -> loaded module: each image is loaded once a process
 
-    def __init__(self, image, name, smem):
+    def __init__(self, image, name, smem, cu=None):
+        """`cu`: the driver's functions (default libcuda.so.1; the self-test passes a fake)."""
         import ctypes
         self.ct = ctypes
-        if DriverKernel._libcuda is None:
+        if cu is None and DriverKernel._libcuda is None:
             cu = ctypes.CDLL("libcuda.so.1")
             cu.cuModuleLoadData.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
             cu.cuModuleGetFunction.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p]
@@ -401,7 +402,7 @@ class DriverKernel:
                       cu.cuGetErrorName, cu.cuLaunchKernel):
                 f.restype = ctypes.c_int
             DriverKernel._libcuda = cu
-        self.cu = DriverKernel._libcuda
+        self.cu = DriverKernel._libcuda if cu is None else cu
         self.name = name
         image = bytes(image)
         self.module, self.fn = DriverKernel._modules.get(image), ctypes.c_void_p()
@@ -2147,6 +2148,65 @@ def self_test():
                   f"plans with {what} accepted")
         check(raises(load_kernlab_plans, os.path.join(d, "no-such.json"), "softmax", "f32"),
               "a missing plan file accepted")
+
+    # DriverKernel's calls into the driver, against a fake one: the module loaded once, the
+    # shared-memory opt-in, and cuLaunchKernel's parameters as the kernel reads them.
+    import ctypes
+
+    class FakeDriver:
+        def __init__(self):
+            self.calls, self.fail = [], 0
+
+        def cuModuleLoadData(self, ref, image):
+            self.calls.append(("load", image))
+            ref._obj.value = 0x5000
+            return 0
+
+        def cuModuleGetFunction(self, ref, module, name):
+            self.calls.append(("function", module.value, name))
+            ref._obj.value = 0x6000
+            return 0
+
+        def cuFuncSetAttribute(self, fn, attr, value):
+            self.calls.append(("attribute", fn.value, attr, value))
+            return 0
+
+        def cuGetErrorName(self, rc, ref):
+            ref._obj.value = b"CUDA_ERROR_INVALID_VALUE"
+            return 0
+
+        def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+            kinds = [ctypes.c_void_p] * 2 + [ctypes.c_int32] * 2 + [ctypes.c_int64] * 2 \
+                + [ctypes.c_int32] * (len(self.expect) - 6)
+            got = [ctypes.cast(params[i], ctypes.POINTER(k)).contents.value
+                   for i, k in enumerate(kinds)]
+            self.calls.append(("launch", fn.value, (gx, gy, gz), (bx, by, bz), smem, stream, got,
+                               extra))
+            return self.fail
+
+    fake = FakeDriver()
+    image = b"\x7fELF self-test image"
+    ck = DriverKernel(image, "softmax_v8_packed_f32", 120000, cu=fake)
+    DriverKernel(image, "softmax_v8_packed_f32", 0, cu=fake)
+    check([c[0] for c in fake.calls] == ["load", "function", "attribute", "function"],
+          f"driver calls {fake.calls}")
+    check(fake.calls[0][1] == image and fake.calls[1] == ("function", 0x5000, b"softmax_v8_packed_f32"),
+          f"module load / function lookup {fake.calls[:2]}")
+    check(fake.calls[2] == ("attribute", 0x6000, 8, 120000), f"smem opt-in {fake.calls[2]}")
+    fake.expect = [0x1000, 0x2000, 7, 65536, 65536, 65536, 0, 1]
+    vals = [ctypes.c_void_p(0x1000), ctypes.c_void_p(0x2000), ctypes.c_int32(7),
+            ctypes.c_int32(65536), ctypes.c_int64(65536), ctypes.c_int64(65536),
+            ctypes.c_int32(0), ctypes.c_int32(1)]
+    ck.launch((7, 1, 1), (1024, 1, 1), 120000, 0, vals)
+    check(fake.calls[-1] == ("launch", 0x6000, (7, 1, 1), (1024, 1, 1), 120000, 0, fake.expect,
+                             None), f"launch {fake.calls[-1]}")
+    fake.fail = 1
+    try:
+        ck.launch((7, 1, 1), (1024, 1, 1), 120000, 0, vals)
+        failures.append("a failed launch raised nothing")
+    except RuntimeError as e:
+        check("CUDA_ERROR_INVALID_VALUE" in str(e) and "softmax_v8_packed_f32" in str(e),
+              f"launch error text: {e}")
 
     # The recorded samples, where the repository has them.
     for name in ("torch_baselines_sample.json", "torch_matmul_sample.json"):
