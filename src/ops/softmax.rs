@@ -365,12 +365,21 @@ fn note_row_launch(l: impl FnOnce() -> RowLaunch) {
 pub fn record_row_launch(
     f: impl FnOnce() -> Result<()>,
 ) -> Result<std::result::Result<RowLaunch, String>> {
+    // Recording ends with this call even if `f` panics (nothing is noted after it).
+    struct Stop;
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            ROW_LAUNCHES.with(|c| c.borrow_mut().take());
+        }
+    }
     let before = crate::device::cuda::launches_on_this_thread();
     ROW_LAUNCHES.with(|c| *c.borrow_mut() = Some(Vec::new()));
+    let stop = Stop;
     let ran = f();
     let rows = ROW_LAUNCHES
         .with(|c| c.borrow_mut().take())
         .unwrap_or_default();
+    drop(stop);
     ran?;
     let launches = crate::device::cuda::launches_on_this_thread() - before;
     Ok(one_row_launch(launches, rows))
@@ -2399,6 +2408,12 @@ mod tests {
         // A failing call is an error, and the recording ends with it.
         let e = record_row_launch(|| Err(Error::Invalid("boom".into()))).unwrap_err();
         assert!(e.to_string().contains("boom"));
+        assert!(ROW_LAUNCHES.with(|c| c.borrow().is_none()));
+        // So does a panicking one.
+        let caught = std::panic::catch_unwind(|| {
+            let _ = record_row_launch(|| panic!("inside the call"));
+        });
+        assert!(caught.is_err());
         assert!(ROW_LAUNCHES.with(|c| c.borrow().is_none()));
     }
 
