@@ -307,7 +307,7 @@ fn launch_rows(io: CudaIo, r: &Rows, p: &Params, name: String, cfg: LaunchConfig
 /// and the arguments after (x, y). `bench --torch` replays `auto`'s launch in the PyTorch
 /// baselines' process (their `kernlab_do_bench` column), so that at µs-sized calls kernlab's
 /// kernel and PyTorch's are timed by one harness in one process (docs/perf-notes.md,
-/// twenty-sixth session: across two processes a call's time moves by ~0.5 µs).
+/// twenty-sixth session: across processes a call's time moved by up to 1.2 µs).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct RowLaunch {
     pub kernel: String,
