@@ -853,9 +853,6 @@ pub fn device_ceilings(
     )
 }
 
-/// `v`'s launch for one call on `x` into `y`, with the module it is in, where that call is one
-/// plain launch of a softmax row kernel (see `softmax::record_row_launch`); `None` where it is
-/// not, or not on a GPU.
 type ReplayLaunch = (
     crate::ops::softmax::RowLaunch,
     std::sync::Arc<crate::device::nvrtc::Compiled>,
@@ -870,6 +867,20 @@ struct Replays {
 }
 
 impl Replays {
+    fn made_for(&self, op: Op, dtype: DType) -> impl Iterator<Item = &torch::Replay> {
+        self.made
+            .iter()
+            .filter(move |(o, d, _)| *o == op && *d == dtype)
+            .map(|(_, _, r)| r)
+    }
+
+    fn skipped_for(&self, op: Op, dtype: DType) -> impl Iterator<Item = &str> {
+        self.skipped
+            .iter()
+            .filter(move |(o, d, _)| *o == op && *d == dtype)
+            .map(|(_, _, why)| why.as_str())
+    }
+
     /// The note under the table for one (op, dtype) the script ran: at how many of its `shapes`
     /// `kernlab_do_bench` was timed (`ok`), came back failed or in error (`bad`), and why the
     /// others have none.
@@ -882,33 +893,20 @@ impl Replays {
             s += &format!("; {bad} replayed but failed or in error (their notes say why)");
         }
         let returned = ok + bad;
+        // Each reason once, with how many points gave it, in the order first met.
         let mut why: Vec<(&str, usize)> = Vec::new();
-        for (_, _, r) in self
-            .skipped
-            .iter()
-            .filter(|(o, d, _)| *o == op && *d == dtype)
-        {
-            match why.iter_mut().find(|(w, _)| *w == r.as_str()) {
+        for r in self.skipped_for(op, dtype) {
+            match why.iter_mut().find(|(w, _)| *w == r) {
                 Some(e) => e.1 += 1,
-                None => why.push((r.as_str(), 1)),
+                None => why.push((r, 1)),
             }
         }
-        let planned = self
-            .made
-            .iter()
-            .filter(|(o, d, _)| *o == op && *d == dtype)
-            .count();
+        let skipped: usize = why.iter().map(|(_, n)| n).sum();
+        let planned = self.made_for(op, dtype).count();
         for (w, n) in why {
             s += &format!("; not at {n}: {w}");
         }
-        let unplanned = shapes.saturating_sub(
-            planned
-                + self
-                    .skipped
-                    .iter()
-                    .filter(|(o, d, _)| *o == op && *d == dtype)
-                    .count(),
-        );
+        let unplanned = shapes.saturating_sub(planned + skipped);
         if unplanned > 0 {
             s += &format!("; not at {unplanned}: no validated `auto` there to take it from");
         }
@@ -922,6 +920,9 @@ impl Replays {
     }
 }
 
+/// `v`'s launch for one call on `x` into `y`, with the module it is in, where that call is one
+/// plain launch of a softmax row kernel (see `softmax::record_row_launch`); else why not (not
+/// on a GPU, or the call launched otherwise).
 fn replay_of(
     device: &Device,
     p: &Params,
@@ -983,12 +984,7 @@ fn add_torch_baselines(
             "PyTorch baselines: {op} {dtype}, {} shape(s)",
             shapes.len()
         )));
-        let mine: Vec<torch::Replay> = replays
-            .made
-            .iter()
-            .filter(|r| r.0 == op && r.1 == dtype)
-            .map(|r| r.2.clone())
-            .collect();
+        let mine: Vec<torch::Replay> = replays.made_for(op, dtype).cloned().collect();
         match torch::run_script(
             t,
             op,

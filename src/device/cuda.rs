@@ -75,11 +75,10 @@ pub enum StreamKind {
 }
 
 impl StreamKind {
+    /// Unset or empty is `created`; anything else is an error naming the choices (as
+    /// `harness::FlushForm::from_env`).
     pub fn from_env() -> Result<Self> {
-        match std::env::var("KERNLAB_STREAM") {
-            Ok(v) => Self::parse(&v),
-            Err(_) => Ok(StreamKind::Created),
-        }
+        Self::parse(&std::env::var("KERNLAB_STREAM").unwrap_or_default())
     }
 
     pub fn parse(spec: &str) -> Result<Self> {
