@@ -610,35 +610,16 @@ fn launch_plans_written_by_kernlab_are_read_back_by_the_script() {
     write_replays(ptx_dir.path(), Op::Softmax, DType::F32, &ptx_only).unwrap();
     let ptx = std::fs::read(ptx_dir.path().join("softmax_cu-sm_90a.ptx")).unwrap();
     assert_eq!(ptx, b".version 8.8\n\0");
-    if !std::path::Path::new("baselines/torch_baselines.py").is_file() {
-        println!("skipped: baselines/torch_baselines.py is not here");
-        return;
-    }
     let code = format!(
-        "import importlib.util as u\n\
-         s = u.spec_from_file_location('tb', 'baselines/torch_baselines.py')\n\
-         m = u.module_from_spec(s); s.loader.exec_module(m)\n\
+        "{LOAD_BASELINES}\
          p = m.load_kernlab_plans({path:?}, 'softmax', 'f32')\n\
          for k in sorted(p):\n\
          \x20   q = p[k]\n\
          \x20   print(k[0], k[1], q['picked'], q['kernel'], q['grid'], q['block'], q['smem'], q['args'][2:], len(q['image_bytes']))\n"
     );
-    let out = match std::process::Command::new("python3")
-        .args(["-c", &code])
-        .output()
-    {
-        Ok(o) => o,
-        Err(_) => {
-            println!("skipped: no python3");
-            return;
-        }
+    let Some(got) = baselines_python(&["-c", &code]) else {
+        return;
     };
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let got = String::from_utf8_lossy(&out.stdout).to_string();
     let want = "7 65536 v8_onchip softmax_v8_packed_f32 [7, 1, 1] [1024, 1, 1] 120000 \
                 [{'i32': 7}, {'i32': 65536}, {'i64': 65536}, {'i64': 65536}, {'i32': 0}, {'i32': 1}] 10\n\
                 4096 64 v2_warp_row softmax_v2_warp_row_vec_w16_f32 [512, 1, 1] [128, 1, 1] 0 \
@@ -715,34 +696,13 @@ fn the_baselines_script_rotates_as_many_copies_as_kernlab() {
         .collect::<Vec<_>>()
         .join("\n");
     let code = format!(
-        "import importlib.util as u\n\
-         s = u.spec_from_file_location('tb', 'baselines/torch_baselines.py')\n\
-         m = u.module_from_spec(s); s.loader.exec_module(m)\n\
+        "{LOAD_BASELINES}\
          rotate_copies, record_bytes = m.rotate_copies, m.record_bytes\n{calls}\n"
     );
-    if !std::path::Path::new("baselines/torch_baselines.py").is_file() {
-        println!("skipped: baselines/torch_baselines.py is not here");
+    let Some(stdout) = baselines_python(&["-c", &code]) else {
         return;
-    }
-    let out = match std::process::Command::new("python3")
-        .args(["-c", &code])
-        .output()
-    {
-        Ok(o) => o,
-        Err(_) => {
-            println!("skipped: no python3");
-            return;
-        }
     };
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let got: Vec<usize> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| l.trim().parse().unwrap())
-        .collect();
+    let got: Vec<usize> = stdout.lines().map(|l| l.trim().parse().unwrap()).collect();
     let want: Vec<usize> = cases
         .iter()
         .map(|(op, dt, s)| Rotate::Auto.copies(bench::min_bytes(*op, s, *dt), l2))
@@ -1160,18 +1120,31 @@ fn kernlab_do_bench_replays_auto_in_pytorch_s_process() {
 /// kernlab parses is caught here, without a GPU.
 #[test]
 fn the_baselines_script_passes_its_self_test() {
+    let Some(stdout) = baselines_python(&["baselines/torch_baselines.py", "--self-test"]) else {
+        return;
+    };
+    assert!(stdout.contains("self-test: ok"), "{stdout}");
+}
+
+/// Python's lines that load the baselines script as module `m` (tests run from the checkout's
+/// root), for `python3 -c`.
+const LOAD_BASELINES: &str = "import importlib.util as u\n\
+     s = u.spec_from_file_location('tb', 'baselines/torch_baselines.py')\n\
+     m = u.module_from_spec(s); s.loader.exec_module(m)\n";
+
+/// python3 run with `args` where the baselines script is (the checkout's root): its stdout,
+/// once it has exited 0 (the test fails with both outputs otherwise); `None`, after a one-line
+/// skip, where the script or python3 is not here.
+fn baselines_python(args: &[&str]) -> Option<String> {
     if !std::path::Path::new("baselines/torch_baselines.py").is_file() {
         println!("skipped: baselines/torch_baselines.py is not here");
-        return;
+        return None;
     }
-    let out = match std::process::Command::new("python3")
-        .args(["baselines/torch_baselines.py", "--self-test"])
-        .output()
-    {
+    let out = match std::process::Command::new("python3").args(args).output() {
         Ok(o) => o,
         Err(_) => {
             println!("skipped: no python3");
-            return;
+            return None;
         }
     };
     let (stdout, stderr) = (
@@ -1179,5 +1152,5 @@ fn the_baselines_script_passes_its_self_test() {
         String::from_utf8_lossy(&out.stderr),
     );
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("self-test: ok"), "{stdout}\n{stderr}");
+    Some(stdout.into_owned())
 }
