@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# GPU batch (twenty-seventh session, at the commit "baselines: kernlab_do_bench's launch built
+# once"): run 124's bf16 done-means sweep gave kernlab_do_bench 28-69 GB/s at 32-128 columns
+# (Python-bound calls, in a process where compile's and manual's were Python-bound too); its
+# launch is now one ctypes call. (1) The bf16 done-means sweep again, as gpu-done-120.sh bf16.
+# (2) One round of the µs-sized widths with --torch, both dtypes, µs a call. Prediction:
+# kernlab_do_bench within ~0.5 µs of auto at every point, never tens of µs.
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader >> "$S"
+timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1  # caches the ceilings
+DT=bf16
+timeout 420 $K sweep softmax --rows 4096 --cols 32..4194304:x2,33,255,1000,4097,12345,16385,65537,300007,1048577 --max-elements 2^31 --dtype "$DT" --variants auto --torch --rep-ms 30 --rotate auto --plot "$OUT/softmax-sweep-done-$DT.svg" --csv "$OUT/softmax-sweep-done-$DT.csv" > "$OUT/sweep.log" 2>&1; echo "sweep exit $?" >> "$S"
+el sweep
+grep -m1 -i "copy ceiling" "$OUT/sweep.log" | cut -c1-200 >> "$S"
+grep -m1 "kernlab_do_bench:" "$OUT/sweep.log" | cut -c1-240 >> "$S"
+done_table "$OUT/softmax-sweep-done-$DT.csv" >> "$S"
+us() { python3 - "$1" <<'PY'
+import csv, sys
+t = {}
+for r in csv.DictReader(open(sys.argv[1])):
+    k = (r["dtype"], r["shape"])
+    t.setdefault(k, {})[r["variant"]] = (f"{float(r['median_ms'])*1000:.2f}" if r["status"] == "ok" else r["status"][:8])
+vs = ["auto", "kernlab_do_bench", "torch_native", "torch_compile", "triton"]
+print("dtype shape", *vs)
+for k in sorted(t): print(*k, *[t[k].get(v, "-") for v in vs])
+PY
+}
+timeout 120 $K bench softmax --shape 4096x32 --shape 4096x33 --shape 4096x64 --shape 4096x128 --shape 4096x256 --shape 4096x512 --shape 4096x1024 --dtype f32,bf16 --variants auto --torch --rotate auto --rep-ms 30 --csv "$OUT/small.csv" > "$OUT/small.log" 2>&1
+echo "small exit $?" >> "$S"; us "$OUT/small.csv" >> "$S"; el small
+cat "$S"
