@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU batch (twenty-seventh session, at the commit "baselines: kernlab_do_bench's launch built
-# once"): run 124's bf16 done-means sweep gave kernlab_do_bench 28-69 GB/s at 32-128 columns
+# once"): run 126 (gpu-done-120.sh bf16) gave kernlab_do_bench 28-69 GB/s at 32-128 columns
 # (Python-bound calls, in a process where compile's and manual's were Python-bound too); its
 # launch is now one ctypes call. (1) The bf16 done-means sweep again, as gpu-done-120.sh bf16.
 # (2) One round of the µs-sized widths with --torch, both dtypes, µs a call. Prediction:
