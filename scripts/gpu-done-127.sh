@@ -3,8 +3,8 @@
 # once"): run 126 (gpu-done-120.sh bf16) gave kernlab_do_bench 28-69 GB/s at 32-128 columns
 # (Python-bound calls, in a process where compile's and manual's were Python-bound too); its
 # launch is now one ctypes call. (1) The bf16 done-means sweep again, as gpu-done-120.sh bf16.
-# (2) One round of the µs-sized widths with --torch, both dtypes, µs a call. Prediction:
-# kernlab_do_bench within ~0.5 µs of auto at every point, never tens of µs.
+# (2) The µs-sized widths under four settings of v2 (below). Prediction: kernlab_do_bench
+# within ~0.5 µs of auto at every point, never tens of µs.
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader >> "$S"
 timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1  # caches the ceilings
@@ -25,6 +25,13 @@ print("dtype shape", *vs)
 for k in sorted(t): print(*k, *[t[k].get(v, "-") for v in vs])
 PY
 }
-timeout 120 $K bench softmax --shape 4096x32 --shape 4096x33 --shape 4096x64 --shape 4096x128 --shape 4096x256 --shape 4096x512 --shape 4096x1024 --dtype f32,bf16 --variants auto --torch --rotate auto --rep-ms 30 --csv "$OUT/small.csv" > "$OUT/small.log" 2>&1
-echo "small exit $?" >> "$S"; us "$OUT/small.csv" >> "$S"; el small
+# (2) compile led kernlab_do_bench in one process at f32 256 and 512 (runs 124 r2 and 125)
+# while ncu (caches invalidated, not dirtied) had our kernel faster: is it v2's evict_last row
+# loads (their lines outlive do_bench's flush) or its 128-thread CTAs (Inductor's are one warp)?
+# One process a setting, µs a call.
+for cfg in "1 128" "0 128" "2 128" "1 32"; do
+  set -- $cfg
+  KERNLAB_NVRTC_DEFINES=KL_ROW_LOAD_HINT=$1 KERNLAB_V2=threads=$2 timeout 100 $K bench softmax --shape 4096x256 --shape 4096x512 --shape 4096x1024 --dtype f32,bf16 --variants auto --torch --rotate auto --rep-ms 30 --csv "$OUT/hint$1-t$2.csv" > "$OUT/hint$1-t$2.log" 2>&1
+  echo "hint $1 threads $2 exit $?" >> "$S"; us "$OUT/hint$1-t$2.csv" >> "$S"; el "hint $1 threads $2"
+done
 cat "$S"
