@@ -893,7 +893,16 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
     Ok(())
 }
 
-fn write_problems(report: &bench::BenchReport, out: &mut dyn Write) -> Result<()> {
+/// Under a table with PyTorch columns: where `auto` and its same-process replay were slower
+/// than PyTorch native or torch.compile, then the notes on what failed or was refused.
+fn write_notes(report: &bench::BenchReport, out: &mut dyn Write) -> Result<()> {
+    let verdict = report.against_pytorch();
+    if !verdict.is_empty() {
+        writeln!(out)?;
+        for v in &verdict {
+            writeln!(out, "{v}")?;
+        }
+    }
     let problems = report.problems();
     if !problems.is_empty() {
         writeln!(out)?;
@@ -966,7 +975,7 @@ fn cmd_bench(a: BenchArgs, out: &mut dyn Write) -> Result<()> {
         for (title, table) in report.tables() {
             writeln!(out, "\n{title}\n{table}")?;
         }
-        write_problems(&report, out)
+        write_notes(&report, out)
     })();
     files?;
     shown?;
@@ -1115,7 +1124,7 @@ fn cmd_sweep(a: SweepArgs, out: &mut dyn Write) -> Result<()> {
             plan.axis.label(),
             bench::sweep::table(&report, &plan)
         )?;
-        write_problems(&report, out)
+        write_notes(&report, out)
     })();
     files?;
     shown?;

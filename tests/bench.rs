@@ -1113,6 +1113,17 @@ fn kernlab_do_bench_replays_auto_in_pytorch_s_process() {
             "{note}"
         );
     }
+    // The verdict under the table: `auto` at its points, the replay at its four (native is
+    // timed at every one of them).
+    let v = report.against_pytorch();
+    assert_eq!(v.len(), 2, "{v:?}");
+    assert!(v[0].starts_with("`auto` against PyTorch"), "{}", v[0]);
+    assert!(
+        v[1].starts_with("`kernlab_do_bench`")
+            && (v[1].contains(" of 4 point(s)") || v[1].contains("all 4 point(s)")),
+        "{}",
+        v[1]
+    );
 }
 
 /// The baselines script's own checks (its parsers, error measures, JSON contract, launch-plan

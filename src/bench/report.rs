@@ -581,12 +581,102 @@ impl BenchReport {
         })
     }
 
+    /// [`against_pytorch`] over this report's records.
+    pub fn against_pytorch(&self) -> Vec<String> {
+        against_pytorch(&self.records)
+    }
+
     /// Whether one of kernlab's own variants was validated and timed (a run where every one
     /// refused its input measured nothing).
     pub fn any_timed(&self) -> bool {
         self.records
             .iter()
             .any(|r| r.tier != RecordTier::Torch && r.status == Status::Ok)
+    }
+}
+
+/// The PyTorch columns kernlab's dispatch is set against (issue 5's "never slower than PyTorch
+/// native or torch.compile"): at each point, the faster of the two that was timed.
+pub const PYTORCH_RIVALS: [&str; 2] = ["torch_native", "torch_compile"];
+
+/// Where `auto` and its same-process replay (`kernlab_do_bench`) stand against
+/// [`PYTORCH_RIVALS`], point by point, in µs a call: one line for each of the two that was
+/// timed beside a rival, listing the points where it was slower (by how much, and against
+/// which). Empty when no rival was timed (no `--torch`, or PyTorch missing).
+pub fn against_pytorch(records: &[Record]) -> Vec<String> {
+    let us = |r: &Record| match (r.status, r.median_ms) {
+        (Status::Ok, Some(ms)) if ms > 0.0 => Some(ms * 1e3),
+        _ => None,
+    };
+    let same_point = |a: &Record, b: &Record| {
+        a.op == b.op && a.dtype == b.dtype && a.shape == b.shape && a.params == b.params
+    };
+    let several_ops = records.iter().any(|r| r.op != records[0].op);
+    let mut lines = Vec::new();
+    // (variant, whether it is a record of the PyTorch script, how the line names it)
+    for (mine, in_torch, what) in [
+        ("auto", false, "`auto`"),
+        (
+            super::torch::REPLAY_VARIANT,
+            true,
+            "`kernlab_do_bench` (auto's launch, timed in PyTorch's process)",
+        ),
+    ] {
+        let (mut judged, mut behind) = (0, Vec::new());
+        for r in records
+            .iter()
+            .filter(|r| r.variant == mine && (r.tier == RecordTier::Torch) == in_torch)
+        {
+            let Some(t) = us(r) else { continue };
+            let rival = records
+                .iter()
+                .filter(|o| {
+                    o.tier == RecordTier::Torch && PYTORCH_RIVALS.contains(&o.variant.as_str())
+                })
+                .filter(|o| same_point(o, r))
+                .filter_map(|o| us(o).map(|u| (u, o)))
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            let Some((best, o)) = rival else { continue };
+            judged += 1;
+            if t > best {
+                let name = o.variant.strip_prefix("torch_").unwrap_or(&o.variant);
+                let at = if several_ops {
+                    format!("{} {} {}", r.op, r.dtype, shape_str(&r.shape))
+                } else {
+                    format!("{} {}", r.dtype, shape_str(&r.shape))
+                };
+                behind.push(format!(
+                    "{at} ({} against {name}'s {}, +{})",
+                    fmt_us(t),
+                    fmt_us(best),
+                    fmt_us(t - best)
+                ));
+            }
+        }
+        if judged == 0 {
+            continue;
+        }
+        lines.push(if behind.is_empty() {
+            format!(
+                "{what} against PyTorch native and torch.compile: at or ahead at all {judged} point(s)"
+            )
+        } else {
+            format!(
+                "{what} against PyTorch native and torch.compile: at or ahead at {} of {judged} point(s); slower, in µs a call, at {}",
+                judged - behind.len(),
+                behind.join(", ")
+            )
+        });
+    }
+    lines
+}
+
+/// µs with two decimals below 100, whole µs above.
+fn fmt_us(v: f64) -> String {
+    if v.abs() < 100.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.0}")
     }
 }
 
@@ -760,6 +850,103 @@ mod tests {
         r.picked = None;
         assert_eq!(csv_row(&r)[CSV_COLUMNS.len() - 1], "");
         assert_eq!(csv_field("v3, autotuned"), "\"v3, autotuned\"");
+    }
+
+    fn timed(
+        op: Op,
+        variant: &str,
+        tier: RecordTier,
+        shape: &[usize],
+        p: &Params,
+        us: Option<f64>,
+    ) -> Record {
+        let mut r = Record::blank(op, variant, tier, DeviceKind::Cuda, DType::F32, shape, p, 1);
+        r.median_ms = us.map(|u| u / 1e3);
+        r.status = if us.is_some() {
+            Status::Ok
+        } else {
+            Status::Failed
+        };
+        r
+    }
+
+    /// The verdict against PyTorch counts only points where `auto` (or its replay) and a rival
+    /// (native or compile, not Triton) were both timed, at the same op, dtype, shape and
+    /// params, and names the faster rival and the gap where kernlab was slower.
+    #[test]
+    fn the_verdict_against_pytorch_takes_the_faster_rival_at_the_same_point() {
+        let p = Params::default();
+        let lsm = Params {
+            log_softmax: true,
+            ..Params::default()
+        };
+        let k = RecordTier::Kernlab(Tier::Cuda);
+        let t = RecordTier::Torch;
+        let s = Op::Softmax;
+        let mut recs = vec![
+            // 4096×256: compile the faster rival and ahead of auto by 0.33 µs; Triton faster
+            // still, but not a rival.
+            timed(s, "auto", k, &[4096, 256], &p, Some(6.94)),
+            timed(s, "torch_native", t, &[4096, 256], &p, Some(7.2)),
+            timed(s, "torch_compile", t, &[4096, 256], &p, Some(6.61)),
+            timed(s, "triton", t, &[4096, 256], &p, Some(5.0)),
+            timed(s, "kernlab_do_bench", t, &[4096, 256], &p, Some(7.31)),
+            // 4096×512: compile failed, so native is the rival, and auto is ahead of it.
+            timed(s, "auto", k, &[4096, 512], &p, Some(8.0)),
+            timed(s, "torch_native", t, &[4096, 512], &p, Some(9.0)),
+            timed(s, "torch_compile", t, &[4096, 512], &p, None),
+            timed(s, "kernlab_do_bench", t, &[4096, 512], &p, Some(8.5)),
+            // 4096×1024: no rival timed; not judged.
+            timed(s, "auto", k, &[4096, 1024], &p, Some(12.0)),
+            timed(s, "torch_native", t, &[4096, 1024], &p, None),
+            // 4096×2048: auto failed; not judged, though native was timed.
+            timed(s, "auto", k, &[4096, 2048], &p, None),
+            timed(s, "torch_native", t, &[4096, 2048], &p, Some(1.0)),
+            // log_softmax at 4096×4096: native's plain softmax there is not its rival.
+            timed(s, "auto", k, &[4096, 4096], &lsm, Some(30.0)),
+            timed(s, "torch_native", t, &[4096, 4096], &p, Some(20.0)),
+            // A kernlab variant that happens to be named like the replay is not the replay.
+            timed(s, "kernlab_do_bench", k, &[4096, 512], &p, Some(99.0)),
+        ];
+        let v = against_pytorch(&recs);
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert_eq!(
+            v[0],
+            "`auto` against PyTorch native and torch.compile: at or ahead at 1 of 2 point(s); \
+             slower, in µs a call, at f32 4096×256 (6.94 against compile's 6.61, +0.33)"
+        );
+        assert!(
+            v[1].starts_with("`kernlab_do_bench` (auto's launch"),
+            "{}",
+            v[1]
+        );
+        assert!(
+            v[1].ends_with(
+                "at or ahead at 1 of 2 point(s); slower, in µs a call, at f32 4096×256 \
+                 (7.31 against compile's 6.61, +0.70)"
+            ),
+            "{}",
+            v[1]
+        );
+
+        // With another op in the report, a point names its op; level is not slower.
+        recs.push(timed(Op::Gelu, "auto", k, &[8, 8], &p, Some(3.0)));
+        recs.push(timed(Op::Gelu, "torch_compile", t, &[8, 8], &p, Some(3.0)));
+        let v = against_pytorch(&recs);
+        assert!(v[0].contains("at or ahead at 2 of 3 point(s)"), "{}", v[0]);
+        assert!(v[0].contains("at softmax f32 4096×256 (6.94"), "{}", v[0]);
+
+        // Ahead everywhere: one short line; no rival at all: nothing.
+        let ahead = [
+            timed(s, "auto", k, &[1, 32], &p, Some(4.0)),
+            timed(s, "torch_native", t, &[1, 32], &p, Some(4.5)),
+        ];
+        assert_eq!(
+            against_pytorch(&ahead),
+            ["`auto` against PyTorch native and torch.compile: at or ahead at all 1 point(s)"]
+        );
+        assert!(against_pytorch(&ahead[..1]).is_empty());
+        assert!(against_pytorch(&[]).is_empty());
     }
 
     #[test]
