@@ -436,13 +436,13 @@ class DriverKernel:
         ct = self.ct
         params = (ct.c_void_p * len(values))(*[ct.cast(ct.byref(v), ct.c_void_p) for v in values])
         dims = (*grid, *block, smem)
-        fn, cu, keep = self.fn, self.cu, values  # keep: the objects params points into
+        fn, cu = self.fn, self.cu
 
         def go():
             rc = cu.cuLaunchKernel(fn, *dims, stream, params, None)
             if rc != 0:
                 self.check(rc, "cuLaunchKernel")
-            return keep
+        go.values = values  # params points into these: they live as long as the launcher
         return go
 
 
