@@ -25,7 +25,10 @@ checked output row, see `row_rel_l2_array`, on all rows or on a seeded sample of
 outputs), and only a variant that passes is timed, with `triton.testing.do_bench` (median,
 p20, p80; L2 flushed before each call by do_bench). With `--rotate N|auto` (as kernlab's
 `--rotate`) the timed calls cycle through N copies of the inputs and as many outputs, so
-neither side's figure has its calls reuse one buffer while the other's does not.
+neither side's figure has its calls reuse one buffer while the other's does not. After each
+timing, the host's time for an iteration of do_bench's loop around the call is set against the
+GPU's time for the flush and the call (`host_bound_note`): where the host took as long, the GPU
+waited for the launch inside the timed window, and the record's note says "host-bound".
 
 Exit codes: 0 the run completed (individual records may still be "failed" or "error");
 1 an unexpected internal error (JSON with the records so far is still written when --json is
@@ -569,6 +572,28 @@ def rotate_copies(spec, call_bytes, cache_bytes):
     need = ROTATE_CACHE_MULTIPLE * int(cache_bytes)
     n = -(-need // max(1, int(call_bytes)))
     return min(max(n, 1), ROTATE_MAX_COPIES)
+
+HOST_BOUND = "host-bound"  # kernlab's verdict looks for this word in a record's note
+HOST_CHECK_CALLS = 50
+
+
+def host_bound_note(host_us, flush_us, median_us):
+    """The note for a record whose do_bench time may hold host time, or None.
+
+    One iteration of do_bench's loop is, on the GPU, the flush (flush_us) then the timed call
+    (median_us), and on the host the flush's launch, two event records and the call's Python
+    side (host_us). Where the host keeps ahead, the GPU never waits and host_us < flush_us +
+    median_us. Where it does not, the GPU waits for each launch inside the timed window, every
+    iteration lasts host_us, and host_us >= flush_us + median_us: the time is partly the host's.
+    Within 10% of that line counts as host-bound."""
+    if host_us is None or flush_us is None or median_us is None:
+        return None
+    if host_us < 0.9 * (flush_us + median_us):
+        return None
+    return (f"{HOST_BOUND}: an iteration of do_bench's loop took {host_us:.0f} µs on the host, "
+            f"as long as its flush and call on the GPU ({flush_us:.0f} + {median_us:.1f} µs), "
+            f"so the GPU waited for the launch and the time holds host time")
+
 
 def rel_err_py(out_rows, ref_rows, floor):
     """kernlab's error measure in pure Python, mirroring `rel_err_array` line for line.
@@ -1448,9 +1473,13 @@ class Bench:
             try:
                 if xs is None:
                     xs = self.rotated((x, w, b), r["bytes"])
-                med, p20, p80 = self.time(self.cycling(fn, xs, torch.cuda.synchronize))
+                call = self.cycling(fn, xs, torch.cuda.synchronize)
+                med, p20, p80 = self.time(call)
                 r["rotate_copies"] = len(xs) if len(xs) > 1 else None
                 r["median_ms"], r["p20_ms"], r["p80_ms"] = med, p20, p80
+                host = self.host_check(call, med)
+                if host:
+                    r["note"] = f"{r['note']}; {host}" if r["note"] else host
                 if med and med > 0:
                     r["gbps"] = r["bytes"] / (med * 1e-3) / 1e9
                     r["tflops"] = r["flops"] / (med * 1e-3) / 1e12
@@ -1570,6 +1599,43 @@ class Bench:
                 return vals[0], None, None
             raise RuntimeError("do_bench returned nothing")
         return float(res), None, None
+
+    def host_check(self, call, median_ms):
+        """host_bound_note for `call` as do_bench timed it: the host's µs for an iteration of
+        do_bench's loop (a 256 MiB flush, two event records, the call; HOST_CHECK_CALLS of
+        them, the GPU left to run behind), and the GPU's µs for the flush alone."""
+        import gc
+        import time as clock
+        torch = self.torch
+        if not median_ms:
+            return None
+        cache = torch.empty((256 << 20) // 4, dtype=torch.int, device="cuda")  # do_bench's
+        ev = [torch.cuda.Event(enable_timing=True) for _ in range(6)]
+        torch.cuda.synchronize()
+        for i in range(5):
+            ev[i].record()
+            cache.zero_()
+        ev[5].record()
+        torch.cuda.synchronize()
+        flush_us = sorted(ev[i].elapsed_time(ev[i + 1]) for i in range(5))[2] * 1e3
+        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                 for _ in range(HOST_CHECK_CALLS)]
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            t0 = clock.perf_counter()
+            for start, end in pairs:
+                cache.zero_()
+                start.record()
+                call()
+                end.record()
+            host_us = (clock.perf_counter() - t0) / len(pairs) * 1e6
+        finally:
+            if was:
+                gc.enable()
+        torch.cuda.synchronize()
+        del cache
+        return host_bound_note(host_us, flush_us, median_ms * 1e3)
 
     # -- the copy ceiling, PyTorch's side ----------------------------------------------------------
     def copy_ceiling(self, nbytes):
@@ -1694,9 +1760,13 @@ class Bench:
             try:
                 if xs is None:
                     xs = self.rotated((x,), r["bytes"])
-                med, p20, p80 = self.time(self.cycling(fn, xs, torch.cuda.synchronize))
+                call = self.cycling(fn, xs, torch.cuda.synchronize)
+                med, p20, p80 = self.time(call)
                 r["rotate_copies"] = len(xs) if len(xs) > 1 else None
                 r["median_ms"], r["p20_ms"], r["p80_ms"] = med, p20, p80
+                host = self.host_check(call, med)
+                if host:
+                    r["note"] = f"{r['note']}; {host}" if r["note"] else host
                 r["gbps"] = r["bytes"] / (med * 1e-3) / 1e9 if med and med > 0 else None
                 if p20 is None:
                     extra = "do_bench gave no quantiles"
@@ -2221,6 +2291,17 @@ def self_test():
     ck.launch((7, 1, 1), (1024, 1, 1), 120000, 0, vals)
     check(fake.calls[-1] == ("launch", 0x6000, (7, 1, 1), (1024, 1, 1), 120000, 0, fake.expect,
                              None), f"launch {fake.calls[-1]}")
+    # host_bound_note: the host keeping ahead of the GPU's flush and call is not host-bound;
+    # an iteration as long as both (or within 10%) is.
+    check(host_bound_note(20.0, 80.0, 5.0) is None, "a 20 µs host loop against 85 µs flagged")
+    check(host_bound_note(70.0, 80.0, 5.0) is None, "a 70 µs host loop against 85 µs flagged")
+    n = host_bound_note(110.0, 80.0, 30.0)
+    check(n is not None and n.startswith(HOST_BOUND + ":") and "110 µs" in n,
+          f"a 110 µs host loop against 80 + 30 µs: {n}")
+    check(host_bound_note(80.0, 80.0, 5.0) is not None, "within 10% of the line not flagged")
+    check(host_bound_note(None, 80.0, 5.0) is None and host_bound_note(90.0, 80.0, None) is None,
+          "a missing figure flagged")
+
     # A launcher built once reads its values as they hold at each call (kernlab_fn moves x and
     # y's pointers between timed calls).
     go = ck.launcher((7, 1, 1), (1024, 1, 1), 120000, 0, vals)

@@ -599,10 +599,20 @@ impl BenchReport {
 /// native or torch.compile"): at each point, the faster of the two that was timed.
 pub const PYTORCH_RIVALS: [&str; 2] = ["torch_native", "torch_compile"];
 
+/// The word the baselines script puts in a record's note (`HOST_BOUND` there) where an
+/// iteration of do_bench's loop took the host as long as the flush and the call took the GPU:
+/// its time then holds host time, not only the GPU's.
+pub const HOST_BOUND: &str = "host-bound";
+
+fn host_bound(r: &Record) -> bool {
+    r.note.as_deref().is_some_and(|n| n.contains(HOST_BOUND))
+}
+
 /// Where `auto` and its same-process replay (`kernlab_do_bench`) stand against
 /// [`PYTORCH_RIVALS`], point by point, in µs a call: one line for each of the two that was
 /// timed beside a rival, listing the points where it was slower (by how much, and against
-/// which). Empty when no rival was timed (no `--torch`, or PyTorch missing).
+/// which), and saying at how many of the points it was judged the time on either side was
+/// [`HOST_BOUND`]. Empty when no rival was timed (no `--torch`, or PyTorch missing).
 pub fn against_pytorch(records: &[Record]) -> Vec<String> {
     let us = |r: &Record| match (r.status, r.median_ms) {
         (Status::Ok, Some(ms)) if ms > 0.0 => Some(ms * 1e3),
@@ -622,7 +632,7 @@ pub fn against_pytorch(records: &[Record]) -> Vec<String> {
             "`kernlab_do_bench` (auto's launch, timed in PyTorch's process)",
         ),
     ] {
-        let (mut judged, mut behind) = (0, Vec::new());
+        let (mut judged, mut behind, mut hosted) = (0, Vec::new(), 0);
         for r in records
             .iter()
             .filter(|r| r.variant == mine && (r.tier == RecordTier::Torch) == in_torch)
@@ -638,6 +648,9 @@ pub fn against_pytorch(records: &[Record]) -> Vec<String> {
                 .min_by(|a, b| a.0.total_cmp(&b.0));
             let Some((best, o)) = rival else { continue };
             judged += 1;
+            if host_bound(r) || host_bound(o) {
+                hosted += 1;
+            }
             if t > best {
                 let name = o.variant.strip_prefix("torch_").unwrap_or(&o.variant);
                 let at = if several_ops {
@@ -646,23 +659,35 @@ pub fn against_pytorch(records: &[Record]) -> Vec<String> {
                     format!("{} {}", r.dtype, shape_str(&r.shape))
                 };
                 behind.push(format!(
-                    "{at} ({} against {name}'s {}, +{})",
+                    "{at} ({} against {name}'s {}, +{}{})",
                     fmt_us(t),
                     fmt_us(best),
-                    fmt_us(t - best)
+                    fmt_us(t - best),
+                    if host_bound(r) || host_bound(o) {
+                        format!("; {HOST_BOUND}")
+                    } else {
+                        String::new()
+                    }
                 ));
             }
         }
         if judged == 0 {
             continue;
         }
+        let hosted = if hosted > 0 {
+            format!(
+                " ({hosted} of them with a {HOST_BOUND} time on one side or both: see its note)"
+            )
+        } else {
+            String::new()
+        };
         lines.push(if behind.is_empty() {
             format!(
-                "{what} against PyTorch native and torch.compile: at or ahead at all {judged} point(s)"
+                "{what} against PyTorch native and torch.compile: at or ahead at all {judged} point(s){hosted}"
             )
         } else {
             format!(
-                "{what} against PyTorch native and torch.compile: at or ahead at {} of {judged} point(s); slower, in µs a call, at {}",
+                "{what} against PyTorch native and torch.compile: at or ahead at {} of {judged} point(s){hosted}; slower, in µs a call, at {}",
                 judged - behind.len(),
                 behind.join(", ")
             )
@@ -929,6 +954,25 @@ mod tests {
             v[1]
         );
 
+        // A host-bound time on either side is counted, and marked where kernlab was slower.
+        let mut hb = recs.clone();
+        for r in hb
+            .iter_mut()
+            .filter(|r| r.variant == "kernlab_do_bench" && r.shape == [4096, 256])
+        {
+            r.note = Some(format!(
+                "{HOST_BOUND}: an iteration of do_bench's loop took ..."
+            ));
+        }
+        let v = against_pytorch(&hb);
+        assert_eq!(v[0], against_pytorch(&recs)[0], "auto's line moved");
+        assert!(
+            v[1].contains("1 of 2 point(s) (1 of them with a host-bound time on one side or both: see its note); slower")
+                && v[1].ends_with("(7.31 against compile's 6.61, +0.70; host-bound)"),
+            "{}",
+            v[1]
+        );
+
         // With another op in the report, a point names its op; level is not slower.
         recs.push(timed(Op::Gelu, "auto", k, &[8, 8], &p, Some(3.0)));
         recs.push(timed(Op::Gelu, "torch_compile", t, &[8, 8], &p, Some(3.0)));
@@ -947,6 +991,16 @@ mod tests {
         );
         assert!(against_pytorch(&ahead[..1]).is_empty());
         assert!(against_pytorch(&[]).is_empty());
+    }
+
+    /// The word the verdict looks for is the one the baselines script writes.
+    #[test]
+    fn the_host_bound_word_is_the_baselines_script_s() {
+        let script = include_str!("../../baselines/torch_baselines.py");
+        assert!(
+            script.contains(&format!("HOST_BOUND = \"{HOST_BOUND}\"")),
+            "baselines/torch_baselines.py no longer defines HOST_BOUND = \"{HOST_BOUND}\""
+        );
     }
 
     #[test]
