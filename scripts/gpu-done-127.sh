@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU batch (twenty-seventh session; written for the next lease, which never came this session):
 # (1) The replay's GPU test, now also asserting the verdict under the table
-# (kernlab_do_bench_replays_auto_in_pytorch_s_process). (2) The bf16 done-means sweep again
+# (kernlab_do_bench_replays_auto_in_pytorch_s_process), and the real baselines script's (its new
+# host-bound check runs after every timing; the sweep's host-bound records are listed). (2) The bf16 done-means sweep again
 # (gpu-done-120.sh bf16's command): run 126 gave kernlab_do_bench 28-446 GB/s at 32-256 columns,
 # Python-bound calls in a process where compile's were too; the replay's launch is now one ctypes
 # call (DriverKernel.launcher). Prediction: the same-process column within ~0.5 µs of `auto` at
@@ -14,6 +15,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader >> "$S"
 gpu_tests 200 kernlab_do_bench kernlab_do_bench
+gpu_tests 200 baselines real_baselines_script
 el tests
 timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1  # caches the ceilings
 DT=bf16
@@ -22,6 +24,10 @@ el sweep
 grep -m1 -i "copy ceiling" "$OUT/sweep.log" | cut -c1-200 >> "$S"
 grep -m1 "kernlab_do_bench:" "$OUT/sweep.log" | cut -c1-240 >> "$S"
 grep "against PyTorch native" "$OUT/sweep.log" | cut -c1-600 >> "$S"
+python3 -c "
+import csv
+for r in csv.DictReader(open('$OUT/softmax-sweep-done-$DT.csv')):
+    if 'host-bound' in (r['note'] or ''): print('host-bound:', r['variant'], r['cols'], r['median_ms'])" >> "$S"
 done_table "$OUT/softmax-sweep-done-$DT.csv" >> "$S"
 us() { python3 - "$1" <<'PY'
 import csv, sys
