@@ -445,7 +445,9 @@ class DriverKernel:
             rc = cu.cuLaunchKernel(fn, *dims, stream, params, None)
             if rc != 0:
                 self.check(rc, "cuLaunchKernel")
-        go.values = values  # params points into these: they live as long as the launcher
+        # Required: params holds only addresses, not references, so these objects must live
+        # as long as the launcher does.
+        go.values = values
         return go
 
 
@@ -577,22 +579,26 @@ HOST_BOUND = "host-bound"  # kernlab's verdict looks for this word in a record's
 HOST_CHECK_CALLS = 50
 
 
-def host_bound_note(host_us, flush_us, median_us):
-    """The note for a record whose do_bench time may hold host time, or None.
+def host_bound_note(host_us, flush_us, median_us, queued_us):
+    """The note for a record whose do_bench time holds host time, or None.
 
-    One iteration of do_bench's loop is, on the GPU, the flush (flush_us) then the timed call
-    (median_us), and on the host the flush's launch, two event records and the call's Python
-    side (host_us). Where the host keeps ahead, the GPU never waits and host_us < flush_us +
-    median_us. Where it does not, the GPU waits for each launch inside the timed window, every
-    iteration lasts host_us, and host_us >= flush_us + median_us: the time is partly the host's.
-    Within 10% of that line counts as host-bound."""
-    if host_us is None or flush_us is None or median_us is None:
+    An iteration of do_bench's loop is, on the host, the flush's launch, the start event, the
+    call's Python side up to its launch, and the end event (host_us in all); on the GPU, the
+    flush (flush_us), then the call between the two events. Where the host keeps ahead, each
+    launch is queued before the GPU reaches it and the events hold the kernel alone: queued_us,
+    the median of the same loop with every launch queued ahead (the GPU held back first). Where
+    the host does not keep ahead (host_us > flush_us + queued_us) and its launch comes after the
+    flush ends, the GPU waits inside the window and do_bench's median (median_us) exceeds
+    queued_us. Both must hold, the second by more than 10% + 0.5 µs (the noise of a few-µs
+    call)."""
+    if None in (host_us, flush_us, median_us, queued_us):
         return None
-    if host_us < 0.9 * (flush_us + median_us):
+    if host_us <= flush_us + queued_us or median_us <= 1.1 * queued_us + 0.5:
         return None
-    return (f"{HOST_BOUND}: an iteration of do_bench's loop took {host_us:.0f} µs on the host, "
-            f"as long as its flush and call on the GPU ({flush_us:.0f} + {median_us:.1f} µs), "
-            f"so the GPU waited for the launch and the time holds host time")
+    return (f"{HOST_BOUND}: do_bench's median {median_us:.1f} µs against {queued_us:.1f} µs with "
+            f"every launch queued ahead; an iteration of its loop took the host {host_us:.0f} µs, "
+            f"the GPU {flush_us:.0f} µs of flush and the call, so the GPU waited for the launch "
+            f"inside the timed window")
 
 
 def rel_err_py(out_rows, ref_rows, floor):
@@ -1135,8 +1141,8 @@ class Bench:
     def kernlab_fn(self, shape):
         """kernlab's launch at this shape (from --kernlab-plans) as (fn(x) -> out, note): the
         same kernel from kernlab's module image, with the same launch shape and arguments, on
-        PyTorch's tensors (contiguous, 16-byte aligned, as kernlab's were) and its current
-        stream."""
+        PyTorch's tensors (contiguous, 16-byte aligned, as kernlab's were) and the stream
+        current when it is built (the one validation and do_bench run on)."""
         torch = self.torch
         plan = self.plans[tuple(shape)]
         k = DriverKernel(plan["image_bytes"], plan["kernel"], plan["smem"])
@@ -1477,7 +1483,10 @@ class Bench:
                 med, p20, p80 = self.time(call)
                 r["rotate_copies"] = len(xs) if len(xs) > 1 else None
                 r["median_ms"], r["p20_ms"], r["p80_ms"] = med, p20, p80
-                host = self.host_check(call, med)
+                try:  # a check that fails keeps the timing it checks
+                    host = self.host_check(call, med)
+                except Exception as e:
+                    host = f"host check: {first_line(e)}"
                 if host:
                     r["note"] = f"{r['note']}; {host}" if r["note"] else host
                 if med and med > 0:
@@ -1601,13 +1610,16 @@ class Bench:
         return float(res), None, None
 
     def host_check(self, call, median_ms):
-        """host_bound_note for `call` as do_bench timed it: the host's µs for an iteration of
-        do_bench's loop (a 256 MiB flush, two event records, the call; HOST_CHECK_CALLS of
-        them, the GPU left to run behind), and the GPU's µs for the flush alone."""
+        """host_bound_note for `call` as do_bench timed it (median_ms): the GPU's µs for the
+        flush alone; then HOST_CHECK_CALLS iterations of do_bench's loop (a 256 MiB flush, two
+        event records, the call) issued while the GPU is held back by a sleep kernel, so that
+        every launch is queued before the GPU reaches it: the host's µs an iteration, and the
+        median µs between the events with no wait in them. None past 1 ms a call (no Python
+        side outlasts a flush and such a call) or where torch.cuda._sleep is missing."""
         import gc
         import time as clock
         torch = self.torch
-        if not median_ms or median_ms > 1.0:  # no Python side outlasts a flush and a 1 ms call
+        if not median_ms or median_ms > 1.0 or not hasattr(torch.cuda, "_sleep"):
             return None
         cache = torch.empty((256 << 20) // 4, dtype=torch.int, device="cuda")  # do_bench's
         ev = [torch.cuda.Event(enable_timing=True) for _ in range(6)]
@@ -1618,24 +1630,36 @@ class Bench:
         ev[5].record()
         torch.cuda.synchronize()
         flush_us = sorted(ev[i].elapsed_time(ev[i + 1]) for i in range(5))[2] * 1e3
-        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                 for _ in range(HOST_CHECK_CALLS)]
-        was = gc.isenabled()
-        gc.disable()
-        try:
+
+        def loop(n):
+            pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                     for _ in range(n)]
             t0 = clock.perf_counter()
             for start, end in pairs:
                 cache.zero_()
                 start.record()
                 call()
                 end.record()
-            host_us = (clock.perf_counter() - t0) / len(pairs) * 1e6
+            return pairs, (clock.perf_counter() - t0) / n * 1e6
+
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            _, guess_us = loop(3)  # the host's pace, to size the hold
+            torch.cuda.synchronize()
+            # Hold the GPU for three times the loop's host time (clock rate in kHz; 2 GHz where
+            # it is not known; at most 0.5 s).
+            khz = getattr(torch.cuda.get_device_properties(self.dev), "clock_rate", 0) or 2_000_000
+            hold_us = min(3 * HOST_CHECK_CALLS * max(guess_us, flush_us), 500_000)
+            torch.cuda._sleep(int(hold_us * khz / 1000))
+            pairs, host_us = loop(HOST_CHECK_CALLS)
         finally:
             if was:
                 gc.enable()
         torch.cuda.synchronize()
+        queued_us = sorted(s.elapsed_time(e) for s, e in pairs)[len(pairs) // 2] * 1e3
         del cache
-        return host_bound_note(host_us, flush_us, median_ms * 1e3)
+        return host_bound_note(host_us, flush_us, median_ms * 1e3, queued_us)
 
     # -- the copy ceiling, PyTorch's side ----------------------------------------------------------
     def copy_ceiling(self, nbytes):
@@ -1764,7 +1788,10 @@ class Bench:
                 med, p20, p80 = self.time(call)
                 r["rotate_copies"] = len(xs) if len(xs) > 1 else None
                 r["median_ms"], r["p20_ms"], r["p80_ms"] = med, p20, p80
-                host = self.host_check(call, med)
+                try:  # a check that fails keeps the timing it checks
+                    host = self.host_check(call, med)
+                except Exception as e:
+                    host = f"host check: {first_line(e)}"
                 if host:
                     r["note"] = f"{r['note']}; {host}" if r["note"] else host
                 r["gbps"] = r["bytes"] / (med * 1e-3) / 1e9 if med and med > 0 else None
@@ -2291,16 +2318,19 @@ def self_test():
     ck.launch((7, 1, 1), (1024, 1, 1), 120000, 0, vals)
     check(fake.calls[-1] == ("launch", 0x6000, (7, 1, 1), (1024, 1, 1), 120000, 0, fake.expect,
                              None), f"launch {fake.calls[-1]}")
-    # host_bound_note: the host keeping ahead of the GPU's flush and call is not host-bound;
-    # an iteration as long as both (or within 10%) is.
-    check(host_bound_note(20.0, 80.0, 5.0) is None, "a 20 µs host loop against 85 µs flagged")
-    check(host_bound_note(70.0, 80.0, 5.0) is None, "a 70 µs host loop against 85 µs flagged")
-    n = host_bound_note(110.0, 80.0, 30.0)
-    check(n is not None and n.startswith(HOST_BOUND + ":") and "110 µs" in n,
-          f"a 110 µs host loop against 80 + 30 µs: {n}")
-    check(host_bound_note(80.0, 80.0, 5.0) is not None, "within 10% of the line not flagged")
-    check(host_bound_note(None, 80.0, 5.0) is None and host_bound_note(90.0, 80.0, None) is None,
-          "a missing figure flagged")
+    # host_bound_note: flagged only where the host fell behind (an iteration longer than the
+    # flush and the queued call) and do_bench's median exceeds the queued one beyond the noise.
+    check(host_bound_note(20.0, 80.0, 5.0, 5.0) is None, "a host keeping ahead flagged")
+    check(host_bound_note(130.0, 80.0, 65.0, 20.0) is not None,
+          "a 65 µs median against 20 µs queued, the host behind, not flagged")
+    n = host_bound_note(130.0, 80.0, 65.0, 20.0) or ""
+    check(n.startswith(HOST_BOUND + ":") and "65.0 µs against 20.0" in n, f"the note: {n}")
+    check(host_bound_note(130.0, 80.0, 5.4, 5.0) is None,
+          "a host behind but its wait before the flush ends (median at the queued one) flagged")
+    check(host_bound_note(84.0, 80.0, 30.0, 5.0) is None,
+          "a host keeping ahead of flush + call flagged (whatever the median)")
+    check(host_bound_note(None, 80.0, 5.0, 5.0) is None
+          and host_bound_note(90.0, 80.0, 30.0, None) is None, "a missing figure flagged")
 
     # A launcher built once reads its values as they hold at each call (kernlab_fn moves x and
     # y's pointers between timed calls).

@@ -1120,7 +1120,7 @@ fn kernlab_do_bench_replays_auto_in_pytorch_s_process() {
     assert!(v[0].starts_with("`auto` against PyTorch"), "{}", v[0]);
     assert!(
         v[1].starts_with("`kernlab_do_bench`")
-            && (v[1].contains(" of 4 point(s)") || v[1].contains("all 4 point(s)")),
+            && (v[1].contains(" of 4 points") || v[1].contains("all 4 points")),
         "{}",
         v[1]
     );

@@ -583,7 +583,7 @@ impl BenchReport {
 
     /// [`against_pytorch`] over this report's records.
     pub fn against_pytorch(&self) -> Vec<String> {
-        against_pytorch(&self.records)
+        against_pytorch(&self.records, &self.timing)
     }
 
     /// Whether one of kernlab's own variants was validated and timed (a run where every one
@@ -612,14 +612,26 @@ fn host_bound(r: &Record) -> bool {
 /// [`PYTORCH_RIVALS`], point by point, in µs a call: one line for each of the two that was
 /// timed beside a rival, listing the points where it was slower (by how much, and against
 /// which), and saying at how many of the points it was judged the time on either side was
-/// [`HOST_BOUND`]. Empty when no rival was timed (no `--torch`, or PyTorch missing).
-pub fn against_pytorch(records: &[Record]) -> Vec<String> {
+/// [`HOST_BOUND`]. A gap under 0.005 µs is level. Where kernlab's own calls were not timed as
+/// do_bench times PyTorch's (`timing`: without the flush, or as CUDA graphs), `auto`'s line says
+/// so. Empty when no rival was timed (no `--torch`, or PyTorch missing).
+pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) -> Vec<String> {
     let us = |r: &Record| match (r.status, r.median_ms) {
         (Status::Ok, Some(ms)) if ms > 0.0 => Some(ms * 1e3),
         _ => None,
     };
+    // The same op, dtype and shape, computing the same thing (`form`: the GeLU form, log_softmax,
+    // linear's epilogue; parameters an op ignores, such as matmul's activation, do not count).
     let same_point = |a: &Record, b: &Record| {
-        a.op == b.op && a.dtype == b.dtype && a.shape == b.shape && a.params == b.params
+        a.op == b.op
+            && a.dtype == b.dtype
+            && a.shape == b.shape
+            && form(a.op, &a.params) == form(b.op, &b.params)
+    };
+    let unlike = match (timing.flush, timing.graph) {
+        (_, Some(_)) => Some("kernlab's calls were timed as CUDA graphs (--graph)"),
+        (false, None) => Some("kernlab's calls were timed without the L2 flush (--no-flush)"),
+        (true, None) => None,
     };
     let several_ops = records.iter().any(|r| r.op != records[0].op);
     let mut lines = Vec::new();
@@ -651,7 +663,7 @@ pub fn against_pytorch(records: &[Record]) -> Vec<String> {
             if host_bound(r) || host_bound(o) {
                 hosted += 1;
             }
-            if t > best {
+            if t - best >= 0.005 {
                 let name = o.variant.strip_prefix("torch_").unwrap_or(&o.variant);
                 let at = if several_ops {
                     format!("{} {} {}", r.op, r.dtype, shape_str(&r.shape))
@@ -674,21 +686,39 @@ pub fn against_pytorch(records: &[Record]) -> Vec<String> {
         if judged == 0 {
             continue;
         }
-        let hosted = if hosted > 0 {
-            format!(
-                " ({hosted} of them with a {HOST_BOUND} time on one side or both: see its note)"
-            )
-        } else {
+        let mut notes = Vec::new();
+        if hosted > 0 {
+            notes.push(format!(
+                "{hosted} of them with a {HOST_BOUND} time on one side or both: see its note"
+            ));
+        }
+        if let (false, Some(u)) = (in_torch, unlike) {
+            notes.push(format!(
+                "{u}, PyTorch's by do_bench with its flush: not like for like"
+            ));
+        }
+        let notes = if notes.is_empty() {
             String::new()
+        } else {
+            format!(" ({})", notes.join("; "))
+        };
+        let points = |n: usize| {
+            if n == 1 {
+                "1 point".to_string()
+            } else {
+                format!("{n} points")
+            }
         };
         lines.push(if behind.is_empty() {
             format!(
-                "{what} against PyTorch native and torch.compile: at or ahead at all {judged} point(s){hosted}"
+                "{what} against PyTorch native and torch.compile: at or ahead at {}{notes}",
+                if judged == 1 { "the one point".to_string() } else { format!("all {judged} points") }
             )
         } else {
             format!(
-                "{what} against PyTorch native and torch.compile: at or ahead at {} of {judged} point(s){hosted}; slower, in µs a call, at {}",
+                "{what} against PyTorch native and torch.compile: at or ahead at {} of {}{notes}; slower, in µs a call, at {}",
                 judged - behind.len(),
+                points(judged),
                 behind.join(", ")
             )
         });
@@ -933,11 +963,13 @@ mod tests {
             // A kernlab variant that happens to be named like the replay is not the replay.
             timed(s, "kernlab_do_bench", k, &[4096, 512], &p, Some(99.0)),
         ];
-        let v = against_pytorch(&recs);
+        let flushed = crate::bench::harness::TimingOpts::default();
+        let verdict = |recs: &[Record]| against_pytorch(recs, &flushed);
+        let v = verdict(&recs);
         assert_eq!(v.len(), 2, "{v:?}");
         assert_eq!(
             v[0],
-            "`auto` against PyTorch native and torch.compile: at or ahead at 1 of 2 point(s); \
+            "`auto` against PyTorch native and torch.compile: at or ahead at 1 of 2 points; \
              slower, in µs a call, at f32 4096×256 (6.94 against compile's 6.61, +0.33)"
         );
         assert!(
@@ -947,7 +979,7 @@ mod tests {
         );
         assert!(
             v[1].ends_with(
-                "at or ahead at 1 of 2 point(s); slower, in µs a call, at f32 4096×256 \
+                "at or ahead at 1 of 2 points; slower, in µs a call, at f32 4096×256 \
                  (7.31 against compile's 6.61, +0.70)"
             ),
             "{}",
@@ -960,25 +992,80 @@ mod tests {
             .iter_mut()
             .filter(|r| r.variant == "kernlab_do_bench" && r.shape == [4096, 256])
         {
-            r.note = Some(format!(
-                "{HOST_BOUND}: an iteration of do_bench's loop took ..."
-            ));
+            r.note = Some(format!("{HOST_BOUND}: do_bench's median ..."));
         }
-        let v = against_pytorch(&hb);
-        assert_eq!(v[0], against_pytorch(&recs)[0], "auto's line moved");
+        let v = verdict(&hb);
+        assert_eq!(v[0], verdict(&recs)[0], "auto's line moved");
         assert!(
-            v[1].contains("1 of 2 point(s) (1 of them with a host-bound time on one side or both: see its note); slower")
-                && v[1].ends_with("(7.31 against compile's 6.61, +0.70; host-bound)"),
+            v[1].contains(
+                "1 of 2 points (1 of them with a host-bound time on one side or both: see its \
+                 note); slower"
+            ) && v[1].ends_with("(7.31 against compile's 6.61, +0.70; host-bound)"),
             "{}",
             v[1]
         );
 
-        // With another op in the report, a point names its op; level is not slower.
+        // Timed as graphs or unflushed, kernlab's side is not like for like: `auto`'s line says
+        // so; the replay, timed by do_bench, does not.
+        let graphs = crate::bench::harness::TimingOpts {
+            graph: Some(10),
+            ..Default::default()
+        };
+        let v = against_pytorch(&recs, &graphs);
+        assert!(v[0].contains("(kernlab's calls were timed as CUDA graphs (--graph), PyTorch's by do_bench with its flush: not like for like)"), "{}", v[0]);
+        assert!(!v[1].contains("like for like"), "{}", v[1]);
+        let unflushed = crate::bench::harness::TimingOpts {
+            flush: false,
+            ..Default::default()
+        };
+        assert!(against_pytorch(&recs, &unflushed)[0].contains("without the L2 flush"));
+
+        // With another op in the report, a point names its op; level (or within 0.005 µs) is
+        // not slower.
         recs.push(timed(Op::Gelu, "auto", k, &[8, 8], &p, Some(3.0)));
         recs.push(timed(Op::Gelu, "torch_compile", t, &[8, 8], &p, Some(3.0)));
-        let v = against_pytorch(&recs);
-        assert!(v[0].contains("at or ahead at 2 of 3 point(s)"), "{}", v[0]);
+        recs.push(timed(Op::Gelu, "auto", k, &[8, 16], &p, Some(3.004)));
+        recs.push(timed(Op::Gelu, "torch_compile", t, &[8, 16], &p, Some(3.0)));
+        let v = verdict(&recs);
+        assert!(v[0].contains("at or ahead at 3 of 4 points"), "{}", v[0]);
         assert!(v[0].contains("at softmax f32 4096×256 (6.94"), "{}", v[0]);
+
+        // matmul: kernlab's records carry the default activation, PyTorch's none; matmul
+        // ignores it, so they are one point (linear does not: its epilogue is its form).
+        let gelu_act = Params {
+            act: crate::ops::matmul::Activation::GeluTanh,
+            ..Params::default()
+        };
+        let no_act = Params::default();
+        assert_ne!(gelu_act, no_act, "the test needs two different activations");
+        let mm = [
+            timed(Op::Matmul, "auto", k, &[64, 64, 64], &gelu_act, Some(10.0)),
+            timed(
+                Op::Matmul,
+                "torch_native",
+                t,
+                &[64, 64, 64],
+                &no_act,
+                Some(9.0),
+            ),
+            timed(Op::Linear, "auto", k, &[64, 64, 64], &gelu_act, Some(10.0)),
+            timed(
+                Op::Linear,
+                "torch_native",
+                t,
+                &[64, 64, 64],
+                &no_act,
+                Some(9.0),
+            ),
+        ];
+        let v = verdict(&mm);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(
+            v[0].contains("at or ahead at 0 of 1 point;")
+                && v[0].contains("matmul f32 64×64×64 (10.00 against native's 9.00"),
+            "{}",
+            v[0]
+        );
 
         // Ahead everywhere: one short line; no rival at all: nothing.
         let ahead = [
@@ -986,11 +1073,11 @@ mod tests {
             timed(s, "torch_native", t, &[1, 32], &p, Some(4.5)),
         ];
         assert_eq!(
-            against_pytorch(&ahead),
-            ["`auto` against PyTorch native and torch.compile: at or ahead at all 1 point(s)"]
+            verdict(&ahead),
+            ["`auto` against PyTorch native and torch.compile: at or ahead at the one point"]
         );
-        assert!(against_pytorch(&ahead[..1]).is_empty());
-        assert!(against_pytorch(&[]).is_empty());
+        assert!(verdict(&ahead[..1]).is_empty());
+        assert!(verdict(&[]).is_empty());
     }
 
     /// The word the verdict looks for is the one the baselines script writes.
