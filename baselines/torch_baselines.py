@@ -26,9 +26,10 @@ outputs), and only a variant that passes is timed, with `triton.testing.do_bench
 p20, p80; L2 flushed before each call by do_bench). With `--rotate N|auto` (as kernlab's
 `--rotate`) the timed calls cycle through N copies of the inputs and as many outputs, so
 neither side's figure has its calls reuse one buffer while the other's does not. After each
-timing, the host's time for an iteration of do_bench's loop around the call is set against the
-GPU's time for the flush and the call (`host_bound_note`): where the host took as long, the GPU
-waited for the launch inside the timed window, and the record's note says "host-bound".
+timing of a call under 1 ms, the same loop runs again with every launch queued ahead of the GPU
+(`host_check`): where the host fell behind the GPU and do_bench's median is above the queued
+one, the GPU waited for launches inside the timed window, and the record's note says
+"host-bound" (`host_bound_note`).
 
 Exit codes: 0 the run completed (individual records may still be "failed" or "error");
 1 an unexpected internal error (JSON with the records so far is still written when --json is
