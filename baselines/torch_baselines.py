@@ -1622,7 +1622,7 @@ class Bench:
         torch = self.torch
         if not median_ms or median_ms > 1.0 or not hasattr(torch.cuda, "_sleep"):
             return None
-        cache = torch.empty((256 << 20) // 4, dtype=torch.int, device="cuda")  # do_bench's
+        cache = torch.empty((256 << 20) // 4, dtype=torch.int, device=self.dev)  # do_bench's
         ev = [torch.cuda.Event(enable_timing=True) for _ in range(6)]
         torch.cuda.synchronize()
         for i in range(5):
