@@ -580,6 +580,12 @@ HOST_BOUND = "host-bound"  # kernlab's verdict looks for this word in a record's
 HOST_CHECK_CALLS = 50
 
 
+def add_note(r, text):
+    """Append `text` (when there is one) to record r's note, "; " between notes."""
+    if text:
+        r["note"] = f"{r['note']}; {text}" if r["note"] else text
+
+
 def host_bound_note(host_us, flush_us, median_us, queued_us):
     """The note for a record whose do_bench time holds host time, or None.
 
@@ -1480,29 +1486,16 @@ class Bench:
             try:
                 if xs is None:
                     xs = self.rotated((x, w, b), r["bytes"])
-                call = self.cycling(fn, xs, torch.cuda.synchronize)
-                med, p20, p80 = self.time(call)
-                r["rotate_copies"] = len(xs) if len(xs) > 1 else None
-                r["median_ms"], r["p20_ms"], r["p80_ms"] = med, p20, p80
-                try:  # a check that fails keeps the timing it checks
-                    host = self.host_check(call, med)
-                except Exception as e:
-                    host = f"host check: {first_line(e)}"
-                if host:
-                    r["note"] = f"{r['note']}; {host}" if r["note"] else host
+                med = self.time_record(r, fn, xs)
                 if med and med > 0:
                     r["gbps"] = r["bytes"] / (med * 1e-3) / 1e9
                     r["tflops"] = r["flops"] / (med * 1e-3) / 1e12
-                if p20 is None:
-                    extra = "do_bench gave no quantiles"
-                    r["note"] = f"{r['note']}; {extra}" if r["note"] else extra
             except Exception as e:
                 r["status"] = "error"
                 r["validated"] = False
                 r["validated_rows"] = None
                 r["median_ms"] = r["p20_ms"] = r["p80_ms"] = r["gbps"] = r["tflops"] = None
-                extra = f"timing: {first_line(e)}"
-                r["note"] = f"{r['note']}; {extra}" if r["note"] else extra
+                add_note(r, f"timing: {first_line(e)}")
             torch.cuda.empty_cache()
             log(r)
 
@@ -1609,6 +1602,22 @@ class Bench:
                 return vals[0], None, None
             raise RuntimeError("do_bench returned nothing")
         return float(res), None, None
+
+    def time_record(self, r, fn, xs):
+        """Time fn over the copies xs (`cycling`, then do_bench) into record r: its rotate_copies,
+        median, p20 and p80, and notes where do_bench gave no quantiles or the time is host-bound
+        (`host_check`; a check that fails keeps the timing and says why). Returns the median, ms."""
+        call = self.cycling(fn, xs, self.torch.cuda.synchronize)
+        med, p20, p80 = self.time(call)
+        r["rotate_copies"] = len(xs) if len(xs) > 1 else None
+        r["median_ms"], r["p20_ms"], r["p80_ms"] = med, p20, p80
+        try:
+            add_note(r, self.host_check(call, med))
+        except Exception as e:
+            add_note(r, f"host check: {first_line(e)}")
+        if p20 is None:
+            add_note(r, "do_bench gave no quantiles")
+        return med
 
     def host_check(self, call, median_ms):
         """host_bound_note for `call` as do_bench timed it (median_ms): the GPU's µs for the
@@ -1785,26 +1794,13 @@ class Bench:
             try:
                 if xs is None:
                     xs = self.rotated((x,), r["bytes"])
-                call = self.cycling(fn, xs, torch.cuda.synchronize)
-                med, p20, p80 = self.time(call)
-                r["rotate_copies"] = len(xs) if len(xs) > 1 else None
-                r["median_ms"], r["p20_ms"], r["p80_ms"] = med, p20, p80
-                try:  # a check that fails keeps the timing it checks
-                    host = self.host_check(call, med)
-                except Exception as e:
-                    host = f"host check: {first_line(e)}"
-                if host:
-                    r["note"] = f"{r['note']}; {host}" if r["note"] else host
+                med = self.time_record(r, fn, xs)
                 r["gbps"] = r["bytes"] / (med * 1e-3) / 1e9 if med and med > 0 else None
-                if p20 is None:
-                    extra = "do_bench gave no quantiles"
-                    r["note"] = f"{r['note']}; {extra}" if r["note"] else extra
             except Exception as e:
                 r["status"] = "error"
                 r["validated"] = False
                 r["median_ms"] = r["p20_ms"] = r["p80_ms"] = r["gbps"] = None
-                extra = f"timing: {first_line(e)}"
-                r["note"] = f"{r['note']}; {extra}" if r["note"] else extra
+                add_note(r, f"timing: {first_line(e)}")
             torch.cuda.empty_cache()
             log(r)
 
