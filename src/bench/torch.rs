@@ -143,12 +143,15 @@ fn module_image(c: &crate::device::nvrtc::Compiled) -> (String, Vec<u8>) {
             }
         })
         .collect();
-    if c.cubin.is_empty() {
-        let mut b = c.ptx.clone().into_bytes();
-        b.push(0);
-        (format!("{stem}.ptx"), b)
-    } else {
-        (format!("{stem}.cubin"), c.cubin.clone())
+    match c.image() {
+        crate::device::nvrtc::ModuleImage::Ptx(ptx) => {
+            let mut b = ptx.as_bytes().to_vec();
+            b.push(0);
+            (format!("{stem}.ptx"), b)
+        }
+        crate::device::nvrtc::ModuleImage::Cubin(cubin) => {
+            (format!("{stem}.cubin"), cubin.to_vec())
+        }
     }
 }
 

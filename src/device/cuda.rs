@@ -185,10 +185,9 @@ impl CudaDevice {
             return Ok(m.clone());
         }
         let compiled = nvrtc::compile_cached(src, &self.arch, kernel)?;
-        let image = if compiled.cubin.is_empty() {
-            cudarc::nvrtc::Ptx::from_src(compiled.ptx.clone())
-        } else {
-            cudarc::nvrtc::Ptx::from_binary(compiled.cubin.clone())
+        let image = match compiled.image() {
+            nvrtc::ModuleImage::Ptx(ptx) => cudarc::nvrtc::Ptx::from_src(ptx),
+            nvrtc::ModuleImage::Cubin(cubin) => cudarc::nvrtc::Ptx::from_binary(cubin.to_vec()),
         };
         let module = self
             .ctx

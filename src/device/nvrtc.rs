@@ -26,6 +26,23 @@ pub struct Compiled {
     pub from_cache: bool,
 }
 
+/// What a compiled file is loaded from: its CUBIN, or its PTX where NVRTC gave none.
+pub enum ModuleImage<'a> {
+    Cubin(&'a [u8]),
+    Ptx(&'a str),
+}
+
+impl Compiled {
+    /// The image kernlab loads this module from (and a replay of its kernels must load too).
+    pub fn image(&self) -> ModuleImage<'_> {
+        if self.cubin.is_empty() {
+            ModuleImage::Ptx(&self.ptx)
+        } else {
+            ModuleImage::Cubin(&self.cubin)
+        }
+    }
+}
+
 /// One kernel's line of the ptxas report.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct PtxasInfo {
