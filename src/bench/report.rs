@@ -660,9 +660,8 @@ pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) 
                 .min_by(|a, b| a.0.total_cmp(&b.0));
             let Some((best, o)) = rival else { continue };
             judged += 1;
-            if host_bound(r) || host_bound(o) {
-                hosted += 1;
-            }
+            let hb = host_bound(r) || host_bound(o);
+            hosted += hb as usize;
             if t - best >= 0.005 {
                 let name = o.variant.strip_prefix("torch_").unwrap_or(&o.variant);
                 let at = if several_ops {
@@ -675,7 +674,7 @@ pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) 
                     fmt_us(t),
                     fmt_us(best),
                     fmt_us(t - best),
-                    if host_bound(r) || host_bound(o) {
+                    if hb {
                         format!("; {HOST_BOUND}")
                     } else {
                         String::new()
