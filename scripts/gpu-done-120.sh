@@ -9,7 +9,7 @@ DT=${1:?dtype}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader >> "$S"
 if [ "${2:-}" = tests ]; then gpu_tests 240 softmax; el tests; fi
 timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1  # caches the ceilings
-timeout 540 $K sweep softmax --rows 4096 --cols 32..4194304:x2,33,255,1000,4097,12345,16385,65537,300007,1048577 --max-elements 2^31 --dtype "$DT" --variants auto --torch --rep-ms 30 --rotate auto --plot "$OUT/softmax-sweep-done-$DT.svg" --csv "$OUT/softmax-sweep-done-$DT.csv" > "$OUT/sweep.log" 2>&1; echo "sweep exit $?" >> "$S"
+done_sweep "$DT" 540
 el sweep
 grep -m2 -i "copy\|ceiling" "$OUT/sweep.log" | cut -c1-200 >> "$S"
 grep -m1 "PyTorch baselines (" "$OUT/sweep.log" | cut -c1-240 >> "$S"

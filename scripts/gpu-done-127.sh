@@ -19,7 +19,7 @@ gpu_tests 200 baselines real_baselines_script
 el tests
 timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1  # caches the ceilings
 DT=bf16
-timeout 300 $K sweep softmax --rows 4096 --cols 32..4194304:x2,33,255,1000,4097,12345,16385,65537,300007,1048577 --max-elements 2^31 --dtype "$DT" --variants auto --torch --rep-ms 30 --rotate auto --plot "$OUT/softmax-sweep-done-$DT.svg" --csv "$OUT/softmax-sweep-done-$DT.csv" > "$OUT/sweep.log" 2>&1; echo "sweep exit $?" >> "$S"
+done_sweep "$DT" 300
 el sweep
 grep -m1 -i "copy ceiling" "$OUT/sweep.log" | cut -c1-200 >> "$S"
 grep -m1 "kernlab_do_bench:" "$OUT/sweep.log" | cut -c1-240 >> "$S"
@@ -29,20 +29,9 @@ import csv
 for r in csv.DictReader(open('$OUT/softmax-sweep-done-$DT.csv')):
     if 'host-bound' in (r['note'] or ''): print('host-bound:', r['variant'], r['cols'], r['median_ms'])" >> "$S"
 done_table "$OUT/softmax-sweep-done-$DT.csv" >> "$S"
-us() { python3 - "$1" <<'PY'
-import csv, sys
-t = {}
-for r in csv.DictReader(open(sys.argv[1])):
-    k = (r["dtype"], r["shape"])
-    t.setdefault(k, {})[r["variant"]] = (f"{float(r['median_ms'])*1000:.2f}" if r["status"] == "ok" else r["status"][:8])
-vs = ["auto", "kernlab_do_bench", "torch_native", "torch_compile", "triton"]
-print("dtype shape", *vs)
-for k in sorted(t): print(*k, *[t[k].get(v, "-") for v in vs])
-PY
-}
 for cfg in "1 128" "0 128" "2 128" "1 32"; do
   set -- $cfg
   KERNLAB_NVRTC_DEFINES=KL_ROW_LOAD_HINT=$1 KERNLAB_V2=threads=$2 timeout 90 $K bench softmax --shape 4096x32 --shape 4096x64 --shape 4096x256 --shape 4096x512 --shape 4096x1024 --dtype f32,bf16 --variants auto --torch --rotate auto --rep-ms 30 --csv "$OUT/hint$1-t$2.csv" > "$OUT/hint$1-t$2.log" 2>&1
-  echo "hint $1 threads $2 exit $?" >> "$S"; us "$OUT/hint$1-t$2.csv" >> "$S"; el "hint $1 threads $2"
+  echo "hint $1 threads $2 exit $?" >> "$S"; ustab "$OUT/hint$1-t$2.csv" >> "$S"; el "hint $1 threads $2"
 done
 cat "$S"

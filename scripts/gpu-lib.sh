@@ -1,7 +1,8 @@
 # Sourced by the GPU batch scripts (run from the repository root on the GPU machine):
 # $OUT (where a script writes its files), the kernel cache, $K (the kernlab binary), $S (the
 # summary file printed last), `el`, which appends the seconds since the start and a label to
-# $S, `tab`, `vtab`, `gpu_tests`, `ttab` and `done_table` (below).
+# $S, `tab`, `vtab`, `gpu_tests`, `ttab`, `done_table`, `bench_points`, `done_sweep` and `ustab`
+# (below).
 # The device tool brings back only a few files from its $OUT (the twentieth session lost a
 # run's table and test log to that), so the scripts write to a work folder, and what comes
 # back is $S and files.tgz, every file of the work folder, packed again at each `el` and on
@@ -108,4 +109,24 @@ bench_points() {
   timeout 120 env "$@" $K bench softmax --dtype "$dt" "${args[@]}" --variants "$vars" --rep-ms 30 \
     --rotate auto --seed 1 --csv "$OUT/$n.csv" > "$OUT/$n.log" 2>&1
   rtab "$OUT/$n.csv" "$n" >> "$S"
+}
+# `done_sweep DTYPE SECONDS`: issue 5's done-means sweep (4096 rows, 32 to 4 Mi columns, up to
+# 2^31 elements a point, `auto` with --torch, both sides rotated) as DTYPE, into
+# $OUT/softmax-sweep-done-DTYPE.{csv,svg} and $OUT/sweep.log; its exit status to $S.
+done_sweep() {
+  timeout "$2" $K sweep softmax --rows 4096 --cols 32..4194304:x2,33,255,1000,4097,12345,16385,65537,300007,1048577 --max-elements 2^31 --dtype "$1" --variants auto --torch --rep-ms 30 --rotate auto --plot "$OUT/softmax-sweep-done-$1.svg" --csv "$OUT/softmax-sweep-done-$1.csv" > "$OUT/sweep.log" 2>&1
+  echo "sweep exit $?" >> "$S"
+}
+# `ustab CSV`: a bench CSV's points as µs a call, a line a (dtype, shape): auto,
+# kernlab_do_bench, torch_native, torch_compile, triton (the status where not timed).
+ustab() { python3 - "$1" <<'PY'
+import csv, sys
+t = {}
+for r in csv.DictReader(open(sys.argv[1])):
+    k = (r["dtype"], r["shape"])
+    t.setdefault(k, {})[r["variant"]] = (f"{float(r['median_ms'])*1000:.2f}" if r["status"] == "ok" else r["status"][:8])
+vs = ["auto", "kernlab_do_bench", "torch_native", "torch_compile", "triton"]
+print("dtype shape", *vs)
+for k in sorted(t): print(*k, *[t[k].get(v, "-") for v in vs])
+PY
 }

@@ -12,20 +12,9 @@ gpu_tests 300 softmax softmax
 gpu_tests 200 kernlab_do_bench kernlab_do_bench
 gpu_tests 200 baselines real_baselines_script
 el tests
-us() { python3 - "$1" <<'PY'
-import csv, sys
-t = {}
-for r in csv.DictReader(open(sys.argv[1])):
-    k = (r["dtype"], r["shape"])
-    t.setdefault(k, {})[r["variant"]] = (f"{float(r['median_ms'])*1000:.2f}" if r["status"] == "ok" else r["status"][:8])
-vs = ["auto", "kernlab_do_bench", "torch_native", "torch_compile", "triton"]
-print("dtype shape", *vs)
-for k in sorted(t): print(*k, *[t[k].get(v, "-") for v in vs])
-PY
-}
 timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1
 for i in 1 2; do
   timeout 240 $K bench softmax --shape 4096x32 --shape 4096x33 --shape 4096x64 --shape 4096x128 --shape 4096x256 --shape 4096x512 --shape 4096x1024 --shape 4096x4097 --dtype f32,bf16 --variants auto --torch --rotate auto --rep-ms 30 --csv "$OUT/small-$i.csv" > "$OUT/small-$i.log" 2>&1
-  echo "round $i exit $?" >> "$S"; grep -m3 "kernlab_do_bench" "$OUT/small-$i.log" | cut -c1-300 >> "$S"; us "$OUT/small-$i.csv" >> "$S"; el "round $i"
+  echo "round $i exit $?" >> "$S"; grep -m3 "kernlab_do_bench" "$OUT/small-$i.log" | cut -c1-300 >> "$S"; ustab "$OUT/small-$i.csv" >> "$S"; el "round $i"
 done
 cat "$S"
