@@ -127,3 +127,22 @@ impl Error {
         }
     }
 }
+
+/// An experiment knob's value: `spec` (from environment variable `var`, trimmed) among
+/// `choices` (name, value), the first also for an empty value; anything else an error that
+/// names the variable, the value and the choices.
+pub fn knob_choice<T: Copy>(var: &str, spec: &str, choices: &[(&str, T)]) -> Result<T> {
+    let spec = spec.trim();
+    if spec.is_empty() {
+        return Ok(choices[0].1);
+    }
+    if let Some((_, v)) = choices.iter().find(|(name, _)| *name == spec) {
+        return Ok(*v);
+    }
+    let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
+    Err(Error::Invalid(format!(
+        "{var}={spec}: expected {} (the default) or {}",
+        names[0],
+        names[1..].join(" or ")
+    )))
+}

@@ -253,13 +253,11 @@ impl FlushForm {
     }
 
     pub fn parse(spec: &str) -> Result<Self> {
-        match spec.trim() {
-            "" | "memset" => Ok(FlushForm::Memset),
-            "kernel" => Ok(FlushForm::Kernel),
-            other => Err(Error::Invalid(format!(
-                "KERNLAB_FLUSH={other}: expected memset (the default) or kernel"
-            ))),
-        }
+        crate::error::knob_choice(
+            "KERNLAB_FLUSH",
+            spec,
+            &[("memset", FlushForm::Memset), ("kernel", FlushForm::Kernel)],
+        )
     }
 }
 

@@ -82,13 +82,14 @@ impl StreamKind {
     }
 
     pub fn parse(spec: &str) -> Result<Self> {
-        match spec.trim() {
-            "" | "created" => Ok(StreamKind::Created),
-            "legacy" => Ok(StreamKind::Legacy),
-            other => Err(Error::Invalid(format!(
-                "KERNLAB_STREAM={other:?}: expected created (the default) or legacy"
-            ))),
-        }
+        crate::error::knob_choice(
+            "KERNLAB_STREAM",
+            spec,
+            &[
+                ("created", StreamKind::Created),
+                ("legacy", StreamKind::Legacy),
+            ],
+        )
     }
 }
 
