@@ -29,7 +29,8 @@ neither side's figure has its calls reuse one buffer while the other's does not.
 timing of a call under 1 ms, the same loop runs again with every launch queued ahead of the GPU
 (`host_check`): where the host fell behind the GPU and do_bench's median is above the queued
 one, the GPU waited for launches inside the timed window, and the record's note says
-"host-bound" (`host_bound_note`).
+"host-bound" (`host_bound_note`). The queued median goes in the record's `queued_ms`: the call's
+GPU time with no host time in it, which kernlab's verdict sets against its own kernels.
 
 Exit codes: 0 the run completed (individual records may still be "failed" or "error");
 1 an unexpected internal error (JSON with the records so far is still written when --json is
@@ -902,6 +903,10 @@ def check_contract(doc):
             else:
                 need(t is None, f"{where}: {r['status']} but 'tflops' set")
         need(r["status"] in ("ok", "failed", "error"), f"{where}: bad status")
+        q = r.get("queued_ms")  # optional (older documents lack it)
+        need(q is None or (isinstance(q, num) and not isinstance(q, bool) and math.isfinite(q)
+                           and q > 0 and r["status"] == "ok"),
+             f"{where}: 'queued_ms' is neither null nor a positive time on an ok record")
         rc = r.get("rotate_copies")  # optional (older documents lack it)
         need(rc is None or (isinstance(rc, int) and not isinstance(rc, bool) and rc >= 2
                             and r["status"] == "ok"),
@@ -962,6 +967,9 @@ def make_record(op, variant, dtype, shape, gelu, activation=None):
         "rotate_copies": None,
         # kernlab_do_bench: the version kernlab's `auto` picked, whose launch this replays
         "picked": None,
+        # calls under 1 ms: the median of do_bench's loop run again with every launch queued
+        # ahead of the GPU (`host_check`): the call's GPU time with no host time in it
+        "queued_ms": None,
     }
 
 
@@ -1495,6 +1503,7 @@ class Bench:
                 r["validated"] = False
                 r["validated_rows"] = None
                 r["median_ms"] = r["p20_ms"] = r["p80_ms"] = r["gbps"] = r["tflops"] = None
+                r["queued_ms"] = None
                 add_note(r, f"timing: {first_line(e)}")
             torch.cuda.empty_cache()
             log(r)
@@ -1605,14 +1614,16 @@ class Bench:
 
     def time_record(self, r, fn, xs):
         """Time fn over the copies xs (`cycling`, then do_bench) into record r: its rotate_copies,
-        median, p20 and p80, and notes where do_bench gave no quantiles or the time is host-bound
-        (`host_check`; a check that fails keeps the timing and says why). Returns the median, ms."""
+        median, p20 and p80, its queued median and a note where the time is host-bound
+        (`host_check`; a check that fails keeps the timing and says why), and a note where
+        do_bench gave no quantiles. Returns the median, ms."""
         call = self.cycling(fn, xs, self.torch.cuda.synchronize)
         med, p20, p80 = self.time(call)
         r["rotate_copies"] = len(xs) if len(xs) > 1 else None
         r["median_ms"], r["p20_ms"], r["p80_ms"] = med, p20, p80
         try:
-            add_note(r, self.host_check(call, med))
+            note, r["queued_ms"] = self.host_check(call, med)
+            add_note(r, note)
         except Exception as e:
             add_note(r, f"host check: {first_line(e)}")
         if p20 is None:
@@ -1620,7 +1631,8 @@ class Bench:
         return med
 
     def host_check(self, call, median_ms):
-        """host_bound_note for `call` as do_bench timed it (median_ms): the GPU's µs for the
+        """(host_bound_note, the queued median in ms) for `call` as do_bench timed it
+        (median_ms); (None, None) where it does not run. It measures the GPU's µs for the
         flush alone; then HOST_CHECK_CALLS iterations of do_bench's loop (a 256 MiB flush, two
         event records, the call) issued while the GPU is held back by a sleep kernel, so that
         every launch is queued before the GPU reaches it: the host's µs an iteration, and the
@@ -1630,7 +1642,7 @@ class Bench:
         import time as clock
         torch = self.torch
         if not median_ms or median_ms > 1.0 or not hasattr(torch.cuda, "_sleep"):
-            return None
+            return None, None
         cache = torch.empty((256 << 20) // 4, dtype=torch.int, device=self.dev)  # do_bench's
         ev = [torch.cuda.Event(enable_timing=True) for _ in range(6)]
         torch.cuda.synchronize()
@@ -1669,7 +1681,7 @@ class Bench:
         torch.cuda.synchronize()
         queued_us = sorted(s.elapsed_time(e) for s, e in pairs)[len(pairs) // 2] * 1e3
         del cache
-        return host_bound_note(host_us, flush_us, median_ms * 1e3, queued_us)
+        return host_bound_note(host_us, flush_us, median_ms * 1e3, queued_us), queued_us / 1e3
 
     # -- the copy ceiling, PyTorch's side ----------------------------------------------------------
     def copy_ceiling(self, nbytes):
@@ -1800,6 +1812,7 @@ class Bench:
                 r["status"] = "error"
                 r["validated"] = False
                 r["median_ms"] = r["p20_ms"] = r["p80_ms"] = r["gbps"] = None
+                r["queued_ms"] = None
                 add_note(r, f"timing: {first_line(e)}")
             torch.cuda.empty_cache()
             log(r)
@@ -2214,6 +2227,18 @@ def self_test():
               f"contract accepts {KERNLAB_VARIANT} for gelu")
         check(raises(check_contract, dict(full, records=[dict(kl, picked=3)])),
               "contract accepts a non-string picked")
+
+        # The queued median: a positive time on an ok record, null elsewhere.
+        try:
+            check_contract(dict(full, records=[dict(ok, queued_ms=0.0061)]))
+        except ValueError as e:
+            failures.append(f"a record with its queued median breaks the contract: {e}")
+        for what, rec in [("a zero queued_ms", dict(ok, queued_ms=0.0)),
+                          ("a string queued_ms", dict(ok, queued_ms="6 µs")),
+                          ("a queued_ms on an error record",
+                           dict(make_record("softmax", "torch_native", "f32", (2, 3), None),
+                                queued_ms=0.006))]:
+            check(raises(check_contract, dict(full, records=[rec])), f"contract accepts {what}")
 
         # Launch plans: one good file (two shapes, one image), then files that break the format.
         with open(os.path.join(d, "softmax-sm_90a.cubin"), "wb") as f:

@@ -118,14 +118,17 @@ done_sweep() {
   echo "sweep exit $?" >> "$S"
 }
 # `ustab CSV`: a bench CSV's points as µs a call, a line a (dtype, shape): auto,
-# kernlab_do_bench, torch_native, torch_compile, triton (the status where not timed).
+# kernlab_do_bench, torch_native, torch_compile, triton (the status where not timed), then
+# native's and compile's queued medians (`queued_ms`: their GPU times; "-" where not taken).
 ustab() { python3 - "$1" <<'PY'
 import csv, sys
 t = {}
 for r in csv.DictReader(open(sys.argv[1])):
     k = (r["dtype"], r["shape"])
     t.setdefault(k, {})[r["variant"]] = (f"{float(r['median_ms'])*1000:.2f}" if r["status"] == "ok" else r["status"][:8])
-vs = ["auto", "kernlab_do_bench", "torch_native", "torch_compile", "triton"]
+    if r.get("queued_ms"):
+        t[k][r["variant"] + "_q"] = f"{float(r['queued_ms'])*1000:.2f}"
+vs = ["auto", "kernlab_do_bench", "torch_native", "torch_compile", "triton", "torch_native_q", "torch_compile_q"]
 print("dtype shape", *vs)
 for k in sorted(t): print(*k, *[t[k].get(v, "-") for v in vs])
 PY

@@ -113,6 +113,11 @@ pub struct Record {
     pub p20_ms: Option<f64>,
     pub p80_ms: Option<f64>,
     pub min_ms: Option<f64>,
+    /// PyTorch's records (calls under 1 ms): the median of do_bench's loop with every launch
+    /// queued ahead of the GPU, the call's GPU time with no host time in it (`host_check` in
+    /// the baselines script); None elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_ms: Option<f64>,
     pub calls: Option<usize>,
     /// With `--rotate`: how many copies of the inputs and output the timed calls cycled through
     /// (`auto` chooses it point by point); None without rotation.
@@ -194,6 +199,7 @@ impl Record {
             p20_ms: None,
             p80_ms: None,
             min_ms: None,
+            queued_ms: None,
             calls: None,
             repeat_medians_ms: Vec::new(),
             spread: None,
@@ -614,11 +620,23 @@ fn host_bound(r: &Record) -> bool {
 /// which), and saying at how many of the points it was judged the time on either side was
 /// [`HOST_BOUND`]. A gap under 0.005 µs is level. Where kernlab's own calls were not timed as
 /// do_bench times PyTorch's (`timing`: without the flush, or as CUDA graphs), `auto`'s line says
-/// so. Empty when no rival was timed (no `--torch`, or PyTorch missing).
+/// so. Where a host-bound time has its queued median (`Record::queued_ms`: the call's GPU time),
+/// a second line judges the same points again with those medians in place of the host-bound
+/// times: kernel against kernel. Empty when no rival was timed (no `--torch`, or PyTorch
+/// missing).
 pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) -> Vec<String> {
     let us = |r: &Record| match (r.status, r.median_ms) {
         (Status::Ok, Some(ms)) if ms > 0.0 => Some(ms * 1e3),
         _ => None,
+    };
+    // The time a record stands at: do_bench's median (`gpu` false), or, where that is
+    // host-bound and the queued median was taken, the queued median; and whether it was swapped.
+    let at = |r: &Record, gpu: bool| -> Option<(f64, bool)> {
+        let t = us(r)?;
+        match r.queued_ms {
+            Some(q) if gpu && host_bound(r) && q > 0.0 => Some((q * 1e3, true)),
+            _ => Some((t, false)),
+        }
     };
     // The same op, dtype and shape, computing the same thing (`form`: the GeLU form, log_softmax,
     // linear's epilogue; parameters an op ignores, such as matmul's activation, do not count).
@@ -634,6 +652,13 @@ pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) 
         (true, None) => None,
     };
     let several_ops = records.iter().any(|r| r.op != records[0].op);
+    let points = |n: usize| {
+        if n == 1 {
+            "1 point".to_string()
+        } else {
+            format!("{n} points")
+        }
+    };
     let mut lines = Vec::new();
     // (variant, whether it is a record of the PyTorch script, how the line names it)
     for (mine, in_torch, what) in [
@@ -644,44 +669,74 @@ pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) 
             "`kernlab_do_bench` (auto's launch, timed in PyTorch's process)",
         ),
     ] {
-        let (mut judged, mut behind, mut hosted) = (0, Vec::new(), 0);
-        for r in records
-            .iter()
-            .filter(|r| r.variant == mine && (r.tier == RecordTier::Torch) == in_torch)
-        {
-            let Some(t) = us(r) else { continue };
-            let rival = records
+        // The points judged, those slower, those with a host-bound time on either side, and
+        // those where a queued median stood in for one.
+        let judge = |gpu: bool| {
+            let (mut judged, mut behind, mut hosted, mut swapped) = (0, Vec::new(), 0, 0);
+            for r in records
                 .iter()
-                .filter(|o| {
-                    o.tier == RecordTier::Torch && PYTORCH_RIVALS.contains(&o.variant.as_str())
-                })
-                .filter(|o| same_point(o, r))
-                .filter_map(|o| us(o).map(|u| (u, o)))
-                .min_by(|a, b| a.0.total_cmp(&b.0));
-            let Some((best, o)) = rival else { continue };
-            judged += 1;
-            let hb = host_bound(r) || host_bound(o);
-            hosted += hb as usize;
-            if t - best >= 0.005 {
-                let name = o.variant.strip_prefix("torch_").unwrap_or(&o.variant);
-                let at = if several_ops {
-                    format!("{} {} {}", r.op, r.dtype, shape_str(&r.shape))
-                } else {
-                    format!("{} {}", r.dtype, shape_str(&r.shape))
+                .filter(|r| r.variant == mine && (r.tier == RecordTier::Torch) == in_torch)
+            {
+                let Some((t, mine_swapped)) = at(r, gpu) else {
+                    continue;
                 };
-                behind.push(format!(
-                    "{at} ({} against {name}'s {}, +{}{})",
-                    fmt_us(t),
-                    fmt_us(best),
-                    fmt_us(t - best),
-                    if hb {
+                let rivals: Vec<_> = records
+                    .iter()
+                    .filter(|o| {
+                        o.tier == RecordTier::Torch
+                            && PYTORCH_RIVALS.contains(&o.variant.as_str())
+                            && same_point(o, r)
+                    })
+                    .filter_map(|o| at(o, gpu).map(|(u, sw)| (u, sw, o)))
+                    .collect();
+                let Some(&(best, _, o)) = rivals.iter().min_by(|a, b| a.0.total_cmp(&b.0)) else {
+                    continue;
+                };
+                judged += 1;
+                let hb = host_bound(r) || rivals.iter().any(|(_, _, o)| host_bound(o));
+                hosted += hb as usize;
+                swapped += (mine_swapped || rivals.iter().any(|(_, sw, _)| *sw)) as usize;
+                if t - best >= 0.005 {
+                    let name = o.variant.strip_prefix("torch_").unwrap_or(&o.variant);
+                    let at = if several_ops {
+                        format!("{} {} {}", r.op, r.dtype, shape_str(&r.shape))
+                    } else {
+                        format!("{} {}", r.dtype, shape_str(&r.shape))
+                    };
+                    let mark = if hb && !gpu {
                         format!("; {HOST_BOUND}")
                     } else {
                         String::new()
-                    }
-                ));
+                    };
+                    behind.push(format!(
+                        "{at} ({} against {name}'s {}, +{}{mark})",
+                        fmt_us(t),
+                        fmt_us(best),
+                        fmt_us(t - best),
+                    ));
+                }
             }
-        }
+            (judged, behind, hosted, swapped)
+        };
+        let tally = |judged: usize, behind: &[String]| {
+            if behind.is_empty() {
+                if judged == 1 {
+                    "the one point".to_string()
+                } else {
+                    format!("all {judged} points")
+                }
+            } else {
+                format!("{} of {}", judged - behind.len(), points(judged))
+            }
+        };
+        let slower = |behind: &[String]| {
+            if behind.is_empty() {
+                String::new()
+            } else {
+                format!("; slower, in µs a call, at {}", behind.join(", "))
+            }
+        };
+        let (judged, behind, hosted, _) = judge(false);
         if judged == 0 {
             continue;
         }
@@ -701,26 +756,21 @@ pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) 
         } else {
             format!(" ({})", notes.join("; "))
         };
-        let points = |n: usize| {
-            if n == 1 {
-                "1 point".to_string()
-            } else {
-                format!("{n} points")
-            }
-        };
-        lines.push(if behind.is_empty() {
-            format!(
-                "{what} against PyTorch native and torch.compile: at or ahead at {}{notes}",
-                if judged == 1 { "the one point".to_string() } else { format!("all {judged} points") }
-            )
-        } else {
-            format!(
-                "{what} against PyTorch native and torch.compile: at or ahead at {} of {}{notes}; slower, in µs a call, at {}",
-                judged - behind.len(),
-                points(judged),
-                behind.join(", ")
-            )
-        });
+        lines.push(format!(
+            "{what} against PyTorch native and torch.compile: at or ahead at {}{notes}{}",
+            tally(judged, &behind),
+            slower(&behind)
+        ));
+        let (kjudged, kbehind, _, swapped) = judge(true);
+        if swapped > 0 {
+            lines.push(format!(
+                "{what} against their GPU times (at {}, a host-bound time replaced by its median \
+                 with every launch queued ahead): at or ahead at {}{}",
+                points(swapped),
+                tally(kjudged, &kbehind),
+                slower(&kbehind)
+            ));
+        }
     }
     lines
 }
@@ -800,6 +850,7 @@ pub fn csv_row(r: &Record) -> Vec<String> {
         form_column(r.op, &r.params),
         r.note.clone().unwrap_or_default(),
         r.picked.clone().unwrap_or_default(),
+        o(r.queued_ms),
     ]
 }
 
@@ -838,6 +889,9 @@ pub const CSV_COLUMNS: &[&str] = &[
     "note",
     // A dispatching variant's (`auto`'s) choice for this point; empty for the others.
     "picked",
+    // PyTorch's calls under 1 ms: do_bench's loop again with every launch queued ahead of the
+    // GPU, its median (the call's GPU time); empty for kernlab's and longer calls.
+    "queued_ms",
 ];
 
 /// One CSV field, quoted when it holds a comma, a quote or a line break.
@@ -1002,6 +1056,57 @@ mod tests {
             ) && v[1].ends_with("(7.31 against compile's 6.61, +0.70; host-bound)"),
             "{}",
             v[1]
+        );
+        assert_eq!(v.len(), 2, "no queued median, no second line: {v:?}");
+
+        // With queued medians, a second line judges kernel against kernel: the replay's
+        // host-bound 7.31 µs stands at its queued 6.50 and draws level with compile's 6.61;
+        // at 4096×512 native's host-bound 9.00 stands at its queued 7.90, ahead of auto's 8.00
+        // (auto's first line is unchanged; its second names native's GPU time).
+        let mut q = hb.clone();
+        for r in q.iter_mut() {
+            match (r.variant.as_str(), r.shape[1]) {
+                ("kernlab_do_bench", 256) => r.queued_ms = Some(6.5e-3),
+                ("torch_native", 512) => {
+                    r.note = Some(format!("{HOST_BOUND}: do_bench's median ..."));
+                    r.queued_ms = Some(7.9e-3);
+                }
+                // A queued median without a host-bound time stays unused.
+                ("torch_compile", 256) => r.queued_ms = Some(1e-3),
+                _ => {}
+            }
+        }
+        let v = verdict(&q);
+        assert_eq!(v.len(), 4, "{v:?}");
+        assert!(
+            v[0].contains("at or ahead at 1 of 2 points (1 of them with a host-bound time")
+                && v[0].ends_with("at f32 4096×256 (6.94 against compile's 6.61, +0.33)"),
+            "{}",
+            v[0]
+        );
+        assert!(
+            v[2].contains("at or ahead at 1 of 2 points (2 of them with a host-bound time")
+                && v[2].ends_with("(7.31 against compile's 6.61, +0.70; host-bound)"),
+            "{}",
+            v[2]
+        );
+        assert_eq!(
+            v[1],
+            "`auto` against their GPU times (at 1 point, a host-bound time replaced by its median \
+             with every launch queued ahead): at or ahead at 0 of 2 points; slower, in µs a call, \
+             at f32 4096×256 (6.94 against compile's 6.61, +0.33), f32 4096×512 (8.00 against \
+             native's 7.90, +0.10)"
+        );
+        assert!(
+            v[3].starts_with(
+                "`kernlab_do_bench` (auto's launch, timed in PyTorch's process) \
+                 against their GPU times (at 2 points,"
+            ) && v[3].ends_with(
+                "at or ahead at 1 of 2 points; slower, in µs a call, at f32 4096×512 \
+                     (8.50 against native's 7.90, +0.60)"
+            ),
+            "{}",
+            v[3]
         );
 
         // Timed as graphs or unflushed, kernlab's side is not like for like: `auto`'s line says

@@ -110,6 +110,10 @@ pub struct TorchRecord {
     /// `kernlab_do_bench` records: the version `auto` picked, whose launch was replayed.
     #[serde(default)]
     pub picked: Option<String>,
+    /// Calls under 1 ms: the median of do_bench's loop run again with every launch queued
+    /// ahead of the GPU (the script's `host_check`), ms: the call's GPU time, no host time in it.
+    #[serde(default)]
+    pub queued_ms: Option<f64>,
 }
 
 /// The variant name of kernlab's own launch replayed in the baselines' process.
@@ -296,6 +300,7 @@ pub fn to_records(
             r.median_ms = t.median_ms;
             r.p20_ms = t.p20_ms;
             r.p80_ms = t.p80_ms;
+            r.queued_ms = t.queued_ms.filter(|q| q.is_finite() && *q > 0.0);
             r.derive(copy_gbps);
         }
         out.push(r);
@@ -503,6 +508,17 @@ mod tests {
         let recs = to_records(&doc, &[vec![4096, 32]], &Params::default(), 4000.0).unwrap();
         let copies: Vec<_> = recs.iter().map(|r| r.rotate_copies).collect();
         assert_eq!(copies, [Some(480), None, None, None]);
+        // The queued median comes through where the script gave one, as a positive time.
+        let doc = parse(&format!(
+            r#"{{"available": true, "records": [{}, {}, {}]}}"#,
+            rec(r#", "queued_ms": 0.0061"#),
+            rec(r#", "queued_ms": null"#),
+            rec(r#", "queued_ms": 0"#)
+        ))
+        .unwrap();
+        let recs = to_records(&doc, &[vec![4096, 32]], &Params::default(), 4000.0).unwrap();
+        let queued: Vec<_> = recs.iter().map(|r| r.queued_ms).collect();
+        assert_eq!(queued, [Some(0.0061), None, None]);
         let script = Path::new("b.py");
         let line = describe(&doc, script, Rotate::Auto);
         assert!(
