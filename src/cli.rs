@@ -515,7 +515,9 @@ struct RunArgs {
     json: Option<PathBuf>,
     /// Write one CSV line per record to this path (times, GB/s, TFLOP/s, % of the ceilings;
     /// `form`: the GeLU form, softmax or log_softmax, linear's epilogue; rows/cols: the
-    /// output's; `picked`: the version a dispatching variant such as `auto` ran)
+    /// output's; `picked`: the version a dispatching variant such as `auto` ran). The file is
+    /// rewritten after each point, so a run cut short keeps the points it finished (the
+    /// PyTorch columns come after the last point)
     #[arg(long, value_name = "PATH")]
     csv: Option<PathBuf>,
     /// Seed for the random inputs (default: a fresh one each run, printed)
@@ -876,6 +878,43 @@ fn check_distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
     Ok(())
 }
 
+/// `--csv` kept current while a run works: after each point, the records so far replace the
+/// file, so that a run cut short (a time limit, Ctrl-C, an error at a later point) keeps the
+/// points it finished; the write at the end replaces it with the whole report. Only a regular
+/// file, or one not there yet, is written this way, through `<file>.partial` renamed over it so
+/// that a reader never finds half a file; a pipe or a symlink gets the final write alone. A
+/// failed write is reported once, and the run goes on.
+struct PartialCsv<'a> {
+    path: Option<&'a Path>,
+}
+
+impl<'a> PartialCsv<'a> {
+    fn new(csv: Option<&'a Path>) -> Self {
+        let path = csv.filter(|p| match std::fs::symlink_metadata(p) {
+            Ok(m) => m.is_file(),
+            Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+        });
+        PartialCsv { path }
+    }
+
+    fn write(&mut self, report: &bench::BenchReport) {
+        let Some(path) = self.path else { return };
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".partial");
+        let tmp = PathBuf::from(tmp);
+        let written =
+            std::fs::write(&tmp, report.to_csv()).and_then(|()| std::fs::rename(&tmp, path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            self.path = None;
+            stderr_line!(
+                "note: --csv {}: the points so far could not be written ({e}); the file is written at the end of the run",
+                path.display()
+            );
+        }
+    }
+}
+
 /// Write the JSON and CSV files a run asked for.
 fn write_outputs(a: &RunArgs, json: impl FnOnce() -> Result<String>, csv: &str) -> Result<()> {
     if let Some(path) = &a.json {
@@ -958,10 +997,11 @@ fn cmd_bench(a: BenchArgs, out: &mut dyn Write) -> Result<()> {
             );
         }
     }
-    let report = bench::run(&cfg, &dev, &mut |e| {
-        if let bench::Event::Note(m) = e {
-            stderr_line!("  … {m}")
-        }
+    let mut partial = PartialCsv::new(a.run.csv.as_deref());
+    let report = bench::run(&cfg, &dev, &mut |e| match e {
+        bench::Event::Note(m) => stderr_line!("  … {m}"),
+        bench::Event::Point(so_far) => partial.write(so_far),
+        bench::Event::Step { .. } => {}
     })?;
     // The files first, so that a reader that stops early (`| head`) does not lose them; the
     // tables shown even when a file cannot be written.
@@ -1068,8 +1108,10 @@ fn cmd_sweep(a: SweepArgs, out: &mut dyn Write) -> Result<()> {
     cfg.shapes = plan.shapes.clone();
     stderr_line!("{line}");
     let bar = progress_bar();
+    let mut partial = PartialCsv::new(a.run.csv.as_deref());
     let report = bench::run(&cfg, &dev, &mut |e| match e {
         bench::Event::Note(m) => bar.set_message(m.to_string()),
+        bench::Event::Point(so_far) => bar.suspend(|| partial.write(so_far)),
         bench::Event::Step { done, total } => {
             bar.set_length(total as u64);
             bar.set_position(done as u64);
@@ -1337,5 +1379,96 @@ where
             device,
             fresh_ceilings,
         } => cmd_doctor(&device, fresh_ceilings, out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report of two CPU points, with its Point events' record counts.
+    fn two_points() -> (bench::BenchReport, Vec<usize>) {
+        let mut cfg = bench::BenchConfig::new(
+            vec![crate::Op::Softmax],
+            vec![vec![4, 32], vec![4, 48]],
+            vec![crate::DType::F32],
+        );
+        cfg.timing.warmup_ms = 0.1;
+        cfg.timing.rep_ms = 0.5;
+        cfg.timing.max_calls = 3;
+        cfg.seed = Some(3);
+        cfg.ceiling_cache = None;
+        let mut counts = Vec::new();
+        let report = bench::run(&cfg, &crate::device::Device::Cpu, &mut |e| {
+            if let bench::Event::Point(r) = e {
+                counts.push(r.records.len())
+            }
+        })
+        .unwrap();
+        (report, counts)
+    }
+
+    /// The partial CSV holds exactly the report so far, replaces what was there, and leaves
+    /// no `.partial` file behind.
+    #[test]
+    fn the_partial_csv_is_the_report_so_far() {
+        let (report, counts) = two_points();
+        assert_eq!(counts.len(), 2, "one Point event a point: {counts:?}");
+        assert!(
+            counts[0] > 0 && counts[1] == report.records.len(),
+            "{counts:?}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.csv");
+        std::fs::write(&path, "an older run\n").unwrap();
+        let mut first = report.clone();
+        first.records.truncate(counts[0]);
+        let mut partial = PartialCsv::new(Some(&path));
+        partial.write(&first);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, first.to_csv());
+        assert_eq!(text.lines().count(), 1 + counts[0], "{text}");
+        partial.write(&report);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), report.to_csv());
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, [std::ffi::OsString::from("run.csv")]);
+    }
+
+    /// A symlink is not replaced by a file, and a file that cannot be written stops the
+    /// partial writes without failing the run.
+    #[test]
+    fn the_partial_csv_leaves_links_alone_and_survives_a_failed_write() {
+        let (report, _) = two_points();
+        let dir = tempfile::tempdir().unwrap();
+        #[cfg(unix)]
+        {
+            let target = dir.path().join("target.csv");
+            std::fs::write(&target, "kept\n").unwrap();
+            let link = dir.path().join("link.csv");
+            std::os::unix::fs::symlink(&target, &link).unwrap();
+            PartialCsv::new(Some(&link)).write(&report);
+            assert!(std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink());
+            assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept\n");
+        }
+        let gone = dir.path().join("no such folder").join("run.csv");
+        let mut partial = PartialCsv::new(Some(&gone));
+        assert!(
+            partial.path.is_some(),
+            "a file not there yet is written as it goes"
+        );
+        partial.write(&report);
+        assert!(
+            partial.path.is_none(),
+            "after a failed write, no more tries"
+        );
+        assert!(!gone.exists());
+        let mut none = PartialCsv::new(None);
+        none.write(&report);
     }
 }

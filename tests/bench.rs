@@ -131,14 +131,16 @@ fn a_run_measures_every_point_and_reports_its_steps() {
     cfg.timing.repeat = 2;
     cfg.timing.rotate = bench::harness::Rotate::Copies(3);
     cfg.seed = Some(7);
-    let mut steps = Vec::new();
-    let report = bench::run(&cfg, &Device::Cpu, &mut |e| {
-        if let Event::Step { done, total } = e {
-            steps.push((done, total))
-        }
+    let (mut steps, mut so_far) = (Vec::new(), Vec::new());
+    let report = bench::run(&cfg, &Device::Cpu, &mut |e| match e {
+        Event::Step { done, total } => steps.push((done, total)),
+        // The report so far after each point: that point's records added to the others'.
+        Event::Point(r) => so_far.push(r.records.len()),
+        Event::Note(_) => {}
     })
     .unwrap();
     assert_eq!(steps, vec![(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]);
+    assert_eq!(so_far, vec![2, 4, 6, 8]);
     // 2 shapes × 2 dtypes × (manual, fused), in order of shape, then dtype.
     assert_eq!(report.records.len(), 8);
     assert_eq!(report.records[0].shape, vec![8, 64]);
@@ -213,6 +215,7 @@ fn a_bad_point_is_refused_before_any_point_runs() {
         seen.push(match ev {
             bench::Event::Note(m) => m.to_string(),
             bench::Event::Step { done, total } => format!("step {done}/{total}"),
+            bench::Event::Point(r) => format!("point, {} records", r.records.len()),
         })
     })
     .unwrap_err();

@@ -713,14 +713,18 @@ pub fn fresh_seed() -> u64 {
     h.finish()
 }
 
-/// What a run tells its caller while it works (the CLI prints notes on stderr, or drives a
-/// progress bar with the steps).
+/// What a run tells its caller while it works (the CLI prints notes on stderr, drives a
+/// progress bar with the steps, and rewrites `--csv` with each point's records).
 #[derive(Debug, Clone, Copy)]
 pub enum Event<'a> {
     /// What is being done now.
     Note(&'a str),
     /// `done` of `total` points are finished.
     Step { done: usize, total: usize },
+    /// A point is finished: the report so far (kernlab's records of every finished point; the
+    /// PyTorch columns, which run after the last point, not yet), for a caller that keeps what
+    /// a run cut short had measured.
+    Point(&'a BenchReport),
 }
 
 pub type Progress<'a> = &'a mut dyn FnMut(Event);
@@ -797,6 +801,7 @@ pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<Ben
             progress,
         )?;
         report.records.extend(records);
+        progress(Event::Point(&report));
         progress(Event::Step { done: i + 1, total });
     }
     if let Some(t) = &cfg.torch {
