@@ -587,6 +587,19 @@ def add_note(r, text):
         r["note"] = f"{r['note']}; {text}" if r["note"] else text
 
 
+def summarise_rounds(rounds):
+    """K rounds' (median, p20, p80), in the order they ran, as kernlab's --repeat summarises
+    its repeats: the round whose median is the median of the K (the lower middle one for an
+    even K), every round's median, and (max - min) / the kept median (0 for one round)."""
+    if not rounds:
+        raise ValueError("no rounds timed")
+    medians = [m for m, _, _ in rounds]
+    order = sorted(rounds, key=lambda t: t[0])
+    mid = order[(len(order) - 1) // 2]
+    spread = (order[-1][0] - order[0][0]) / mid[0] if mid[0] > 0 else 0.0
+    return mid, medians, spread
+
+
 def host_bound_note(host_us, flush_us, median_us, queued_us):
     """The note for a record whose do_bench time holds host time, or None.
 
@@ -903,6 +916,16 @@ def check_contract(doc):
             else:
                 need(t is None, f"{where}: {r['status']} but 'tflops' set")
         need(r["status"] in ("ok", "failed", "error"), f"{where}: bad status")
+        rm, sp = r.get("repeat_medians_ms"), r.get("spread")  # optional (older documents lack them)
+        need((rm is None) == (sp is None), f"{where}: 'repeat_medians_ms' and 'spread' not set together")
+        if rm is not None:
+            need(r["status"] == "ok" and isinstance(rm, list) and len(rm) >= 2
+                 and all(isinstance(v, num) and not isinstance(v, bool) and math.isfinite(v)
+                         and v > 0 for v in rm),
+                 f"{where}: 'repeat_medians_ms' is not a list of two or more positive times on an ok record")
+            need(isinstance(sp, num) and not isinstance(sp, bool) and math.isfinite(sp) and sp >= 0,
+                 f"{where}: 'spread' is not a finite fraction >= 0")
+            need(r["median_ms"] in rm, f"{where}: 'median_ms' is none of its rounds' medians")
         q = r.get("queued_ms")  # optional (older documents lack it)
         need(q is None or (isinstance(q, num) and not isinstance(q, bool) and math.isfinite(q)
                            and q > 0 and r["status"] == "ok"),
@@ -970,6 +993,10 @@ def make_record(op, variant, dtype, shape, gelu, activation=None):
         # calls under 1 ms: the median of do_bench's loop run again with every launch queued
         # ahead of the GPU (`host_check`): the call's GPU time with no host time in it
         "queued_ms": None,
+        # gelu/softmax under --repeat K > 1: every round's median in the order they ran, and
+        # their (max - min) / the kept round's median
+        "repeat_medians_ms": None,
+        "spread": None,
     }
 
 
@@ -1613,14 +1640,22 @@ class Bench:
         return float(res), None, None
 
     def time_record(self, r, fn, xs):
-        """Time fn over the copies xs (`cycling`, then do_bench) into record r: its rotate_copies,
-        median, p20 and p80, its queued median and a note where the time is host-bound
-        (`host_check`; a check that fails keeps the timing and says why), and a note where
-        do_bench gave no quantiles. Returns the median, ms."""
+        """Time fn over the copies xs (`cycling`, then do_bench) into record r, one round
+        (`finish_record`). Returns the median, ms."""
         call = self.cycling(fn, xs, self.torch.cuda.synchronize)
-        med, p20, p80 = self.time(call)
+        return self.finish_record(r, call, xs, [self.time(call)])
+
+    def finish_record(self, r, call, xs, rounds):
+        """Record r from the rounds (median, p20, p80) that `call` over the copies xs was timed
+        in (`summarise_rounds`): its rotate_copies, the kept round's median, p20 and p80, with
+        more than one round every round's median and their spread, its queued median and a note
+        where the time is host-bound (`host_check`; a check that fails keeps the timing and says
+        why), and a note where do_bench gave no quantiles. Returns the median, ms."""
+        (med, p20, p80), medians, spread = summarise_rounds(rounds)
         r["rotate_copies"] = len(xs) if len(xs) > 1 else None
         r["median_ms"], r["p20_ms"], r["p80_ms"] = med, p20, p80
+        if len(rounds) > 1:
+            r["repeat_medians_ms"], r["spread"] = medians, spread
         try:
             note, r["queued_ms"] = self.host_check(call, med)
             add_note(r, note)
@@ -1796,28 +1831,41 @@ class Bench:
         del ref
         torch.cuda.empty_cache()
 
+        def timing_failed(r, e):
+            r["status"] = "error"
+            r["validated"] = False
+            r["median_ms"] = r["p20_ms"] = r["p80_ms"] = r["gbps"] = None
+            r["queued_ms"] = r["repeat_medians_ms"] = r["spread"] = None
+            add_note(r, f"timing: {first_line(e)}")
+            fns.pop(r["variant"], None)
+
+        # --repeat K: K rounds, each timing every variant in turn, so that a drift in the GPU's
+        # state over the shape's timings falls on every variant alike.
         xs = None  # the input and its copies for --rotate, made before the first timing
+        calls, rounds = {}, {}
+        for _ in range(a.repeat):
+            for v in [v for v in variants if v in fns]:
+                r = recs[v]
+                try:
+                    if xs is None:
+                        xs = self.rotated((x,), r["bytes"])
+                    if v not in calls:
+                        calls[v] = self.cycling(fns[v], xs, torch.cuda.synchronize)
+                    rounds.setdefault(v, []).append(self.time(calls[v]))
+                except Exception as e:
+                    timing_failed(r, e)
+                torch.cuda.empty_cache()
         for v in variants:
             r = recs[v]
-            if v not in fns:
-                log(r)
-                continue
-            fn = fns[v]
-            try:
-                if xs is None:
-                    xs = self.rotated((x,), r["bytes"])
-                med = self.time_record(r, fn, xs)
-                r["gbps"] = r["bytes"] / (med * 1e-3) / 1e9 if med and med > 0 else None
-            except Exception as e:
-                r["status"] = "error"
-                r["validated"] = False
-                r["median_ms"] = r["p20_ms"] = r["p80_ms"] = r["gbps"] = None
-                r["queued_ms"] = None
-                add_note(r, f"timing: {first_line(e)}")
-            torch.cuda.empty_cache()
+            if v in fns:
+                try:
+                    med = self.finish_record(r, calls[v], xs, rounds[v])
+                    r["gbps"] = r["bytes"] / (med * 1e-3) / 1e9 if med and med > 0 else None
+                except Exception as e:
+                    timing_failed(r, e)
             log(r)
 
-        del x, xs, fns
+        del x, xs, fns, calls
         torch.cuda.empty_cache()
         return [recs[v] for v in variants]
 
@@ -1873,6 +1921,7 @@ def run_benchmarks(torch, args):
         "timer": "triton.testing.do_bench, L2 flushed before each call, Python's garbage "
                  "collector off while it runs",
         "rotate": args.rotate,
+        "repeat": args.repeat if args.op not in GEMM_OPS else 1,
         "warmup_ms": args.warmup_ms,
         "rep_ms": args.rep_ms,
         "manual_precision": args.manual_precision,
@@ -2228,6 +2277,28 @@ def self_test():
         check(raises(check_contract, dict(full, records=[dict(kl, picked=3)])),
               "contract accepts a non-string picked")
 
+        # Rounds (--repeat): the kept round is the median one, the lower middle for an even K;
+        # the spread is (max - min) / its median.
+        mid, meds, spread = summarise_rounds([(3.0, 2.9, 3.1), (1.0, 0.9, 1.1), (2.0, 1.9, 2.1)])
+        check(mid == (2.0, 1.9, 2.1) and meds == [3.0, 1.0, 2.0] and spread == 1.0,
+              f"three rounds summarised as {mid}, {meds}, {spread}")
+        mid, _, spread = summarise_rounds([(4.0, 3.0, 5.0), (2.0, 1.0, 3.0)])
+        check(mid == (2.0, 1.0, 3.0) and spread == 1.0, f"two rounds summarised as {mid}, {spread}")
+        check(summarise_rounds([(5.0, None, None)]) == ((5.0, None, None), [5.0], 0.0), "one round")
+        check(raises(summarise_rounds, []), "no rounds summarised")
+        rounds_ok = dict(ok, repeat_medians_ms=[0.011, 0.01, 0.012], spread=0.2)
+        try:
+            check_contract(dict(full, records=[rounds_ok]))
+        except ValueError as e:
+            failures.append(f"a record with its rounds breaks the contract: {e}")
+        for what, rec in [("a spread without rounds", dict(ok, spread=0.1)),
+                          ("rounds without a spread", dict(ok, repeat_medians_ms=[0.01, 0.011])),
+                          ("one round", dict(rounds_ok, repeat_medians_ms=[0.01])),
+                          ("a median not among its rounds", dict(rounds_ok, median_ms=0.0105)),
+                          ("a negative spread", dict(rounds_ok, spread=-0.1)),
+                          ("a zero round", dict(rounds_ok, repeat_medians_ms=[0.01, 0.0]))]:
+            check(raises(check_contract, dict(full, records=[rec])), f"contract accepts {what}")
+
         # The queued median: a positive time on an ok record, null elsewhere.
         try:
             check_contract(dict(full, records=[dict(ok, queued_ms=0.0061)]))
@@ -2457,6 +2528,12 @@ def build_parser():
                         "output kept until its copy comes round again), or 'auto': as many "
                         "as make the copies 4x the L2, at most 1024, as kernlab's --rotate "
                         "(default 1: one buffer, do_bench's usual way)")
+    p.add_argument("--repeat", type=int, default=1, metavar="K",
+                   help="gelu/softmax: time every variant of a shape K times, in K rounds that "
+                        "take the variants in turn; the record keeps the round whose median is "
+                        "the median of the K (the lower middle one for an even K), every "
+                        "round's median and their spread, (max - min) / that median, as "
+                        "kernlab's --repeat (default 1; GEMMs run once)")
     p.add_argument("--cache-bytes", type=int, default=None,
                    help="the L2 size --rotate auto counts with (default: the device's, from torch)")
     p.add_argument("--row-stride", type=int, default=None, metavar="N",
@@ -2504,6 +2581,8 @@ def main(argv=None):
         parser.error(str(e))
     if args.cache_bytes is not None and args.cache_bytes < 1:
         parser.error("--cache-bytes must be at least 1")
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
     if args.row_stride is not None:
         if args.op in GEMM_OPS:
             parser.error(f"--row-stride is for gelu and softmax rows, not {args.op}")

@@ -764,12 +764,13 @@ fn torch_records_merge_into_the_same_table_and_plot() {
 #[test]
 fn the_real_baselines_script_runs_or_says_why_not() {
     // Here (no torch): exit 3 and its reason; on the GPU machine with torch: records, timed
-    // over three rotated copies.
+    // over three rotated copies, the softmax's in two rounds (--repeat 2; the GEMM's in one).
     let t = bench::torch::TorchConfig::locate();
     let timing = bench::harness::TimingOpts {
         warmup_ms: 1.0,
         rep_ms: 5.0,
         rotate: bench::harness::Rotate::Copies(3),
+        repeat: 2,
         ..Default::default()
     };
     let params = kernlab::Params::default();
@@ -801,10 +802,20 @@ fn the_real_baselines_script_runs_or_says_why_not() {
                 if let Some(n) = variants {
                     assert_eq!(recs.len(), n, "{op}");
                 }
+                let rounds = if op.is_gemm() { 1 } else { 2 };
+                assert_eq!(doc.repeat, Some(rounds), "{op}");
                 for r in &recs {
                     assert_eq!(r.shape, shape, "{r:?}");
                     assert_eq!(r.status, bench::Status::Ok, "{r:?}");
                     assert_eq!(r.rotate_copies, Some(3), "{r:?}");
+                    if rounds == 2 {
+                        let m = &r.repeat_medians_ms;
+                        assert!(m.len() == 2 && m.iter().all(|&v| v > 0.0), "{r:?}");
+                        assert!(m.contains(&r.median_ms.unwrap()), "{r:?}");
+                        assert!(r.spread.is_some_and(|s| s >= 0.0), "{r:?}");
+                    } else {
+                        assert!(r.repeat_medians_ms.is_empty() && r.spread.is_none(), "{r:?}");
+                    }
                 }
             }
             // Without torch the first call says so, and there is nothing more to run.

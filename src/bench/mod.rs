@@ -1004,7 +1004,7 @@ fn add_torch_baselines(
             &mine,
         ) {
             torch::Outcome::Ran(doc) => {
-                let line = torch::describe(&doc, &t.script, cfg.timing.rotate);
+                let line = torch::describe(&doc, &t.script, cfg.timing.rotate, cfg.timing.repeat);
                 if !report.torch_notes.contains(&line) {
                     report.torch_notes.push(line);
                 }

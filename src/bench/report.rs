@@ -620,7 +620,9 @@ fn host_bound(r: &Record) -> bool {
 /// which), and saying at how many of the points it was judged the time on either side was
 /// [`HOST_BOUND`]. A gap under 0.005 µs is level. Where kernlab's own calls were not timed as
 /// do_bench times PyTorch's (`timing`: without the flush, or as CUDA graphs), `auto`'s line says
-/// so. Where a host-bound time has its queued median (`Record::queued_ms`: the call's GPU time),
+/// so. Where both sides were timed in rounds (`--repeat`: kernlab's repeats, the script's
+/// rounds), a gap within the larger of their spreads counts as level, and the line says how
+/// many. Where a host-bound time has its queued median (`Record::queued_ms`: the call's GPU time),
 /// a second line judges the same points again with those medians in place of the host-bound
 /// times: kernel against kernel. Empty when no rival was timed (no `--torch`, or PyTorch
 /// missing).
@@ -669,10 +671,12 @@ pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) 
             "`kernlab_do_bench` (auto's launch, timed in PyTorch's process)",
         ),
     ] {
-        // The points judged, those slower, those with a host-bound time on either side, and
-        // those where a queued median stood in for one.
+        // The points judged, those slower, those with a host-bound time on either side, those
+        // where a queued median stood in for one, and those slower by less than the spread of
+        // both sides' rounds (`--repeat`), which count as level.
         let judge = |gpu: bool| {
-            let (mut judged, mut behind, mut hosted, mut swapped) = (0, Vec::new(), 0, 0);
+            let (mut judged, mut behind, mut hosted, mut swapped, mut noise) =
+                (0, Vec::new(), 0, 0, 0);
             for r in records
                 .iter()
                 .filter(|r| r.variant == mine && (r.tier == RecordTier::Torch) == in_torch)
@@ -689,14 +693,24 @@ pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) 
                     })
                     .filter_map(|o| at(o, gpu).map(|(u, sw)| (u, sw, o)))
                     .collect();
-                let Some(&(best, _, o)) = rivals.iter().min_by(|a, b| a.0.total_cmp(&b.0)) else {
+                let Some(&(best, best_swapped, o)) =
+                    rivals.iter().min_by(|a, b| a.0.total_cmp(&b.0))
+                else {
                     continue;
                 };
                 judged += 1;
                 let hb = host_bound(r) || rivals.iter().any(|(_, _, o)| host_bound(o));
                 hosted += hb as usize;
                 swapped += (mine_swapped || rivals.iter().any(|(_, sw, _)| *sw)) as usize;
-                if t - best >= 0.005 {
+                // Both sides timed in rounds, and neither time a queued median (the spread is
+                // the do_bench medians'): a gap within the larger spread is noise.
+                let within = match (r.spread, o.spread, mine_swapped || best_swapped) {
+                    (Some(a), Some(b), false) => super::harness::within_noise(t, a, best, b),
+                    _ => false,
+                };
+                if t - best >= 0.005 && within {
+                    noise += 1;
+                } else if t - best >= 0.005 {
                     let name = o.variant.strip_prefix("torch_").unwrap_or(&o.variant);
                     let at = if several_ops {
                         format!("{} {} {}", r.op, r.dtype, shape_str(&r.shape))
@@ -716,7 +730,7 @@ pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) 
                     ));
                 }
             }
-            (judged, behind, hosted, swapped)
+            (judged, behind, hosted, swapped, noise)
         };
         let tally = |judged: usize, behind: &[String]| {
             if behind.is_empty() {
@@ -736,11 +750,24 @@ pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) 
                 format!("; slower, in µs a call, at {}", behind.join(", "))
             }
         };
-        let (judged, behind, hosted, _) = judge(false);
+        let (judged, behind, hosted, _, noise) = judge(false);
         if judged == 0 {
             continue;
         }
+        let noise_note = |noise: usize| {
+            format!(
+                "{} behind by less than the spread of both sides' rounds (--repeat), counted level",
+                if noise == 1 {
+                    "1 of them".to_string()
+                } else {
+                    format!("{noise} of them")
+                }
+            )
+        };
         let mut notes = Vec::new();
+        if noise > 0 {
+            notes.push(noise_note(noise));
+        }
         if hosted > 0 {
             notes.push(format!(
                 "{hosted} of them with a {HOST_BOUND} time on one side or both: see its note"
@@ -761,13 +788,18 @@ pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) 
             tally(judged, &behind),
             slower(&behind)
         ));
-        let (kjudged, kbehind, _, swapped) = judge(true);
+        let (kjudged, kbehind, _, swapped, knoise) = judge(true);
         if swapped > 0 {
             lines.push(format!(
                 "{what} against their GPU times (at {}, a host-bound time replaced by its median \
-                 with every launch queued ahead): at or ahead at {}{}",
+                 with every launch queued ahead): at or ahead at {}{}{}",
                 points(swapped),
                 tally(kjudged, &kbehind),
+                if knoise > 0 {
+                    format!(" ({})", noise_note(knoise))
+                } else {
+                    String::new()
+                },
                 slower(&kbehind)
             ));
         }
@@ -1108,6 +1140,35 @@ mod tests {
             "{}",
             v[3]
         );
+
+        // Both sides in rounds: auto's 0.33 µs behind compile is within auto's 10% spread
+        // (0.69 µs) and counts as level; the replay's 0.70 is not (band 0.33 µs).
+        let mut rounds = recs.clone();
+        for r in rounds.iter_mut() {
+            match (r.variant.as_str(), r.shape[1]) {
+                ("auto", 256) => r.spread = Some(0.1),
+                ("torch_compile", 256) => r.spread = Some(0.05),
+                ("kernlab_do_bench", 256) => r.spread = Some(0.01),
+                _ => {}
+            }
+        }
+        let v = verdict(&rounds);
+        assert_eq!(
+            v[0],
+            "`auto` against PyTorch native and torch.compile: at or ahead at all 2 points (1 of \
+             them behind by less than the spread of both sides' rounds (--repeat), counted level)"
+        );
+        assert!(
+            v[1].ends_with(
+                "at or ahead at 1 of 2 points; slower, in µs a call, at f32 4096×256 \
+                 (7.31 against compile's 6.61, +0.70)"
+            ),
+            "{}",
+            v[1]
+        );
+        // One side without rounds: no noise band.
+        rounds[2].spread = None;
+        assert!(verdict(&rounds)[0].contains("at or ahead at 1 of 2 points;"));
 
         // Timed as graphs or unflushed, kernlab's side is not like for like: `auto`'s line says
         // so; the replay, timed by do_bench, does not.

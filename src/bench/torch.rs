@@ -51,6 +51,10 @@ pub struct TorchDoc {
     pub device: Option<String>,
     #[serde(default)]
     pub seed: Option<u64>,
+    /// The rounds each gelu/softmax variant was timed in (`--repeat`; 1, or absent in older
+    /// documents, for one).
+    #[serde(default)]
+    pub repeat: Option<usize>,
     /// PyTorch's `dst.copy_(src)` of 1 GiB timed by do_bench: the same copy kernlab times for
     /// its ceiling, under the other harness.
     #[serde(default)]
@@ -114,6 +118,12 @@ pub struct TorchRecord {
     /// ahead of the GPU (the script's `host_check`), ms: the call's GPU time, no host time in it.
     #[serde(default)]
     pub queued_ms: Option<f64>,
+    /// gelu/softmax under `--repeat K` > 1: every round's median (in the order they ran) and
+    /// their (max − min) / the kept round's median, as kernlab's `--repeat`.
+    #[serde(default)]
+    pub repeat_medians_ms: Option<Vec<f64>>,
+    #[serde(default)]
+    pub spread: Option<f64>,
 }
 
 /// The variant name of kernlab's own launch replayed in the baselines' process.
@@ -301,6 +311,12 @@ pub fn to_records(
             r.p20_ms = t.p20_ms;
             r.p80_ms = t.p80_ms;
             r.queued_ms = t.queued_ms.filter(|q| q.is_finite() && *q > 0.0);
+            if let (Some(m), Some(sp)) = (&t.repeat_medians_ms, t.spread) {
+                if m.len() > 1 && sp.is_finite() && sp >= 0.0 {
+                    r.repeat_medians_ms = m.clone();
+                    r.spread = Some(sp);
+                }
+            }
             r.derive(copy_gbps);
         }
         out.push(r);
@@ -371,6 +387,10 @@ pub fn run_script(
         .arg("--json")
         .arg(&json)
         .arg("--quiet");
+    // --repeat K: the script's rounds (gelu and softmax; its GEMMs run once).
+    if timing.repeat > 1 && !op.is_gemm() {
+        cmd.args(["--repeat", &timing.repeat.to_string()]);
+    }
     if timing.rotate != Rotate::Copies(1) {
         cmd.args(["--rotate", &timing.rotate.to_string()])
             .args(["--cache-bytes", &l2_bytes.max(1).to_string()]);
@@ -451,8 +471,19 @@ pub fn visible_device(visible: Option<&str>, ordinal: usize) -> String {
 }
 
 /// The header line about a document: versions, device and how it was timed (`rotate`: the
-/// run's `--rotate`, which the script was given too).
-pub fn describe(doc: &TorchDoc, script: &Path, rotate: Rotate) -> String {
+/// run's `--rotate`, which the script was given too; `repeat`: the run's `--repeat`, and the
+/// rounds the document says it ran).
+pub fn describe(doc: &TorchDoc, script: &Path, rotate: Rotate, repeat: usize) -> String {
+    let repeat = match doc.repeat {
+        Some(k) if k > 1 => format!(
+            "; {k} rounds a shape, each timing every variant in turn, the median round kept \
+             (--repeat {k}); --graph does not apply to them"
+        ),
+        _ if repeat > 1 => "; one round a shape (--repeat is for gelu and softmax rows); \
+             --graph does not apply to them"
+            .to_string(),
+        _ => "; --graph does not apply to them".to_string(),
+    };
     let rotated = match rotate {
         Rotate::Copies(1) => String::new(),
         r => format!(
@@ -462,7 +493,7 @@ pub fn describe(doc: &TorchDoc, script: &Path, rotate: Rotate) -> String {
     };
     format!(
         "PyTorch baselines ({}): torch {}, triton {}, {}; timed by triton.testing.do_bench \
-         (median; L2 flushed by do_bench{rotated}; --repeat and --graph do not apply to them)",
+         (median; L2 flushed by do_bench{rotated}{repeat})",
         script.display(),
         doc.torch_version.as_deref().unwrap_or("?"),
         doc.triton_version.as_deref().unwrap_or("?"),
@@ -520,13 +551,35 @@ mod tests {
         let queued: Vec<_> = recs.iter().map(|r| r.queued_ms).collect();
         assert_eq!(queued, [Some(0.0061), None, None]);
         let script = Path::new("b.py");
-        let line = describe(&doc, script, Rotate::Auto);
+        let line = describe(&doc, script, Rotate::Auto, 1);
         assert!(
             line.contains("rotated") && line.contains("--rotate auto"),
             "{line}"
         );
-        assert!(line.contains("--repeat and --graph do not apply"), "{line}");
-        assert!(!describe(&doc, script, Rotate::Copies(1)).contains("rotate"));
+        assert!(
+            line.ends_with("; --graph does not apply to them)"),
+            "{line}"
+        );
+        assert!(!describe(&doc, script, Rotate::Copies(1), 1).contains("rotate"));
+        // Under --repeat: the rounds the script ran, or why it ran one.
+        assert!(describe(&doc, script, Rotate::Copies(1), 3)
+            .contains("; one round a shape (--repeat is for gelu and softmax rows)"));
+        let rounds = parse(&format!(
+            r#"{{"available": true, "repeat": 3, "records": [{}, {}, {}]}}"#,
+            rec(r#", "repeat_medians_ms": [0.006, 0.005, 0.0055], "spread": 0.2"#),
+            rec(r#", "repeat_medians_ms": null, "spread": null"#),
+            rec(r#", "repeat_medians_ms": [0.005], "spread": 0.0"#)
+        ))
+        .unwrap();
+        assert!(describe(&rounds, script, Rotate::Copies(1), 3).contains(
+            "; 3 rounds a shape, each timing every variant in turn, the median round kept \
+                 (--repeat 3)"
+        ));
+        let recs = to_records(&rounds, &[vec![4096, 32]], &Params::default(), 4000.0).unwrap();
+        assert_eq!(recs[0].repeat_medians_ms, [0.006, 0.005, 0.0055]);
+        assert_eq!(recs[0].spread, Some(0.2));
+        assert!(recs[1].repeat_medians_ms.is_empty() && recs[1].spread.is_none());
+        assert!(recs[2].repeat_medians_ms.is_empty() && recs[2].spread.is_none());
     }
 
     #[test]
