@@ -1716,6 +1716,8 @@ class Bench:
         torch.cuda.synchronize()
         queued_us = sorted(s.elapsed_time(e) for s, e in pairs)[len(pairs) // 2] * 1e3
         del cache
+        if not queued_us > 0:  # events that measured nothing: no queued median
+            return None, None
         return host_bound_note(host_us, flush_us, median_ms * 1e3, queued_us), queued_us / 1e3
 
     # -- the copy ceiling, PyTorch's side ----------------------------------------------------------

@@ -22,7 +22,7 @@ rounds)
   for DT in f32 bf16; do
     timeout 150 $K bench softmax --shape 4096x32 --shape 4096x33 --shape 4096x64 --shape 4096x128 --shape 4096x255 --shape 4096x256 --shape 4096x512 --shape 4096x1024 --dtype $DT --variants auto --torch --rotate auto --rep-ms 30 --repeat 5 --csv "$OUT/rounds-$DT.csv" > "$OUT/rounds-$DT.log" 2>&1
     echo "rounds $DT exit $?" >> "$S"
-    grep "PyTorch baselines (\|against PyTorch native\|against their GPU times" "$OUT/rounds-$DT.log" | cut -c1-900 >> "$S"
+    grep "PyTorch baselines (\|against PyTorch native\|against their queued times" "$OUT/rounds-$DT.log" | cut -c1-900 >> "$S"
     ustab "$OUT/rounds-$DT.csv" >> "$S"
     python3 -c "
 import csv
@@ -35,7 +35,7 @@ sweep)
   done_sweep "$DT" 540
   el sweep
   grep -m1 -i "copy ceiling" "$OUT/sweep.log" | cut -c1-200 >> "$S"
-  grep "against PyTorch native\|against their GPU times" "$OUT/sweep.log" | cut -c1-900 >> "$S"
+  grep "against PyTorch native\|against their queued times" "$OUT/sweep.log" | cut -c1-900 >> "$S"
   done_table "$OUT/softmax-sweep-done-$DT.csv" >> "$S" ;;
 esac
 cat "$S"

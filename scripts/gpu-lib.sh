@@ -119,7 +119,8 @@ done_sweep() {
 }
 # `ustab CSV`: a bench CSV's points as µs a call, a line a (dtype, shape): auto,
 # kernlab_do_bench, torch_native, torch_compile, triton (the status where not timed), then
-# native's and compile's queued medians (`queued_ms`: their GPU times; "-" where not taken).
+# the replay's, native's and compile's queued medians (`queued_ms`: their GPU times; "-" where
+# not taken).
 ustab() { python3 - "$1" <<'PY'
 import csv, sys
 t = {}
@@ -128,7 +129,7 @@ for r in csv.DictReader(open(sys.argv[1])):
     t.setdefault(k, {})[r["variant"]] = (f"{float(r['median_ms'])*1000:.2f}" if r["status"] == "ok" else r["status"][:8])
     if r.get("queued_ms"):
         t[k][r["variant"] + "_q"] = f"{float(r['queued_ms'])*1000:.2f}"
-vs = ["auto", "kernlab_do_bench", "torch_native", "torch_compile", "triton", "torch_native_q", "torch_compile_q"]
+vs = ["auto", "kernlab_do_bench", "torch_native", "torch_compile", "triton", "kernlab_do_bench_q", "torch_native_q", "torch_compile_q"]
 print("dtype shape", *vs)
 for k in sorted(t): print(*k, *[t[k].get(v, "-") for v in vs])
 PY

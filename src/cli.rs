@@ -882,8 +882,9 @@ fn check_distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
 /// file, so that a run cut short (a time limit, Ctrl-C, an error at a later point) keeps the
 /// points it finished; the write at the end replaces it with the whole report. Only a regular
 /// file, or one not there yet, is written this way, through `<file>.partial` renamed over it so
-/// that a reader never finds half a file; a pipe or a symlink gets the final write alone. A
-/// failed write is reported once, and the run goes on.
+/// that a reader never finds half a file (in place where the folder takes no new files); a pipe
+/// or a symlink gets the final write alone. A failed write is reported once, and the run goes
+/// on.
 struct PartialCsv<'a> {
     path: Option<&'a Path>,
 }
@@ -898,17 +899,40 @@ impl<'a> PartialCsv<'a> {
     }
 
     fn write(&mut self, report: &bench::BenchReport) {
+        use std::io::Write as _;
         let Some(path) = self.path else { return };
+        let text = report.to_csv();
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".partial");
         let tmp = PathBuf::from(tmp);
-        let written =
-            std::fs::write(&tmp, report.to_csv()).and_then(|()| std::fs::rename(&tmp, path));
+        // A `.partial` left by a run that was killed (or a link by that name) goes first: the
+        // new one is created, never opened through a link.
+        let _ = std::fs::remove_file(&tmp);
+        let via_tmp = (|| {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            // The file keeps its permissions when the new one replaces it.
+            if let Ok(m) = std::fs::metadata(path) {
+                std::fs::set_permissions(&tmp, m.permissions())?;
+            }
+            std::fs::rename(&tmp, path)
+        })();
+        let written = match via_tmp {
+            Ok(()) => Ok(()),
+            // A folder the run may not create files in: the file itself, in place.
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && path.is_file() => {
+                std::fs::write(path, &text)
+            }
+            Err(e) => Err(e),
+        };
         if let Err(e) = written {
             let _ = std::fs::remove_file(&tmp);
             self.path = None;
             stderr_line!(
-                "note: --csv {}: the points so far could not be written ({e}); the file is written at the end of the run",
+                "note: --csv {}: the points so far could not be written ({e}); the file is written if the run completes",
                 path.display()
             );
         }
@@ -1386,8 +1410,8 @@ where
 mod tests {
     use super::*;
 
-    /// A report of two CPU points, with its Point events' record counts.
-    fn two_points() -> (bench::BenchReport, Vec<usize>) {
+    /// A report of two CPU points, with its Point events' record counts and CSVs.
+    fn two_points() -> (bench::BenchReport, Vec<usize>, Vec<String>) {
         let mut cfg = bench::BenchConfig::new(
             vec![crate::Op::Softmax],
             vec![vec![4, 32], vec![4, 48]],
@@ -1398,25 +1422,42 @@ mod tests {
         cfg.timing.max_calls = 3;
         cfg.seed = Some(3);
         cfg.ceiling_cache = None;
-        let mut counts = Vec::new();
+        let (mut counts, mut csvs) = (Vec::new(), Vec::new());
         let report = bench::run(&cfg, &crate::device::Device::Cpu, &mut |e| {
             if let bench::Event::Point(r) = e {
-                counts.push(r.records.len())
+                counts.push(r.records.len());
+                csvs.push(r.to_csv());
             }
         })
         .unwrap();
-        (report, counts)
+        (report, counts, csvs)
     }
 
     /// The partial CSV holds exactly the report so far, replaces what was there, and leaves
     /// no `.partial` file behind.
     #[test]
     fn the_partial_csv_is_the_report_so_far() {
-        let (report, counts) = two_points();
+        let (report, counts, csvs) = two_points();
         assert_eq!(counts.len(), 2, "one Point event a point: {counts:?}");
         assert!(
             counts[0] > 0 && counts[1] == report.records.len(),
             "{counts:?}"
+        );
+        // What a point's event carries is the final report's first rows, speedups included.
+        let last = report.to_csv();
+        for (csv, n) in csvs.iter().zip(&counts) {
+            let want: Vec<_> = last.lines().take(1 + n).collect();
+            assert_eq!(csv.lines().collect::<Vec<_>>(), want);
+        }
+        let speedup = bench::report::CSV_COLUMNS
+            .iter()
+            .position(|c| *c == "speedup_vs_manual")
+            .unwrap();
+        assert!(
+            last.lines()
+                .skip(1)
+                .all(|l| !l.split(',').nth(speedup).unwrap().is_empty()),
+            "a row without its speedup: {last}"
         );
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run.csv");
@@ -1441,7 +1482,7 @@ mod tests {
     /// partial writes without failing the run.
     #[test]
     fn the_partial_csv_leaves_links_alone_and_survives_a_failed_write() {
-        let (report, _) = two_points();
+        let (report, _, _) = two_points();
         let dir = tempfile::tempdir().unwrap();
         #[cfg(unix)]
         {
@@ -1455,6 +1496,15 @@ mod tests {
                 .file_type()
                 .is_symlink());
             assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept\n");
+            // A stale `.partial` that is a link is replaced, not written through.
+            let victim = dir.path().join("victim");
+            std::fs::write(&victim, "kept\n").unwrap();
+            let csv = dir.path().join("run2.csv");
+            std::os::unix::fs::symlink(&victim, dir.path().join("run2.csv.partial")).unwrap();
+            PartialCsv::new(Some(&csv)).write(&report);
+            assert_eq!(std::fs::read_to_string(&victim).unwrap(), "kept\n");
+            assert_eq!(std::fs::read_to_string(&csv).unwrap(), report.to_csv());
+            assert!(!dir.path().join("run2.csv.partial").exists());
         }
         let gone = dir.path().join("no such folder").join("run.csv");
         let mut partial = PartialCsv::new(Some(&gone));

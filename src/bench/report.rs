@@ -622,21 +622,24 @@ fn host_bound(r: &Record) -> bool {
 /// do_bench times PyTorch's (`timing`: without the flush, or as CUDA graphs), `auto`'s line says
 /// so. Where both sides were timed in rounds (`--repeat`: kernlab's repeats, the script's
 /// rounds), a gap within the larger of their spreads counts as level, and the line says how
-/// many. Where a host-bound time has its queued median (`Record::queued_ms`: the call's GPU time),
-/// a second line judges the same points again with those medians in place of the host-bound
-/// times: kernel against kernel. Empty when no rival was timed (no `--torch`, or PyTorch
+/// many. Where the script timed a call again with every launch queued ahead
+/// (`Record::queued_ms`: the call's GPU time, no host time in it), a second line judges the
+/// same points with those queued medians in place of do_bench's: kernel against kernel, as
+/// kernlab's harness, which queues its calls, times its own. Empty when no rival was timed (no `--torch`, or PyTorch
 /// missing).
 pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) -> Vec<String> {
     let us = |r: &Record| match (r.status, r.median_ms) {
         (Status::Ok, Some(ms)) if ms > 0.0 => Some(ms * 1e3),
         _ => None,
     };
-    // The time a record stands at: do_bench's median (`gpu` false), or, where that is
-    // host-bound and the queued median was taken, the queued median; and whether it was swapped.
+    // The time a record stands at: do_bench's median (`gpu` false), or, where the baselines
+    // script also timed the call with every launch queued ahead, that queued median; and
+    // whether it was swapped. kernlab's own calls have no queued median: its harness queues
+    // them already (a few µs of host work a call against the flush's ~60 µs of GPU time).
     let at = |r: &Record, gpu: bool| -> Option<(f64, bool)> {
         let t = us(r)?;
         match r.queued_ms {
-            Some(q) if gpu && host_bound(r) && q > 0.0 => Some((q * 1e3, true)),
+            Some(q) if gpu && q > 0.0 => Some((q * 1e3, true)),
             _ => Some((t, false)),
         }
     };
@@ -699,9 +702,9 @@ pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) 
                     continue;
                 };
                 judged += 1;
-                let hb = host_bound(r) || rivals.iter().any(|(_, _, o)| host_bound(o));
+                let hb = host_bound(r) || host_bound(o);
                 hosted += hb as usize;
-                swapped += (mine_swapped || rivals.iter().any(|(_, sw, _)| *sw)) as usize;
+                swapped += (mine_swapped || best_swapped) as usize;
                 // Both sides timed in rounds, and neither time a queued median (the spread is
                 // the do_bench medians'): a gap within the larger spread is noise.
                 let within = match (r.spread, o.spread, mine_swapped || best_swapped) {
@@ -790,16 +793,26 @@ pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) 
         ));
         let (kjudged, kbehind, _, swapped, knoise) = judge(true);
         if swapped > 0 {
-            lines.push(format!(
-                "{what} against their GPU times (at {}, a host-bound time replaced by its median \
-                 with every launch queued ahead): at or ahead at {}{}{}",
+            let mut knotes = vec![format!(
+                "at {}, {}",
                 points(swapped),
-                tally(kjudged, &kbehind),
-                if knoise > 0 {
-                    format!(" ({})", noise_note(knoise))
+                if in_torch {
+                    "both sides' calls timed again with every launch queued ahead of the GPU"
                 } else {
-                    String::new()
-                },
+                    "PyTorch's calls timed again with every launch queued ahead of the GPU, as \
+                     kernlab's harness queues its own"
+                }
+            )];
+            if knoise > 0 {
+                knotes.push(noise_note(knoise));
+            }
+            if let (false, Some(u)) = (in_torch, unlike) {
+                knotes.push(format!("{u}: not like for like"));
+            }
+            lines.push(format!(
+                "{what} against their queued times: at or ahead at {} ({}){}",
+                tally(kjudged, &kbehind),
+                knotes.join("; "),
                 slower(&kbehind)
             ));
         }
@@ -1091,20 +1104,25 @@ mod tests {
         );
         assert_eq!(v.len(), 2, "no queued median, no second line: {v:?}");
 
-        // With queued medians, a second line judges kernel against kernel: the replay's
-        // host-bound 7.31 µs stands at its queued 6.50 and draws level with compile's 6.61;
-        // at 4096×512 native's host-bound 9.00 stands at its queued 7.90, ahead of auto's 8.00
-        // (auto's first line is unchanged; its second names native's GPU time).
+        // With queued medians, a second line judges kernel against kernel, each PyTorch-side
+        // call at its queued median where it has one (kernlab's own at its median). At 256 the
+        // replay's host-bound 7.31 µs stands at its queued 6.50, ahead of compile's queued 6.70;
+        // auto's 6.94 is behind that 6.70. At 512 native's host-bound 9.00 stands at its queued
+        // 7.90, ahead of auto's 8.00 and the replay's queued 8.40. Native's host-bound 7.20 at
+        // 256, not the faster rival there, marks nothing in the first lines.
         let mut q = hb.clone();
         for r in q.iter_mut() {
             match (r.variant.as_str(), r.shape[1]) {
                 ("kernlab_do_bench", 256) => r.queued_ms = Some(6.5e-3),
+                ("kernlab_do_bench", 512) => r.queued_ms = Some(8.4e-3),
+                ("torch_compile", 256) => r.queued_ms = Some(6.7e-3),
+                ("torch_native", 256) => {
+                    r.note = Some(format!("{HOST_BOUND}: do_bench's median ..."))
+                }
                 ("torch_native", 512) => {
                     r.note = Some(format!("{HOST_BOUND}: do_bench's median ..."));
                     r.queued_ms = Some(7.9e-3);
                 }
-                // A queued median without a host-bound time stays unused.
-                ("torch_compile", 256) => r.queued_ms = Some(1e-3),
                 _ => {}
             }
         }
@@ -1124,22 +1142,25 @@ mod tests {
         );
         assert_eq!(
             v[1],
-            "`auto` against their GPU times (at 1 point, a host-bound time replaced by its median \
-             with every launch queued ahead): at or ahead at 0 of 2 points; slower, in µs a call, \
-             at f32 4096×256 (6.94 against compile's 6.61, +0.33), f32 4096×512 (8.00 against \
-             native's 7.90, +0.10)"
+            "`auto` against their queued times: at or ahead at 0 of 2 points (at 2 points, \
+             PyTorch's calls timed again with every launch queued ahead of the GPU, as kernlab's \
+             harness queues its own); slower, in µs a call, at f32 4096×256 (6.94 against \
+             compile's 6.70, +0.24), f32 4096×512 (8.00 against native's 7.90, +0.10)"
         );
-        assert!(
-            v[3].starts_with(
-                "`kernlab_do_bench` (auto's launch, timed in PyTorch's process) \
-                 against their GPU times (at 2 points,"
-            ) && v[3].ends_with(
-                "at or ahead at 1 of 2 points; slower, in µs a call, at f32 4096×512 \
-                     (8.50 against native's 7.90, +0.60)"
-            ),
-            "{}",
-            v[3]
+        assert_eq!(
+            v[3],
+            "`kernlab_do_bench` (auto's launch, timed in PyTorch's process) against their queued \
+             times: at or ahead at 1 of 2 points (at 2 points, both sides' calls timed again \
+             with every launch queued ahead of the GPU); slower, in µs a call, at f32 4096×512 \
+             (8.40 against native's 7.90, +0.50)"
         );
+        // Timed as graphs, auto's second line says it too.
+        let graphs = crate::bench::harness::TimingOpts {
+            graph: Some(10),
+            ..Default::default()
+        };
+        let v = against_pytorch(&q, &graphs);
+        assert!(v[1].contains("(--graph): not like for like)"), "{}", v[1]);
 
         // Both sides in rounds: auto's 0.33 µs behind compile is within auto's 10% spread
         // (0.69 µs) and counts as level; the replay's 0.70 is not (band 0.33 µs).
