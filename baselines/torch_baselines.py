@@ -1639,25 +1639,36 @@ class Bench:
             raise RuntimeError("do_bench returned nothing")
         return float(res), None, None
 
-    def time_record(self, r, fn, xs):
-        """Time fn over the copies xs (`cycling`, then do_bench) into record r, one round
-        (`finish_record`). Returns the median, ms."""
+    def time_round(self, fn, xs):
+        """One round: fn over the copies xs (`cycling`, its ring of outputs freed again when the
+        round ends), timed by do_bench: (median, p20, p80) in ms."""
         call = self.cycling(fn, xs, self.torch.cuda.synchronize)
-        return self.finish_record(r, call, xs, [self.time(call)])
+        try:
+            return self.time(call)
+        finally:
+            del call
 
-    def finish_record(self, r, call, xs, rounds):
-        """Record r from the rounds (median, p20, p80) that `call` over the copies xs was timed
-        in (`summarise_rounds`): its rotate_copies, the kept round's median, p20 and p80, with
-        more than one round every round's median and their spread, its queued median and a note
-        where the time is host-bound (`host_check`; a check that fails keeps the timing and says
-        why), and a note where do_bench gave no quantiles. Returns the median, ms."""
+    def time_record(self, r, fn, xs):
+        """Time fn over the copies xs into record r, one round (`time_round`, `finish_record`).
+        Returns the median, ms."""
+        return self.finish_record(r, fn, xs, [self.time_round(fn, xs)])
+
+    def finish_record(self, r, fn, xs, rounds):
+        """Record r from the rounds (median, p20, p80) that fn over the copies xs was timed in
+        (`summarise_rounds`): its rotate_copies, the kept round's median, p20 and p80, with more
+        than one round (each median finite and positive) every round's median and their spread,
+        its queued median and a note where the time is host-bound (`host_check`, on a fresh
+        ring of outputs; a check that fails keeps the timing and says why), and a note where
+        do_bench gave no quantiles. Returns the median, ms."""
         (med, p20, p80), medians, spread = summarise_rounds(rounds)
         r["rotate_copies"] = len(xs) if len(xs) > 1 else None
         r["median_ms"], r["p20_ms"], r["p80_ms"] = med, p20, p80
-        if len(rounds) > 1:
+        if len(rounds) > 1 and all(m is not None and math.isfinite(m) and m > 0 for m in medians):
             r["repeat_medians_ms"], r["spread"] = medians, spread
         try:
+            call = self.cycling(fn, xs, self.torch.cuda.synchronize)
             note, r["queued_ms"] = self.host_check(call, med)
+            del call
             add_note(r, note)
         except Exception as e:
             add_note(r, f"host check: {first_line(e)}")
@@ -1837,23 +1848,21 @@ class Bench:
             r["status"] = "error"
             r["validated"] = False
             r["median_ms"] = r["p20_ms"] = r["p80_ms"] = r["gbps"] = None
-            r["queued_ms"] = r["repeat_medians_ms"] = r["spread"] = None
+            r["queued_ms"] = r["repeat_medians_ms"] = r["spread"] = r["rotate_copies"] = None
             add_note(r, f"timing: {first_line(e)}")
             fns.pop(r["variant"], None)
 
         # --repeat K: K rounds, each timing every variant in turn, so that a drift in the GPU's
         # state over the shape's timings falls on every variant alike.
         xs = None  # the input and its copies for --rotate, made before the first timing
-        calls, rounds = {}, {}
+        rounds = {}
         for _ in range(a.repeat):
             for v in [v for v in variants if v in fns]:
                 r = recs[v]
                 try:
                     if xs is None:
                         xs = self.rotated((x,), r["bytes"])
-                    if v not in calls:
-                        calls[v] = self.cycling(fns[v], xs, torch.cuda.synchronize)
-                    rounds.setdefault(v, []).append(self.time(calls[v]))
+                    rounds.setdefault(v, []).append(self.time_round(fns[v], xs))
                 except Exception as e:
                     timing_failed(r, e)
                 torch.cuda.empty_cache()
@@ -1861,13 +1870,13 @@ class Bench:
             r = recs[v]
             if v in fns:
                 try:
-                    med = self.finish_record(r, calls[v], xs, rounds[v])
+                    med = self.finish_record(r, fns[v], xs, rounds[v])
                     r["gbps"] = r["bytes"] / (med * 1e-3) / 1e9 if med and med > 0 else None
                 except Exception as e:
                     timing_failed(r, e)
             log(r)
 
-        del x, xs, fns, calls
+        del x, xs, fns
         torch.cuda.empty_cache()
         return [recs[v] for v in variants]
 

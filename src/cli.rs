@@ -924,6 +924,7 @@ impl<'a> PartialCsv<'a> {
             Ok(()) => Ok(()),
             // A folder the run may not create files in: the file itself, in place.
             Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && path.is_file() => {
+                let _ = std::fs::remove_file(&tmp);
                 std::fs::write(path, &text)
             }
             Err(e) => Err(e),

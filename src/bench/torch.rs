@@ -120,8 +120,10 @@ pub struct TorchRecord {
     pub queued_ms: Option<f64>,
     /// gelu/softmax under `--repeat K` > 1: every round's median (in the order they ran) and
     /// their (max − min) / the kept round's median, as kernlab's `--repeat`.
+    /// (A round's median the script could not write as a number arrives as null: the rounds
+    /// are then left out, not the document.)
     #[serde(default)]
-    pub repeat_medians_ms: Option<Vec<f64>>,
+    pub repeat_medians_ms: Option<Vec<Option<f64>>>,
     #[serde(default)]
     pub spread: Option<f64>,
 }
@@ -312,8 +314,9 @@ pub fn to_records(
             r.p80_ms = t.p80_ms;
             r.queued_ms = t.queued_ms.filter(|q| q.is_finite() && *q > 0.0);
             if let (Some(m), Some(sp)) = (&t.repeat_medians_ms, t.spread) {
-                if m.len() > 1 && sp.is_finite() && sp >= 0.0 {
-                    r.repeat_medians_ms = m.clone();
+                let m: Option<Vec<f64>> = m.iter().map(|v| v.filter(|v| *v > 0.0)).collect();
+                if let Some(m) = m.filter(|m| m.len() > 1 && sp.is_finite() && sp >= 0.0) {
+                    r.repeat_medians_ms = m;
                     r.spread = Some(sp);
                 }
             }
@@ -565,10 +568,11 @@ mod tests {
         assert!(describe(&doc, script, Rotate::Copies(1), 3)
             .contains("; one round a shape (--repeat is for gelu and softmax rows)"));
         let rounds = parse(&format!(
-            r#"{{"available": true, "repeat": 3, "records": [{}, {}, {}]}}"#,
+            r#"{{"available": true, "repeat": 3, "records": [{}, {}, {}, {}]}}"#,
             rec(r#", "repeat_medians_ms": [0.006, 0.005, 0.0055], "spread": 0.2"#),
             rec(r#", "repeat_medians_ms": null, "spread": null"#),
-            rec(r#", "repeat_medians_ms": [0.005], "spread": 0.0"#)
+            rec(r#", "repeat_medians_ms": [0.005], "spread": 0.0"#),
+            rec(r#", "repeat_medians_ms": [0.005, null], "spread": 0.1"#)
         ))
         .unwrap();
         assert!(describe(&rounds, script, Rotate::Copies(1), 3).contains(
@@ -580,6 +584,7 @@ mod tests {
         assert_eq!(recs[0].spread, Some(0.2));
         assert!(recs[1].repeat_medians_ms.is_empty() && recs[1].spread.is_none());
         assert!(recs[2].repeat_medians_ms.is_empty() && recs[2].spread.is_none());
+        assert!(recs[3].repeat_medians_ms.is_empty() && recs[3].spread.is_none());
     }
 
     #[test]
