@@ -480,12 +480,10 @@ pub fn describe(doc: &TorchDoc, script: &Path, rotate: Rotate, repeat: usize) ->
     let repeat = match doc.repeat {
         Some(k) if k > 1 => format!(
             "; {k} rounds a shape, each timing every variant in turn, the median round kept \
-             (--repeat {k}); --graph does not apply to them"
+             (--repeat {k})"
         ),
-        _ if repeat > 1 => "; one round a shape (--repeat is for gelu and softmax rows); \
-             --graph does not apply to them"
-            .to_string(),
-        _ => "; --graph does not apply to them".to_string(),
+        _ if repeat > 1 => "; one round a shape (--repeat is for gelu and softmax rows)".into(),
+        _ => String::new(),
     };
     let rotated = match rotate {
         Rotate::Copies(1) => String::new(),
@@ -496,7 +494,7 @@ pub fn describe(doc: &TorchDoc, script: &Path, rotate: Rotate, repeat: usize) ->
     };
     format!(
         "PyTorch baselines ({}): torch {}, triton {}, {}; timed by triton.testing.do_bench \
-         (median; L2 flushed by do_bench{rotated}{repeat})",
+         (median; L2 flushed by do_bench{rotated}{repeat}; --graph does not apply to them)",
         script.display(),
         doc.torch_version.as_deref().unwrap_or("?"),
         doc.triton_version.as_deref().unwrap_or("?"),
