@@ -17,14 +17,7 @@ timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /d
 DT=f32
 done_sweep "$DT" 300
 el sweep
-grep -m1 -i "copy ceiling" "$OUT/sweep.log" | cut -c1-200 >> "$S"
-grep "against PyTorch native\|against their GPU times" "$OUT/sweep.log" | cut -c1-900 >> "$S"
-python3 -c "
-import csv
-for r in csv.DictReader(open('$OUT/softmax-sweep-done-$DT.csv')):
-    if r['variant'] in ('torch_native','torch_compile','kernlab_do_bench') and r.get('queued_ms'):
-        print('q', r['variant'], r['cols'], round(float(r['median_ms'])*1e3,2), round(float(r['queued_ms'])*1e3,2), 'hb' if 'host-bound' in (r['note'] or '') else '')" >> "$S"
-done_table "$OUT/softmax-sweep-done-$DT.csv" >> "$S"
+sweep_summary "$DT"
 for t in 32 128; do
   [ $SECONDS -lt 500 ] || break
   KERNLAB_NVRTC_DEFINES=KL_V2_THREADS=$t KERNLAB_V2=threads=$t timeout 40 $K bench softmax --shape 4096x256 --shape 4096x512 --shape 4096x1024 --dtype f32 --variants auto --torch --rotate auto --rep-ms 30 --csv "$OUT/t$t.csv" > "$OUT/t$t.log" 2>&1

@@ -11,12 +11,5 @@ DT=f32
 timeout 420 $K sweep softmax --rows 4096 --cols 32..1048576:x2,33,255,1000,4097,12345,16385,65537 --max-elements 2^31 --dtype $DT --variants auto --torch --rep-ms 30 --rotate auto --plot "$OUT/softmax-sweep-done-$DT.svg" --csv "$OUT/softmax-sweep-done-$DT.csv" > "$OUT/sweep.log" 2>&1
 echo "sweep exit $?" >> "$S"
 el sweep
-grep -m1 -i "copy ceiling" "$OUT/sweep.log" | cut -c1-200 >> "$S"
-grep "against PyTorch native\|against their GPU times" "$OUT/sweep.log" | cut -c1-900 >> "$S"
-python3 -c "
-import csv
-for r in csv.DictReader(open('$OUT/softmax-sweep-done-$DT.csv')):
-    if r['variant'] in ('torch_native','torch_compile','kernlab_do_bench') and r.get('queued_ms'):
-        print('q', r['variant'], r['cols'], round(float(r['median_ms'])*1e3,2), round(float(r['queued_ms'])*1e3,2), 'hb' if 'host-bound' in (r['note'] or '') else '')" >> "$S"
-done_table "$OUT/softmax-sweep-done-$DT.csv" >> "$S"
+sweep_summary "$DT"
 cat "$S"

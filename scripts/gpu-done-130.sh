@@ -34,8 +34,6 @@ sweep)
   DT=f32
   done_sweep "$DT" 540
   el sweep
-  grep -m1 -i "copy ceiling" "$OUT/sweep.log" | cut -c1-200 >> "$S"
-  grep "against PyTorch native\|against their queued times" "$OUT/sweep.log" | cut -c1-900 >> "$S"
-  done_table "$OUT/softmax-sweep-done-$DT.csv" >> "$S" ;;
+  sweep_summary "$DT" ;;
 esac
 cat "$S"

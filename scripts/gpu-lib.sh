@@ -117,6 +117,22 @@ done_sweep() {
   timeout "$2" $K sweep softmax --rows 4096 --cols 32..4194304:x2,33,255,1000,4097,12345,16385,65537,300007,1048577 --max-elements 2^31 --dtype "$1" --variants auto --torch --rep-ms 30 --rotate auto --plot "$OUT/softmax-sweep-done-$1.svg" --csv "$OUT/softmax-sweep-done-$1.csv" > "$OUT/sweep.log" 2>&1
   echo "sweep exit $?" >> "$S"
 }
+# `sweep_summary DTYPE`: after `done_sweep DTYPE` (or a sweep writing the same files), to $S:
+# the copy ceiling, the verdict's lines (both wordings the second line has had), each
+# PyTorch-side and replayed call's do_bench and queued medians in µs (and "hb" where
+# host-bound), and `done_table`.
+sweep_summary() {
+  local csv="$OUT/softmax-sweep-done-$1.csv"
+  grep -m1 -i "copy ceiling" "$OUT/sweep.log" | cut -c1-200 >> "$S"
+  grep "against PyTorch native\|against their GPU times\|against their queued times" "$OUT/sweep.log" | cut -c1-900 >> "$S"
+  python3 - "$csv" <<'PY' >> "$S"
+import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    if r['variant'] in ('torch_native', 'torch_compile', 'kernlab_do_bench') and r.get('queued_ms'):
+        print('q', r['variant'], r['cols'], round(float(r['median_ms']) * 1e3, 2), round(float(r['queued_ms']) * 1e3, 2), 'hb' if 'host-bound' in (r['note'] or '') else '')
+PY
+  done_table "$csv" >> "$S"
+}
 # `ustab CSV`: a bench CSV's points as µs a call, a line a (dtype, shape): auto,
 # kernlab_do_bench, torch_native, torch_compile, triton (the status where not timed), then
 # the replay's, native's and compile's queued medians (`queued_ms`: their GPU times; "-" where
