@@ -1,0 +1,94 @@
+"""Does the host's pace move a µs-sized call's time between its events? (twenty-ninth session,
+for the next lease). At bf16 4096x64 torch.compile's softmax had do_bench medians of 4.42-4.51 µs
+where the same loop with every launch queued ahead of the GPU gave 5.12-5.38 (runs 134, 132),
+and the SM clock held its maximum through both loops (run 135). Run 129 put a sleep kernel of
+0-20 µs between the flush and the start event and moved nothing, but a sleep kernel keeps the
+GPU busy. Here the GPU is left truly idle, by the host. Each call (native, compile, and a plain
+Triton kernel of the same softmax, to tell a launcher from a kernel) is timed, interleaved over
+three rounds, in these forms of do_bench's iteration (a 256 MiB zero_, the start event, the
+call, the end event), 200 iterations each, median µs between the events:
+  do_bench   triton.testing.do_bench itself (rep 30 ms)
+  queued     every launch queued first (the GPU held by a sleep kernel), as the host check
+  idle-N     the host waits until the flush has finished on the GPU (an event polled), then
+             spins N µs, then records the start event and launches: the GPU idle N+ µs after
+             the flush, the start event, the call and the end event submitted together
+  sync       a full synchronize before each iteration (the GPU idle before the flush)
+Prediction if the idle GPU is the cause: idle-N and sync below queued for every call, by the
+0.3-0.9 µs seen; if none moves, the do_bench medians come from something else (the number of
+calls, the rotation, the process)."""
+import statistics, time, torch, triton, triton.language as tl
+from triton.testing import do_bench
+
+dev = torch.device("cuda")
+khz = getattr(torch.cuda.get_device_properties(dev), "clock_rate", 0) or 1_980_000
+cache = torch.empty((256 << 20) // 4, dtype=torch.int, device=dev)
+
+
+@triton.jit
+def softmax_rows(x_ptr, y_ptr, cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < cols
+    v = tl.load(x_ptr + row * cols + offs, mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp(v - tl.max(v, 0))
+    tl.store(y_ptr + row * cols + offs, (e / tl.sum(e, 0)).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def plain_triton(x, y):
+    softmax_rows[(x.shape[0],)](x, y, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+
+
+N = 200
+shapes = [((4096, 64), torch.bfloat16), ((4096, 512), torch.float32)]
+compiled = torch.compile(lambda x: torch.softmax(x, -1), dynamic=False)
+
+
+def calls(x, y):
+    return {"native": lambda: torch.softmax(x, -1), "compile": lambda: compiled(x),
+            "triton": lambda: plain_triton(x, y)}
+
+
+def spin(us):
+    t = time.perf_counter() + us * 1e-6
+    while time.perf_counter() < t:
+        pass
+
+
+def loop(f, form, idle_us=0):
+    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(N)]
+    done = torch.cuda.Event()
+    torch.cuda.synchronize()
+    if form == "queued":
+        torch.cuda._sleep(int(4 * N * 100 * khz / 1000))  # hold the GPU while the loop queues
+    for a, b in pairs:
+        if form == "sync":
+            torch.cuda.synchronize()
+        cache.zero_()
+        if form == "idle":
+            done.record()
+            while not done.query():
+                pass
+            spin(idle_us)
+        a.record(); f(); b.record()
+    torch.cuda.synchronize()
+    return statistics.median(a.elapsed_time(b) for a, b in pairs) * 1e3
+
+
+forms = [("do_bench", 0), ("queued", 0), ("idle", 0), ("idle", 20), ("idle", 100), ("sync", 0)]
+data = {s: (torch.randn(*s[0], device=dev).to(s[1]), torch.empty(*s[0], device=dev, dtype=s[1])) for s in shapes}
+for s in shapes:
+    for f in calls(*data[s]).values():
+        f()
+torch.cuda.synchronize()
+res = {}
+for rnd in range(3):
+    for s in shapes:
+        for name, f in calls(*data[s]).items():
+            for form, us in forms:
+                v = do_bench(f, rep=30) * 1e3 if form == "do_bench" else loop(f, form, us)
+                res.setdefault((s, name, form, us), []).append(v)
+print("call shape dtype", *[f + (str(u) if f == "idle" else "") for f, u in forms], "(µs, three rounds)")
+for s in shapes:
+    for name in ("native", "compile", "triton"):
+        print(name, f"{s[0][0]}x{s[0][1]}", str(s[1]).split(".")[-1],
+              *["/".join(f"{v:.2f}" for v in res[(s, name, f, u)]) for f, u in forms])
