@@ -9,14 +9,16 @@ three rounds, in these forms of do_bench's iteration (a 256 MiB zero_, the start
 call, the end event), 200 iterations each, median µs between the events:
   do_bench   triton.testing.do_bench itself (rep 30 ms)
   queued     every launch queued first (the GPU held by a sleep kernel), as the host check
-  idle-N     the host waits until the flush has finished on the GPU (an event polled), then
-             spins N µs, then records the start event and launches: the GPU idle N+ µs after
-             the flush, the start event, the call and the end event submitted together
+  idle-N     the start event, the call and the end event are queued behind a stream wait
+             (cuStreamWaitValue32 on a word of pinned host memory) placed after the flush; the
+             host polls an event until the flush has finished, spins N µs, then writes the
+             word: the GPU idle (no kernel running, the front end parked on the wait) for N+ µs
+             after the flush, and no host time between the events
   sync       a full synchronize before each iteration (the GPU idle before the flush)
 Prediction if the idle GPU is the cause: idle-N and sync below queued for every call, by the
 0.3-0.9 µs seen; if none moves, the do_bench medians come from something else (the number of
 calls, the rotation, the process)."""
-import statistics, time, torch, triton, triton.language as tl
+import ctypes, itertools, statistics, time, torch, triton, triton.language as tl
 from triton.testing import do_bench
 
 dev = torch.device("cuda")
@@ -48,6 +50,50 @@ def calls(x, y):
             "triton": lambda: plain_triton(x, y)}
 
 
+_cu = ctypes.CDLL("libcuda.so.1")
+
+
+def _driver(name, *argtypes):
+    for n in (name + "_v2", name):
+        f = getattr(_cu, n, None)
+        if f is not None:
+            f.argtypes, f.restype = list(argtypes), ctypes.c_int
+            return f
+    raise RuntimeError(f"libcuda has no {name}")
+
+
+_wait32 = _driver("cuStreamWaitValue32", ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint)
+_host_dptr = _driver("cuMemHostGetDevicePointer", ctypes.POINTER(ctypes.c_uint64), ctypes.c_void_p, ctypes.c_uint)
+gate = torch.zeros(1, dtype=torch.int32, pin_memory=True)  # the word the stream waits on
+_gate_dptr = ctypes.c_uint64()
+_rc = _host_dptr(ctypes.byref(_gate_dptr), ctypes.c_void_p(gate.data_ptr()), 0)
+if _rc != 0:
+    raise RuntimeError(f"cuMemHostGetDevicePointer failed: CUresult {_rc}")
+tickets = itertools.count(1)
+
+
+def wait_for_gate(value):
+    # CU_STREAM_WAIT_VALUE_GEQ (0): the stream goes on once the word is >= value.
+    rc = _wait32(ctypes.c_void_p(torch.cuda.current_stream().cuda_stream), _gate_dptr.value, value, 0)
+    if rc != 0:
+        raise RuntimeError(f"cuStreamWaitValue32 failed: CUresult {rc}")
+
+
+def check_gate():
+    # The wait must hold the stream until the word is written, or idle-N measures nothing new.
+    t, held = next(tickets), torch.cuda.Event()
+    torch.cuda.synchronize()
+    wait_for_gate(t)
+    held.record()
+    time.sleep(0.002)
+    if held.query():
+        raise RuntimeError("the stream did not wait on the gate word")
+    gate[0] = t
+    torch.cuda.synchronize()
+    if not held.query():
+        raise RuntimeError("the stream stayed held after the gate word was written")
+
+
 def spin(us):
     t = time.perf_counter() + us * 1e-6
     while time.perf_counter() < t:
@@ -65,15 +111,21 @@ def loop(f, form, idle_us=0):
             torch.cuda.synchronize()
         cache.zero_()
         if form == "idle":
+            t = next(tickets)
             done.record()
-            while not done.query():
+            wait_for_gate(t)
+            a.record(); f(); b.record()
+            while not done.query():  # the flush finished: the GPU is parked on the wait
                 pass
             spin(idle_us)
-        a.record(); f(); b.record()
+            gate[0] = t
+        else:
+            a.record(); f(); b.record()
     torch.cuda.synchronize()
     return statistics.median(a.elapsed_time(b) for a, b in pairs) * 1e3
 
 
+check_gate()
 forms = [("do_bench", 0), ("queued", 0), ("idle", 0), ("idle", 20), ("idle", 100), ("sync", 0)]
 data = {s: (torch.randn(*s[0], device=dev).to(s[1]), torch.empty(*s[0], device=dev, dtype=s[1])) for s in shapes}
 for s in shapes:
