@@ -762,12 +762,8 @@ pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) 
         }
         let noise_note = |noise: usize| {
             format!(
-                "{} behind by less than the spread of both sides' rounds (--repeat), counted level",
-                if noise == 1 {
-                    "1 of them".to_string()
-                } else {
-                    format!("{noise} of them")
-                }
+                "{noise} of them behind by less than the spread of both sides' rounds (--repeat), \
+                 counted level"
             )
         };
         let mut notes = Vec::new();
@@ -1185,10 +1181,6 @@ mod tests {
 
         // Timed as graphs or unflushed, kernlab's side is not like for like: `auto`'s line says
         // so; the replay, timed by do_bench, does not.
-        let graphs = crate::bench::harness::TimingOpts {
-            graph: Some(10),
-            ..Default::default()
-        };
         let v = against_pytorch(&recs, &graphs);
         assert!(v[0].contains("(kernlab's calls were timed as CUDA graphs (--graph), PyTorch's by do_bench with its flush: not like for like)"), "{}", v[0]);
         assert!(!v[1].contains("like for like"), "{}", v[1]);
