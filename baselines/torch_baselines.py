@@ -587,6 +587,18 @@ def add_note(r, text):
         r["note"] = f"{r['note']}; {text}" if r["note"] else text
 
 
+def timing_failed(r, e):
+    """Record r after its timing raised e: an error, not validated, with every figure the
+    timing gives (times, rates, rounds, queued median, copies; a GEMM's tflops and checked rows)
+    cleared, and the reason in its note."""
+    r["status"] = "error"
+    r["validated"] = False
+    for k in ("median_ms", "p20_ms", "p80_ms", "gbps", "tflops", "validated_rows", "queued_ms",
+              "repeat_medians_ms", "spread", "rotate_copies"):
+        r[k] = None
+    add_note(r, f"timing: {first_line(e)}")
+
+
 def summarise_rounds(rounds):
     """K rounds' (median, p20, p80), in the order they ran, as kernlab's --repeat summarises
     its repeats: the round whose median is the median of the K (the lower middle one for an
@@ -1526,12 +1538,7 @@ class Bench:
                     r["gbps"] = r["bytes"] / (med * 1e-3) / 1e9
                     r["tflops"] = r["flops"] / (med * 1e-3) / 1e12
             except Exception as e:
-                r["status"] = "error"
-                r["validated"] = False
-                r["validated_rows"] = None
-                r["median_ms"] = r["p20_ms"] = r["p80_ms"] = r["gbps"] = r["tflops"] = None
-                r["queued_ms"] = None
-                add_note(r, f"timing: {first_line(e)}")
+                timing_failed(r, e)
             torch.cuda.empty_cache()
             log(r)
 
@@ -1844,12 +1851,8 @@ class Bench:
         del ref
         torch.cuda.empty_cache()
 
-        def timing_failed(r, e):
-            r["status"] = "error"
-            r["validated"] = False
-            r["median_ms"] = r["p20_ms"] = r["p80_ms"] = r["gbps"] = None
-            r["queued_ms"] = r["repeat_medians_ms"] = r["spread"] = r["rotate_copies"] = None
-            add_note(r, f"timing: {first_line(e)}")
+        def failed(r, e):
+            timing_failed(r, e)
             fns.pop(r["variant"], None)
 
         # --repeat K: K rounds, each timing every variant in turn, so that a drift in the GPU's
@@ -1864,7 +1867,7 @@ class Bench:
                         xs = self.rotated((x,), r["bytes"])
                     rounds.setdefault(v, []).append(self.time_round(fns[v], xs))
                 except Exception as e:
-                    timing_failed(r, e)
+                    failed(r, e)
                 torch.cuda.empty_cache()
         for v in variants:
             r = recs[v]
@@ -1873,7 +1876,7 @@ class Bench:
                     med = self.finish_record(r, fns[v], xs, rounds[v])
                     r["gbps"] = r["bytes"] / (med * 1e-3) / 1e9 if med and med > 0 else None
                 except Exception as e:
-                    timing_failed(r, e)
+                    failed(r, e)
             log(r)
 
         del x, xs, fns
@@ -2321,6 +2324,18 @@ def self_test():
                            dict(make_record("softmax", "torch_native", "f32", (2, 3), None),
                                 queued_ms=0.006))]:
             check(raises(check_contract, dict(full, records=[rec])), f"contract accepts {what}")
+
+        # A timing that raised: a row record with its rounds, a GEMM record with its rate and
+        # checked rows, each with its copies and queued median, keep the contract as errors.
+        for what, rec in [("row", dict(rounds_ok, rotate_copies=3, queued_ms=0.006)),
+                          ("gemm", dict(g_ok, rotate_copies=3, queued_ms=0.006))]:
+            timing_failed(rec, RuntimeError("out of memory"))
+            try:
+                check_contract(dict(full, records=[rec]))
+            except ValueError as e:
+                failures.append(f"a {what} record whose timing failed breaks the contract: {e}")
+            check(rec["status"] == "error" and rec["note"].endswith("timing: RuntimeError: out of memory"),
+                  f"a {what} record whose timing failed: {rec['status']}, {rec['note']}")
 
         # Launch plans: one good file (two shapes, one image), then files that break the format.
         with open(os.path.join(d, "softmax-sm_90a.cubin"), "wb") as f:
