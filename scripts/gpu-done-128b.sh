@@ -5,8 +5,7 @@
 # kernel where a PyTorch time was host-bound, and f32 1 Mi against native (prediction:
 # 1.74-1.81x as in seven runs).
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader >> "$S"
-timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1  # caches the ceilings
+gpu_start
 DT=f32
 timeout 420 $K sweep softmax --rows 4096 --cols 32..1048576:x2,33,255,1000,4097,12345,16385,65537 --max-elements 2^31 --dtype $DT --variants auto --torch --rep-ms 30 --rotate auto --plot "$OUT/softmax-sweep-done-$DT.svg" --csv "$OUT/softmax-sweep-done-$DT.csv" > "$OUT/sweep.log" 2>&1
 echo "sweep exit $?" >> "$S"

@@ -12,8 +12,7 @@
 # verdict's lines; the CSV is rewritten after each point, so a cut-off run still returns
 # kernlab's points. Prediction: f32 1 Mi at 1.74-1.81x native (eight runs).
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader >> "$S"
-timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1  # caches the ceilings
+gpu_start
 case "${1:?rounds or sweep}" in
 rounds)
   gpu_tests 200 kernlab_do_bench kernlab_do_bench

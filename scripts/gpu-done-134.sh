@@ -6,8 +6,7 @@
 # Predictions: the f16 points come out level within the rounds' spread or ahead; bf16 as run 127
 # (1 Mi 2.0-2.1x native, 131072 ~2.07x; at or ahead at 26-27 of 27 points).
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader >> "$S"
-timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1  # caches the ceilings
+gpu_start
 DT=f16
 timeout 150 $K bench softmax --shape 4096x32 --shape 4096x33 --shape 4096x64 --shape 4096x128 --shape 4096x255 --shape 4096x256 --shape 4096x512 --shape 4096x1024 --dtype $DT --variants auto --torch --rotate auto --rep-ms 30 --repeat 5 --csv "$OUT/rounds-$DT.csv" > "$OUT/rounds-$DT.log" 2>&1
 echo "rounds $DT exit $?" >> "$S"

@@ -1,8 +1,8 @@
 # Sourced by the GPU batch scripts (run from the repository root on the GPU machine):
 # $OUT (where a script writes its files), the kernel cache, $K (the kernlab binary), $S (the
 # summary file printed last), `el`, which appends the seconds since the start and a label to
-# $S, `tab`, `vtab`, `gpu_tests`, `ttab`, `done_table`, `bench_points`, `done_sweep` and `ustab`
-# (below).
+# $S, `tab`, `vtab`, `gpu_tests`, `ttab`, `done_table`, `bench_points`, `gpu_start`, `done_sweep`,
+# `sweep_summary` and `ustab` (below).
 # The device tool brings back only a few files from its $OUT (the twentieth session lost a
 # run's table and test log to that), so the scripts write to a work folder, and what comes
 # back is $S and files.tgz, every file of the work folder, packed again at each `el` and on
@@ -109,6 +109,12 @@ bench_points() {
   timeout 120 env "$@" $K bench softmax --dtype "$dt" "${args[@]}" --variants "$vars" --rep-ms 30 \
     --rotate auto --seed 1 --csv "$OUT/$n.csv" > "$OUT/$n.log" 2>&1
   rtab "$OUT/$n.csv" "$n" >> "$S"
+}
+# `gpu_start`: the GPU's name, clocks and temperature to $S, then a small bench that measures
+# and caches the copy and matmul ceilings, so that the runs after it find them cached.
+gpu_start() {
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader >> "$S"
+  timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1
 }
 # `done_sweep DTYPE SECONDS`: issue 5's done-means sweep (4096 rows, 32 to 4 Mi columns, up to
 # 2^31 elements a point, `auto` with --torch, both sides rotated) as DTYPE, into

@@ -6,8 +6,7 @@
 # 4000, 1024x131072 at 3850-3880 (short of 3900), 256x1 Mi at 3450-3520 (short of 3900, ~2x
 # native), f32 2048x1 Mi at 1.74-1.81x native (nine runs so far).
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader >> "$S"
-timeout 30 $K bench softmax --shape 64x64 --variants v2_warp_row --rep-ms 1 > /dev/null 2>&1  # caches the ceilings
+gpu_start
 timeout 330 $K bench softmax --dtype f32 --shape 8192x4096 --shape 4096x256 --shape 4096x1024 --shape 4096x12672 --shape 4096x32768 --shape 1024x131072 --shape 256x1048576 --variants auto --torch --rep-ms 30 --rotate auto --repeat 3 --csv "$OUT/targets.csv" > "$OUT/targets.log" 2>&1
 echo "targets exit $?" >> "$S"
 grep "PyTorch baselines (\|against PyTorch native\|against their queued times" "$OUT/targets.log" | cut -c1-700 >> "$S"
