@@ -31,6 +31,10 @@ timing of a call under 1 ms, the same loop runs again with every launch queued a
 one, the GPU waited for launches inside the timed window, and the record's note says
 "host-bound" (`host_bound_note`). The queued median goes in the record's `queued_ms`: the call's
 GPU time with no host time in it, which kernlab's verdict sets against its own kernels.
+Each such call is also timed in the settled form (`settled_check`, kernlab's `CudaTimer::settled`
+alike): the stream parked behind each flush until it has finished, then the events and the call
+freed as one batch, so that the host's pace is out of the time; its median goes in `settled_ms`,
+the time kernlab's verdict judges kernels by where both sides have one.
 
 Exit codes: 0 the run completed (individual records may still be "failed" or "error");
 1 an unexpected internal error (JSON with the records so far is still written when --json is
@@ -453,6 +457,63 @@ class DriverKernel:
         return go
 
 
+class SettledGate:
+    """A word of pinned host memory, mapped for the device, that a stream can be parked on
+    (`cuStreamWaitValue32`: go on once the word >= a ticket) until the host writes the ticket:
+    the settled form's release (`Runner.settled_check`). Made once a process; it checks that the
+    stream does wait there and goes on once the word is written."""
+    CU_STREAM_WAIT_VALUE_GEQ = 0
+
+    def __init__(self, torch):
+        import ctypes
+        import time as clock
+        self.torch = torch
+        cu = ctypes.CDLL("libcuda.so.1")
+
+        def driver(name, *argtypes):
+            for n in (name + "_v2", name):
+                f = getattr(cu, n, None)
+                if f is not None:
+                    f.argtypes, f.restype = list(argtypes), ctypes.c_int
+                    return f
+            raise RuntimeError(f"libcuda has no {name}")
+        self._wait = driver("cuStreamWaitValue32", ctypes.c_void_p, ctypes.c_uint64,
+                            ctypes.c_uint32, ctypes.c_uint)
+        host_dptr = driver("cuMemHostGetDevicePointer", ctypes.POINTER(ctypes.c_uint64),
+                           ctypes.c_void_p, ctypes.c_uint)
+        self.ct = ctypes
+        self.word = torch.zeros(1, dtype=torch.int64, pin_memory=True)  # its low 32 bits
+        self.dptr = ctypes.c_uint64()
+        rc = host_dptr(ctypes.byref(self.dptr), ctypes.c_void_p(self.word.data_ptr()), 0)
+        if rc != 0:
+            raise RuntimeError(f"cuMemHostGetDevicePointer failed: CUresult {rc}")
+        self.ticket = 0
+        torch.cuda.synchronize()
+        t, held = self.park(torch.cuda.current_stream().cuda_stream), torch.cuda.Event()
+        held.record()
+        clock.sleep(0.002)
+        early = held.query()
+        self.release(t)
+        torch.cuda.synchronize()
+        if early or not held.query():
+            raise RuntimeError("the stream " + ("did not wait on" if early else
+                                                "stayed parked after the host wrote")
+                               + " its gate word (cuStreamWaitValue32 on mapped host memory)")
+
+    def park(self, stream):
+        """Park `stream` (a CUstream handle) until the word reaches the ticket returned."""
+        self.ticket += 1
+        rc = self._wait(self.ct.c_void_p(stream), self.dptr.value, self.ticket,
+                        self.CU_STREAM_WAIT_VALUE_GEQ)
+        if rc != 0:
+            raise RuntimeError(f"cuStreamWaitValue32 failed: CUresult {rc}")
+        return self.ticket
+
+    def release(self, ticket):
+        """Free the stream parked for `ticket` (and every earlier one)."""
+        self.word[0] = ticket
+
+
 def softmax_num_warps(block_size):
     if block_size >= 4096:
         return 16
@@ -579,6 +640,12 @@ def rotate_copies(spec, call_bytes, cache_bytes):
 
 HOST_BOUND = "host-bound"  # kernlab's verdict looks for this word in a record's note
 HOST_CHECK_CALLS = 50
+# The settled form (`settled_check`, kernlab's `CudaTimer::settled`): its calls, the calls it
+# times (median under this many ms), and how long the stream may stay parked before the
+# watchdog frees it (a call that waits on the GPU from the host would otherwise never end).
+SETTLED_CALLS = 200
+SETTLED_BELOW_MS = 1.0
+SETTLED_WATCHDOG_S = 0.5
 
 
 def add_note(r, text):
@@ -589,12 +656,13 @@ def add_note(r, text):
 
 def timing_failed(r, e):
     """Record r after its timing raised e: an error, not validated, with every figure the
-    timing gives (times, rates, rounds, queued median, copies; a GEMM's tflops and checked rows)
+    timing gives (times, rates, rounds, queued and settled medians, copies; a GEMM's tflops and
+    checked rows)
     cleared, and the reason in its note."""
     r["status"] = "error"
     r["validated"] = False
     for k in ("median_ms", "p20_ms", "p80_ms", "gbps", "tflops", "validated_rows", "queued_ms",
-              "repeat_medians_ms", "spread", "rotate_copies"):
+              "settled_ms", "repeat_medians_ms", "spread", "rotate_copies"):
         r[k] = None
     add_note(r, f"timing: {first_line(e)}")
 
@@ -942,6 +1010,10 @@ def check_contract(doc):
         need(q is None or (isinstance(q, num) and not isinstance(q, bool) and math.isfinite(q)
                            and q > 0 and r["status"] == "ok"),
              f"{where}: 'queued_ms' is neither null nor a positive time on an ok record")
+        sm = r.get("settled_ms")  # optional (older documents lack it)
+        need(sm is None or (isinstance(sm, num) and not isinstance(sm, bool) and math.isfinite(sm)
+                            and sm > 0 and r["status"] == "ok"),
+             f"{where}: 'settled_ms' is neither null nor a positive time on an ok record")
         rc = r.get("rotate_copies")  # optional (older documents lack it)
         need(rc is None or (isinstance(rc, int) and not isinstance(rc, bool) and rc >= 2
                             and r["status"] == "ok"),
@@ -1005,6 +1077,9 @@ def make_record(op, variant, dtype, shape, gelu, activation=None):
         # calls under 1 ms: the median of do_bench's loop run again with every launch queued
         # ahead of the GPU (`host_check`): the call's GPU time with no host time in it
         "queued_ms": None,
+        # calls under 1 ms: the median of the settled form (`settled_check`: the stream parked
+        # behind each flush until it finished, then the events and the call freed as one batch)
+        "settled_ms": None,
         # gelu/softmax under --repeat K > 1: every round's median in the order they ran, and
         # their (max - min) / the kept round's median
         "repeat_medians_ms": None,
@@ -1679,6 +1754,13 @@ class Bench:
             add_note(r, note)
         except Exception as e:
             add_note(r, f"host check: {first_line(e)}")
+        if med is not None and 0 < med < SETTLED_BELOW_MS:
+            try:
+                call = self.cycling(fn, xs, self.torch.cuda.synchronize)
+                r["settled_ms"] = self.settled_check(call)
+                del call
+            except Exception as e:
+                add_note(r, f"settled timing: {first_line(e)}")
         if p20 is None:
             add_note(r, "do_bench gave no quantiles")
         return med
@@ -1737,6 +1819,68 @@ class Bench:
         if not queued_us > 0:  # events that measured nothing: no queued median
             return None, None
         return host_bound_note(host_us, flush_us, median_ms * 1e3, queued_us), queued_us / 1e3
+
+    def settled_check(self, call):
+        """The settled median of `call`, ms (kernlab's `CudaTimer::settled`, the same form):
+        SETTLED_CALLS iterations of do_bench's loop (a 256 MiB flush, the start event, the call,
+        the end event), each with the stream parked behind its flush on a word of mapped host
+        memory (`cuStreamWaitValue32`) while the host queues the events and the call; once the
+        flush has finished the host writes the word. The GPU runs the events and the call as one
+        batch, idle before them, and no host time falls between the events, whatever the
+        host's pace: do_bench's own median moves by 0.5-0.9 µs with how far ahead of the GPU the
+        host runs (kernlab's docs/perf-notes.md, thirtieth session). A call that waits on the
+        GPU from the host while parked is freed by a watchdog and fails the check."""
+        import threading
+        import time as clock
+        torch = self.torch
+        gate = self.settled_gate()
+        cache = torch.empty((256 << 20) // 4, dtype=torch.int, device=self.dev)  # do_bench's
+        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                 for _ in range(SETTLED_CALLS)]
+        flushed = torch.cuda.Event()
+        parked = [None]  # (ticket, since) while the stream is parked
+        fired, done = threading.Event(), threading.Event()
+
+        def watch():
+            while not done.wait(0.005):
+                p = parked[0]
+                if p is not None and clock.monotonic() - p[1] > SETTLED_WATCHDOG_S:
+                    fired.set()
+                    gate.release(p[0])
+
+        dog = threading.Thread(target=watch, daemon=True)
+        dog.start()
+        try:
+            call()
+            torch.cuda.synchronize()
+            for a, b in pairs:
+                cache.zero_()
+                flushed.record()
+                t = gate.park(torch.cuda.current_stream().cuda_stream)
+                parked[0] = (t, clock.monotonic())
+                try:
+                    a.record()
+                    call()
+                    b.record()
+                finally:
+                    flushed.synchronize()
+                    gate.release(t)
+                    parked[0] = None
+                if fired.is_set():
+                    raise RuntimeError("the call waited on the GPU from the host while the stream "
+                                       "was parked (it synchronises): it cannot be timed settled")
+            torch.cuda.synchronize()
+        finally:
+            done.set()
+            dog.join()
+        del cache
+        return sorted(a.elapsed_time(b) for a, b in pairs)[len(pairs) // 2]
+
+    def settled_gate(self):
+        """The process's `SettledGate`, made and checked at its first use."""
+        if getattr(self, "_gate", None) is None:
+            self._gate = SettledGate(self.torch)
+        return self._gate
 
     # -- the copy ceiling, PyTorch's side ----------------------------------------------------------
     def copy_ceiling(self, nbytes):
@@ -2324,11 +2468,23 @@ def self_test():
                            dict(make_record("softmax", "torch_native", "f32", (2, 3), None),
                                 queued_ms=0.006))]:
             check(raises(check_contract, dict(full, records=[rec])), f"contract accepts {what}")
+        # The settled median: the same rule.
+        try:
+            check_contract(dict(full, records=[dict(ok, settled_ms=0.0047)]))
+        except ValueError as e:
+            failures.append(f"a record with its settled median breaks the contract: {e}")
+        for what, rec in [("a negative settled_ms", dict(ok, settled_ms=-1.0)),
+                          ("a NaN settled_ms", dict(ok, settled_ms=float("nan"))),
+                          ("a settled_ms on an error record",
+                           dict(make_record("softmax", "torch_native", "f32", (2, 3), None),
+                                settled_ms=0.005))]:
+            check(raises(check_contract, dict(full, records=[rec])), f"contract accepts {what}")
 
         # A timing that raised: a row record with its rounds, a GEMM record with its rate and
         # checked rows, each with its copies and queued median, keep the contract as errors.
-        for what, rec in [("row", dict(rounds_ok, rotate_copies=3, queued_ms=0.006)),
-                          ("gemm", dict(g_ok, rotate_copies=3, queued_ms=0.006))]:
+        for what, rec in [("row", dict(rounds_ok, rotate_copies=3, queued_ms=0.006,
+                                       settled_ms=0.005)),
+                          ("gemm", dict(g_ok, rotate_copies=3, queued_ms=0.006, settled_ms=0.005))]:
             timing_failed(rec, RuntimeError("out of memory"))
             try:
                 check_contract(dict(full, records=[rec]))

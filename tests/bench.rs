@@ -1068,6 +1068,65 @@ fn cuda_both_flush_forms_overwrite_the_whole_buffer() {
     }
 }
 
+/// The settled form times calls that only enqueue, and one that waits on the GPU from the
+/// host inside the timed window fails with an error saying so (its watchdog frees the parked
+/// stream) instead of hanging; launch-blocking mode is refused before the stream is parked; the
+/// timer works again afterwards. A bench run gives a µs-sized call its settled median.
+#[test]
+fn cuda_settled_timing_times_what_enqueues_and_refuses_what_waits() {
+    let Some(dev) = crate::common::cuda() else {
+        return;
+    };
+    let Device::Cuda(d) = &dev else {
+        unreachable!("common::cuda returns a CUDA device")
+    };
+    use kernlab::bench::harness::CudaTimer;
+    let mut t = CudaTimer::new(d).unwrap();
+    let mut buf = d.alloc_bytes(1 << 20, "a test buffer").unwrap();
+    let s = t
+        .settled(20, &mut || d.memset_pattern(&mut buf, 1, 7, 1 << 20))
+        .unwrap();
+    assert!(s.median_ms > 0.0 && s.median_ms < 1.0, "{s:?}");
+    assert_eq!(s.calls, 20);
+    let started = std::time::Instant::now();
+    let e = t
+        .settled(3, &mut || {
+            d.memset_pattern(&mut buf, 1, 9, 1 << 20)?;
+            d.sync()
+        })
+        .unwrap_err();
+    assert!(e.to_string().contains("waited on the GPU"), "{e}");
+    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    d.set_sync_each_launch(true);
+    let e = t.settled(3, &mut || Ok(())).unwrap_err();
+    d.set_sync_each_launch(false);
+    assert!(e.to_string().contains("launch-blocking"), "{e}");
+    let again = t
+        .settled(5, &mut || d.memset_pattern(&mut buf, 1, 3, 1 << 20))
+        .unwrap();
+    assert!(again.median_ms > 0.0, "{again:?}");
+    assert_eq!(d.dtoh(&buf, 4).unwrap(), [3, 3, 3, 3]);
+
+    let mut cfg = BenchConfig::new(vec![Op::Softmax], vec![vec![4096, 64]], vec![DType::BF16]);
+    cfg.variants = Some(vec!["auto".into()]);
+    cfg.timing = bench::harness::TimingOpts {
+        warmup_ms: 2.0,
+        rep_ms: 5.0,
+        ..Default::default()
+    };
+    let report = bench::run(&cfg, &dev, &mut |_| {}).unwrap();
+    let r = &report.records[0];
+    assert_eq!(r.status, bench::Status::Ok, "{r:?}");
+    let settled = r
+        .settled_ms
+        .expect("a µs-sized call has its settled median");
+    assert!(settled > 0.0 && settled < 1.0, "{r:?}");
+    // No settled median for graph replays (not flushed call by call).
+    cfg.timing.graph = Some(4);
+    let report = bench::run(&cfg, &dev, &mut |_| {}).unwrap();
+    assert_eq!(report.records[0].settled_ms, None);
+}
+
 /// The `kernlab_do_bench` column end to end (GPU machine, with torch): `auto`'s launch at each
 /// softmax point is replayed in the baselines' process, validated there against f64 and
 /// timed, at the shapes where `auto` makes one plain launch, and at none where it splits a row
@@ -1119,6 +1178,14 @@ fn kernlab_do_bench_replays_auto_in_pytorch_s_process() {
             assert_eq!(r.status, bench::Status::Ok, "{r:?}");
             assert!(r.max_rel_err.unwrap() <= dt.tolerance(), "{r:?}");
             assert!(r.picked.is_some() && r.rotate_copies == Some(3), "{r:?}");
+            // A µs-sized call: timed in the settled form too, in PyTorch's process as here.
+            assert!(r.settled_ms.is_some_and(|s| s > 0.0), "{r:?}");
+            let mine = report
+                .records
+                .iter()
+                .find(|k| k.variant == "auto" && k.dtype == dt && &k.shape == shape)
+                .expect("auto's record");
+            assert!(mine.settled_ms.is_some_and(|s| s > 0.0), "{mine:?}");
         }
         let note = report
             .torch_notes
@@ -1131,8 +1198,8 @@ fn kernlab_do_bench_replays_auto_in_pytorch_s_process() {
         );
     }
     // The verdict under the table: `auto` at its points, the replay at its four (native is
-    // timed at every one of them); each may have a second line, kernel against kernel, where
-    // the script took queued medians.
+    // timed at every one of them); each may have more lines, kernel against kernel, where
+    // the script took queued medians and where both sides took settled ones.
     let v = report.against_pytorch();
     let first: Vec<_> = v
         .iter()
@@ -1152,7 +1219,8 @@ fn kernlab_do_bench_replays_auto_in_pytorch_s_process() {
     );
     for l in v.iter().filter(|l| !first.contains(l)) {
         assert!(
-            l.contains(" against their queued times: at or ahead at ")
+            (l.contains(" against their queued times: at or ahead at ")
+                || l.contains(" against their settled times: at or ahead at "))
                 && (l.starts_with("`auto`") || l.starts_with("`kernlab_do_bench`")),
             "{l}"
         );

@@ -14,8 +14,10 @@
 
 use crate::device::CudaDevice;
 use crate::error::{Error, Result};
-use cudarc::driver::{sys, CudaSlice};
+use cudarc::driver::{sys, CudaSlice, PinnedHostSlice};
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -261,12 +263,89 @@ impl FlushForm {
     }
 }
 
+/// Calls a settled median is taken over ([`CudaTimer::settled`]).
+pub const SETTLED_CALLS: usize = 200;
+/// Calls whose median is under this many ms get a settled median beside it.
+pub const SETTLED_BELOW_MS: f64 = 1.0;
+/// How long the settled form lets the stream stay parked before it frees it itself: past
+/// this the call was waiting on the GPU from the host (a synchronisation inside it), which
+/// the parked stream would never answer.
+const SETTLED_WATCHDOG: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// A word of page-locked host memory, mapped for the device, that the stream can be parked on
+/// (`cuStreamWaitValue32`, go on once the word ≥ a ticket) until the host writes the ticket.
+struct Gate {
+    _mem: PinnedHostSlice<u32>,
+    /// The word, as the host writes it (an address, kept as an integer so that the watchdog
+    /// thread may write it too).
+    host: usize,
+    dptr: sys::CUdeviceptr,
+    ticket: u32,
+}
+
+impl Gate {
+    fn new(dev: &CudaDevice) -> Result<Gate> {
+        // SAFETY: the word is written (0) before any use; DEVICEMAP maps it for the device.
+        let mut mem = unsafe {
+            dev.ctx
+                .alloc_pinned_with_flags::<u32>(1, sys::CU_MEMHOSTALLOC_DEVICEMAP)
+        }
+        .map_err(|e| Error::driver("cuMemHostAlloc (the settled timing's gate word)", e))?;
+        let host = mem
+            .as_mut_ptr()
+            .map_err(|e| Error::driver("cuEventSynchronize", e))?;
+        // SAFETY: `host` points at one u32 of live page-locked memory.
+        unsafe { host.write_volatile(0) };
+        let mut dptr: sys::CUdeviceptr = 0;
+        // SAFETY: `host` was allocated by cuMemHostAlloc with DEVICEMAP; flags must be 0.
+        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dptr, host.cast(), 0) }
+            .result()
+            .map_err(|e| Error::driver("cuMemHostGetDevicePointer", e))?;
+        Ok(Gate {
+            _mem: mem,
+            host: host as usize,
+            dptr,
+            ticket: 0,
+        })
+    }
+
+    /// Park the stream: what is enqueued after this waits until the word reaches the ticket
+    /// returned.
+    fn park(&mut self, dev: &CudaDevice) -> Result<u32> {
+        let ticket = self.ticket.checked_add(1).ok_or_else(|| {
+            Error::Invalid("settled timing: the gate's tickets ran out (2^32 calls)".into())
+        })?;
+        // SAFETY: the stream is live; dptr is the device's address of the mapped word.
+        unsafe {
+            sys::cuStreamWaitValue32_v2(
+                dev.stream.cu_stream(),
+                self.dptr,
+                ticket,
+                sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
+            )
+        }
+        .result()
+        .map_err(|e| Error::driver("cuStreamWaitValue32", e))?;
+        self.ticket = ticket;
+        Ok(ticket)
+    }
+}
+
+/// Free the stream parked on the word at `host` (a [`Gate`]'s) by writing `ticket` there.
+fn release(host: usize, ticket: u32) {
+    // SAFETY: `host` is a live Gate's word; the device reads it through its mapping.
+    unsafe { (host as *mut u32).write_volatile(ticket) };
+    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+}
+
 /// A GPU timer: holds the flush buffer so repeated measurements reuse it.
 pub struct CudaTimer<'a> {
     dev: &'a CudaDevice,
     flush: CudaSlice<u8>,
     pub flush_bytes: usize,
     pub flush_form: FlushForm,
+    /// The settled form's gate, made (and checked) at its first use.
+    gate: Option<Gate>,
 }
 
 impl<'a> CudaTimer<'a> {
@@ -279,6 +358,7 @@ impl<'a> CudaTimer<'a> {
             flush,
             flush_bytes: bytes,
             flush_form,
+            gate: None,
         })
     }
 
@@ -371,6 +451,153 @@ impl<'a> CudaTimer<'a> {
             .upload()
             .map_err(|e| Error::driver("cuGraphUpload", e))?;
         Ok(graph)
+    }
+
+    /// The settled form of a call's time: `calls` iterations of do_bench's (the flush, the start
+    /// event, the call, the end event), each with the stream parked behind its flush on a host
+    /// word (`cuStreamWaitValue32`) while the host enqueues the events and the call; once the
+    /// flush has finished, the host frees the stream. The GPU then runs the events and the call
+    /// as one batch, idle before them, and no host time falls between the events, whatever the
+    /// host's pace. In do_bench's own loop a call's time depends on how far ahead of the GPU
+    /// the host runs: on an H200 the same kernel read 0.5–0.9 µs more with every launch queued
+    /// ahead than with the GPU idle before its events, by 0 µs or 100 alike (docs/perf-notes.md,
+    /// thirtieth session), so callers whose hosts run at different paces are not timed alike by
+    /// it. The settled form times every caller alike. `f` must only enqueue: a call that waits
+    /// on the GPU from the host could never end while the stream is parked (a watchdog frees it
+    /// after 0.5 s and the measurement fails saying so).
+    pub fn settled(&mut self, calls: usize, f: &mut dyn FnMut() -> Result<()>) -> Result<Stats> {
+        let dev = self.dev;
+        if dev.launches_block() {
+            return Err(Error::Invalid(
+                "settled timing cannot run while every launch synchronises (launch-blocking \
+                 mode): a launch would wait on the parked stream"
+                    .into(),
+            ));
+        }
+        if self.gate.is_none() {
+            let gate = Gate::new(dev)?;
+            self.gate = Some(gate);
+            self.check_gate()?;
+        }
+        let ev = |flags| {
+            dev.ctx
+                .new_event(Some(flags))
+                .map_err(|e| Error::driver("cuEventCreate", e))
+        };
+        f()?;
+        dev.sync()?;
+        let flushed = ev(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?;
+        let mut events = Vec::with_capacity(calls.max(1));
+        for _ in 0..calls.max(1) {
+            events.push((
+                ev(sys::CUevent_flags::CU_EVENT_DEFAULT)?,
+                ev(sys::CUevent_flags::CU_EVENT_DEFAULT)?,
+            ));
+        }
+        let host = self.gate.as_ref().map(|g| g.host).unwrap_or_default();
+        // The watchdog: (ticket parked, since when), and whether it had to free one.
+        let parked = Mutex::new(None::<(u32, Instant)>);
+        let (done, fired) = (AtomicBool::new(false), AtomicBool::new(false));
+        let outcome = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                while !done.load(Ordering::Acquire) {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    let p = *parked.lock().unwrap_or_else(|e| e.into_inner());
+                    if let Some((ticket, since)) = p {
+                        if since.elapsed() > SETTLED_WATCHDOG {
+                            fired.store(true, Ordering::Release);
+                            release(host, ticket);
+                        }
+                    }
+                }
+            });
+            let mut run = || -> Result<()> {
+                for (a, b) in &events {
+                    self.flush_l2()?;
+                    flushed
+                        .record(&dev.stream)
+                        .map_err(|e| Error::driver("cuEventRecord", e))?;
+                    let gate = self.gate.as_mut().expect("made above");
+                    let ticket = gate.park(dev)?;
+                    *parked.lock().unwrap_or_else(|e| e.into_inner()) =
+                        Some((ticket, Instant::now()));
+                    let queued = (|| -> Result<()> {
+                        a.record(&dev.stream)
+                            .map_err(|e| Error::driver("cuEventRecord", e))?;
+                        f()?;
+                        b.record(&dev.stream)
+                            .map_err(|e| Error::driver("cuEventRecord", e))
+                    })();
+                    // The flush finished (or failed): free the stream, whatever happened.
+                    let waited = flushed
+                        .synchronize()
+                        .map_err(|e| Error::driver("cuEventSynchronize", e));
+                    release(host, ticket);
+                    *parked.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                    queued?;
+                    waited?;
+                    if fired.load(Ordering::Acquire) {
+                        return Err(Error::Invalid(
+                            "settled timing: the call waited on the GPU from the host while \
+                             the stream was parked (it synchronises), so it cannot be timed \
+                             settled"
+                                .into(),
+                        ));
+                    }
+                }
+                dev.sync()
+            };
+            let r = run();
+            done.store(true, Ordering::Release);
+            r
+        });
+        outcome?;
+        let samples = events
+            .iter()
+            .map(|(a, b)| {
+                a.elapsed_ms(b)
+                    .map(|t| t as f64)
+                    .map_err(|e| Error::driver("cuEventElapsedTime", e))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Stats::from_samples(&samples)
+    }
+
+    /// The settled form parks the stream on its gate word: check that the stream does wait
+    /// there, and goes on once the word is written, or the form would measure nothing new.
+    fn check_gate(&mut self) -> Result<()> {
+        let dev = self.dev;
+        let gate = self.gate.as_mut().expect("made by the caller");
+        dev.sync()?;
+        let held = dev
+            .ctx
+            .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+            .map_err(|e| Error::driver("cuEventCreate", e))?;
+        let ticket = gate.park(dev)?;
+        let recorded = held
+            .record(&dev.stream)
+            .map_err(|e| Error::driver("cuEventRecord", e));
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let early = held.try_is_complete();
+        release(gate.host, ticket);
+        recorded?;
+        dev.sync()?;
+        let early = early.map_err(|e| Error::driver("cuEventQuery", e))?;
+        let after = held
+            .try_is_complete()
+            .map_err(|e| Error::driver("cuEventQuery", e))?;
+        if early || !after {
+            return Err(Error::Invalid(format!(
+                "settled timing: the stream {} its gate word (cuStreamWaitValue32 on mapped \
+                 host memory), so the form cannot hold the GPU back",
+                if early {
+                    "did not wait on"
+                } else {
+                    "stayed parked after the host wrote"
+                }
+            )));
+        }
+        Ok(())
     }
 
     fn time_calls(

@@ -118,6 +118,12 @@ pub struct Record {
     /// the baselines script); None elsewhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queued_ms: Option<f64>,
+    /// GPU calls under 1 ms, kernlab's and PyTorch's alike: the median of the settled form
+    /// (`CudaTimer::settled`, `settled_check` in the baselines script: the stream parked behind
+    /// each flush until it has finished, then the events and the call freed as one batch), the
+    /// call's time with the host's pace out of it; None elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_ms: Option<f64>,
     pub calls: Option<usize>,
     /// With `--rotate`: how many copies of the inputs and output the timed calls cycled through
     /// (`auto` chooses it point by point); None without rotation.
@@ -200,6 +206,7 @@ impl Record {
             p80_ms: None,
             min_ms: None,
             queued_ms: None,
+            settled_ms: None,
             calls: None,
             repeat_medians_ms: Vec::new(),
             spread: None,
@@ -625,8 +632,11 @@ fn host_bound(r: &Record) -> bool {
 /// many. Where the script timed a call again with every launch queued ahead
 /// (`Record::queued_ms`: the call's GPU time, no host time in it), a second line judges the
 /// same points with those queued medians in place of do_bench's: kernel against kernel, as
-/// kernlab's harness, which queues its calls, times its own. Empty when no rival was timed (no
-/// `--torch`, or PyTorch missing).
+/// kernlab's harness, which queues its calls, times its own. Where both sides have settled
+/// medians (`Record::settled_ms`: calls under 1 ms, timed with the stream parked behind each
+/// flush, so that the host's pace is out of the time), a third line judges by those alone, a
+/// point only where every rival timed there has one; a gap under [`SETTLED_LEVEL_US`] is level.
+/// Empty when no rival was timed (no `--torch`, or PyTorch missing).
 pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) -> Vec<String> {
     let us = |r: &Record| match (r.status, r.median_ms) {
         (Status::Ok, Some(ms)) if ms > 0.0 => Some(ms * 1e3),
@@ -636,10 +646,13 @@ pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) 
     // script also timed the call with every launch queued ahead, that queued median; and
     // whether it was swapped. kernlab's own calls have no queued median: its harness queues
     // them already (a few µs of host work a call against the flush's ~60 µs of GPU time).
-    let at = |r: &Record, gpu: bool| -> Option<(f64, bool)> {
+    // In the settled form every call stands at its settled median, or is not judged.
+    let at = |r: &Record, form: Form| -> Option<(f64, bool)> {
         let t = us(r)?;
-        match r.queued_ms {
-            Some(q) if gpu && q > 0.0 => Some((q * 1e3, true)),
+        match (form, r.queued_ms, r.settled_ms) {
+            (Form::Settled, _, Some(q)) if q > 0.0 => Some((q * 1e3, true)),
+            (Form::Settled, _, _) => None,
+            (Form::Queued, Some(q), _) if q > 0.0 => Some((q * 1e3, true)),
             _ => Some((t, false)),
         }
     };
@@ -677,25 +690,33 @@ pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) 
         // The points judged, those slower, those with a host-bound time on either side, those
         // where a queued median stood in for one, and those slower by less than the spread of
         // both sides' rounds (`--repeat`), which count as level.
-        let judge = |gpu: bool| {
+        let judge = |form: Form| {
             let (mut judged, mut behind, mut hosted, mut swapped, mut noise) =
                 (0, Vec::new(), 0, 0, 0);
             for r in records
                 .iter()
                 .filter(|r| r.variant == mine && (r.tier == RecordTier::Torch) == in_torch)
             {
-                let Some((t, mine_swapped)) = at(r, gpu) else {
+                let Some((t, mine_swapped)) = at(r, form) else {
                     continue;
                 };
-                let rivals: Vec<_> = records
+                let timed: Vec<_> = records
                     .iter()
                     .filter(|o| {
                         o.tier == RecordTier::Torch
                             && PYTORCH_RIVALS.contains(&o.variant.as_str())
                             && same_point(o, r)
+                            && us(o).is_some()
                     })
-                    .filter_map(|o| at(o, gpu).map(|(u, sw)| (u, sw, o)))
                     .collect();
+                let rivals: Vec<_> = timed
+                    .iter()
+                    .filter_map(|&o| at(o, form).map(|(u, sw)| (u, sw, o)))
+                    .collect();
+                // The settled form judges a point only where every rival has its settled time.
+                if form == Form::Settled && rivals.len() < timed.len() {
+                    continue;
+                }
                 let Some(&(best, best_swapped, o)) =
                     rivals.iter().min_by(|a, b| a.0.total_cmp(&b.0))
                 else {
@@ -708,6 +729,7 @@ pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) 
                 // Both sides timed in rounds, and neither time a queued median (the spread is
                 // the do_bench medians'): a gap within the larger spread is noise.
                 let within = match (r.spread, o.spread, mine_swapped || best_swapped) {
+                    _ if form == Form::Settled => t - best < SETTLED_LEVEL_US,
                     (Some(a), Some(b), false) => super::harness::within_noise(t, a, best, b),
                     _ => false,
                 };
@@ -724,7 +746,7 @@ pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) 
                 } else {
                     format!("{} {}", r.dtype, shape_str(&r.shape))
                 };
-                let mark = if hb && !gpu {
+                let mark = if hb && form == Form::DoBench {
                     format!("; {HOST_BOUND}")
                 } else {
                     String::new()
@@ -756,7 +778,7 @@ pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) 
                 format!("; slower, in µs a call, at {}", behind.join(", "))
             }
         };
-        let (judged, behind, hosted, _, noise) = judge(false);
+        let (judged, behind, hosted, _, noise) = judge(Form::DoBench);
         if judged == 0 {
             continue;
         }
@@ -790,7 +812,7 @@ pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) 
             tally(judged, &behind),
             slower(&behind)
         ));
-        let (kjudged, kbehind, _, swapped, knoise) = judge(true);
+        let (kjudged, kbehind, _, swapped, knoise) = judge(Form::Queued);
         if swapped > 0 {
             let mut knotes = vec![format!(
                 "at {}, {}",
@@ -815,9 +837,49 @@ pub fn against_pytorch(records: &[Record], timing: &super::harness::TimingOpts) 
                 slower(&kbehind)
             ));
         }
+        let (sjudged, sbehind, _, _, snoise) = judge(Form::Settled);
+        if sjudged > 0 {
+            let mut snotes = vec![format!(
+                "{} timed again in the settled form, the stream parked behind each flush until it \
+                 finished: no host pace in the time",
+                if in_torch {
+                    "both sides' calls"
+                } else {
+                    "kernlab's calls and PyTorch's"
+                }
+            )];
+            if snoise > 0 {
+                snotes.push(format!(
+                    "{snoise} of them behind by less than {SETTLED_LEVEL_US} µs, the settled \
+                     form's reach, counted level"
+                ));
+            }
+            if let (false, Some(u)) = (in_torch, unlike) {
+                snotes.push(format!("{u}: not like for like"));
+            }
+            lines.push(format!(
+                "{what} against their settled times: at or ahead at {} ({}){}",
+                tally(sjudged, &sbehind),
+                snotes.join("; "),
+                slower(&sbehind)
+            ));
+        }
     }
     lines
 }
+
+/// Which time of a call the verdict judges by: do_bench's median; the queued median where the
+/// script took one (do_bench's elsewhere); the settled median (calls without one not judged).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    DoBench,
+    Queued,
+    Settled,
+}
+
+/// A settled time behind a rival's by less than this (µs) counts as level: the settled form's
+/// medians of one call moved by up to 0.07 µs between rounds on the H200 (thirtieth session).
+pub const SETTLED_LEVEL_US: f64 = 0.1;
 
 /// µs with two decimals below 100, whole µs above.
 fn fmt_us(v: f64) -> String {
@@ -895,6 +957,7 @@ pub fn csv_row(r: &Record) -> Vec<String> {
         r.note.clone().unwrap_or_default(),
         r.picked.clone().unwrap_or_default(),
         o(r.queued_ms),
+        o(r.settled_ms),
     ]
 }
 
@@ -936,6 +999,9 @@ pub const CSV_COLUMNS: &[&str] = &[
     // PyTorch's calls under 1 ms: do_bench's loop again with every launch queued ahead of the
     // GPU, its median (the call's GPU time); empty for kernlab's and longer calls.
     "queued_ms",
+    // GPU calls under 1 ms, kernlab's and PyTorch's: the settled form's median (the stream
+    // parked behind each flush until it finished; the host's pace out of the time).
+    "settled_ms",
 ];
 
 /// One CSV field, quoted when it holds a comma, a quote or a line break.
@@ -1156,6 +1222,52 @@ mod tests {
         };
         let v = against_pytorch(&q, &graphs);
         assert!(v[1].contains("(--graph): not like for like)"), "{}", v[1]);
+
+        // The settled form: a line for each side wherever it and every rival timed at a point
+        // have settled medians (no mixing with other times). At 256 auto's settled 6.10 is
+        // behind compile's 6.05 by less than SETTLED_LEVEL_US (level); the replay's 6.30 is
+        // behind by 0.25. At 512 compile failed and native settled at 8.20: auto's 8.10 is
+        // ahead; the replay has no settled median there, so it is not judged.
+        let mut st = q.clone();
+        for r in st.iter_mut() {
+            r.settled_ms = match (r.variant.as_str(), r.shape[1], r.tier) {
+                ("auto", 256, RecordTier::Kernlab(_)) => Some(6.10e-3),
+                ("auto", 512, RecordTier::Kernlab(_)) => Some(8.10e-3),
+                ("torch_compile", 256, _) => Some(6.05e-3),
+                ("torch_native", 256, _) => Some(6.60e-3),
+                ("torch_native", 512, _) => Some(8.20e-3),
+                ("kernlab_do_bench", 256, RecordTier::Torch) => Some(6.30e-3),
+                _ => None,
+            };
+        }
+        let v = verdict(&st);
+        assert_eq!(v.len(), 6, "{v:?}");
+        assert_eq!(
+            v[2],
+            "`auto` against their settled times: at or ahead at all 2 points (kernlab's calls \
+             and PyTorch's timed again in the settled form, the stream parked behind each flush \
+             until it finished: no host pace in the time; 1 of them behind by less than 0.1 µs, \
+             the settled form's reach, counted level)"
+        );
+        assert_eq!(
+            v[5],
+            "`kernlab_do_bench` (auto's launch, timed in PyTorch's process) against their \
+             settled times: at or ahead at 0 of 1 point (both sides' calls timed again in the \
+             settled form, the stream parked behind each flush until it finished: no host pace \
+             in the time); slower, in µs a call, at f32 4096×256 (6.30 against compile's 6.05, \
+             +0.25)"
+        );
+        // A rival without its settled time keeps the point out of the settled line: native at
+        // 256 is slower, but compile's settled time is missing, so only 512 is judged.
+        st.iter_mut()
+            .filter(|r| r.variant == "torch_compile")
+            .for_each(|r| r.settled_ms = None);
+        let v = verdict(&st);
+        assert!(
+            v[2].starts_with("`auto` against their settled times: at or ahead at the one point"),
+            "{}",
+            v[2]
+        );
 
         // Both sides in rounds: auto's 0.33 µs behind compile is within auto's 10% spread
         // (0.69 µs) and counts as level; the replay's 0.70 is not (band 0.33 µs).

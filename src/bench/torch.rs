@@ -118,6 +118,11 @@ pub struct TorchRecord {
     /// ahead of the GPU (the script's `host_check`), ms: the call's GPU time, no host time in it.
     #[serde(default)]
     pub queued_ms: Option<f64>,
+    /// Calls under 1 ms: the median of the settled form (the script's `settled_check`: the
+    /// stream parked behind each flush until it finished, then the events and the call freed as
+    /// one batch), ms, as kernlab's `CudaTimer::settled`.
+    #[serde(default)]
+    pub settled_ms: Option<f64>,
     /// gelu/softmax under `--repeat K` > 1: every round's median (in the order they ran) and
     /// their (max − min) / the kept round's median, as kernlab's `--repeat`.
     /// (A round's median the script could not write as a number arrives as null: the rounds
@@ -313,6 +318,7 @@ pub fn to_records(
             r.p20_ms = t.p20_ms;
             r.p80_ms = t.p80_ms;
             r.queued_ms = t.queued_ms.filter(|q| q.is_finite() && *q > 0.0);
+            r.settled_ms = t.settled_ms.filter(|q| q.is_finite() && *q > 0.0);
             if let (Some(m), Some(sp)) = (&t.repeat_medians_ms, t.spread) {
                 let m: Option<Vec<f64>> = m.iter().map(|v| v.filter(|v| *v > 0.0)).collect();
                 if let Some(m) = m.filter(|m| m.len() > 1 && sp.is_finite() && sp >= 0.0) {
@@ -551,6 +557,17 @@ mod tests {
         let recs = to_records(&doc, &[vec![4096, 32]], &Params::default(), 4000.0).unwrap();
         let queued: Vec<_> = recs.iter().map(|r| r.queued_ms).collect();
         assert_eq!(queued, [Some(0.0061), None, None]);
+        // So does the settled median.
+        let doc = parse(&format!(
+            r#"{{"available": true, "records": [{}, {}, {}]}}"#,
+            rec(r#", "settled_ms": 0.0047"#),
+            rec(r#", "settled_ms": null"#),
+            rec(r#", "settled_ms": -1"#)
+        ))
+        .unwrap();
+        let recs = to_records(&doc, &[vec![4096, 32]], &Params::default(), 4000.0).unwrap();
+        let settled: Vec<_> = recs.iter().map(|r| r.settled_ms).collect();
+        assert_eq!(settled, [Some(0.0047), None, None]);
         let script = Path::new("b.py");
         let line = describe(&doc, script, Rotate::Auto, 1);
         assert!(

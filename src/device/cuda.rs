@@ -205,6 +205,12 @@ impl CudaDevice {
             .store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Whether every launch synchronises (`set_sync_each_launch`).
+    pub fn launches_block(&self) -> bool {
+        self.sync_each_launch
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Called by every launch right after it is enqueued: a no-op unless launches block.
     pub fn after_launch(&self, kernel: &str) -> Result<()> {
         LAUNCHES.with(|n| n.set(n.get() + 1));
