@@ -1827,8 +1827,9 @@ class Bench:
         memory (`cuStreamWaitValue32`) while the host queues the events and the call; once the
         flush has finished the host writes the word. The GPU runs the events and the call as one
         batch, idle before them, and no host time falls between the events, whatever the
-        host's pace: do_bench's own median moves by 0.5-0.9 µs with how far ahead of the GPU the
-        host runs (kernlab's docs/perf-notes.md, thirtieth session). A call that waits on the
+        host's pace: a call read 0.5-1.2 µs more with every launch queued ahead than with the GPU
+        idle before its events, and do_bench's own loop queues as far ahead as its host keeps up
+        (kernlab's docs/perf-notes.md, thirtieth session). A call that waits on the
         GPU from the host while parked is freed by a watchdog and fails the check."""
         import threading
         import time as clock

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # GPU batch (thirtieth session), one call (~6 min): the settled form on both sides.
-# Run 136's host-pacing.py found every call (native, compile, a plain Triton kernel) 0.5-0.9 µs
+# Run 136's host-pacing.py found every call (native, compile, a plain Triton kernel) 0.5-1.2 µs
 # faster with the stream parked behind the flush and freed once it had finished (idle 0, 20 or
 # 100 µs alike, and equal to a synchronize before each iteration) than with every launch queued
-# ahead, and those times moved by 0.07 µs at most between rounds. Here kernlab's harness and the
+# ahead, and its idle-0 times moved by 0.07 µs at most between rounds. Here kernlab's harness and the
 # baselines script both time µs-sized calls in that settled form too (`settled_ms`), and the
 # verdict's third line judges by it. First the GPU tests of the settled timer, the replay and
 # the real script; then 4096 x 32..2048 in bf16, f32 and f16, --repeat 3 on both sides.

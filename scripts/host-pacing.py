@@ -1,7 +1,7 @@
 """Does the host's pace move a µs-sized call's time between its events? (written in the
-twenty-ninth session, run as run 136 in the thirtieth: every call read 0.5-0.9 µs less in every
-idle form and in the sync form than queued, idle 0 as idle 100, and its medians there moved by
-0.07 µs at most between rounds; docs/perf-notes.md). At bf16 4096x64 torch.compile's softmax had do_bench medians of 4.42-4.51 µs
+twenty-ninth session, run as run 136 in the thirtieth: every call read 0.5-1.2 µs less in every
+idle form and in the sync form than queued, idle 0 as idle 100, and its medians in idle 0 moved
+by 0.07 µs at most between rounds; docs/perf-notes.md). At bf16 4096x64 torch.compile's softmax had do_bench medians of 4.42-4.51 µs
 where the same loop with every launch queued ahead of the GPU gave 5.12-5.38 (runs 134, 132),
 and the SM clock held its maximum through both loops (run 135). Run 129 put a sleep kernel of
 0-20 µs between the flush and the start event and moved nothing, but a sleep kernel keeps the

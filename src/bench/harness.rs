@@ -458,11 +458,10 @@ impl<'a> CudaTimer<'a> {
     /// word (`cuStreamWaitValue32`) while the host enqueues the events and the call; once the
     /// flush has finished, the host frees the stream. The GPU then runs the events and the call
     /// as one batch, idle before them, and no host time falls between the events, whatever the
-    /// host's pace. In do_bench's own loop a call's time depends on how far ahead of the GPU
-    /// the host runs: on an H200 the same kernel read 0.5–0.9 µs more with every launch queued
+    /// host's pace. On an H200 the same kernel read 0.5–1.2 µs more with every launch queued
     /// ahead than with the GPU idle before its events, by 0 µs or 100 alike (docs/perf-notes.md,
-    /// thirtieth session), so callers whose hosts run at different paces are not timed alike by
-    /// it. The settled form times every caller alike. `f` must only enqueue: a call that waits
+    /// thirtieth session), and do_bench's own loop queues as far ahead as its host keeps up, so
+    /// callers whose hosts run at different paces are not timed alike by it. The settled form times every caller alike. `f` must only enqueue: a call that waits
     /// on the GPU from the host could never end while the stream is parked (a watchdog frees it
     /// after 0.5 s and the measurement fails saying so).
     pub fn settled(&mut self, calls: usize, f: &mut dyn FnMut() -> Result<()>) -> Result<Stats> {
