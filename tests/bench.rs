@@ -1088,6 +1088,24 @@ fn cuda_settled_timing_times_what_enqueues_and_refuses_what_waits() {
         .unwrap();
     assert!(s.median_ms > 0.0 && s.median_ms < 1.0, "{s:?}");
     assert_eq!(s.calls, 20);
+    // The form's point: host time between the events stays out. A call that sleeps 200 µs on
+    // the host between two launches holds that sleep in do_bench's loop (the GPU waits for the
+    // second launch inside the events), not in the settled one (both launches are queued
+    // before the stream is freed).
+    let mut slow = || -> kernlab::Result<()> {
+        d.memset_pattern(&mut buf, 1, 5, 1 << 20)?;
+        std::thread::sleep(std::time::Duration::from_micros(200));
+        d.memset_pattern(&mut buf, 1, 6, 1 << 20)
+    };
+    let opts = bench::harness::TimingOpts {
+        warmup_ms: 1.0,
+        rep_ms: 5.0,
+        ..Default::default()
+    };
+    let queued = t.time(&opts, &mut slow).unwrap();
+    let settled = t.settled(20, &mut slow).unwrap();
+    assert!(queued.median_ms > 0.15, "{queued:?}");
+    assert!(settled.median_ms < 0.1, "{settled:?}");
     let started = std::time::Instant::now();
     let e = t
         .settled(3, &mut || {

@@ -291,9 +291,12 @@ impl Gate {
                 .alloc_pinned_with_flags::<u32>(1, sys::CU_MEMHOSTALLOC_DEVICEMAP)
         }
         .map_err(|e| Error::driver("cuMemHostAlloc (the settled timing's gate word)", e))?;
-        let host = mem
-            .as_mut_ptr()
-            .map_err(|e| Error::driver("cuEventSynchronize", e))?;
+        let host = mem.as_mut_ptr().map_err(|e| {
+            Error::driver(
+                "the gate word's address (cuEventSynchronize on its event)",
+                e,
+            )
+        })?;
         // SAFETY: `host` points at one u32 of live page-locked memory.
         unsafe { host.write_volatile(0) };
         let mut dptr: sys::CUdeviceptr = 0;
@@ -331,11 +334,77 @@ impl Gate {
     }
 }
 
-/// Free the stream parked on the word at `host` (a [`Gate`]'s) by writing `ticket` there.
+/// Free the stream parked on the word at `host` (a [`Gate`]'s) for `ticket` and every earlier
+/// one: the word is raised to at least `ticket`, never lowered, so that a late write of an
+/// older ticket (the watchdog's) cannot park the stream again behind a newer one. An atomic
+/// read-modify-write, as the main thread and the watchdog may both write it.
 fn release(host: usize, ticket: u32) {
-    // SAFETY: `host` is a live Gate's word; the device reads it through its mapping.
-    unsafe { (host as *mut u32).write_volatile(ticket) };
-    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: `host` is a live Gate's word, 4-byte aligned (cuMemHostAlloc), only ever
+    // accessed through atomics on the host; the device reads it through its mapping.
+    let word = unsafe { std::sync::atomic::AtomicU32::from_ptr(host as *mut u32) };
+    word.fetch_max(ticket, Ordering::SeqCst);
+    std::sync::atomic::fence(Ordering::SeqCst);
+}
+
+/// Ends a settled loop however it ends (an error or a panic included): stops the watchdog and
+/// frees every ticket handed out, so that no path leaves the stream parked.
+struct Unpark<'a> {
+    done: &'a AtomicBool,
+    host: usize,
+    last: &'a std::sync::atomic::AtomicU32,
+}
+
+impl Drop for Unpark<'_> {
+    fn drop(&mut self) {
+        release(self.host, self.last.load(Ordering::SeqCst));
+        self.done.store(true, Ordering::Release);
+    }
+}
+
+/// The settled form parks the stream on its gate word: check that the stream does wait there,
+/// and goes on once the word is written, or the form would measure nothing new. It polls with
+/// a deadline (never a blocking synchronize, which a stream that stayed parked would never
+/// answer), and frees the ticket whatever happens.
+fn check_gate(dev: &CudaDevice, gate: &mut Gate) -> Result<()> {
+    dev.sync()?;
+    let held = dev
+        .ctx
+        .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+        .map_err(|e| Error::driver("cuEventCreate", e))?;
+    let ticket = gate.park(dev)?;
+    let recorded = held
+        .record(&dev.stream)
+        .map_err(|e| Error::driver("cuEventRecord", e));
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    let early = held.try_is_complete();
+    release(gate.host, ticket);
+    recorded?;
+    let early = early.map_err(|e| Error::driver("cuEventQuery", e))?;
+    let deadline = Instant::now() + std::time::Duration::from_secs(2);
+    let went_on = loop {
+        if held
+            .try_is_complete()
+            .map_err(|e| Error::driver("cuEventQuery", e))?
+        {
+            break true;
+        }
+        if Instant::now() > deadline {
+            break false;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(50));
+    };
+    if early || !went_on {
+        return Err(Error::Invalid(format!(
+            "settled timing: the stream {} its gate word (cuStreamWaitValue32 on mapped host \
+             memory), so the form cannot hold the GPU back",
+            if early {
+                "did not wait on"
+            } else {
+                "stayed parked for 2 s after the host wrote"
+            }
+        )));
+    }
+    Ok(())
 }
 
 /// A GPU timer: holds the flush buffer so repeated measurements reuse it.
@@ -474,9 +543,11 @@ impl<'a> CudaTimer<'a> {
             ));
         }
         if self.gate.is_none() {
-            let gate = Gate::new(dev)?;
+            // Kept only once it passed its check: a gate that failed is made and checked
+            // again at the next call, never used unchecked.
+            let mut gate = Gate::new(dev)?;
+            check_gate(dev, &mut gate)?;
             self.gate = Some(gate);
-            self.check_gate()?;
         }
         let ev = |flags| {
             dev.ctx
@@ -494,10 +565,17 @@ impl<'a> CudaTimer<'a> {
             ));
         }
         let host = self.gate.as_ref().map(|g| g.host).unwrap_or_default();
-        // The watchdog: (ticket parked, since when), and whether it had to free one.
+        // The watchdog: (ticket parked, since when), and whether it had to free one; the last
+        // ticket handed out, freed whatever ends the loop.
         let parked = Mutex::new(None::<(u32, Instant)>);
         let (done, fired) = (AtomicBool::new(false), AtomicBool::new(false));
+        let last = std::sync::atomic::AtomicU32::new(0);
         let outcome = std::thread::scope(|scope| {
+            let _unpark = Unpark {
+                done: &done,
+                host,
+                last: &last,
+            };
             scope.spawn(|| {
                 while !done.load(Ordering::Acquire) {
                     std::thread::sleep(std::time::Duration::from_millis(5));
@@ -518,6 +596,7 @@ impl<'a> CudaTimer<'a> {
                         .map_err(|e| Error::driver("cuEventRecord", e))?;
                     let gate = self.gate.as_mut().expect("made above");
                     let ticket = gate.park(dev)?;
+                    last.store(ticket, Ordering::SeqCst);
                     *parked.lock().unwrap_or_else(|e| e.into_inner()) =
                         Some((ticket, Instant::now()));
                     let queued = (|| -> Result<()> {
@@ -537,18 +616,17 @@ impl<'a> CudaTimer<'a> {
                     waited?;
                     if fired.load(Ordering::Acquire) {
                         return Err(Error::Invalid(
-                            "settled timing: the call waited on the GPU from the host while \
-                             the stream was parked (it synchronises), so it cannot be timed \
-                             settled"
+                            "settled timing: the stream stayed parked over 0.5 s while the call \
+                             was being queued: the call waited on the GPU from the host (it \
+                             synchronises, or its launch blocked), or the host stalled; the \
+                             form cannot time it"
                                 .into(),
                         ));
                     }
                 }
                 dev.sync()
             };
-            let r = run();
-            done.store(true, Ordering::Release);
-            r
+            run()
         });
         outcome?;
         let samples = events
@@ -560,43 +638,6 @@ impl<'a> CudaTimer<'a> {
             })
             .collect::<Result<Vec<_>>>()?;
         Stats::from_samples(&samples)
-    }
-
-    /// The settled form parks the stream on its gate word: check that the stream does wait
-    /// there, and goes on once the word is written, or the form would measure nothing new.
-    fn check_gate(&mut self) -> Result<()> {
-        let dev = self.dev;
-        let gate = self.gate.as_mut().expect("made by the caller");
-        dev.sync()?;
-        let held = dev
-            .ctx
-            .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
-            .map_err(|e| Error::driver("cuEventCreate", e))?;
-        let ticket = gate.park(dev)?;
-        let recorded = held
-            .record(&dev.stream)
-            .map_err(|e| Error::driver("cuEventRecord", e));
-        std::thread::sleep(std::time::Duration::from_millis(2));
-        let early = held.try_is_complete();
-        release(gate.host, ticket);
-        recorded?;
-        dev.sync()?;
-        let early = early.map_err(|e| Error::driver("cuEventQuery", e))?;
-        let after = held
-            .try_is_complete()
-            .map_err(|e| Error::driver("cuEventQuery", e))?;
-        if early || !after {
-            return Err(Error::Invalid(format!(
-                "settled timing: the stream {} its gate word (cuStreamWaitValue32 on mapped \
-                 host memory), so the form cannot hold the GPU back",
-                if early {
-                    "did not wait on"
-                } else {
-                    "stayed parked after the host wrote"
-                }
-            )));
-        }
-        Ok(())
     }
 
     fn time_calls(
