@@ -818,6 +818,26 @@ mod tests {
         assert!(Stats::from_samples(&[]).is_err());
     }
 
+    /// The settled form's gate word is only ever raised: a late release of an older ticket (the
+    /// watchdog's) leaves a newer one in place, so it cannot park the stream again; the guard
+    /// that ends a loop frees the last ticket handed out and stops the watchdog.
+    #[test]
+    fn the_gate_word_only_rises_and_the_guard_frees_the_last_ticket() {
+        let mut word = Box::new(0u32);
+        let host = &mut *word as *mut u32 as usize;
+        release(host, 5);
+        release(host, 3);
+        assert_eq!(unsafe { *(host as *const u32) }, 5);
+        let (done, last) = (AtomicBool::new(false), std::sync::atomic::AtomicU32::new(9));
+        drop(Unpark {
+            done: &done,
+            host,
+            last: &last,
+        });
+        assert_eq!(*word, 9);
+        assert!(done.load(Ordering::Acquire));
+    }
+
     #[test]
     fn the_flush_buffer_is_at_least_twice_l2() {
         assert_eq!(flush_bytes(60 << 20), 256 << 20);
