@@ -126,16 +126,18 @@ done_sweep() {
 # `sweep_summary DTYPE`: after `done_sweep DTYPE` (or a sweep writing the same files), to $S:
 # the copy ceiling, the verdict's lines (both wordings the second line has had), each
 # PyTorch-side and replayed call's do_bench and queued medians in µs (and "hb" where
-# host-bound), and `done_table`.
+# host-bound), every call's settled median where it has one ("s"), and `done_table`.
 sweep_summary() {
   local csv="$OUT/softmax-sweep-done-$1.csv"
   grep -m1 -i "copy ceiling" "$OUT/sweep.log" | cut -c1-200 >> "$S"
-  grep "against PyTorch native\|against their GPU times\|against their queued times" "$OUT/sweep.log" | cut -c1-900 >> "$S"
+  grep "against PyTorch native\|against their GPU times\|against their queued times\|against their settled times" "$OUT/sweep.log" | cut -c1-900 >> "$S"
   python3 - "$csv" <<'PY' >> "$S"
 import csv, sys
 for r in csv.DictReader(open(sys.argv[1])):
     if r['variant'] in ('torch_native', 'torch_compile', 'kernlab_do_bench') and r.get('queued_ms'):
         print('q', r['variant'], r['cols'], round(float(r['median_ms']) * 1e3, 2), round(float(r['queued_ms']) * 1e3, 2), 'hb' if 'host-bound' in (r['note'] or '') else '')
+    if r.get('settled_ms'):
+        print('s', r['variant'], r['cols'], round(float(r['median_ms']) * 1e3, 2), round(float(r['settled_ms']) * 1e3, 2))
 PY
   done_table "$csv" >> "$S"
 }
