@@ -1152,11 +1152,7 @@ fn measure_point(
                     replays
                         .skipped
                         .push((op, dtype, "the call for it failed".into()));
-                    let n = format!("its launch for PyTorch's process failed: {e}");
-                    rec.note = Some(match rec.note.take() {
-                        Some(old) => format!("{old}; {n}"),
-                        None => n,
-                    });
+                    rec.add_note(format!("its launch for PyTorch's process failed: {e}"));
                 }
             }
         }
@@ -1181,13 +1177,7 @@ fn measure_point(
                 if small && timing.flush && timing.graph.is_none() {
                     match timer.settled(&mut call) {
                         Ok(t) => rec.settled_ms = t,
-                        Err(e) => {
-                            let n = format!("settled timing failed: {e}");
-                            rec.note = Some(match rec.note.take() {
-                                Some(old) => format!("{old}; {n}"),
-                                None => n,
-                            });
-                        }
+                        Err(e) => rec.add_note(format!("settled timing failed: {e}")),
                     }
                 }
             }

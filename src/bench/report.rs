@@ -176,6 +176,15 @@ impl Record {
         )
     }
 
+    /// Append `note` to the record's note, "; " between notes (as the baselines script's
+    /// `add_note`).
+    pub fn add_note(&mut self, note: String) {
+        self.note = Some(match self.note.take() {
+            Some(old) => format!("{old}; {note}"),
+            None => note,
+        });
+    }
+
     /// A record with nothing measured yet.
     #[allow(clippy::too_many_arguments)]
     pub fn blank(
@@ -1095,6 +1104,26 @@ mod tests {
             Status::Failed
         };
         r
+    }
+
+    #[test]
+    fn notes_are_appended_after_a_semicolon() {
+        let mut r = Record::blank(
+            Op::Softmax,
+            "auto",
+            RecordTier::Kernlab(Tier::Cuda),
+            DeviceKind::Cuda,
+            DType::F32,
+            &[4, 4],
+            &Params::default(),
+            1,
+        );
+        r.add_note("validated on 2 rows".into());
+        r.add_note("settled timing failed: x".into());
+        assert_eq!(
+            r.note.as_deref(),
+            Some("validated on 2 rows; settled timing failed: x")
+        );
     }
 
     /// The verdict against PyTorch counts only points where `auto` (or its replay) and a rival

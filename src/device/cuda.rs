@@ -214,10 +214,7 @@ impl CudaDevice {
     /// Called by every launch right after it is enqueued: a no-op unless launches block.
     pub fn after_launch(&self, kernel: &str) -> Result<()> {
         LAUNCHES.with(|n| n.set(n.get() + 1));
-        if self
-            .sync_each_launch
-            .load(std::sync::atomic::Ordering::Relaxed)
-        {
+        if self.launches_block() {
             self.sync().map_err(|e| Error::Launch {
                 kernel: kernel.to_string(),
                 err: format!("the kernel failed (launch-blocking mode): {e}"),
