@@ -14,7 +14,7 @@
 
 use crate::device::CudaDevice;
 use crate::error::{Error, Result};
-use cudarc::driver::{sys, CudaSlice, PinnedHostSlice};
+use cudarc::driver::{sys, CudaEvent, CudaSlice, PinnedHostSlice};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -297,8 +297,9 @@ impl Gate {
                 e,
             )
         })?;
-        // SAFETY: `host` points at one u32 of live page-locked memory.
-        unsafe { host.write_volatile(0) };
+        // SAFETY: `host` points at one u32 of live page-locked memory, 4-byte aligned; like
+        // every host access to the word (`release`), this one is atomic.
+        unsafe { std::sync::atomic::AtomicU32::from_ptr(host) }.store(0, Ordering::SeqCst);
         let mut dptr: sys::CUdeviceptr = 0;
         // SAFETY: `host` was allocated by cuMemHostAlloc with DEVICEMAP; flags must be 0.
         unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dptr, host.cast(), 0) }
@@ -530,9 +531,10 @@ impl<'a> CudaTimer<'a> {
     /// host's pace. On an H200 the same kernel read 0.5–1.2 µs more with every launch queued
     /// ahead than with the GPU idle before its events, by 0 µs or 100 alike (docs/perf-notes.md,
     /// thirtieth session), and do_bench's own loop queues as far ahead as its host keeps up, so
-    /// callers whose hosts run at different paces are not timed alike by it. The settled form times every caller alike. `f` must only enqueue: a call that waits
-    /// on the GPU from the host could never end while the stream is parked (a watchdog frees it
-    /// after 0.5 s and the measurement fails saying so).
+    /// callers whose hosts run at different paces are not timed alike by it. The settled form
+    /// times every caller alike. `f` must only enqueue: a call that waits on the GPU from the
+    /// host could never end while the stream is parked (a watchdog frees it after 0.5 s and the
+    /// measurement fails saying so).
     pub fn settled(&mut self, calls: usize, f: &mut dyn FnMut() -> Result<()>) -> Result<Stats> {
         let dev = self.dev;
         if dev.launches_block() {
@@ -549,21 +551,13 @@ impl<'a> CudaTimer<'a> {
             check_gate(dev, &mut gate)?;
             self.gate = Some(gate);
         }
-        let ev = |flags| {
-            dev.ctx
-                .new_event(Some(flags))
-                .map_err(|e| Error::driver("cuEventCreate", e))
-        };
         f()?;
         dev.sync()?;
-        let flushed = ev(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?;
-        let mut events = Vec::with_capacity(calls.max(1));
-        for _ in 0..calls.max(1) {
-            events.push((
-                ev(sys::CUevent_flags::CU_EVENT_DEFAULT)?,
-                ev(sys::CUevent_flags::CU_EVENT_DEFAULT)?,
-            ));
-        }
+        let flushed = dev
+            .ctx
+            .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+            .map_err(|e| Error::driver("cuEventCreate", e))?;
+        let events = event_pairs(dev, calls.max(1))?;
         let host = self.gate.as_ref().map(|g| g.host).unwrap_or_default();
         // The watchdog: (ticket parked, since when), and whether it had to free one; the last
         // ticket handed out, freed whatever ends the loop.
@@ -589,7 +583,7 @@ impl<'a> CudaTimer<'a> {
                 }
             });
             let mut run = || -> Result<()> {
-                for (a, b) in &events {
+                for pair in &events {
                     self.flush_l2()?;
                     flushed
                         .record(&dev.stream)
@@ -599,13 +593,7 @@ impl<'a> CudaTimer<'a> {
                     last.store(ticket, Ordering::SeqCst);
                     *parked.lock().unwrap_or_else(|e| e.into_inner()) =
                         Some((ticket, Instant::now()));
-                    let queued = (|| -> Result<()> {
-                        a.record(&dev.stream)
-                            .map_err(|e| Error::driver("cuEventRecord", e))?;
-                        f()?;
-                        b.record(&dev.stream)
-                            .map_err(|e| Error::driver("cuEventRecord", e))
-                    })();
+                    let queued = between(dev, pair, f);
                     // The flush finished (or failed): free the stream, whatever happened.
                     let waited = flushed
                         .synchronize()
@@ -629,15 +617,7 @@ impl<'a> CudaTimer<'a> {
             run()
         });
         outcome?;
-        let samples = events
-            .iter()
-            .map(|(a, b)| {
-                a.elapsed_ms(b)
-                    .map(|t| t as f64)
-                    .map_err(|e| Error::driver("cuEventElapsedTime", e))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Stats::from_samples(&samples)
+        pair_stats(&events)
     }
 
     fn time_calls(
@@ -646,62 +626,68 @@ impl<'a> CudaTimer<'a> {
         f: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Stats> {
         let dev = self.dev;
-        let ev = || {
-            dev.ctx
-                .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(|e| Error::driver("cuEventCreate", e))
-        };
         // One call (compiles, loads, allocates), then the estimate from 5 calls.
         f()?;
         dev.sync()?;
-        let mut est = Vec::new();
-        for _ in 0..5 {
+        let est = event_pairs(dev, 5)?;
+        for pair in &est {
             if opts.flush {
                 self.flush_l2()?;
             }
-            let (a, b) = (ev()?, ev()?);
-            a.record(&dev.stream)
-                .map_err(|e| Error::driver("cuEventRecord", e))?;
-            f()?;
-            b.record(&dev.stream)
-                .map_err(|e| Error::driver("cuEventRecord", e))?;
+            between(dev, pair, f)?;
             dev.sync()?;
-            est.push(
-                a.elapsed_ms(&b)
-                    .map_err(|e| Error::driver("cuEventElapsedTime", e))? as f64,
-            );
         }
-        let estimate = Stats::from_samples(&est)?.median_ms;
+        let estimate = pair_stats(&est)?.median_ms;
         let warm = calls_for(opts, estimate, opts.warmup_ms);
         for _ in 0..warm {
             f()?;
         }
         let n = calls_for(opts, estimate, opts.rep_ms).max(opts.min_calls);
-        let mut events = Vec::with_capacity(n);
-        for _ in 0..n {
-            events.push((ev()?, ev()?));
-        }
-        for (a, b) in &events {
+        let events = event_pairs(dev, n)?;
+        for pair in &events {
             if opts.flush {
                 self.flush_l2()?;
             }
-            a.record(&dev.stream)
-                .map_err(|e| Error::driver("cuEventRecord", e))?;
-            f()?;
-            b.record(&dev.stream)
-                .map_err(|e| Error::driver("cuEventRecord", e))?;
+            between(dev, pair, f)?;
         }
         dev.sync()?;
-        let samples = events
-            .iter()
-            .map(|(a, b)| {
-                a.elapsed_ms(b)
-                    .map(|t| t as f64)
-                    .map_err(|e| Error::driver("cuEventElapsedTime", e))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Stats::from_samples(&samples)
+        pair_stats(&events)
     }
+}
+
+/// A timed call's two events.
+type EventPair = (CudaEvent, CudaEvent);
+
+/// `n` pairs of timing events on the device's context.
+fn event_pairs(dev: &CudaDevice, n: usize) -> Result<Vec<EventPair>> {
+    let ev = || {
+        dev.ctx
+            .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(|e| Error::driver("cuEventCreate", e))
+    };
+    (0..n).map(|_| Ok((ev()?, ev()?))).collect()
+}
+
+/// Enqueue `f` between the pair's two events on the device's stream.
+fn between(dev: &CudaDevice, (a, b): &EventPair, f: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+    a.record(&dev.stream)
+        .map_err(|e| Error::driver("cuEventRecord", e))?;
+    f()?;
+    b.record(&dev.stream)
+        .map_err(|e| Error::driver("cuEventRecord", e))
+}
+
+/// The statistics of the ms between each pair's events (all recorded and done).
+fn pair_stats(pairs: &[EventPair]) -> Result<Stats> {
+    let samples = pairs
+        .iter()
+        .map(|(a, b)| {
+            a.elapsed_ms(b)
+                .map(|t| t as f64)
+                .map_err(|e| Error::driver("cuEventElapsedTime", e))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Stats::from_samples(&samples)
 }
 
 /// The CPU's last-level cache size from sysfs (32 MiB when it cannot be read).
