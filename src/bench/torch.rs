@@ -317,8 +317,9 @@ pub fn to_records(
             r.median_ms = t.median_ms;
             r.p20_ms = t.p20_ms;
             r.p80_ms = t.p80_ms;
-            r.queued_ms = t.queued_ms.filter(|q| q.is_finite() && *q > 0.0);
-            r.settled_ms = t.settled_ms.filter(|q| q.is_finite() && *q > 0.0);
+            let positive = |t: Option<f64>| t.filter(|q| q.is_finite() && *q > 0.0);
+            r.queued_ms = positive(t.queued_ms);
+            r.settled_ms = positive(t.settled_ms);
             if let (Some(m), Some(sp)) = (&t.repeat_medians_ms, t.spread) {
                 let m: Option<Vec<f64>> = m.iter().map(|v| v.filter(|v| *v > 0.0)).collect();
                 if let Some(m) = m.filter(|m| m.len() > 1 && sp.is_finite() && sp >= 0.0) {
@@ -546,28 +547,25 @@ mod tests {
         let recs = to_records(&doc, &[vec![4096, 32]], &Params::default(), 4000.0).unwrap();
         let copies: Vec<_> = recs.iter().map(|r| r.rotate_copies).collect();
         assert_eq!(copies, [Some(480), None, None, None]);
-        // The queued median comes through where the script gave one, as a positive time.
-        let doc = parse(&format!(
-            r#"{{"available": true, "records": [{}, {}, {}]}}"#,
-            rec(r#", "queued_ms": 0.0061"#),
-            rec(r#", "queued_ms": null"#),
-            rec(r#", "queued_ms": 0"#)
-        ))
-        .unwrap();
-        let recs = to_records(&doc, &[vec![4096, 32]], &Params::default(), 4000.0).unwrap();
-        let queued: Vec<_> = recs.iter().map(|r| r.queued_ms).collect();
-        assert_eq!(queued, [Some(0.0061), None, None]);
-        // So does the settled median.
-        let doc = parse(&format!(
-            r#"{{"available": true, "records": [{}, {}, {}]}}"#,
-            rec(r#", "settled_ms": 0.0047"#),
-            rec(r#", "settled_ms": null"#),
-            rec(r#", "settled_ms": -1"#)
-        ))
-        .unwrap();
-        let recs = to_records(&doc, &[vec![4096, 32]], &Params::default(), 4000.0).unwrap();
-        let settled: Vec<_> = recs.iter().map(|r| r.settled_ms).collect();
-        assert_eq!(settled, [Some(0.0047), None, None]);
+        // The queued and the settled median come through where the script gave one, as a
+        // positive time.
+        let queued: fn(&Record) -> Option<f64> = |r| r.queued_ms;
+        let settled: fn(&Record) -> Option<f64> = |r| r.settled_ms;
+        for (key, (given, bad), got) in [
+            ("queued_ms", (0.0061, "0"), queued),
+            ("settled_ms", (0.0047, "-1"), settled),
+        ] {
+            let doc = parse(&format!(
+                r#"{{"available": true, "records": [{}, {}, {}]}}"#,
+                rec(&format!(r#", "{key}": {given}"#)),
+                rec(&format!(r#", "{key}": null"#)),
+                rec(&format!(r#", "{key}": {bad}"#))
+            ))
+            .unwrap();
+            let recs = to_records(&doc, &[vec![4096, 32]], &Params::default(), 4000.0).unwrap();
+            let times: Vec<_> = recs.iter().map(got).collect();
+            assert_eq!(times, [Some(given), None, None], "{key}");
+        }
         let script = Path::new("b.py");
         let line = describe(&doc, script, Rotate::Auto, 1);
         assert!(
