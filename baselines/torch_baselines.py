@@ -1845,6 +1845,7 @@ class Bench:
         idle before its events, and do_bench's own loop queues as far ahead as its host keeps up
         (kernlab's docs/perf-notes.md, thirtieth session). A call that waits on the
         GPU from the host while parked is freed by a watchdog and fails the check."""
+        import statistics
         import threading
         import time as clock
         torch = self.torch
@@ -1896,7 +1897,6 @@ class Bench:
         del cache
         # The median as kernlab's harness takes it (the mean of the two middle ones for an even
         # count), not the upper middle one.
-        import statistics
         return statistics.median(a.elapsed_time(b) for a, b in pairs)
 
     def settled_gate(self):
