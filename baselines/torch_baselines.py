@@ -671,8 +671,7 @@ def add_note(r, text):
 def timing_failed(r, e):
     """Record r after its timing raised e: an error, not validated, with every figure the
     timing gives (times, rates, rounds, queued and settled medians, copies; a GEMM's tflops and
-    checked rows)
-    cleared, and the reason in its note."""
+    checked rows) cleared, and the reason in its note."""
     r["status"] = "error"
     r["validated"] = False
     for k in ("median_ms", "p20_ms", "p80_ms", "gbps", "tflops", "validated_rows", "queued_ms",
@@ -1754,7 +1753,8 @@ class Bench:
         (`summarise_rounds`): its rotate_copies, the kept round's median, p20 and p80, with more
         than one round (each median finite and positive) every round's median and their spread,
         its queued median and a note where the time is host-bound (`host_check`, on a fresh
-        ring of outputs; a check that fails keeps the timing and says why), and a note where
+        ring of outputs; a check that fails keeps the timing and says why), under
+        SETTLED_BELOW_MS its settled median (`settled_check`, likewise), and a note where
         do_bench gave no quantiles. Returns the median, ms."""
         (med, p20, p80), medians, spread = summarise_rounds(rounds)
         r["rotate_copies"] = len(xs) if len(xs) > 1 else None
