@@ -919,7 +919,7 @@ fn form(op: Op, params: &Params) -> Option<String> {
     }
 }
 
-/// [`form`] for a title: ` (…)`, or nothing.
+/// `form` for a title: ` (…)`, or nothing.
 pub fn form_suffix(op: Op, params: &Params) -> String {
     form(op, params)
         .map(|f| format!(" ({f})"))

@@ -171,7 +171,7 @@ pub fn row_reduce(
         .collect()
 }
 
-/// out[r, c] = f(a[r, c], v[c]) (a bias add: `y + b` with b broadcast over rows).
+/// `out[r, c] = f(a[r, c], v[c])` (a bias add: `y + b` with b broadcast over rows).
 pub fn broadcast_cols(
     a: &[f32],
     v: &[f32],
@@ -189,7 +189,7 @@ pub fn broadcast_cols(
     out
 }
 
-/// out[r, c] = f(a[r, c], v[r]).
+/// `out[r, c] = f(a[r, c], v[r])`.
 pub fn broadcast_rows(
     a: &[f32],
     v: &[f32],

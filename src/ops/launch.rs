@@ -106,7 +106,7 @@ pub fn cfg_1d(work: u64, block: u32) -> Result<LaunchConfig> {
 }
 
 /// Launch a kernel and map a failure to an error naming it. Every kernlab launch goes
-/// through here (or [`launch_cooperative!`]), so no launch result is ever dropped.
+/// through here (or `launch_cooperative!`), so no launch result is ever dropped.
 #[macro_export]
 macro_rules! launch {
     (@with $method:ident, $dev:expr, $src:expr, $name:expr, $cfg:expr, [$($arg:expr),* $(,)?]) => {{
