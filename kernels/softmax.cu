@@ -79,6 +79,42 @@ template <class T, int VEC, int K, bool CS = false> struct RowRegs {
             else val[k] = c0 < cols ? to_f32(row[c0]) : KL_NEG_INF;
         }
     }
+    // Rows that start `off` elements past a 16-byte boundary (0 ≤ off < VEC: any odd width
+    // in a contiguous tensor, where row r starts at r·cols elements), in load's layout
+    // shifted back by off: slot k holds the aligned pack at row columns [c0 − off, c0 − off +
+    // VEC), c0 = (k·stride + tid)·VEC, so every pack the row fills is one 16-byte load. The
+    // row's first and last packs, which it fills only in part, are read lane by lane (lanes
+    // outside the row hold −inf): no byte outside the row is read, and store_shift writes none.
+    __device__ __forceinline__ void load_shift(const T* row, int off, int cols, int tid, int stride) {
+        static_assert(PACKED, "load_shift moves 16-byte packs");
+        const T* base = row - off;
+        const int end = off + cols;
+        #pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const int c0 = (k * stride + tid) * VEC;
+            if (c0 >= off && c0 + VEC <= end) raw[k] = ld16_row(base + c0);
+            else if (c0 < end) raw[k] = ld_lanes(base + c0, off - c0, end - c0);
+            else raw[k] = neg_inf_pack<T>();
+        }
+    }
+    // The pack at p (16-byte aligned) with lanes [lo, hi) read one element at a time and the
+    // others −inf.
+    static __device__ __forceinline__ uint4 ld_lanes(const T* p, int lo, int hi) {
+        const uint4 n = neg_inf_pack<T>();
+        u32 w[4] = {n.x, n.y, n.z, n.w};
+        #pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+            if (j < lo || j >= hi) continue;
+            if constexpr (sizeof(T) == 4) {
+                w[j] = reinterpret_cast<const u32*>(p)[j];
+            } else {
+                const int sh = (j & 1) * 16;
+                const u32 b = reinterpret_cast<const u16*>(p)[j];
+                w[j >> 1] = (w[j >> 1] & ~(0xffffu << sh)) | (b << sh);
+            }
+        }
+        return make_uint4(w[0], w[1], w[2], w[3]);
+    }
     // load's layout, for a second read of lines an earlier load kept in L2 (v10): evict_first,
     // so a line read for the last time is the first L2 gives up.
     __device__ __forceinline__ void reload(const T* row, int cols, int tid, int stride) {
@@ -209,6 +245,33 @@ template <class T, int VEC, int K, bool CS = false> struct RowRegs {
     __device__ __forceinline__ void store(T* row, int cols, int tid, int stride, float m, float s, int lg) const {
         store_of(*this, m, s, lg, row, cols, tid, stride);
     }
+    // The outputs of a row loaded by load_shift, in its layout: the packs the row fills whole
+    // as 16-byte stores, its first and last lane by lane.
+    __device__ __forceinline__ void store_shift(T* row, int off, int cols, int tid, int stride, float m, float s, int lg) const {
+        store_of(*this, m, s, lg, row, off, cols, tid, stride);
+    }
+    template <class F>
+    __device__ __forceinline__ void store_with(T* row, int off, int cols, int tid, int stride, F out) const {
+        static_assert(PACKED, "store_shift moves 16-byte packs");
+        T* base = row - off;
+        const int end = off + cols;
+        #pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const int c0 = (k * stride + tid) * VEC;
+            if (c0 >= end) continue;
+            float v[VEC];
+            get(k, v, (const T*)nullptr);
+            #pragma unroll
+            for (int j = 0; j < VEC; ++j) v[j] = out(v[j]);
+            if (c0 >= off && c0 + VEC <= end) {
+                st16(base + c0, pack(v, base));
+            } else {
+                #pragma unroll
+                for (int j = 0; j < VEC; ++j)
+                    if (c0 + j >= off && c0 + j < end) base[c0 + j] = from_f32<T>(v[j]);
+            }
+        }
+    }
     template <class F>
     __device__ __forceinline__ void store_with(T* row, int cols, int tid, int stride, F out) const {
         #pragma unroll
@@ -271,6 +334,23 @@ __device__ void softmax_v3_block_regs(const T* __restrict__ x, T* __restrict__ y
     const float m = block_max(r.max(), scratch);
     const float s = block_sum(r.sum_exp(m, !lg), scratch);
     r.store(y + (i64)blockIdx.x * ldy, cols, threadIdx.x, blockDim.x, m, s, lg);
+}
+
+// v3, shifted — what changed: rows that start off a 16-byte boundary but equally so in x and y
+// (odd widths of contiguous rows; the launcher checks) keep v3's 16-byte packs, aligned to the
+// memory rather than to the row: only each row's first and last pack, which it fills in part,
+// move lane by lane (RowRegs::load_shift). v3's scalar form moved every element alone.
+template <class T, int K>
+__device__ void softmax_v3_block_regs_shift(const T* __restrict__ x, T* __restrict__ y, int rows,
+                                            int cols, i64 ldx, i64 ldy, int lg) {
+    __shared__ float scratch[32];
+    RowRegs<T, Pack<T>::N, K> r;
+    const T* xr = x + (i64)blockIdx.x * ldx;
+    const int off = (int)(((unsigned long long)xr & 15u) / sizeof(T));
+    r.load_shift(xr, off, cols, threadIdx.x, blockDim.x);
+    const float m = block_max(r.max(), scratch);
+    const float s = block_sum(r.sum_exp(m, !lg), scratch);
+    r.store_shift(y + (i64)blockIdx.x * ldy, off, cols, threadIdx.x, blockDim.x, m, s, lg);
 }
 
 // v4_online — what changed: any width. One block per row streams the row twice: pass 1
@@ -1263,7 +1343,9 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
     extern "C" __global__ void KL_V3_BOUNDS_##K(TN) softmax_v3_block_regs_vec_k##K##_##TN(KL_ARGS(T)) { \
         softmax_v3_block_regs<T, Pack<T>::N, K>(KL_PASS); }                                          \
     extern "C" __global__ void KL_V3_BOUNDS_##K(TN) softmax_v3_block_regs_scalar_k##K##_##TN(KL_ARGS(T)) { \
-        softmax_v3_block_regs<T, 1, K>(KL_PASS); }
+        softmax_v3_block_regs<T, 1, K>(KL_PASS); }                                                   \
+    extern "C" __global__ void KL_V3_BOUNDS_##K(TN) softmax_v3_block_regs_shift_k##K##_##TN(KL_ARGS(T)) { \
+        softmax_v3_block_regs_shift<T, K>(KL_PASS); }
 
 #define KL_V4(TN, T)                                                                           \
     extern "C" __global__ void __launch_bounds__(1024) softmax_v4_online_vec_##TN(KL_ARGS(T)) { \

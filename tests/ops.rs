@@ -27,10 +27,12 @@ fn reference(op: Op, p: &Params, x: &Tensor) -> Vec<f64> {
 }
 
 /// Widest row a register-resident softmax version holds, if it has a limit: with 16-byte packs
-/// where `vec` (rows whose width and stride are pack multiples), else one element a slot.
-fn width_limit(v: &Variant, dt: DType, vec: bool) -> Option<usize> {
+/// where `vec` (rows whose width and stride are pack multiples), else one element a slot, or
+/// for v3 its shifted packs where `shift` (rows misaligned alike in x and y).
+fn width_limit(v: &Variant, dt: DType, vec: bool, shift: bool) -> Option<usize> {
     match (v.op, v.name) {
         (Op::Softmax, "v2_warp_row") => Some(softmax::v2_max_cols(dt, vec)),
+        (Op::Softmax, "v3_block_regs") if !vec && shift => Some(softmax::v3_max_cols_shift(dt)),
         (Op::Softmax, "v3_block_regs") => Some(softmax::v3_max_cols(dt, vec)),
         (Op::Softmax, "v5_cluster") => Some(softmax::v5_max_cols(dt, vec)),
         _ => None,
@@ -60,7 +62,12 @@ fn check(dev: &Device, v: &Variant, p: &Params, x_host: &Tensor, what: &str) -> 
             // multiples (fresh allocations are 256-byte aligned), else scalar.
             let (_, cols, ldx) = x.rows_cols();
             let pack = 16 / x.dtype().size();
-            let reg_limit = width_limit(v, x.dtype(), cols % pack == 0 && ldx % pack == 0);
+            let reg_limit = width_limit(
+                v,
+                x.dtype(),
+                cols % pack == 0 && ldx % pack == 0,
+                softmax::packs_layout_ok(&x),
+            );
             // v7 moves only 16-byte packs: it refuses rows x and y cannot both peel.
             let packs_only =
                 ["v7_stream", "v8_onchip", "v9_gridsync", "v10_l2pass"].contains(&v.name);
@@ -1141,9 +1148,10 @@ fn softmax_auto_sends_wide_packed_rows_to_v8_on_hopper() {
 
 /// `auto`'s width heuristic on this GPU for odd widths (rows that cannot move 16-byte packs
 /// from their start): on sm_90, v8 (which peels a scalar head and tail) from
-/// `V8_ODD_FROM` columns, where it led v3's scalar path on the H200; v3's scalar path below
-/// that and for rows that do not peel alike in x and y. Before sm_90, v3's scalar path to
-/// 4096 columns and v6 (peeled, where its resident CTAs hold the row) past that.
+/// `V8_ODD_FROM` columns, where it led v3 on the H200, except 16-bit rows to
+/// `V3_SHIFT_16_UPTO`, which v3's shifted packs held faster; v3 below that (shifted) and for
+/// rows that do not peel alike in x and y (its scalar path). Before sm_90, v3 to 4096 columns
+/// and v6 (peeled, where its resident CTAs hold the row) past that.
 #[test]
 fn softmax_auto_sends_odd_widths_to_v8_on_hopper() {
     let Some(dev) = crate::common::cuda() else {
@@ -1164,7 +1172,24 @@ fn softmax_auto_sends_odd_widths_to_v8_on_hopper() {
             "{dt} {}",
             from - 2
         );
-        assert_eq!(pick(from, from, dt), v8_if_hopper, "{dt} {from}");
+        // 16-bit odd rows that v3's shifted packs hold in one warp stay on v3.
+        let v8_past_shift = |cols: usize| {
+            if dt != DType::F32 && cols <= softmax::V3_SHIFT_16_UPTO {
+                "v3_block_regs"
+            } else {
+                v8_if_hopper
+            }
+        };
+        assert_eq!(pick(from, from, dt), v8_past_shift(from), "{dt} {from}");
+        let upto = softmax::V3_SHIFT_16_UPTO;
+        assert!(upto % 2 == 1 && upto > from, "an odd width past {from}");
+        assert_eq!(pick(upto, upto, dt), v8_past_shift(upto), "{dt} {upto}");
+        assert_eq!(
+            pick(upto + 2, upto + 2, dt),
+            v8_if_hopper,
+            "{dt} {}",
+            upto + 2
+        );
         assert_eq!(pick(4095, 4095, dt), v8_if_hopper, "{dt} 4095");
         let past_4096 = if hopper {
             "v8_onchip"
@@ -1178,8 +1203,14 @@ fn softmax_auto_sends_odd_widths_to_v8_on_hopper() {
         // are misaligned alike with y's, so v8 still peels them.
         assert_eq!(
             pick(from, from + 8, dt),
-            v8_if_hopper,
+            v8_past_shift(from),
             "{dt} {from} stride +8"
+        );
+        assert_eq!(
+            pick(upto + 2, upto + 10, dt),
+            v8_if_hopper,
+            "{dt} {} stride +8",
+            upto + 2
         );
         // Row stride one more than the width: x's rows are misaligned unlike y's (contiguous),
         // so nothing peels, and v3's scalar path runs.

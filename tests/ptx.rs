@@ -316,6 +316,8 @@ fn softmax_row_loads_carry_the_evict_last_policy() {
                 format!("softmax_v2_warp_row_vec_w8_{dt}"),
                 format!("softmax_v3_block_regs_vec_k4_{dt}"),
                 format!("softmax_v3_block_regs_vec_k8_{dt}"),
+                format!("softmax_v3_block_regs_shift_k4_{dt}"),
+                format!("softmax_v3_block_regs_shift_k8_{dt}"),
                 format!("softmax_v6_split_vec_{dt}"),
                 format!("softmax_v8_onchip_{dt}"),
                 format!("softmax_v8_packed_{dt}"),

@@ -207,6 +207,12 @@ pub fn v2_max_cols(dt: DType, vec: bool) -> usize {
 pub fn v3_max_cols(dt: DType, vec: bool) -> usize {
     1024 * if vec { 16 / dt.size() } else { 1 } * 8
 }
+/// Largest row v3's shifted form holds (rows off a 16-byte boundary, equally in x and y): its
+/// packs, less the pack a misaligned row may start part-way into.
+pub fn v3_max_cols_shift(dt: DType) -> usize {
+    let pack = 16 / dt.size();
+    1024 * pack * 8 - (pack - 1)
+}
 
 /// The layout facts every launcher needs.
 struct Rows {
@@ -528,13 +534,22 @@ pub fn v2_shape(slots: usize) -> Option<(usize, String)> {
 /// else 8); threads = the slots the row needs / K, rounded up to a warp. Small blocks let several rows share an SM, so one row's loads overlap another's
 /// reductions (one 1024-thread block per row with a slot each reached only 2.9 TB/s at
 /// 8192×4096 f32: see docs/perf-notes.md).
+///
+/// Rows that are not pack-aligned but equally misaligned in x and y (contiguous rows of an odd
+/// width) take the shifted form: the same 16-byte packs, aligned to memory, each row's first and
+/// last moved lane by lane; one slot more a row at most ([`v3_max_cols_shift`]).
 pub fn run_v3_block_regs(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
     let (io, r) = rows_io(x, y)?;
-    let width = if r.vec { r.pack } else { 1 };
-    let slots = r.cols.div_ceil(width);
-    let k = v3_slots_per_thread(slots)
-        .ok_or_else(|| too_wide("v3_block_regs", r.cols, v3_max_cols(x.dtype(), r.vec)))?;
+    let shift = !r.vec && peelable(&r, &io);
+    let (slots, most) = if r.vec {
+        (r.cols / r.pack, v3_max_cols(x.dtype(), true))
+    } else if shift {
+        (v3_shift_slots(r.cols, r.pack), v3_max_cols_shift(x.dtype()))
+    } else {
+        (r.cols, v3_max_cols(x.dtype(), false))
+    };
+    let k = v3_slots_per_thread(slots).ok_or_else(|| too_wide("v3_block_regs", r.cols, most))?;
     let k = v3_forced_k(slots).unwrap_or(k);
     let threads = (slots.div_ceil(k).div_ceil(32) * 32).clamp(32, 1024) as u32;
     let cfg = LaunchConfig {
@@ -542,8 +557,15 @@ pub fn run_v3_block_regs(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         block_dim: (threads, 1, 1),
         shared_mem_bytes: 0,
     };
-    let name = format!("softmax_v3_block_regs_{}_k{k}_{}", kind(r.vec), x.dtype());
+    let form = if shift { "shift" } else { kind(r.vec) };
+    let name = format!("softmax_v3_block_regs_{form}_k{k}_{}", x.dtype());
     launch_rows(io, &r, p, name, cfg)
+}
+
+/// The packs v3's shifted form gives a row of `cols` columns that starts up to `pack − 1`
+/// elements past a 16-byte boundary: enough for the worst start.
+pub fn v3_shift_slots(cols: usize, pack: usize) -> usize {
+    (cols + pack - 1).div_ceil(pack)
 }
 
 /// `KERNLAB_V3=k=N` (experiments): v3 takes N slots a thread (1, 2, 4 or 8) wherever that
@@ -1202,7 +1224,7 @@ pub struct V9Config {
 /// at most `pref` bytes in shared memory while the row fits that way (parts at most half in
 /// shared memory measured faster on the H200, docs/perf-notes.md), else up to `smem`. G starts
 /// as the fewest CTAs that hold a row; the groups of G that fit are then given the whole GPU
-/// (G raised to `resident / groups`, parts of at least [`V9_MIN_PART`] packs), so no SM
+/// (G raised to `resident / groups`, parts of at least `V9_MIN_PART` packs), so no SM
 /// idles for want of a whole row's worth of CTAs. A part that fits in registers takes only the
 /// threads it needs (a warp's multiple). `None` when a row is wider than every resident CTA
 /// together holds.
@@ -2022,9 +2044,20 @@ fn pick_label(choice: &str, tuned: bool, ran: Option<&str>) -> String {
     }
 }
 
-/// The narrowest odd (unpackable) width `auto` sends to v8 on sm_90 rather than v3's scalar
-/// path: the narrowest measured where v8 led (H200, measurements at [`heuristic_choice`]).
+/// The narrowest odd (unpackable) width `auto` sends to v8 on sm_90 rather than v3: the
+/// narrowest measured where v8 led v3's scalar path (H200, measurements at
+/// [`heuristic_choice`]); 16-bit rows go from [`V3_SHIFT_16_UPTO`] on.
 pub const V8_ODD_FROM: usize = 641;
+
+/// The widest 16-bit odd row `auto` keeps on v3's shifted form on sm_90 rather than v8: its
+/// packs (one more than the row's own at most) fill one warp of four slots a thread.
+pub const V3_SHIFT_16_UPTO: usize = 32 * 4 * 8 - 7;
+
+/// Whether a 16-bit row of `cols` columns (odd: not a pack multiple) that v3 can shift stays on
+/// v3 by [`V3_SHIFT_16_UPTO`].
+fn v3_shift_16(dt: DType, cols: usize, peelable: bool) -> bool {
+    dt != DType::F32 && peelable && cols <= V3_SHIFT_16_UPTO
+}
 
 /// Packed f32 rows from 16385 columns up to (not including) this many go to v8 on sm_90
 /// rather than v3 (H200, measurements at [`heuristic_choice`]).
@@ -2034,7 +2067,7 @@ pub const V8_F32_PACKED_BELOW: usize = 28_672;
 /// warp holds, v3 for rows a block holds; on sm_90, v8 (a row per CTA in registers and shared
 /// memory, clusters of up to 8 past that for f32, up to 2 for 16-bit rows and up to 8 where
 /// [`v8_wide16_cluster`] sizes them) for odd widths from
-/// [`V8_ODD_FROM`], for 16-bit rows of 16385–65536 and f32 rows of 16385 to
+/// [`V8_ODD_FROM`] (16-bit ones past [`V3_SHIFT_16_UPTO`]), for 16-bit rows of 16385–65536 and f32 rows of 16385 to
 /// [`V8_F32_PACKED_BELOW`] − 1 (where v3 runs four or eight slots a thread slowly) and for
 /// every wider row it holds;
 /// then v9 (v8's parts across co-resident CTAs) for the rows all resident CTAs hold; v6 (rows
@@ -2084,15 +2117,27 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
         })
     };
     match dispatch(dt, cols, vec) {
-        // Odd widths past v2's reach (from V8_ODD_FROM columns on sm_90): v3 would take its
-        // scalar path; v8 and v6 peel a scalar head and tail around 16-byte packs. v8 led v6
+        // Odd widths past v2's reach (from V8_ODD_FROM columns on sm_90): v3 took its scalar
+        // path when these were measured (it shifts its packs since the thirty-first session,
+        // below); v8 and v6 peel a scalar head and tail around 16-byte packs. v8 led v6
         // at every odd width measured past 4096 (4096×16385: f32 3876 against 3119 GB/s, bf16
         // 3544 against 3067; 4096×4097: f32 3433 against 2885, bf16 2669 against 2057), and
         // v3's scalar path below it down to 641 columns (4096×3001: f32 3201 against 2053,
         // bf16 2557 against 1156; 4096×1025: f32 2499 against 2018, bf16 1535 against 1096;
         // 4096×641: f32 1919 against 1705, bf16 1010 against 935), but not at 511 (f32 1521
         // against 1571, bf16 798 against 938) or 385 (tenth session).
-        "v3_block_regs" if !vec && cols >= V8_ODD_FROM && v8_takes => "v8_onchip",
+        // 16-bit odd widths up to V3_SHIFT_16_UPTO stay on v3's shifted form (its packs fill
+        // one warp at four a thread), which led v8 there (thirty-first session,
+        // `scripts/gpu-shift-148.sh 150`, two rounds, H200, 4096 rows, GB/s: bf16 641 1013 /
+        // 1083 against 940 / 998, 781 1234 / 1315 against 1176 / 1105, 901 1437 / 1437 against
+        // 1257 / 1329, 1001 1477 / 1577 against 1385 / 1381; f16 alike, level at 1001). At
+        // 1025 (a second warp, mostly idle) v8 led, 1504 / 1415 against 1256 / 1322. f32 stays
+        // on v8 (`… 149`: 639 1965 against 2001, 781 2167 against 2234).
+        "v3_block_regs"
+            if !vec && cols >= V8_ODD_FROM && v8_takes && !v3_shift_16(dt, cols, peelable) =>
+        {
+            "v8_onchip"
+        }
         "v3_block_regs" if !vec && cols > 4096 && peelable && v6_fits(true) => "v6_split",
         // 16-bit rows of 16385–65536 columns: v3 holds them four or eight slots a thread and
         // ran bf16 4096×32768 at 3014 GB/s, v6 at 3573, v8 (512 threads of eight) at 3845.
@@ -2258,7 +2303,9 @@ pub fn symbols_v2(dt: DType) -> Vec<String> {
 }
 pub fn symbols_v3(dt: DType) -> Vec<String> {
     KS.iter()
-        .flat_map(|k| ["vec", "scalar"].map(|v| format!("softmax_v3_block_regs_{v}_k{k}_{dt}")))
+        .flat_map(|k| {
+            ["vec", "scalar", "shift"].map(|v| format!("softmax_v3_block_regs_{v}_k{k}_{dt}"))
+        })
         .collect()
 }
 pub fn symbols_v4(dt: DType) -> Vec<String> {
@@ -2426,6 +2473,27 @@ mod tests {
         assert_eq!(v3_slots_per_thread(4097), Some(8));
         assert_eq!(v3_slots_per_thread(8192), Some(8));
         assert_eq!(v3_slots_per_thread(8193), None);
+    }
+
+    /// The shifted form's packs cover a row that starts pack − 1 elements in (the worst
+    /// start); V3_SHIFT_16_UPTO is the widest 16-bit row whose packs fill one warp at four a
+    /// thread (the rule's premise); v3_max_cols_shift is the widest row eight packs a thread
+    /// of 1024 threads hold.
+    #[test]
+    fn v3_shift_takes_the_packs_of_the_worst_start() {
+        assert_eq!(v3_shift_slots(4097, 8), 513); // 4096 + 1: its last element a pack alone
+        assert_eq!(v3_shift_slots(4089, 8), 512); // a start at most 7 in still ends by 4096
+        assert_eq!(v3_shift_slots(4095, 8), 513); // one that starts 7 in ends at 4102
+        assert_eq!(v3_shift_slots(33, 4), 9);
+        assert_eq!(v3_shift_slots(1, 8), 1);
+        let upto = V3_SHIFT_16_UPTO;
+        assert_eq!(v3_shift_slots(upto, 8), 128);
+        assert_eq!(v3_slots_per_thread(128), Some(4)); // one warp of four
+        assert_eq!(v3_shift_slots(upto + 2, 8), 129);
+        let most = v3_max_cols_shift(DType::BF16);
+        assert_eq!(v3_slots_per_thread(v3_shift_slots(most, 8)), Some(8));
+        assert_eq!(v3_slots_per_thread(v3_shift_slots(most + 1, 8)), None);
+        assert_eq!(v3_max_cols_shift(DType::F32), 32768 - 3);
     }
 
     #[test]
