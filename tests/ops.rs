@@ -400,6 +400,60 @@ fn softmax_strided_rows(dev: &Device) {
 }
 test_device!(softmax_strided_rows, super::softmax_strided_rows);
 
+/// v3 moves 16-byte packs on rows that start off a 16-byte boundary alike in x and y (odd
+/// widths of contiguous rows): its shifted kernels, K = 4 and K = 8, validated against the
+/// reference, up to the widest row they hold ([`softmax::v3_max_cols_shift`]: one more column
+/// is refused), and its scalar path where x's rows are misaligned unlike y's.
+fn softmax_v3_shifts_odd_rows(dev: &Device) {
+    let p = Params::default();
+    let v3 = registry::find(Op::Softmax, "v3_block_regs", dev.kind()).unwrap();
+    let init = Init::Normal {
+        mean: 0.0,
+        std: 2.0,
+    };
+    for dt in DType::ALL {
+        let pack = 16 / dt.size();
+        let most = softmax::v3_max_cols_shift(dt);
+        // (rows, cols, x's row stride, the kernel's form and K)
+        let mut cases = vec![
+            (3, 4097, 4097, "shift_k4"),
+            (3, 1001, 1001 + pack, "shift_k4"),
+            (2, most, most, "shift_k8"),
+            (3, most / 2 + 3, most / 2 + 3, "shift_k8"),
+            (3, 1001, 1002, "scalar_k4"),
+        ];
+        cases.retain(|c| c.1 % pack != 0);
+        assert_eq!(cases.len(), 5, "{dt}: every case is an odd width");
+        for (rows, cols, ld, form) in cases {
+            let what = format!("{dt} {rows}x{cols} (row stride {ld})");
+            let xh = Tensor::random(&[rows, cols], dt, init, 11, Some(ld), &Device::Cpu).unwrap();
+            check(dev, v3, &p, &xh, &what).unwrap_or_else(|| panic!("{what}: refused"));
+            let x = xh.to_device(dev).unwrap();
+            let mut y = Tensor::empty(&[rows, cols], dt, dev).unwrap();
+            let l = softmax::record_row_launch(|| v3.run(&p, &[&x], &mut y))
+                .unwrap()
+                .unwrap_or_else(|why| panic!("{what}: {why}"));
+            assert_eq!(
+                l.kernel,
+                format!("softmax_v3_block_regs_{form}_{dt}"),
+                "{what}"
+            );
+        }
+        let x = Tensor::random(&[2, most + 1], dt, init, 11, None, dev).unwrap();
+        let mut y = Tensor::empty(&[2, most + 1], dt, dev).unwrap();
+        let e = v3.run(&p, &[&x], &mut y).unwrap_err();
+        assert!(
+            matches!(e, Error::UnsupportedShape { .. }),
+            "{dt} {}: {e}",
+            most + 1
+        );
+    }
+}
+test_gpu!(
+    softmax_v3_shifts_odd_rows,
+    super::softmax_v3_shifts_odd_rows
+);
+
 type UnaryFn = fn(&Params, &Tensor, &mut Tensor) -> kernlab::Result<()>;
 
 /// The CUDA launchers (the library's unchecked entry points, the registry's `run` functions) write each

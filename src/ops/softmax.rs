@@ -2046,7 +2046,7 @@ fn pick_label(choice: &str, tuned: bool, ran: Option<&str>) -> String {
 
 /// The narrowest odd (unpackable) width `auto` sends to v8 on sm_90 rather than v3: the
 /// narrowest measured where v8 led v3's scalar path (H200, measurements at
-/// [`heuristic_choice`]); 16-bit rows go from [`V3_SHIFT_16_UPTO`] on.
+/// [`heuristic_choice`]); 16-bit rows go past [`V3_SHIFT_16_UPTO`].
 pub const V8_ODD_FROM: usize = 641;
 
 /// The widest 16-bit odd row `auto` keeps on v3's shifted form on sm_90 rather than v8: its
@@ -2132,7 +2132,7 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
         // 1083 against 940 / 998, 781 1234 / 1315 against 1176 / 1105, 901 1437 / 1437 against
         // 1257 / 1329, 1001 1477 / 1577 against 1385 / 1381; f16 alike, level at 1001). At
         // 1025 (a second warp, mostly idle) v8 led, 1504 / 1415 against 1256 / 1322. f32 stays
-        // on v8 (`… 149`: 639 1965 against 2001, 781 2167 against 2234).
+        // on v8 (`… 149`, one round: 781 2167 against 2234).
         "v3_block_regs"
             if !vec && cols >= V8_ODD_FROM && v8_takes && !v3_shift_16(dt, cols, peelable) =>
         {
