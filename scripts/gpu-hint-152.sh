@@ -9,17 +9,12 @@
 # a move past 0.1 µs at bf16 32 in both rounds is worth a rule for v2.
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 gpu_start
-st() { python3 - "$1" "$2" <<'PY'
-import csv, sys
-print(sys.argv[2], *[r['dtype'] + ':' + r['cols'] + '=' + (f"{float(r['settled_ms'])*1e3:.2f}" if r['status'] == 'ok' and r['settled_ms'] else r['status'][:10] + ' ' + (r['note'] or '')[:80]) for r in csv.DictReader(open(sys.argv[1]))])
-PY
-}
 for round in 1 2; do
   for hint in 1 0 2; do
     for DT in bf16 f32 f16; do
       n="r$round-$DT-hint$hint"
       timeout 60 env KERNLAB_NVRTC_DEFINES=KL_ROW_LOAD_HINT=$hint $K bench softmax --shape 4096x32 --shape 4096x64 --shape 4096x128 --dtype $DT --variants v2_warp_row --rotate auto --rep-ms 20 --seed 1 --csv "$OUT/$n.csv" > "$OUT/$n.log" 2>&1
-      st "$OUT/$n.csv" "$n" >> "$S"
+      stab "$OUT/$n.csv" "$n" >> "$S"
     done
   done
   el "round $round"

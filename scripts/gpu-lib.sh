@@ -2,7 +2,7 @@
 # $OUT (where a script writes its files), the kernel cache, $K (the kernlab binary), $S (the
 # summary file printed last), `el`, which appends the seconds since the start and a label to
 # $S, `tab`, `vtab`, `gpu_tests`, `ttab`, `done_table`, `bench_points`, `gpu_start`, `done_sweep`,
-# `sweep_summary` and `ustab` (below).
+# `sweep_summary`, `ustab` and `stab` (below).
 # The device tool brings back only a few files from its $OUT (the twentieth session lost a
 # run's table and test log to that), so the scripts write to a work folder, and what comes
 # back is $S and files.tgz, every file of the work folder, packed again at each `el` and on
@@ -95,6 +95,13 @@ try:
     rs = list(csv.DictReader(open(sys.argv[1])))
     print(sys.argv[2], *[r['variant'][:3] + ':' + r['rows'] + 'x' + r['cols'] + '=' + (str(round(float(r['gbps']))) if r['status'] == 'ok' else r['status'][:10]) + '(' + r.get('picked', '')[:3] + ')' for r in rs])
 except Exception as e: print(sys.argv[2], sys.argv[1], e)
+PY
+}
+# `stab CSV PREFIX`: as `tab`, each point's settled median in µs (its status and note where it
+# has none): PREFIX dtype:cols=µs.
+stab() { python3 - "$1" "$2" <<'PY'
+import csv, sys
+print(sys.argv[2], *[r['dtype'] + ':' + r['cols'] + '=' + (f"{float(r['settled_ms'])*1e3:.2f}" if r['status'] == 'ok' and r['settled_ms'] else r['status'][:10] + ' ' + (r['note'] or '')[:80]) for r in csv.DictReader(open(sys.argv[1]))])
 PY
 }
 # `bench_points NAME SHAPES VARIANTS [DTYPE] [VAR=value ...]`: one softmax bench process

@@ -11,17 +11,12 @@ gpu_tests 120 settled settled
 gpu_tests 200 kernlab_do_bench kernlab_do_bench
 gpu_tests 200 baselines real_baselines_script
 el tests
-st() { python3 - "$1" "$2" <<'PY'
-import csv, sys
-print(sys.argv[2], *[r['dtype'] + ':' + r['cols'] + '=' + (f"{float(r['settled_ms'])*1e3:.2f}" if r['status'] == 'ok' and r['settled_ms'] else r['status'][:10] + ' ' + (r['note'] or '')[:80]) for r in csv.DictReader(open(sys.argv[1]))])
-PY
-}
 for round in 1 2; do
   for cfg in "X=1" "KERNLAB_V2=threads=64 KERNLAB_NVRTC_DEFINES=KL_V2_THREADS=64" "KERNLAB_V2=threads=256 KERNLAB_NVRTC_DEFINES=KL_V2_THREADS=256" "KERNLAB_V2=threads=512 KERNLAB_NVRTC_DEFINES=KL_V2_THREADS=512" "KERNLAB_V2=scalar"; do
     for DT in bf16 f32; do
       n="r$round-$DT-$(echo "$cfg" | cut -d' ' -f1 | tr '=' '_')"
       timeout 60 env $cfg $K bench softmax --shape 4096x32 --shape 4096x64 --shape 4096x128 --dtype $DT --variants v2_warp_row --rotate auto --rep-ms 20 --seed 1 --csv "$OUT/$n.csv" > "$OUT/$n.log" 2>&1
-      st "$OUT/$n.csv" "$n" >> "$S"
+      stab "$OUT/$n.csv" "$n" >> "$S"
     done
   done
   el "round $round"

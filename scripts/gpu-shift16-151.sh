@@ -5,11 +5,8 @@
 # layout takes; written after runs 147-150), then `auto` beside v3 and v8 at bf16 and f16 odd widths either side of the bound.
 # Prediction: the test passes; `auto` picks v3 to 1017 and v8 from 1019 and reads as its pick.
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
-KERNLAB_REQUIRE_GPU=1 KERNLAB_REQUIRE_NVRTC=1 timeout 60 .gpu/tests/tests-* --test-threads=1 \
-  ops::softmax_auto_sends_odd_widths_to_v8_on_hopper ops::softmax_auto_launch_replays_exactly \
-  ops::softmax_v3_shifts_odd_rows > "$OUT/tests.log" 2>&1
-echo "tests: exit $? $(grep -c '\.\.\. ok' "$OUT/tests.log") ok" >> "$S"
-grep -E "^test .*FAILED|panicked" "$OUT/tests.log" | head -5 | cut -c1-300 >> "$S"
+gpu_tests 90 softmax_v3_shifts_odd_rows ops::softmax_auto_sends_odd_widths_to_v8_on_hopper \
+  ops::softmax_auto_launch_replays_exactly
 el tests
 for dt in bf16 f16; do
   bench_points a$dt "4096x701 4096x1017 4096x1019 4096x1025" auto,v3_block_regs,v8_onchip $dt
