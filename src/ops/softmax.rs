@@ -2053,10 +2053,10 @@ pub const V8_ODD_FROM: usize = 641;
 /// packs (one more than the row's own at most) fill one warp of four slots a thread.
 pub const V3_SHIFT_16_UPTO: usize = 32 * 4 * 8 - 7;
 
-/// Whether a 16-bit row of `cols` columns (odd: not a pack multiple) that v3 can shift stays on
-/// v3 by [`V3_SHIFT_16_UPTO`].
-fn v3_shift_16(dt: DType, cols: usize, peelable: bool) -> bool {
-    dt != DType::F32 && peelable && cols <= V3_SHIFT_16_UPTO
+/// Whether a 16-bit row of `cols` columns (odd: not a pack multiple; one v8 takes, so its x and
+/// y rows are misaligned alike and v3 shifts it) stays on v3 by [`V3_SHIFT_16_UPTO`].
+fn v3_shift_16(dt: DType, cols: usize) -> bool {
+    dt != DType::F32 && cols <= V3_SHIFT_16_UPTO
 }
 
 /// Packed f32 rows from 16385 columns up to (not including) this many go to v8 on sm_90
@@ -2133,9 +2133,7 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
         // 1257 / 1329, 1001 1477 / 1577 against 1385 / 1381; f16 alike, level at 1001). At
         // 1025 (a second warp, mostly idle) v8 led, 1504 / 1415 against 1256 / 1322. f32 stays
         // on v8 (`… 149`, one round: 781 2167 against 2234).
-        "v3_block_regs"
-            if !vec && cols >= V8_ODD_FROM && v8_takes && !v3_shift_16(dt, cols, peelable) =>
-        {
+        "v3_block_regs" if !vec && cols >= V8_ODD_FROM && v8_takes && !v3_shift_16(dt, cols) => {
             "v8_onchip"
         }
         "v3_block_regs" if !vec && cols > 4096 && peelable && v6_fits(true) => "v6_split",
