@@ -62,6 +62,39 @@ pub struct CudaDevice {
     /// Device buffers kept for the device's lifetime, zeroed when made (by name; the last is
     /// the one in use, earlier ones are kept for graphs captured with them).
     workspaces: Mutex<HashMap<&'static str, Vec<CudaSlice<u8>>>>,
+    /// Where device buffers come from (`KERNLAB_ALLOC`).
+    alloc: AllocKind,
+}
+
+/// Where kernlab's device buffers come from: the stream-ordered pool at the size asked
+/// (`pool`, the default), the pool at the size rounded up to 2 MiB (`pool2m`), or cuMemAlloc
+/// at the size rounded up to 2 MiB (`malloc2m`: PyTorch's caching allocator gets its memory
+/// from cudaMalloc in segments of 2 MiB and up). For experiments: whether where a buffer comes
+/// from moves the time of µs-sized calls (docs/perf-notes.md, thirty-second session).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllocKind {
+    Pool,
+    Pool2M,
+    Malloc2M,
+}
+
+impl AllocKind {
+    /// Unset or empty is `pool`; anything else is an error naming the choices.
+    pub fn from_env() -> Result<Self> {
+        Self::parse(&std::env::var("KERNLAB_ALLOC").unwrap_or_default())
+    }
+
+    pub fn parse(spec: &str) -> Result<Self> {
+        crate::error::knob_choice(
+            "KERNLAB_ALLOC",
+            spec,
+            &[
+                ("pool", AllocKind::Pool),
+                ("pool2m", AllocKind::Pool2M),
+                ("malloc2m", AllocKind::Malloc2M),
+            ],
+        )
+    }
 }
 
 /// Which stream kernlab enqueues its work on: a stream of its own (the default), or the
@@ -128,6 +161,7 @@ impl CudaDevice {
         // event record on every launch) is pure overhead in timed loops: turn it off before
         // any buffer exists.
         unsafe { ctx.disable_event_tracking() };
+        let alloc = AllocKind::from_env()?;
         let stream = match StreamKind::from_env()? {
             StreamKind::Created => ctx.new_stream().map_err(drv("cuStreamCreate"))?,
             StreamKind::Legacy => ctx.default_stream(),
@@ -172,6 +206,7 @@ impl CudaDevice {
             modules: Mutex::new(HashMap::new()),
             functions: Mutex::new(HashMap::new()),
             workspaces: Mutex::new(HashMap::new()),
+            alloc,
             sync_each_launch: std::sync::atomic::AtomicBool::new(
                 std::env::var("KERNLAB_LAUNCH_BLOCKING").is_ok_and(|v| v == "1"),
             ),
@@ -333,7 +368,21 @@ impl CudaDevice {
     /// Allocate `bytes` of device memory, with a clear out-of-memory error.
     pub fn alloc_bytes(&self, bytes: usize, what: &str) -> Result<CudaSlice<u8>> {
         let n = bytes.max(1);
-        match unsafe { self.stream.alloc::<u8>(n) } {
+        const TWO_MIB: usize = 2 << 20;
+        let made = match self.alloc {
+            AllocKind::Pool => unsafe { self.stream.alloc::<u8>(n) },
+            AllocKind::Pool2M => unsafe { self.stream.alloc::<u8>(n.div_ceil(TWO_MIB) * TWO_MIB) },
+            AllocKind::Malloc2M => unsafe {
+                self.ctx.bind_to_thread().map_err(drv("cuCtxSetCurrent"))?;
+                let mut ptr: sys::CUdeviceptr = 0;
+                sys::cuMemAlloc_v2(&mut ptr, n.div_ceil(TWO_MIB) * TWO_MIB)
+                    .result()
+                    // SAFETY: ptr is a fresh allocation of at least n bytes; the slice frees it
+                    // stream-ordered on drop, as the pool's.
+                    .map(|()| self.stream.upgrade_device_ptr::<u8>(ptr, n))
+            },
+        };
+        match made {
             Ok(s) => Ok(s),
             Err(e) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
                 let (free, total) = self.ctx.mem_get_info().unwrap_or((0, 0));
@@ -420,7 +469,7 @@ pub fn launch_err(kernel: &str) -> impl FnOnce(DriverError) -> Error + '_ {
 
 #[cfg(test)]
 mod tests {
-    use super::StreamKind;
+    use super::{AllocKind, StreamKind};
 
     #[test]
     fn the_stream_kind_parses_its_two_names_and_refuses_others() {
@@ -429,5 +478,18 @@ mod tests {
         assert_eq!(StreamKind::parse(" legacy ").unwrap(), StreamKind::Legacy);
         let e = StreamKind::parse("null").unwrap_err().to_string();
         assert!(e.contains("KERNLAB_STREAM") && e.contains("legacy"), "{e}");
+    }
+
+    #[test]
+    fn the_alloc_kind_parses_its_three_names_and_refuses_others() {
+        assert_eq!(AllocKind::parse("").unwrap(), AllocKind::Pool);
+        assert_eq!(AllocKind::parse("pool").unwrap(), AllocKind::Pool);
+        assert_eq!(AllocKind::parse("pool2m").unwrap(), AllocKind::Pool2M);
+        assert_eq!(AllocKind::parse(" malloc2m ").unwrap(), AllocKind::Malloc2M);
+        let e = AllocKind::parse("malloc").unwrap_err().to_string();
+        assert!(
+            e.contains("KERNLAB_ALLOC") && e.contains("pool2m") && e.contains("malloc2m"),
+            "{e}"
+        );
     }
 }
