@@ -65,6 +65,16 @@ template <> __device__ __forceinline__ uint4 neg_inf_pack<f16>() {
 }
 
 // CS: the writes are streaming stores (st.global.cs: evict-first in L2), for v10.
+// KL_V3_SHIFT_SPLIT (KERNLAB_NVRTC_DEFINES=KL_V3_SHIFT_SPLIT=0, for experiments): 1 lets
+// RowRegs::load_shift issue a 16-bit row's whole packs before its partial ones from
+// KL_V3_SPLIT_FROM columns (the first width past src/ops/softmax.rs's V3_SHIFT_16_UPTO, 1017:
+// more shifted packs than one warp holds at four a thread), 0 keeps one loop everywhere.
+#ifndef KL_V3_SHIFT_SPLIT
+#define KL_V3_SHIFT_SPLIT 1
+#endif
+#ifndef KL_V3_SPLIT_FROM
+#define KL_V3_SPLIT_FROM 1018
+#endif
 template <class T, int VEC, int K, bool CS = false> struct RowRegs {
     static constexpr bool PACKED = VEC > 1;
     uint4 raw[PACKED ? K : 1];
@@ -85,16 +95,37 @@ template <class T, int VEC, int K, bool CS = false> struct RowRegs {
     // VEC), c0 = (k·stride + tid)·VEC, so every pack the row fills is one 16-byte load. The
     // row's first and last packs, which it fills only in part, are read lane by lane (lanes
     // outside the row hold −inf): no byte outside the row is read, and store_shift writes none.
+    // 16-bit rows of more than KL_V3_SPLIT_FROM − 1 columns (more packs than one warp holds
+    // at four a thread) issue every whole pack's 16-byte load first, as load does, and only
+    // then read the partial packs lane by lane. In one loop the lanes' merge waits for their
+    // loads inside the slot's branch, so the warp holding a row's first or last pack sends its
+    // later packs' loads a memory round trip late. Measured (thirty-second session, runs
+    // 155-156, H200, 4096 rows, two rounds): the split form +1-8% at bf16 and f16 1025-12345,
+    // but level or 3-9% behind at 16-bit 257-1001 and up to 15% behind at f32 511-4097, which
+    // keep the one loop. KL_V3_SHIFT_SPLIT=0 keeps the one loop everywhere (experiments).
     __device__ __forceinline__ void load_shift(const T* row, int off, int cols, int tid, int stride) {
         static_assert(PACKED, "load_shift moves 16-byte packs");
         const T* base = row - off;
         const int end = off + cols;
-        #pragma unroll
-        for (int k = 0; k < K; ++k) {
-            const int c0 = (k * stride + tid) * VEC;
-            if (c0 >= off && c0 + VEC <= end) raw[k] = ld16_row(base + c0);
-            else if (c0 < end) raw[k] = ld_lanes(base + c0, off - c0, end - c0);
-            else raw[k] = neg_inf_pack<T>();
+        if (KL_V3_SHIFT_SPLIT && HALF && cols >= KL_V3_SPLIT_FROM) {
+            #pragma unroll
+            for (int k = 0; k < K; ++k) {
+                const int c0 = (k * stride + tid) * VEC;
+                raw[k] = c0 >= off && c0 + VEC <= end ? ld16_row(base + c0) : neg_inf_pack<T>();
+            }
+            #pragma unroll
+            for (int k = 0; k < K; ++k) {
+                const int c0 = (k * stride + tid) * VEC;
+                if ((c0 < off || c0 + VEC > end) && c0 < end) raw[k] = ld_lanes(base + c0, off - c0, end - c0);
+            }
+        } else {
+            #pragma unroll
+            for (int k = 0; k < K; ++k) {
+                const int c0 = (k * stride + tid) * VEC;
+                if (c0 >= off && c0 + VEC <= end) raw[k] = ld16_row(base + c0);
+                else if (c0 < end) raw[k] = ld_lanes(base + c0, off - c0, end - c0);
+                else raw[k] = neg_inf_pack<T>();
+            }
         }
     }
     // The pack at p (16-byte aligned) with lanes [lo, hi) read one element at a time and the
