@@ -65,12 +65,15 @@ template <> __device__ __forceinline__ uint4 neg_inf_pack<f16>() {
 }
 
 // CS: the writes are streaming stores (st.global.cs: evict-first in L2), for v10.
-// KL_V3_SHIFT_SPLIT (KERNLAB_NVRTC_DEFINES=KL_V3_SHIFT_SPLIT=0, for experiments): 1 lets
+// KL_V3_SHIFT_SPLIT (KERNLAB_NVRTC_DEFINES=KL_V3_SHIFT_SPLIT=1, for experiments): 1 lets
 // RowRegs::load_shift issue a 16-bit row's whole packs before its partial ones from
 // KL_V3_SPLIT_FROM columns (the first width past src/ops/softmax.rs's V3_SHIFT_16_UPTO, 1017:
-// more shifted packs than one warp holds at four a thread), 0 keeps one loop everywhere.
+// more shifted packs than one warp holds at four a thread); 0, the default, keeps one loop
+// everywhere. Off by default: with the branch built in, the rows `auto` gives v3 (16-bit odd
+// widths to 1017) ran 1-7% slower in both rounds of run 157 (bf16 1001 1460 / 1448 against
+// 1494 / 1548 GB/s), and the widths it speeds up (+1-8%) are v8's in `auto`.
 #ifndef KL_V3_SHIFT_SPLIT
-#define KL_V3_SHIFT_SPLIT 1
+#define KL_V3_SHIFT_SPLIT 0
 #endif
 #ifndef KL_V3_SPLIT_FROM
 #define KL_V3_SPLIT_FROM 1018
@@ -102,7 +105,7 @@ template <class T, int VEC, int K, bool CS = false> struct RowRegs {
     // later packs' loads a memory round trip late. Measured (thirty-second session, runs
     // 155-156, H200, 4096 rows, two rounds): the split form +1-8% at bf16 and f16 1025-12345,
     // but level or 3-9% behind at 16-bit 257-1001 and up to 15% behind at f32 511-4097, which
-    // keep the one loop. KL_V3_SHIFT_SPLIT=0 keeps the one loop everywhere (experiments).
+    // keep the one loop. Only with KL_V3_SHIFT_SPLIT=1 (off by default: see its definition).
     __device__ __forceinline__ void load_shift(const T* row, int off, int cols, int tid, int stride) {
         static_assert(PACKED, "load_shift moves 16-byte packs");
         const T* base = row - off;
