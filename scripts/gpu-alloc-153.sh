@@ -12,27 +12,10 @@
 # stays 0.2-0.7 above; otherwise all three read alike.
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 gpu_start
-cmp() { python3 - "$1" "$2" <<'PY'
-import csv, sys
-t = {}
-for r in csv.DictReader(open(sys.argv[1])):
-    if r["status"] == "ok" and r.get("settled_ms"):
-        t.setdefault((r["dtype"], int(r["cols"])), {})[r["variant"].replace("torch_", "")[:8]] = f'{float(r["median_ms"])*1e3:.2f}/{float(r["settled_ms"]) * 1e3:.2f}'
-    elif r["status"] != "ok": print("not ok:", r["variant"], r["cols"], r["status"], r["note"][:200])
-print(sys.argv[2], *[f"{d}:{c} " + " ".join(f"{v}={t[(d,c)][v]}" for v in ("auto", "kernlab_", "native", "compile") if v in t[(d,c)]) for d, c in sorted(t)])
-PY
-}
-run() { local n=$1; shift
-  for DT in bf16 f32; do
-    timeout 100 env "$@" $K bench softmax --shape 4096x32 --shape 4096x128 --shape 4096x256 --shape 4096x512 --shape 4096x1024 --dtype $DT --variants auto --torch --rotate auto --rep-ms 20 --seed 1 --csv "$OUT/$n-$DT.csv" > "$OUT/$n-$DT.log" 2>&1
-    echo "$n $DT exit $?" >> "$S"; grep -i "error\|fail" "$OUT/$n-$DT.log" | head -3 >> "$S"
-    cmp "$OUT/$n-$DT.csv" "$n" >> "$S"
-  done
-  el "$n"
-}
-run M KERNLAB_ALLOC=malloc2m
-run P X=1
-run Q KERNLAB_ALLOC=pool2m
-run M2 KERNLAB_ALLOC=malloc2m
-run P2 X=1
+W="4096x32 4096x128 4096x256 4096x512 4096x1024"
+settled_pass M "$W" KERNLAB_ALLOC=malloc2m
+settled_pass P "$W" X=1
+settled_pass Q "$W" KERNLAB_ALLOC=pool2m
+settled_pass M2 "$W" KERNLAB_ALLOC=malloc2m
+settled_pass P2 "$W" X=1
 cat "$S"

@@ -2,7 +2,7 @@
 # $OUT (where a script writes its files), the kernel cache, $K (the kernlab binary), $S (the
 # summary file printed last), `el`, which appends the seconds since the start and a label to
 # $S, `tab`, `vtab`, `gpu_tests`, `ttab`, `done_table`, `bench_points`, `gpu_start`, `done_sweep`,
-# `sweep_summary`, `ustab` and `stab` (below).
+# `sweep_summary`, `ustab`, `stab` and `settled_pass` (below).
 # The device tool brings back only a few files from its $OUT (the twentieth session lost a
 # run's table and test log to that), so the scripts write to a work folder, and what comes
 # back is $S and files.tgz, every file of the work folder, packed again at each `el` and on
@@ -164,4 +164,25 @@ vs = ["auto", "kernlab_do_bench", "torch_native", "torch_compile", "triton", "ke
 print("dtype shape", *vs)
 for k in sorted(t): print(*k, *[t[k].get(v, "-") for v in vs])
 PY
+}
+# `settled_pass NAME "SHAPES" [VAR=VALUE ...]`: `auto` with `--torch --rotate auto` at each
+# softmax SHAPE in bf16 and f32, with the variables set; to $S each point's do_bench/settled
+# median in µs for `auto`, its replay in PyTorch's process, native and compile (runs 140, 153).
+settled_pass() {
+  local n=$1 shapes=$2 DT s args=(); shift 2
+  for s in $shapes; do args+=(--shape "$s"); done
+  for DT in bf16 f32; do
+    timeout 100 env "$@" $K bench softmax "${args[@]}" --dtype $DT --variants auto --torch --rotate auto --rep-ms 20 --seed 1 --csv "$OUT/$n-$DT.csv" > "$OUT/$n-$DT.log" 2>&1
+    echo "$n $DT exit $?" >> "$S"; grep -i "error\|fail" "$OUT/$n-$DT.log" | head -3 >> "$S"
+    python3 - "$OUT/$n-$DT.csv" "$n" >> "$S" <<'PY'
+import csv, sys
+t = {}
+for r in csv.DictReader(open(sys.argv[1])):
+    if r["status"] == "ok" and r.get("settled_ms"):
+        t.setdefault((r["dtype"], int(r["cols"])), {})[r["variant"].replace("torch_", "")[:8]] = f'{float(r["median_ms"])*1e3:.2f}/{float(r["settled_ms"]) * 1e3:.2f}'
+    elif r["status"] != "ok": print("not ok:", r["variant"], r["cols"], r["status"], r["note"][:200])
+print(sys.argv[2], *[f"{d}:{c} " + " ".join(f"{v}={t[(d,c)][v]}" for v in ("auto", "kernlab_", "native", "compile") if v in t[(d,c)]) for d, c in sorted(t)])
+PY
+  done
+  el "$n"
 }
