@@ -369,13 +369,14 @@ impl CudaDevice {
     pub fn alloc_bytes(&self, bytes: usize, what: &str) -> Result<CudaSlice<u8>> {
         let n = bytes.max(1);
         const TWO_MIB: usize = 2 << 20;
+        let rounded = n.div_ceil(TWO_MIB) * TWO_MIB;
         let made = match self.alloc {
             AllocKind::Pool => unsafe { self.stream.alloc::<u8>(n) },
-            AllocKind::Pool2M => unsafe { self.stream.alloc::<u8>(n.div_ceil(TWO_MIB) * TWO_MIB) },
+            AllocKind::Pool2M => unsafe { self.stream.alloc::<u8>(rounded) },
             AllocKind::Malloc2M => unsafe {
                 self.ctx.bind_to_thread().map_err(drv("cuCtxSetCurrent"))?;
                 let mut ptr: sys::CUdeviceptr = 0;
-                sys::cuMemAlloc_v2(&mut ptr, n.div_ceil(TWO_MIB) * TWO_MIB)
+                sys::cuMemAlloc_v2(&mut ptr, rounded)
                     .result()
                     // SAFETY: ptr is a fresh allocation of at least n bytes; the slice frees it
                     // stream-ordered on drop, as the pool's.
