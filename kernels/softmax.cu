@@ -1,6 +1,6 @@
 // softmax.cu — every numbered softmax version (over the last dimension), side by side.
 // The list of versions and the choice among them live in the Rust registry
-// (src/ops/softmax.rs), not here.
+// (src/ops/softmax/mod.rs), not here.
 //
 // Every kernel takes (x, y, rows, cols, ldx, ldy, lg): row r starts at x + r·ldx; only `cols`
 // elements of it are read; lg ≠ 0 writes log_softmax, x − (max + log Σ e^(x−max)), from the
@@ -67,7 +67,7 @@ template <> __device__ __forceinline__ uint4 neg_inf_pack<f16>() {
 // CS: the writes are streaming stores (st.global.cs: evict-first in L2), for v10.
 // KL_V3_SHIFT_SPLIT (KERNLAB_NVRTC_DEFINES=KL_V3_SHIFT_SPLIT=1, for experiments): 1 lets
 // RowRegs::load_shift issue a 16-bit row's whole packs before its partial ones from
-// KL_V3_SPLIT_FROM columns (the first width past src/ops/softmax.rs's V3_SHIFT_16_UPTO, 1017:
+// KL_V3_SPLIT_FROM columns (the first width past src/ops/softmax/mod.rs's V3_SHIFT_16_UPTO, 1017:
 // more shifted packs than one warp holds at four a thread); 0, the default, keeps one loop
 // everywhere. Off by default: with the branch built in, the rows `auto` gives v3 (16-bit odd
 // widths to 1017) ran 1-7% slower in both rounds of run 157 (bf16 1001 1460 / 1448 against
