@@ -65,19 +65,6 @@ template <> __device__ __forceinline__ uint4 neg_inf_pack<f16>() {
 }
 
 // CS: the writes are streaming stores (st.global.cs: evict-first in L2), for v10.
-// KL_V3_SHIFT_SPLIT (KERNLAB_NVRTC_DEFINES=KL_V3_SHIFT_SPLIT=1, for experiments): 1 lets
-// RowRegs::load_shift issue a 16-bit row's whole packs before its partial ones from
-// KL_V3_SPLIT_FROM columns (the first width past src/ops/softmax/mod.rs's V3_SHIFT_16_UPTO, 1017:
-// more shifted packs than one warp holds at four a thread); 0, the default, keeps one loop
-// everywhere. Off by default: with the branch built in, the rows `auto` gives v3 (16-bit odd
-// widths to 1017) ran 1-7% slower in both rounds of run 157 (bf16 1001 1460 / 1448 against
-// 1494 / 1548 GB/s), and the widths it speeds up (+1-8%) are v8's in `auto`.
-#ifndef KL_V3_SHIFT_SPLIT
-#define KL_V3_SHIFT_SPLIT 0
-#endif
-#ifndef KL_V3_SPLIT_FROM
-#define KL_V3_SPLIT_FROM 1018
-#endif
 template <class T, int VEC, int K, bool CS = false> struct RowRegs {
     static constexpr bool PACKED = VEC > 1;
     uint4 raw[PACKED ? K : 1];
@@ -98,19 +85,23 @@ template <class T, int VEC, int K, bool CS = false> struct RowRegs {
     // VEC), c0 = (k·stride + tid)·VEC, so every pack the row fills is one 16-byte load. The
     // row's first and last packs, which it fills only in part, are read lane by lane (lanes
     // outside the row hold −inf): no byte outside the row is read, and store_shift writes none.
-    // 16-bit rows of more than KL_V3_SPLIT_FROM − 1 columns (more packs than one warp holds
-    // at four a thread) issue every whole pack's 16-byte load first, as load does, and only
-    // then read the partial packs lane by lane. In one loop the lanes' merge waits for their
-    // loads inside the slot's branch, so the warp holding a row's first or last pack sends its
-    // later packs' loads a memory round trip late. Measured (thirty-second session, runs
-    // 155-156, H200, 4096 rows, two rounds): the split form +1-8% at bf16 and f16 1025-12345,
-    // but level or 3-9% behind at 16-bit 257-1001 and up to 15% behind at f32 511-4097, which
-    // keep the one loop. Only with KL_V3_SHIFT_SPLIT=1 (off by default: see its definition).
+    // SPLIT (16-bit rows only; the launcher takes it for rows wider than one warp holds at four
+    // packs a thread, src/ops/softmax/mod.rs's V3_SPLIT_16_FROM) issues every whole pack's
+    // 16-byte load first, as load does, and only then reads the partial packs lane by lane. In
+    // one loop the lanes' merge waits for their loads inside the slot's branch, so the warp
+    // holding a row's first or last pack sends its later packs' loads a memory round trip
+    // late. Measured (H200, 4096 rows, two rounds each): the split form +1-8% at bf16 and f16
+    // 1025-12345 (thirty-second session, runs 155-156), but level or 3-9% behind at 16-bit
+    // 257-1001 and up to 15% behind at f32 511-4097, which keep the one loop. Built into the
+    // one-loop kernels behind a width test, it cost those 1-7% (run 157), so it is a kernel of
+    // its own (softmax_v3_block_regs_shiftsplit_*).
+    template <bool SPLIT = false>
     __device__ __forceinline__ void load_shift(const T* row, int off, int cols, int tid, int stride) {
         static_assert(PACKED, "load_shift moves 16-byte packs");
+        static_assert(!SPLIT || HALF, "the split shifted load is built for 16-bit rows only");
         const T* base = row - off;
         const int end = off + cols;
-        if (KL_V3_SHIFT_SPLIT && HALF && cols >= KL_V3_SPLIT_FROM) {
+        if constexpr (SPLIT) {
             #pragma unroll
             for (int k = 0; k < K; ++k) {
                 const int c0 = (k * stride + tid) * VEC;
@@ -374,14 +365,14 @@ __device__ void softmax_v3_block_regs(const T* __restrict__ x, T* __restrict__ y
 // (odd widths of contiguous rows; the launcher checks) keep v3's 16-byte packs, aligned to the
 // memory rather than to the row: only each row's first and last pack, which it fills in part,
 // move lane by lane (RowRegs::load_shift). v3's scalar form moved every element alone.
-template <class T, int K>
+template <class T, int K, bool SPLIT = false>
 __device__ void softmax_v3_block_regs_shift(const T* __restrict__ x, T* __restrict__ y, int rows,
                                             int cols, i64 ldx, i64 ldy, int lg) {
     __shared__ float scratch[32];
     RowRegs<T, Pack<T>::N, K> r;
     const T* xr = x + (i64)blockIdx.x * ldx;
     const int off = (int)(((unsigned long long)xr & 15u) / sizeof(T));
-    r.load_shift(xr, off, cols, threadIdx.x, blockDim.x);
+    r.template load_shift<SPLIT>(xr, off, cols, threadIdx.x, blockDim.x);
     const float m = block_max(r.max(), scratch);
     const float s = block_sum(r.sum_exp(m, !lg), scratch);
     r.store_shift(y + (i64)blockIdx.x * ldy, off, cols, threadIdx.x, blockDim.x, m, s, lg);
@@ -1380,6 +1371,10 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
         softmax_v3_block_regs<T, 1, K>(KL_PASS); }                                                   \
     extern "C" __global__ void KL_V3_BOUNDS_##K(TN) softmax_v3_block_regs_shift_k##K##_##TN(KL_ARGS(T)) { \
         softmax_v3_block_regs_shift<T, K>(KL_PASS); }
+// v3's shifted form with the split load (RowRegs::load_shift<true>), 16-bit rows only.
+#define KL_V3S(TN, T, K)                                                                         \
+    extern "C" __global__ void KL_V3_BOUNDS_##K(TN) softmax_v3_block_regs_shiftsplit_k##K##_##TN(KL_ARGS(T)) { \
+        softmax_v3_block_regs_shift<T, K, true>(KL_PASS); }
 
 #define KL_V4(TN, T)                                                                           \
     extern "C" __global__ void __launch_bounds__(1024) softmax_v4_online_vec_##TN(KL_ARGS(T)) { \
@@ -1468,6 +1463,10 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
     KL_V9(TN, T)                                                             \
     KL_V10(TN, T, 2) KL_V10(TN, T, 4)
 
+#define KL_HALF(TN, T) KL_V3S(TN, T, 1) KL_V3S(TN, T, 2) KL_V3S(TN, T, 4) KL_V3S(TN, T, 8)
+
 KL_ALL(f32, float)
 KL_ALL(bf16, bf16)
 KL_ALL(f16, f16)
+KL_HALF(bf16, bf16)
+KL_HALF(f16, f16)

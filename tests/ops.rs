@@ -403,7 +403,8 @@ test_device!(softmax_strided_rows, super::softmax_strided_rows);
 /// v3 moves 16-byte packs on rows that start off a 16-byte boundary alike in x and y (odd
 /// widths of contiguous rows): its shifted kernels, K = 4 and K = 8, validated against the
 /// reference, up to the widest row they hold ([`softmax::v3_max_cols_shift`]: one more column
-/// is refused), and its scalar path where x's rows are misaligned unlike y's.
+/// is refused), 16-bit rows from [`softmax::V3_SPLIT_16_FROM`] columns on the split kernels
+/// (f32 rows never), and its scalar path where x's rows are misaligned unlike y's.
 fn softmax_v3_shifts_odd_rows(dev: &Device) {
     let p = Params::default();
     let v3 = registry::find(Op::Softmax, "v3_block_regs", dev.kind()).unwrap();
@@ -414,19 +415,28 @@ fn softmax_v3_shifts_odd_rows(dev: &Device) {
     for dt in DType::ALL {
         let pack = 16 / dt.size();
         let most = softmax::v3_max_cols_shift(dt);
+        let split = if dt == DType::F32 {
+            "shift"
+        } else {
+            "shiftsplit"
+        };
+        let (last, first) = (softmax::V3_SHIFT_16_UPTO, softmax::V3_SPLIT_16_FROM + 1);
         // (rows, cols, x's row stride, the kernel's form and K)
         let cases = [
-            (3, 4097, 4097, "shift_k4"),
-            (3, 1001, 1001 + pack, "shift_k4"),
-            (2, most, most, "shift_k8"),
-            (3, most / 2 + 3, most / 2 + 3, "shift_k8"),
-            (3, 1001, 1002, "scalar_k4"),
+            (3, 4097, 4097, format!("{split}_k4")),
+            (3, 1001, 1001 + pack, "shift_k4".to_string()),
+            (3, last, last, "shift_k4".to_string()),
+            (3, first, first + pack, format!("{split}_k4")),
+            (2, most, most, format!("{split}_k8")),
+            (3, most / 2 + 3, most / 2 + 3, format!("{split}_k8")),
+            (3, 1001, 1002, "scalar_k4".to_string()),
         ];
         assert!(
             cases.iter().all(|c| c.1 % pack != 0),
             "{dt}: every case is an odd width"
         );
-        for (rows, cols, ld, form) in cases {
+        for (rows, cols, ld, form) in &cases {
+            let (rows, cols, ld) = (*rows, *cols, *ld);
             let what = format!("{dt} {rows}x{cols} (row stride {ld})");
             let xh = Tensor::random(&[rows, cols], dt, init, 11, Some(ld), &Device::Cpu).unwrap();
             check(dev, v3, &p, &xh, &what).unwrap_or_else(|| panic!("{what}: refused"));
@@ -1205,7 +1215,8 @@ fn softmax_auto_sends_wide_packed_rows_to_v8_on_hopper() {
 /// `auto`'s width heuristic on this GPU for odd widths (rows that cannot move 16-byte packs
 /// from their start): on sm_90, v8 (which peels a scalar head and tail) from
 /// `V8_ODD_FROM` columns, where it led v3 on the H200, except 16-bit rows to
-/// `V3_SHIFT_16_UPTO`, which v3's shifted packs held faster; v3 below that (shifted) and for
+/// `V3_SHIFT_16_UPTO` or in `V3_SPLIT_16_BAND`, which v3's shifted packs held faster; v3
+/// below that (shifted) and for
 /// rows that do not peel alike in x and y (its scalar path). Before sm_90, v3 to 4096 columns
 /// and v6 (peeled, where its resident CTAs hold the row) past that.
 #[test]
@@ -1228,9 +1239,11 @@ fn softmax_auto_sends_odd_widths_to_v8_on_hopper() {
             "{dt} {}",
             from - 2
         );
-        // 16-bit odd rows that v3's shifted packs hold in one warp stay on v3.
+        // 16-bit odd rows that v3's shifted packs hold in one warp, and those of the band
+        // where its split kernels led v8, stay on v3.
+        let band = softmax::V3_SPLIT_16_BAND;
         let v8_past_shift = |cols: usize| {
-            if dt != DType::F32 && cols <= softmax::V3_SHIFT_16_UPTO {
+            if dt != DType::F32 && (cols <= softmax::V3_SHIFT_16_UPTO || band.contains(&cols)) {
                 "v3_block_regs"
             } else {
                 v8_if_hopper
@@ -1247,6 +1260,14 @@ fn softmax_auto_sends_odd_widths_to_v8_on_hopper() {
             upto + 2
         );
         assert_eq!(pick(4095, 4095, dt), v8_if_hopper, "{dt} 4095");
+        let (lo, hi) = (*band.start(), *band.end());
+        assert!(
+            lo % 2 == 1 && hi % 2 == 1 && lo > upto + 2,
+            "odd widths past {upto}"
+        );
+        for cols in [lo - 2, lo, ((lo + hi) / 2) | 1, hi, hi + 2] {
+            assert_eq!(pick(cols, cols, dt), v8_past_shift(cols), "{dt} {cols}");
+        }
         let past_4096 = if hopper {
             "v8_onchip"
         } else if softmax::v6_max_cols(dev.cuda().unwrap(), dt, true).is_some_and(|m| m >= 4097) {

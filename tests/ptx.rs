@@ -326,6 +326,10 @@ fn softmax_row_loads_carry_the_evict_last_policy() {
             if c.arch == "sm_90a" {
                 syms.push(format!("softmax_v5_cluster_vec_k8_{dt}"));
             }
+            if dt != "f32" {
+                syms.push(format!("softmax_v3_block_regs_shiftsplit_k4_{dt}"));
+                syms.push(format!("softmax_v3_block_regs_shiftsplit_k8_{dt}"));
+            }
             for sym in syms {
                 let body = ptx_entry_body(&c.ptx, &sym)
                     .unwrap_or_else(|| panic!("{sym} not in the {} PTX", c.arch));

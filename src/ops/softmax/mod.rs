@@ -562,7 +562,11 @@ pub fn run_v3_block_regs(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         block_dim: (threads, 1, 1),
         shared_mem_bytes: 0,
     };
-    let form = if shift { "shift" } else { kind(r.vec) };
+    let form = match shift {
+        true if v3_split_16(x.dtype(), r.cols) => "shiftsplit",
+        true => "shift",
+        false => kind(r.vec),
+    };
     let name = format!("softmax_v3_block_regs_{form}_k{k}_{}", x.dtype());
     launch_rows(io, &r, p, name, cfg)
 }
@@ -1008,10 +1012,35 @@ pub const V8_ODD_FROM: usize = 641;
 /// packs (one more than the row's own at most) fill one warp of four slots a thread.
 pub const V3_SHIFT_16_UPTO: usize = 32 * 4 * 8 - 7;
 
+/// 16-bit rows from this width that v3 shifts take its split kernels
+/// (`softmax_v3_block_regs_shiftsplit_*`: every whole pack's load sent before the partial
+/// packs' lanes are read): their shifted packs fill more than one warp at four a thread.
+/// Measured on the H200 (thirty-second session, runs 155-156, 4096 rows, two rounds): +1-8%
+/// over the one-loop kernel at bf16 and f16 1025-12345 columns, level or 3-9% behind at
+/// 257-1001 (and up to 15% behind at f32, which has no split kernels).
+pub const V3_SPLIT_16_FROM: usize = V3_SHIFT_16_UPTO + 1;
+
+/// Whether v3's shifted form takes its split kernel for a row of `cols` columns of `dt`.
+pub fn v3_split_16(dt: DType, cols: usize) -> bool {
+    dt != DType::F32 && cols >= V3_SPLIT_16_FROM
+}
+
+/// 16-bit odd widths past [`V3_SHIFT_16_UPTO`] that `auto` also keeps on v3's shifted form
+/// (its split kernels) on sm_90 rather than v8: from the first to the last width measured
+/// where v3 led v8 in both dtypes. H200, thirty-third session, `scripts/gpu-band-159.sh` (run
+/// 159), 4096 rows, two rounds, GB/s, v3 against v8 (bf16; f16 alike): 2049 2209 / 2107
+/// against 2256 / 2374 (v8 ahead), 2177 2275 / 2169 against 2027 / 2023, 2433 2294 / 2286
+/// against 2151 / 2144, 2817 2618 / 2517 against 2445 / 2361, 3329 2684 / 2672 against 2622 /
+/// 2710, 3457 2832 / 2832 against 2801 / 2809, 3585 2785 / 2777 against 2859 / 2855 (v8
+/// ahead). v8 falls 14% from 2049 to 2177 columns (why is not measured); its lead comes back as
+/// its threads' packs near eight (3585: 449 packs, 64 threads).
+pub const V3_SPLIT_16_BAND: std::ops::RangeInclusive<usize> = 2177..=3457;
+
 /// Whether a 16-bit row of `cols` columns (odd: not a pack multiple; one v8 takes, so its x and
-/// y rows are misaligned alike and v3 shifts it) stays on v3 by [`V3_SHIFT_16_UPTO`].
+/// y rows are misaligned alike and v3 shifts it) stays on v3: up to [`V3_SHIFT_16_UPTO`], and
+/// in [`V3_SPLIT_16_BAND`].
 fn v3_shift_16(dt: DType, cols: usize) -> bool {
-    dt != DType::F32 && cols <= V3_SHIFT_16_UPTO
+    dt != DType::F32 && (cols <= V3_SHIFT_16_UPTO || V3_SPLIT_16_BAND.contains(&cols))
 }
 
 /// Packed f32 rows from 16385 columns up to (not including) this many go to v8 on sm_90
@@ -1022,7 +1051,7 @@ pub const V8_F32_PACKED_BELOW: usize = 28_672;
 /// warp holds, v3 for rows a block holds; on sm_90, v8 (a row per CTA in registers and shared
 /// memory, clusters of up to 8 past that for f32, up to 2 for 16-bit rows and up to 8 where
 /// [`v8_wide16_cluster`] sizes them) for odd widths from
-/// [`V8_ODD_FROM`] (16-bit ones past [`V3_SHIFT_16_UPTO`]), for 16-bit rows of 16385–65536 and f32 rows of 16385 to
+/// [`V8_ODD_FROM`] (16-bit ones past [`V3_SHIFT_16_UPTO`] and outside [`V3_SPLIT_16_BAND`]), for 16-bit rows of 16385–65536 and f32 rows of 16385 to
 /// [`V8_F32_PACKED_BELOW`] − 1 (where v3 runs four or eight slots a thread slowly) and for
 /// every wider row it holds;
 /// then v9 (v8's parts across co-resident CTAs) for the rows all resident CTAs hold; v6 (rows
@@ -1087,7 +1116,8 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
         // 1083 against 940 / 998, 781 1234 / 1315 against 1176 / 1105, 901 1437 / 1437 against
         // 1257 / 1329, 1001 1477 / 1577 against 1385 / 1381; f16 alike, level at 1001). At
         // 1025 (a second warp, mostly idle) v8 led, 1504 / 1415 against 1256 / 1322. f32 stays
-        // on v8 (`… 149`, one round: 781 2167 against 2234).
+        // on v8 (`… 149`, one round: 781 2167 against 2234). 16-bit odd widths in
+        // V3_SPLIT_16_BAND stay on v3's split kernels too (its doc has the figures).
         "v3_block_regs" if !vec && cols >= V8_ODD_FROM && v8_takes && !v3_shift_16(dt, cols) => {
             "v8_onchip"
         }
@@ -1255,9 +1285,15 @@ pub fn symbols_v2(dt: DType) -> Vec<String> {
         .collect()
 }
 pub fn symbols_v3(dt: DType) -> Vec<String> {
+    let forms: &[&str] = match dt {
+        DType::F32 => &["vec", "scalar", "shift"],
+        _ => &["vec", "scalar", "shift", "shiftsplit"],
+    };
     KS.iter()
         .flat_map(|k| {
-            ["vec", "scalar", "shift"].map(|v| format!("softmax_v3_block_regs_{v}_k{k}_{dt}"))
+            forms
+                .iter()
+                .map(move |v| format!("softmax_v3_block_regs_{v}_k{k}_{dt}"))
         })
         .collect()
 }
@@ -1447,6 +1483,33 @@ mod tests {
         assert_eq!(v3_slots_per_thread(v3_shift_slots(most, 8)), Some(8));
         assert_eq!(v3_slots_per_thread(v3_shift_slots(most + 1, 8)), None);
         assert_eq!(v3_max_cols_shift(DType::F32), 32768 - 3);
+    }
+
+    /// 16-bit shifted rows wider than one warp holds at four packs a thread take the split
+    /// kernels, which only 16-bit dtypes have; `auto`'s band for them lies past that and below
+    /// the aligned 4096 columns where v8's rule was measured.
+    #[test]
+    fn v3_splits_only_16_bit_rows_past_one_warp() {
+        for dt in [DType::BF16, DType::F16] {
+            assert!(!v3_split_16(dt, V3_SHIFT_16_UPTO));
+            assert!(v3_split_16(dt, V3_SPLIT_16_FROM));
+            assert!(v3_split_16(dt, v3_max_cols_shift(dt)));
+            let split = symbols_v3(dt);
+            assert!(split.contains(&format!("softmax_v3_block_regs_shiftsplit_k4_{dt}")));
+            assert_eq!(
+                split.iter().filter(|s| s.contains("shiftsplit")).count(),
+                KS.len()
+            );
+        }
+        assert!(!v3_split_16(DType::F32, 4097));
+        assert!(!symbols_v3(DType::F32)
+            .iter()
+            .any(|s| s.contains("shiftsplit")));
+        let (lo, hi) = (*V3_SPLIT_16_BAND.start(), *V3_SPLIT_16_BAND.end());
+        assert!(V3_SPLIT_16_FROM < lo && lo <= hi && hi < 4096);
+        assert!(v3_shift_16(DType::BF16, lo) && v3_shift_16(DType::F16, hi));
+        assert!(!v3_shift_16(DType::BF16, lo - 2) && !v3_shift_16(DType::BF16, hi + 2));
+        assert!(!v3_shift_16(DType::F32, lo));
     }
 
     #[test]
