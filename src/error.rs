@@ -128,6 +128,25 @@ impl Error {
     }
 }
 
+/// An experiment knob read from one environment variable, as one of a few named choices
+/// ([`knob_choice`]): `KERNLAB_FLUSH`, `KERNLAB_STREAM`, `KERNLAB_ALLOC`.
+pub trait Knob: Copy + 'static {
+    /// The environment variable.
+    const VAR: &'static str;
+    /// (name, value) pairs; the first is the default (unset or empty).
+    const CHOICES: &'static [(&'static str, Self)];
+
+    /// `spec` among [`Knob::CHOICES`]; anything else an error naming the choices.
+    fn parse(spec: &str) -> Result<Self> {
+        knob_choice(Self::VAR, spec, Self::CHOICES)
+    }
+
+    /// The knob's value from [`Knob::VAR`] (unset or empty: the default).
+    fn from_env() -> Result<Self> {
+        Self::parse(&std::env::var(Self::VAR).unwrap_or_default())
+    }
+}
+
 /// An experiment knob's value: `spec` (from environment variable `var`, trimmed) among
 /// `choices` (name, value), the first also for an empty value; anything else an error that
 /// names the variable, the value and the choices.

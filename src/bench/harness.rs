@@ -13,7 +13,7 @@
 //! that spread is noise.
 
 use crate::device::CudaDevice;
-use crate::error::{Error, Result};
+use crate::error::{Error, Knob, Result};
 use cudarc::driver::{sys, CudaEvent, CudaSlice, PinnedHostSlice};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -247,20 +247,12 @@ pub enum FlushForm {
     Kernel,
 }
 
-impl FlushForm {
-    /// `KERNLAB_FLUSH=memset|kernel` (experiments: whether the flush's form moves the µs-sized
-    /// calls). Unset or empty is `memset`; anything else is an error naming the choices.
-    pub fn from_env() -> Result<Self> {
-        Self::parse(&std::env::var("KERNLAB_FLUSH").unwrap_or_default())
-    }
-
-    pub fn parse(spec: &str) -> Result<Self> {
-        crate::error::knob_choice(
-            "KERNLAB_FLUSH",
-            spec,
-            &[("memset", FlushForm::Memset), ("kernel", FlushForm::Kernel)],
-        )
-    }
+/// `KERNLAB_FLUSH=memset|kernel` (experiments: whether the flush's form moves the µs-sized
+/// calls); unset or empty is `memset`.
+impl Knob for FlushForm {
+    const VAR: &'static str = "KERNLAB_FLUSH";
+    const CHOICES: &'static [(&'static str, Self)] =
+        &[("memset", FlushForm::Memset), ("kernel", FlushForm::Kernel)];
 }
 
 /// Calls a settled median is taken over ([`CudaTimer::settled`]).

@@ -4,7 +4,7 @@
 //! loaded once per source file, and looked up by name under a lock (as candle does).
 
 use super::nvrtc::{self, Compiled};
-use crate::error::{Error, Result};
+use crate::error::{Error, Knob, Result};
 use crate::kernels::KernelSource;
 use cudarc::driver::{
     sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
@@ -78,23 +78,13 @@ pub enum AllocKind {
     Malloc2M,
 }
 
-impl AllocKind {
-    /// Unset or empty is `pool`; anything else is an error naming the choices.
-    pub fn from_env() -> Result<Self> {
-        Self::parse(&std::env::var("KERNLAB_ALLOC").unwrap_or_default())
-    }
-
-    pub fn parse(spec: &str) -> Result<Self> {
-        crate::error::knob_choice(
-            "KERNLAB_ALLOC",
-            spec,
-            &[
-                ("pool", AllocKind::Pool),
-                ("pool2m", AllocKind::Pool2M),
-                ("malloc2m", AllocKind::Malloc2M),
-            ],
-        )
-    }
+impl Knob for AllocKind {
+    const VAR: &'static str = "KERNLAB_ALLOC";
+    const CHOICES: &'static [(&'static str, Self)] = &[
+        ("pool", AllocKind::Pool),
+        ("pool2m", AllocKind::Pool2M),
+        ("malloc2m", AllocKind::Malloc2M),
+    ];
 }
 
 /// Which stream kernlab enqueues its work on: a stream of its own (the default), or the
@@ -107,23 +97,12 @@ pub enum StreamKind {
     Legacy,
 }
 
-impl StreamKind {
-    /// Unset or empty is `created`; anything else is an error naming the choices (as
-    /// `harness::FlushForm::from_env`).
-    pub fn from_env() -> Result<Self> {
-        Self::parse(&std::env::var("KERNLAB_STREAM").unwrap_or_default())
-    }
-
-    pub fn parse(spec: &str) -> Result<Self> {
-        crate::error::knob_choice(
-            "KERNLAB_STREAM",
-            spec,
-            &[
-                ("created", StreamKind::Created),
-                ("legacy", StreamKind::Legacy),
-            ],
-        )
-    }
+impl Knob for StreamKind {
+    const VAR: &'static str = "KERNLAB_STREAM";
+    const CHOICES: &'static [(&'static str, Self)] = &[
+        ("created", StreamKind::Created),
+        ("legacy", StreamKind::Legacy),
+    ];
 }
 
 thread_local! {
@@ -470,7 +449,7 @@ pub fn launch_err(kernel: &str) -> impl FnOnce(DriverError) -> Error + '_ {
 
 #[cfg(test)]
 mod tests {
-    use super::{AllocKind, StreamKind};
+    use super::{AllocKind, Knob, StreamKind};
 
     #[test]
     fn the_stream_kind_parses_its_two_names_and_refuses_others() {
