@@ -1026,15 +1026,17 @@ pub fn v3_split_16(dt: DType, cols: usize) -> bool {
 }
 
 /// 16-bit odd widths past [`V3_SHIFT_16_UPTO`] that `auto` also keeps on v3's shifted form
-/// (its split kernels) on sm_90 rather than v8: from the first to the last width measured
-/// where v3 led v8 in both dtypes. H200, thirty-third session, `scripts/gpu-band-159.sh` (run
-/// 159), 4096 rows, two rounds, GB/s, v3 against v8 (bf16; f16 alike): 2049 2209 / 2107
-/// against 2256 / 2374 (v8 ahead), 2177 2275 / 2169 against 2027 / 2023, 2433 2294 / 2286
-/// against 2151 / 2144, 2817 2618 / 2517 against 2445 / 2361, 3329 2684 / 2672 against 2622 /
-/// 2710, 3457 2832 / 2832 against 2801 / 2809, 3585 2785 / 2777 against 2859 / 2855 (v8
-/// ahead). v8 falls 14% from 2049 to 2177 columns (why is not measured); its lead comes back as
-/// its threads' packs near eight (3585: 449 packs, 64 threads).
-pub const V3_SPLIT_16_BAND: std::ops::RangeInclusive<usize> = 2177..=3457;
+/// (its split kernels) on sm_90 rather than v8. From 2057 columns v8's row no longer fits 32
+/// threads of [`V8_K`] packs (256 packs), so it takes 64 threads holding 4–7 packs each: 16
+/// CTAs an SM, not 32, and two waves of 4096 rows, not one (ncu, run 160: bf16 2049 11.2 µs,
+/// 2177 14.7 µs). v3 led there until v8's threads filled toward eight packs. H200, thirty-third
+/// session, `scripts/gpu-band-159.sh` and `gpu-edges-163.sh` (runs 159 and 163), 4096 rows, two
+/// rounds, GB/s, v3 against v8 (bf16; f16 alike): 2049 2209 / 2107 against 2256 / 2374 (v8
+/// ahead), 2057 2128 / 2158 against 1987 / 2002, 2177 2275 / 2169 against 2027 / 2023, 2433
+/// 2294 / 2286 against 2151 / 2144, 2817 2618 / 2517 against 2445 / 2361, 3329 2684 / 2672
+/// against 2622 / 2710, 3457 2832 / 2832 against 2801 / 2809; 3489–3553 level within 4% (bf16
+/// toward v3, f16 toward v8), 3585 2785 / 2777 against 2859 / 2855 (v8 ahead).
+pub const V3_SPLIT_16_BAND: std::ops::RangeInclusive<usize> = 2057..=3457;
 
 /// Whether a 16-bit row of `cols` columns (odd: not a pack multiple; one v8 takes, so its x and
 /// y rows are misaligned alike and v3 shifts it) stays on v3: up to [`V3_SHIFT_16_UPTO`], and
