@@ -1034,7 +1034,7 @@ pub fn v3_split_16(dt: DType, cols: usize) -> bool {
 /// rounds, GB/s, v3 against v8 (bf16; f16 alike): 2049 2209 / 2107 against 2256 / 2374 (v8
 /// ahead), 2057 2128 / 2158 against 1987 / 2002, 2177 2275 / 2169 against 2027 / 2023, 2433
 /// 2294 / 2286 against 2151 / 2144, 2817 2618 / 2517 against 2445 / 2361, 3329 2684 / 2672
-/// against 2622 / 2710, 3457 2832 / 2832 against 2801 / 2809; 3489–3553 level within 4% (bf16
+/// against 2622 / 2710, 3457 2832 / 2832 against 2801 / 2809; 3489–3553 level within about 4% (bf16
 /// toward v3, f16 toward v8), 3585 2785 / 2777 against 2859 / 2855 (v8 ahead).
 pub const V3_SPLIT_16_BAND: std::ops::RangeInclusive<usize> = 2057..=3457;
 
