@@ -207,6 +207,8 @@ const KS: [usize; 4] = [1, 2, 4, 8];
 /// v3's K past [`KS`], only by `KERNLAB_V3=k=12|16` (experiments): blocks of at most
 /// [`V3_WIDE_K_THREADS`] threads (their launch bounds), for rows of one warp or a few.
 const V3_WIDE_KS: [usize; 2] = [12, 16];
+/// The most threads a v3 block of 12 or 16 slots a thread has (those kernels' launch bounds in
+/// kernels/softmax.cu, `KL_V3_BOUNDS_12` and `_16`).
 pub const V3_WIDE_K_THREADS: usize = 128;
 
 /// Largest row (in elements) each register-resident version holds.
