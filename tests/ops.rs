@@ -435,8 +435,7 @@ fn softmax_v3_shifts_odd_rows(dev: &Device) {
             cases.iter().all(|c| c.1 % pack != 0),
             "{dt}: every case is an odd width"
         );
-        for (rows, cols, ld, form) in &cases {
-            let (rows, cols, ld) = (*rows, *cols, *ld);
+        for (rows, cols, ld, form) in cases {
             let what = format!("{dt} {rows}x{cols} (row stride {ld})");
             let xh = Tensor::random(&[rows, cols], dt, init, 11, Some(ld), &Device::Cpu).unwrap();
             check(dev, v3, &p, &xh, &what).unwrap_or_else(|| panic!("{what}: refused"));
