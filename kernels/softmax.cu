@@ -1364,12 +1364,6 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
 #define KL_V3_BOUNDS_4_bf16 __maxnreg__(40)
 #define KL_V3_BOUNDS_4_f16 __maxnreg__(40)
 #define KL_V3_BOUNDS_8(TN) __launch_bounds__(1024, 1)
-// K = 12 and 16 (experiments, `KERNLAB_V3=k=12|16`): blocks of at most 128 threads, so ptxas may
-// give the 48 or 64 registers of packs a thread what they need; at one warp a row (16-bit rows of
-// 257-512 packs) an SM then holds more rows than K = 4 or 8 lets it (docs/perf-notes.md,
-// thirty-third session: v8 ran 14% faster where 32 rows an SM fit than where 16 did).
-#define KL_V3_BOUNDS_12(TN) __launch_bounds__(128)
-#define KL_V3_BOUNDS_16(TN) __launch_bounds__(128)
 #define KL_V3(TN, T, K)                                                                          \
     extern "C" __global__ void KL_V3_BOUNDS_##K(TN) softmax_v3_block_regs_vec_k##K##_##TN(KL_ARGS(T)) { \
         softmax_v3_block_regs<T, Pack<T>::N, K>(KL_PASS); }                                          \
@@ -1461,7 +1455,6 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
     KL_V2(TN, T, 1) KL_V2(TN, T, 2) KL_V2(TN, T, 4) KL_V2(TN, T, 8)          \
     KL_V2W(TN, T, 4) KL_V2W(TN, T, 8) KL_V2W(TN, T, 16)                      \
     KL_V3(TN, T, 1) KL_V3(TN, T, 2) KL_V3(TN, T, 4) KL_V3(TN, T, 8)          \
-    KL_V3(TN, T, 12) KL_V3(TN, T, 16)                                        \
     KL_V4(TN, T)                                                             \
     KL_V5(TN, T, 2) KL_V5(TN, T, 4) KL_V5(TN, T, 8)                          \
     KL_V6(TN, T)                                                             \
@@ -1470,8 +1463,7 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
     KL_V9(TN, T)                                                             \
     KL_V10(TN, T, 2) KL_V10(TN, T, 4)
 
-#define KL_HALF(TN, T) KL_V3S(TN, T, 1) KL_V3S(TN, T, 2) KL_V3S(TN, T, 4) KL_V3S(TN, T, 8) \
-    KL_V3S(TN, T, 12) KL_V3S(TN, T, 16)
+#define KL_HALF(TN, T) KL_V3S(TN, T, 1) KL_V3S(TN, T, 2) KL_V3S(TN, T, 4) KL_V3S(TN, T, 8)
 
 KL_ALL(f32, float)
 KL_ALL(bf16, bf16)

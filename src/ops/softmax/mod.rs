@@ -204,12 +204,6 @@ pub fn manual_symbols(dt: DType) -> Vec<String> {
 // ---- hand-written CUDA ------------------------------------------------------------------------
 /// Register-resident versions keep K slots per thread; these are the compiled K values.
 const KS: [usize; 4] = [1, 2, 4, 8];
-/// v3's K past [`KS`], only by `KERNLAB_V3=k=12|16` (experiments): blocks of at most
-/// [`V3_WIDE_K_THREADS`] threads (their launch bounds), for rows of one warp or a few.
-const V3_WIDE_KS: [usize; 2] = [12, 16];
-/// The most threads a v3 block of 12 or 16 slots a thread has (those kernels' launch bounds in
-/// kernels/softmax.cu, `KL_V3_BOUNDS_12` and `_16`).
-pub const V3_WIDE_K_THREADS: usize = 128;
 
 /// Largest row (in elements) each register-resident version holds.
 pub fn v2_max_cols(dt: DType, vec: bool) -> usize {
@@ -584,40 +578,27 @@ pub fn v3_shift_slots(cols: usize, pack: usize) -> usize {
 }
 
 /// `KERNLAB_V3=k=N` (experiments): v3 takes N slots a thread (1, 2, 4 or 8) wherever that
-/// needs at most 1024 threads, or 12 or 16 wherever that needs at most [`V3_WIDE_K_THREADS`];
-/// elsewhere, or unset, [`v3_slots_per_thread`]'s choice. Any other value is ignored with a
-/// warning.
+/// needs at most 1024 threads; elsewhere, or unset, [`v3_slots_per_thread`]'s choice. Any other
+/// value is ignored with a warning.
 fn v3_forced_k(slots: usize) -> Option<usize> {
     static FORCED: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
     let forced = *FORCED.get_or_init(|| {
         match v3_parse_k(&std::env::var("KERNLAB_V3").unwrap_or_default())? {
             Ok(k) => Some(k),
             Err(v) => {
-                stderr_line!("kernlab: KERNLAB_V3: ignoring k={v} (expected 1, 2, 4, 8, 12 or 16)");
+                stderr_line!("kernlab: KERNLAB_V3: ignoring k={v} (expected 1, 2, 4 or 8)");
                 None
             }
         }
     });
-    forced.filter(|&k| slots.div_ceil(k) <= v3_k_threads(k))
+    forced.filter(|&k| slots.div_ceil(k) <= 1024)
 }
 
-/// The most threads a v3 block of K slots a thread may have (its kernels' launch bounds).
-fn v3_k_threads(k: usize) -> usize {
-    if V3_WIDE_KS.contains(&k) {
-        V3_WIDE_K_THREADS
-    } else {
-        1024
-    }
-}
-
-/// `KERNLAB_V3`'s `k=N`: `None` without a `k` setting, else N where it is 1, 2, 4, 8, 12 or
-/// 16, or the value given where it is not.
+/// `KERNLAB_V3`'s `k=N`: `None` without a `k` setting, else N where it is 1, 2, 4 or 8, or the
+/// value given where it is not.
 fn v3_parse_k(spec: &str) -> Option<std::result::Result<usize, String>> {
     let (_, v, k) = tuning_pairs(spec).find(|&(k, _, _)| k == "k")?;
-    Some(
-        k.filter(|k| KS.contains(k) || V3_WIDE_KS.contains(k))
-            .ok_or_else(|| v.to_string()),
-    )
+    Some(k.filter(|k| KS.contains(k)).ok_or_else(|| v.to_string()))
 }
 
 /// K (slots per thread) for v3: 4 — four loads in flight — unless the row is so short that
@@ -1311,7 +1292,6 @@ pub fn symbols_v3(dt: DType) -> Vec<String> {
         _ => &["vec", "scalar", "shift", "shiftsplit"],
     };
     KS.iter()
-        .chain(&V3_WIDE_KS)
         .flat_map(|k| {
             forms
                 .iter()
@@ -1520,7 +1500,7 @@ mod tests {
             assert!(split.contains(&format!("softmax_v3_block_regs_shiftsplit_k4_{dt}")));
             assert_eq!(
                 split.iter().filter(|s| s.contains("shiftsplit")).count(),
-                KS.len() + V3_WIDE_KS.len()
+                KS.len()
             );
         }
         assert!(!v3_split_16(DType::F32, 4097));
@@ -1600,12 +1580,6 @@ mod tests {
         assert_eq!(v3_parse_k("k=2"), Some(Ok(2)));
         assert_eq!(v3_parse_k(" k = 4 "), Some(Ok(4)));
         assert_eq!(v3_parse_k("k=3"), Some(Err("3".into())));
-        assert_eq!(v3_parse_k("k=12"), Some(Ok(12)));
-        assert_eq!(v3_parse_k("k=16"), Some(Ok(16)));
-        assert_eq!(v3_parse_k("k=32"), Some(Err("32".into())));
-        // K = 12 and 16 run blocks of at most 128 threads (their launch bounds).
-        assert_eq!(v3_k_threads(16), V3_WIDE_K_THREADS);
-        assert_eq!(v3_k_threads(8), 1024);
         assert_eq!(v3_parse_k("k"), Some(Err(String::new())));
     }
 
