@@ -1401,3 +1401,40 @@ test_gpu!(
     softmax_auto_launch_replays_exactly,
     super::softmax_auto_launch_replays_exactly
 );
+
+/// Every source of device buffers (`KERNLAB_ALLOC`'s pool, pool2m and malloc2m, opened here by
+/// `CudaDevice::open_with`) gives a buffer of the length asked for, even where it rounds the
+/// allocation up to 2 MiB, and kernels on it pass the reference (GeLU and softmax, an odd width).
+fn every_buffer_source_gives_the_length_asked(dev: &Device) {
+    use kernlab::device::cuda::{AllocKind, StreamKind};
+    use kernlab::device::CudaDevice;
+    let Device::Cuda(d0) = dev else {
+        unreachable!("test_gpu! runs on CUDA only")
+    };
+    let p = Params::default();
+    for kind in [AllocKind::Pool, AllocKind::Pool2M, AllocKind::Malloc2M] {
+        let d = CudaDevice::open_with(d0.ordinal, kind, StreamKind::Created).unwrap();
+        for n in [1usize, 3001, (2 << 20) + 16] {
+            let b = d.alloc_bytes(n, "a test buffer").unwrap();
+            assert_eq!(b.len(), n, "{kind:?}: a buffer of {n} bytes");
+        }
+        let bytes: Vec<u8> = (0..5000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let back = d.dtoh(&d.htod(&bytes, "a test copy").unwrap(), bytes.len());
+        assert_eq!(back.unwrap(), bytes, "{kind:?}: a round trip");
+        let on = Device::Cuda(d);
+        for (op, name) in [(Op::Softmax, "v3_block_regs"), (Op::Gelu, "v2_vec16")] {
+            let v = registry::find(op, name, on.kind()).unwrap();
+            let init = Init::Normal {
+                mean: 0.0,
+                std: 2.0,
+            };
+            let x = Tensor::random(&[3, 1001], DType::BF16, init, 5, None, &Device::Cpu).unwrap();
+            check(&on, v, &p, &x, &format!("{kind:?}"))
+                .unwrap_or_else(|| panic!("{kind:?}: {name} refused 3x1001"));
+        }
+    }
+}
+test_gpu!(
+    every_buffer_source_gives_the_length_asked,
+    super::every_buffer_source_gives_the_length_asked
+);

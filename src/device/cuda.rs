@@ -131,8 +131,20 @@ pub fn arch_for(cc: (i32, i32)) -> String {
 }
 
 impl CudaDevice {
-    /// Open device `ordinal`: a clear error when the driver or the device is missing.
+    /// Open device `ordinal`: a clear error when the driver or the device is missing. Its
+    /// buffers and stream are as `KERNLAB_ALLOC` and `KERNLAB_STREAM` say (an unknown value is
+    /// an error).
     pub fn open(ordinal: usize) -> Result<Arc<CudaDevice>> {
+        Self::open_with(ordinal, AllocKind::from_env()?, StreamKind::from_env()?)
+    }
+
+    /// [`CudaDevice::open`] with the buffers' source and the stream given rather than read
+    /// from the environment (tests and experiments).
+    pub fn open_with(
+        ordinal: usize,
+        alloc: AllocKind,
+        stream: StreamKind,
+    ) -> Result<Arc<CudaDevice>> {
         super::require_cuda(ordinal)?;
         let ctx =
             CudaContext::new(ordinal).map_err(drv("cuCtxCreate / cuDevicePrimaryCtxRetain"))?;
@@ -140,8 +152,7 @@ impl CudaDevice {
         // event record on every launch) is pure overhead in timed loops: turn it off before
         // any buffer exists.
         unsafe { ctx.disable_event_tracking() };
-        let alloc = AllocKind::from_env()?;
-        let stream = match StreamKind::from_env()? {
+        let stream = match stream {
             StreamKind::Created => ctx.new_stream().map_err(drv("cuStreamCreate"))?,
             StreamKind::Legacy => ctx.default_stream(),
         };
@@ -351,7 +362,13 @@ impl CudaDevice {
         let rounded = n.div_ceil(TWO_MIB) * TWO_MIB;
         let made = match self.alloc {
             AllocKind::Pool => unsafe { self.stream.alloc::<u8>(n) },
-            AllocKind::Pool2M => unsafe { self.stream.alloc::<u8>(rounded) },
+            // The pool's block at the rounded size, as a slice of the n bytes asked for (as
+            // malloc2m's): the free is by pointer, whatever the slice's length.
+            AllocKind::Pool2M => unsafe {
+                self.stream
+                    .alloc::<u8>(rounded)
+                    .map(|s| self.stream.upgrade_device_ptr::<u8>(s.leak(), n))
+            },
             AllocKind::Malloc2M => unsafe {
                 self.ctx.bind_to_thread().map_err(drv("cuCtxSetCurrent"))?;
                 let mut ptr: sys::CUdeviceptr = 0;
