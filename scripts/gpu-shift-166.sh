@@ -18,6 +18,6 @@ for w in 4096 4104 4097; do
   echo "ncu v3 $w: $(grep -E "$KEYS" "$OUT/ncu-v3-$w.txt" | awk '{$1=$1};1' | tr '\n' ';' | cut -c1-1800)" >> "$S"
 done
 el ncu
-for r in 1 2; do bench_points b$r "4096x4096 4096x4104 4097x4097 4096x4097" v3_block_regs,v8_onchip bf16; done
+for r in 1 2; do bench_points b$r "4096x4096 4096x4104 4096x4097" v3_block_regs,v8_onchip bf16; done
 el bench
 cat "$S"
