@@ -105,20 +105,8 @@ pub fn run_manual_cuda(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let cfg = cfg_1d(n as u64, 256)?;
     let tmp = |what: &str| dev.alloc_bytes(n as usize * 4, what);
     // xf: x as f32 (a cast for 16-bit inputs, as `.float()` would be)
-    let xf_own;
-    let xf = if dt == DType::F32 {
-        io.x
-    } else {
-        xf_own = tmp("manual gelu: x as f32")?;
-        launch!(
-            dev,
-            &ELEMENTWISE,
-            format!("cast_to_f32_{dt}"),
-            cfg,
-            [io.x, &xf_own, &n]
-        );
-        &xf_own
-    };
+    let xf_own = super::manual_x_f32(&dev, io.x, dt, n, cfg, "manual gelu: x as f32")?;
+    let xf = xf_own.as_ref().unwrap_or(io.x);
     let mut a = tmp("manual gelu temporary")?;
     let mut b = tmp("manual gelu temporary")?;
     // The last op writes straight into y for f32 (as eager does), else into a temporary

@@ -149,6 +149,31 @@ pub fn with_casts(names: &[&str], dt: crate::DType) -> Vec<String> {
     v
 }
 
+/// The `manual` tier's x as f32, as `.float()` makes it: for a 16-bit x, a copy written by
+/// `cast_to_f32_{dt}` (one of [`with_casts`]; `what` names it in an out-of-memory error);
+/// `None` for an f32 x, which the caller reads as it is.
+pub(crate) fn manual_x_f32(
+    dev: &crate::device::CudaDevice,
+    x: &cudarc::driver::CudaSlice<u8>,
+    dt: crate::DType,
+    n: i64,
+    cfg: cudarc::driver::LaunchConfig,
+    what: &str,
+) -> crate::error::Result<Option<cudarc::driver::CudaSlice<u8>>> {
+    if dt == crate::DType::F32 {
+        return Ok(None);
+    }
+    let xf = dev.alloc_bytes(n as usize * 4, what)?;
+    crate::launch!(
+        dev,
+        &crate::kernels::ELEMENTWISE,
+        format!("cast_to_f32_{dt}"),
+        cfg,
+        [x, &xf, &n]
+    );
+    Ok(Some(xf))
+}
+
 /// Op parameters that are not tensors.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct Params {

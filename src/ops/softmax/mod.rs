@@ -108,20 +108,8 @@ pub fn run_manual_cuda(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
     };
-    let xf_own;
-    let xf = if dt == DType::F32 {
-        io.x
-    } else {
-        xf_own = dev.alloc_bytes(n as usize * 4, "manual softmax: x as f32")?;
-        launch!(
-            dev,
-            &ELEMENTWISE,
-            format!("cast_to_f32_{dt}"),
-            cfg,
-            [io.x, &xf_own, &n]
-        );
-        &xf_own
-    };
+    let xf_own = super::manual_x_f32(&dev, io.x, dt, n, cfg, "manual softmax: x as f32")?;
+    let xf = xf_own.as_ref().unwrap_or(io.x);
     let mut row_vec = dev.alloc_bytes(rows * 4, "manual softmax: per-row values")?;
     let mut a = dev.alloc_bytes(n as usize * 4, "manual softmax temporary")?;
     let mut b = dev.alloc_bytes(n as usize * 4, "manual softmax temporary")?;
