@@ -423,7 +423,7 @@ fn softmax_v3_shifts_odd_rows(dev: &Device) {
         let (last, first) = (softmax::V3_SHIFT_16_UPTO, softmax::V3_SPLIT_16_FROM + 1);
         // (rows, cols, x's row stride, the kernel's form and K)
         // 16 rows of an odd width start at every offset in a pack (rows r·cols), so their
-        // first and last packs take every partial form ld_lanes and st_lanes have.
+        // partial first and last packs take every range of lanes.
         let cases = [
             (16, 4097, 4097, format!("{split}_k4")),
             (16, 1001, 1001, "shift_k4".to_string()),
@@ -1415,6 +1415,11 @@ fn every_buffer_source_gives_the_length_asked(dev: &Device) {
         unreachable!("test_gpu! runs on CUDA only")
     };
     let p = Params::default();
+    let init = Init::Normal {
+        mean: 0.0,
+        std: 2.0,
+    };
+    let x = Tensor::random(&[3, 1001], DType::BF16, init, 5, None, &Device::Cpu).unwrap();
     for kind in [AllocKind::Pool, AllocKind::Pool2M, AllocKind::Malloc2M] {
         let d = CudaDevice::open_with(d0.ordinal, kind, StreamKind::Created).unwrap();
         for n in [1usize, 3001, (2 << 20) + 16] {
@@ -1427,11 +1432,6 @@ fn every_buffer_source_gives_the_length_asked(dev: &Device) {
         let on = Device::Cuda(d);
         for (op, name) in [(Op::Softmax, "v3_block_regs"), (Op::Gelu, "v2_vec16")] {
             let v = registry::find(op, name, on.kind()).unwrap();
-            let init = Init::Normal {
-                mean: 0.0,
-                std: 2.0,
-            };
-            let x = Tensor::random(&[3, 1001], DType::BF16, init, 5, None, &Device::Cpu).unwrap();
             check(&on, v, &p, &x, &format!("{kind:?}"))
                 .unwrap_or_else(|| panic!("{kind:?}: {name} refused 3x1001"));
         }
