@@ -34,6 +34,16 @@ __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
             : "=r"(done) : "r"(bar), "r"(parity) : "memory");
     } while (!done);
 }
+// Whether the phase of parity `parity` has completed (one test, no wait).
+__device__ __forceinline__ bool mbar_test(u32 bar, u32 parity) {
+    u32 done;
+    asm volatile(
+        "{ .reg .pred p;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p; }"
+        : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    return done != 0;
+}
 // A 1-D bulk copy of `bytes` (a multiple of 16; both addresses 16-byte aligned) from global
 // into shared memory by the TMA unit; completes `bytes` of transactions on mbarrier `bar`.
 __device__ __forceinline__ void bulk_load(u32 dst, const void* src, u32 bytes, u32 bar) {

@@ -1326,6 +1326,269 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
     }
 }
 
+// v11_deal — what changed: no row is split evenly over the SMs, so no SM waits for the
+// slowest one's even share. Rows are cut into chunks of CP 16-byte packs, numbered row by row,
+// and a persistent grid (one CTA an SM, cooperative launch) deals them out on demand: each
+// CTA's producer lane claims the next chunk with one atomicAdd on a counter as soon as one of
+// its `ns` shared-memory slots is free, and fills the slot with one TMA bulk copy. An SM that
+// streams faster claims more chunks (v9's parts are fixed, and its row waits for the SMs that
+// stream 37% slower than the rest; docs/perf-notes.md, twenty-fourth session). Each chunk is
+// read once from HBM and held on chip until its row is done. Every warp works alone, a chunk
+// at a time (no barrier inside the loop), so a warp waiting on memory or on a row leaves the
+// SM to the others:
+// - warp 0, lane 0: claims and copies, slot by slot in order, claiming only for free slots
+//   (several with one atomicAdd where several are free);
+// - NA "stats" warps, warp a taking chunks a, a + NA, …: the chunk's (max, Σ e^(x−max))
+//   (RowRegs' rules), published in the chunk's tagged slot (v6's relaxed 64-bit words), then
+//   one relaxed atomicAdd on the row's count; the warp whose add completes the row merges the
+//   row's chunk states and publishes the row's (max, sum) in the row's tagged slot;
+// - NB "write" warps, warp b taking chunks b, b + NB, …: once the row's slot carries the
+//   launch's tag (lane 0 polls it), write the chunk's outputs from the slot and free it.
+// The stats warps never wait for a row, so a CTA publishes every chunk it has loaded while
+// its writes wait. No deadlock: chunks are claimed in order and loaded with no dependency,
+// so the oldest incomplete row is fully claimed unless every slot of the grid holds a chunk
+// of it, which the launcher's rule (chunks a row ≤ grid · ns) rules out.
+// The row counts and the claim counter are cleared, and the launch tag bumped, by the last
+// CTA out (v10's header), so graph replays and later launches of any shape start clean; the
+// tagged slots need no clearing. Rows off a 16-byte boundary are peeled as in v10: chunk 0 of
+// a row also takes its scalar head and tail.
+#ifndef KL_V11_NA
+#define KL_V11_NA 4
+#endif
+#ifndef KL_V11_NB
+#define KL_V11_NB 8
+#endif
+#ifndef KL_V11_BATCH
+#define KL_V11_BATCH 4
+#endif
+#define KL_V11_MAX_SLOTS 24
+#define KL_V11_THREADS (32 * (1 + KL_V11_NA + KL_V11_NB))
+struct __align__(16) DealHeader { unsigned next, done, epoch, pad; };
+
+// Wait, with a short sleep between polls, until `slot` carries `tag`; its state.
+__device__ __forceinline__ MaxSum split_wait_sleepy(const SplitSlot* slot, unsigned tag) {
+    unsigned long long a, b;
+    for (;;) {
+        asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(slot) : "memory");
+        if ((unsigned)(a >> 32) == tag && (unsigned)(b >> 32) == tag) break;
+        __nanosleep(32);
+    }
+    return MaxSum{__uint_as_float((unsigned)a), __uint_as_float((unsigned)b)};
+}
+
+// A consumer warp's wait for its n-th claim's chunk, false once the claims ran out before
+// n. Warps take every NA-th or NB-th claim, so one may reach claim n while the slot's
+// previous fill (claim n − ns, another warp's) is still in flight, and a parity test alone
+// would then answer for the fill before that one. seq[s] == n says the fill of claim n was
+// issued (so the one before it completed); read before the parity test, it makes the test's
+// answer the one for claim n.
+#if KL_HOPPER
+__device__ __forceinline__ bool v11_wait(int n, int ns, unsigned long long* full, int* seq, int* end_n) {
+    const int s = n % ns;
+    const u32 bar = smem_addr(&full[s]), par = (u32)(n / ns) & 1u;
+    for (;;) {
+        if (*(volatile int*)end_n <= n) return false;
+        if (*(volatile int*)&seq[s] == n && mbar_test(bar, par)) return true;
+    }
+}
+#endif
+
+template <class T, int CP>
+__device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
+                                 i64 ldx, i64 ldy, int lg, int cpr, int ns, DealHeader* hdr,
+                                 unsigned* cnt, SplitSlot* state, SplitSlot* rowst) {
+#if KL_HOPPER
+    constexpr int VEC = Pack<T>::N;
+    // A warp moves a chunk in KS passes of 8 packs a lane (32 registers of raw packs).
+    constexpr int KS = CP / (32 * 8);
+    static_assert(CP % 256 == 0, "a chunk is whole passes of 8 packs a lane");
+    extern __shared__ __align__(128) uint4 v11_slots[];
+    __shared__ __align__(8) unsigned long long full[KL_V11_MAX_SLOTS], empty[KL_V11_MAX_SLOTS];
+    // ids[s]: the chunk in slot s; seq[s]: its place in this CTA's claims (the n that filled
+    // it); end_n: the first place with no chunk (2^31 − 1 until the claims run out).
+    __shared__ int ids[KL_V11_MAX_SLOTS], seq[KL_V11_MAX_SLOTS];
+    __shared__ int end_n;
+    __shared__ unsigned tag_s;
+    __shared__ int last;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int total = rows * cpr;  // the launcher keeps total + 8·grid below 2^31
+    if (tid == 0) {
+        for (int s = 0; s < ns; ++s) {
+            mbar_init(smem_addr(&full[s]), 1);
+            mbar_init(smem_addr(&empty[s]), 1);
+            seq[s] = -1;
+        }
+        end_n = 0x7fffffff;
+        mbar_init_fence();
+        tag_s = *(volatile unsigned*)&hdr->epoch + 1u;
+    }
+    __syncthreads();
+    const unsigned tag = tag_s;
+    if (warp == 0) {
+        if (lane == 0) {
+            // Claims are batched: once slot n is free, the slots after it that are free too
+            // (up to KL_V11_BATCH in all) are claimed with the same atomicAdd, consecutive
+            // chunks, so a producer that fell behind catches up a round trip for several.
+            // Only free slots are claimed for: a claim held while waiting for a slot could be
+            // the one chunk its own row waits for (a CTA holding ns chunks of that row).
+            int base = 0, have = 0;
+            for (int n = 0;; ++n) {
+                const int s = n % ns;
+                const unsigned u = (unsigned)(n / ns);
+                if (have == 0) {
+                    if (n >= ns) mbar_wait(smem_addr(&empty[s]), (u - 1u) & 1u);
+                    int k = 1;
+                    while (k < KL_V11_BATCH && k < ns) {
+                        const int m = n + k;
+                        if (m >= ns && !mbar_test(smem_addr(&empty[m % ns]), ((unsigned)(m / ns) - 1u) & 1u)) break;
+                        ++k;
+                    }
+                    base = (int)atomicAdd(&hdr->next, (unsigned)k);
+                    have = k;
+                }
+                const int id = base++;
+                --have;
+                if (id >= total) {
+                    *(volatile int*)&end_n = n;
+                    break;
+                }
+                const int r = id / cpr, c = id - r * cpr;
+                const T* xr = x + r * ldx;
+                const SplitPart g = tile_part<T, VEC>(xr, cols, c, CP);
+                *(volatile int*)&ids[s] = id;
+                *(volatile int*)&seq[s] = n;
+                const u32 bytes = (u32)(g.n / VEC) * 16u, bar = smem_addr(&full[s]);
+                if (bytes) {
+                    mbar_expect_tx(bar, bytes);
+                    bulk_load(smem_addr(v11_slots + (size_t)s * CP), xr + g.head + (i64)g.p0 * VEC, bytes, bar);
+                } else {
+                    mbar_arrive(bar);
+                }
+            }
+        }
+    } else if (warp <= KL_V11_NA) {
+        for (int n = warp - 1;; n += KL_V11_NA) {
+            const int s = n % ns;
+            if (!v11_wait(n, ns, full, seq, &end_n)) break;
+            const int id = ids[s];
+            const int r = id / cpr, c = id - r * cpr;
+            const T* xr = x + r * ldx;
+            const SplitPart g = tile_part<T, VEC>(xr, cols, c, CP);
+            const int np = g.n / VEC;
+            const uint4* sp = v11_slots + (size_t)s * CP;
+            MaxSum st{KL_NEG_INF, 0.0f};
+            #pragma unroll 1
+            for (int j = 0; j < KS; ++j) {
+                RowRegs<T, VEC, 8> a;
+                #pragma unroll
+                for (int k = 0; k < 8; ++k) {
+                    const int q = (j * 8 + k) * 32 + lane;
+                    a.raw[k] = q < np ? sp[q] : neg_inf_pack<T>();
+                }
+                st = maxsum_merge(st, a.maxsum(!lg));
+            }
+            if (c == 0 && lane < g.scalars(cols)) st = maxsum_add(st, to_f32(xr[g.scalar_col(lane)]));
+            st = warp_maxsum(st);
+            unsigned done = 0;
+            if (lane == 0) {
+                split_publish(state + id, st, tag);
+                done = atomicAdd(cnt + r, 1u);
+            }
+            // The warp whose add completes the row merges its chunks' states.
+            if (__shfl_sync(0xffffffffu, done, 0) == (unsigned)cpr - 1u) {
+                // 16 loads a lane in flight (a poll only for a state not yet visible).
+                MaxSum all{KL_NEG_INF, 0.0f};
+                const SplitSlot* rs0 = state + (i64)r * cpr;
+                for (int q0 = 0; q0 < cpr; q0 += 32 * 16) {
+                    unsigned long long va[16], vb[16];
+                    #pragma unroll
+                    for (int i = 0; i < 16; ++i) {
+                        const int q = q0 + i * 32 + lane;
+                        va[i] = vb[i] = 0ull;
+                        if (q < cpr)
+                            asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
+                                         : "=l"(va[i]), "=l"(vb[i]) : "l"(rs0 + q) : "memory");
+                    }
+                    #pragma unroll
+                    for (int i = 0; i < 16; ++i) {
+                        const int q = q0 + i * 32 + lane;
+                        if (q >= cpr) continue;
+                        const MaxSum v = (unsigned)(va[i] >> 32) == tag && (unsigned)(vb[i] >> 32) == tag
+                            ? MaxSum{__uint_as_float((unsigned)va[i]), __uint_as_float((unsigned)vb[i])}
+                            : split_wait(rs0 + q, tag);
+                        all = maxsum_merge(all, v);
+                    }
+                }
+                all = warp_maxsum(all);
+                if (lane == 0) split_publish(rowst + r, all, tag);
+            }
+        }
+    } else {
+        int cur = -1;
+        float rm = 0.0f, rs = 0.0f;
+        for (int n = warp - 1 - KL_V11_NA;; n += KL_V11_NB) {
+            const int s = n % ns;
+            if (!v11_wait(n, ns, full, seq, &end_n)) break;
+            const int id = ids[s];
+            const int r = id / cpr, c = id - r * cpr;
+            if (r != cur) {
+                MaxSum all{0.0f, 0.0f};
+                if (lane == 0) all = split_wait_sleepy(rowst + r, tag);
+                rm = __shfl_sync(0xffffffffu, all.m, 0);
+                rs = __shfl_sync(0xffffffffu, all.s, 0);
+                cur = r;
+            }
+            const T* xr = x + r * ldx;
+            T* yr = y + r * ldy;
+            const SplitPart g = tile_part<T, VEC>(xr, cols, c, CP);
+            const int np = g.n / VEC;
+            const uint4* sp = v11_slots + (size_t)s * CP;
+            T* yb = yr + g.head + (i64)g.p0 * VEC;
+            #pragma unroll 1
+            for (int j = 0; j < KS; ++j) {
+                RowRegs<T, VEC, 8> b;
+                #pragma unroll
+                for (int k = 0; k < 8; ++k) {
+                    const int q = (j * 8 + k) * 32 + lane;
+                    b.raw[k] = q < np ? sp[q] : neg_inf_pack<T>();
+                }
+                if (j == KS - 1) {
+                    // The slot's last reads are done (in registers): free it for the next claim.
+                    __syncwarp();
+                    if (lane == 0) mbar_arrive(smem_addr(&empty[s]));
+                }
+                b.store(yb + (i64)j * 256 * VEC, g.n - j * 256 * VEC, lane, 32, rm, rs, lg);
+            }
+            if (c == 0 && lane < g.scalars(cols)) {
+                const int col = g.scalar_col(lane);
+                yr[col] = from_f32<T>(softmax_out(to_f32(xr[col]), rm, 1.0f / rs, logf(rs), lg));
+            }
+        }
+    }
+    // KL_V11_BATCH must stay ≤ 8 (the launcher keeps total + 8·grid claims within i32).
+    // The last CTA out clears the row counts and the claim counter and bumps the launch tag
+    // (every CTA read it at its start; every count was last used before its user's CTA counted
+    // itself done).
+    __syncthreads();
+    if (tid == 0) {
+        __threadfence();
+        last = atomicAdd(&hdr->done, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (last) {
+        __threadfence();
+        for (int i = tid; i < rows; i += blockDim.x) cnt[i] = 0u;
+        if (tid == 0) {
+            hdr->next = 0u;
+            hdr->done = 0u;
+            hdr->epoch = tag;
+        }
+    }
+#else
+    __trap();
+#endif
+}
+
 // ---- exported symbols ------------------------------------------------------------------
 #define KL_ARGS(T) const T* x, T* y, int rows, int cols, i64 ldx, i64 ldy, int lg
 #define KL_PASS x, y, rows, cols, ldx, ldy, lg
@@ -1450,6 +1713,14 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
         KL_ARGS(T), int cpr, int lag, L2PassHeader* hdr, SplitSlot* part) {                        \
         softmax_v10_l2pass<T, U>(KL_PASS, cpr, lag, hdr, part); }
 
+// v11: one CTA an SM: a producer warp, KL_V11_NA stats warps and KL_V11_NB write warps;
+// chunks of CP = 512, 1024 or 2048 16-byte packs (8, 16 or 32 KB).
+#define KL_V11(TN, T, CP)                                                                         \
+    extern "C" __global__ void __launch_bounds__(KL_V11_THREADS, 1) softmax_v11_deal_c##CP##_##TN( \
+        KL_ARGS(T), int cpr, int ns, DealHeader* hdr, unsigned* cnt, SplitSlot* state,              \
+        SplitSlot* rowst) {                                                                         \
+        softmax_v11_deal<T, CP>(KL_PASS, cpr, ns, hdr, cnt, state, rowst); }
+
 #define KL_ALL(TN, T)                                                        \
     KL_V1(TN, T)                                                             \
     KL_V2(TN, T, 1) KL_V2(TN, T, 2) KL_V2(TN, T, 4) KL_V2(TN, T, 8)          \
@@ -1461,7 +1732,8 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
     KL_V7(TN, T)                                                             \
     KL_V8(TN, T)                                                             \
     KL_V9(TN, T)                                                             \
-    KL_V10(TN, T, 2) KL_V10(TN, T, 4)
+    KL_V10(TN, T, 2) KL_V10(TN, T, 4)                                        \
+    KL_V11(TN, T, 512) KL_V11(TN, T, 1024) KL_V11(TN, T, 2048)
 
 #define KL_HALF(TN, T) KL_V3S(TN, T, 1) KL_V3S(TN, T, 2) KL_V3S(TN, T, 4) KL_V3S(TN, T, 8)
 

@@ -69,8 +69,14 @@ fn check(dev: &Device, v: &Variant, p: &Params, x_host: &Tensor, what: &str) -> 
                 softmax::packs_layout_ok(&x),
             );
             // v7 moves only 16-byte packs: it refuses rows x and y cannot both peel.
-            let packs_only =
-                ["v7_stream", "v8_onchip", "v9_gridsync", "v10_l2pass"].contains(&v.name);
+            let packs_only = [
+                "v7_stream",
+                "v8_onchip",
+                "v9_gridsync",
+                "v10_l2pass",
+                "v11_deal",
+            ]
+            .contains(&v.name);
             // v8 holds a row in at most 16 CTAs' registers and shared memory (one CTA's
             // before sm_90).
             let v8_limit = (v.name == "v8_onchip")
@@ -670,6 +676,7 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
         "v8_onchip",
         "v9_gridsync",
         "v10_l2pass",
+        "v11_deal",
     ];
     let found: Vec<_> = variants(Op::Softmax, dev)
         .into_iter()
@@ -880,6 +887,107 @@ fn softmax_v10_tilings_all_match(dev: &Device) {
 test_gpu!(
     softmax_v10_tilings_all_match,
     super::softmax_v10_tilings_all_match
+);
+
+/// v11 with each chunk size, and with two or three slots a CTA (so the slot ring wraps many
+/// times, a consumer warp's claims land in every slot, and a row of many chunks fills most of
+/// the grid's slots, near the launcher's deadlock rule; rows past the rule must be refused
+/// by it), over shapes whose rows take one chunk, a partial last chunk, an empty last
+/// chunk (odd widths whose misaligned rows peel a head and fill one pack fewer), many chunks
+/// (f32 4194305 at 8 KB: 2049 a row), and more rows than CTAs, each of many chunks. Each shape runs three
+/// launches on different inputs (a claim counter, row count or state left by the launch
+/// before would give wrong outputs or hang), the last as log_softmax. GPU only (sm_90).
+fn softmax_v11_chunkings_all_match(dev: &Device) {
+    use softmax::{run_v11_tuned, V11Tuning};
+    fn tuned<const CHUNK: usize, const SLOTS: usize>(
+        p: &Params,
+        x: &Tensor,
+        y: &mut Tensor,
+    ) -> kernlab::error::Result<()> {
+        let t = V11Tuning {
+            chunk: CHUNK,
+            max_slots: SLOTS,
+        };
+        run_v11_tuned(p, x, y, t)
+    }
+    if dev.cuda().is_some_and(|d| d.props.compute_capability.0 < 9) {
+        println!("v11_deal needs sm_90: not run on this device");
+        return;
+    }
+    let v11 = variants(Op::Softmax, dev)
+        .into_iter()
+        .find(|v| v.name == "v11_deal")
+        .expect("v11_deal is registered");
+    let init = Init::Normal {
+        mean: 0.0,
+        std: 3.0,
+    };
+    let shapes: &[(&[usize], DType)] = &[
+        (&[4096, 1025], DType::F32),
+        (&[4, 8197], DType::F32),
+        (&[333, 65537], DType::BF16),
+        (&[9, 1_000_003], DType::F16),
+        (&[3, 4_194_305], DType::F32),
+        (&[200, 262_144], DType::F32),
+    ];
+    let chunk_slots: std::collections::HashMap<&str, (usize, usize)> = [
+        ("chunk=8", (512, 24)),
+        ("chunk=16", (1024, 24)),
+        ("chunk=32", (2048, 24)),
+        ("chunk=32,slots=3", (2048, 3)),
+        ("chunk=8,slots=2", (512, 2)),
+    ]
+    .into();
+    for (label, run) in [
+        ("chunk=8", tuned::<512, 24> as registry::RunFn),
+        ("chunk=16", tuned::<1024, 24>),
+        ("chunk=32", tuned::<2048, 24>),
+        ("chunk=32,slots=3", tuned::<2048, 3>),
+        ("chunk=8,slots=2", tuned::<512, 2>),
+    ] {
+        let forced = Variant {
+            run: registry::Kernel::Unary(run),
+            ..*v11
+        };
+        for (i, &(shape, dt)) in shapes.iter().enumerate() {
+            // A row of more chunks than the grid's slots hold is refused (the deadlock rule):
+            // check the refusal names it, and skip the shape for this setting.
+            let (chunk, slots) = chunk_slots[label];
+            let cuda = dev.cuda().expect("a CUDA device");
+            let name = format!("softmax_v11_deal_c{chunk}_{dt}");
+            let t = V11Tuning {
+                chunk,
+                max_slots: slots,
+            };
+            let packs = shape[1] / (16 / dt.size());
+            if let Err(e) = softmax::v11_plan(cuda, &name, packs, shape[0], t) {
+                assert!(
+                    e.to_string().contains("more than all"),
+                    "{label} {shape:?}: {e}"
+                );
+                println!("v11 {label} refuses {dt} {shape:?}, as its rule says: {e}");
+                continue;
+            }
+            for (launch, log) in [(0, false), (1, false), (2, true)] {
+                let x = rand(shape, dt, init, 390 + 10 * i as u64 + launch);
+                let p = Params {
+                    log_softmax: log,
+                    ..Params::default()
+                };
+                check(
+                    dev,
+                    &forced,
+                    &p,
+                    &x,
+                    &format!("v11 {label}, launch {launch}, log {log}"),
+                );
+            }
+        }
+    }
+}
+test_gpu!(
+    softmax_v11_chunkings_all_match,
+    super::softmax_v11_chunkings_all_match
 );
 
 /// A 2×8 input of `dt` on `dev`, uniform on [−1, 1).

@@ -3,7 +3,7 @@
 //! NaN or +inf, gives NaN outputs.
 //!
 //! Variants: `reference` (f64), `manual` (the lecture's `manual_softmax`: row max, subtract,
-//! exp, row sum, divide — one launch or pass each), `cuda/v1_block_row` … `cuda/v10_l2pass`,
+//! exp, row sum, divide — one launch or pass each), `cuda/v1_block_row` … `cuda/v11_deal`,
 //! `cuda/auto` (the autotuned choice where `kernlab autotune softmax` cached one, else the
 //! width heuristic, [`heuristic_choice`]), `cpu/fused`.
 
@@ -18,8 +18,10 @@ use crate::tensor::{CpuData, Tensor};
 use cudarc::driver::{CudaView, LaunchConfig};
 use rayon::prelude::*;
 
+mod deal;
 mod onchip;
 mod stream;
+pub use deal::*;
 pub use onchip::*;
 pub use stream::*;
 
@@ -905,7 +907,7 @@ pub fn dispatch(dt: DType, cols: usize, vec: bool) -> &'static str {
 }
 
 /// The versions `auto` chooses among (and `kernlab autotune softmax` measures).
-pub const AUTO_CANDIDATES: [&str; 9] = [
+pub const AUTO_CANDIDATES: [&str; 10] = [
     "v2_warp_row",
     "v3_block_regs",
     "v4_online",
@@ -915,6 +917,7 @@ pub const AUTO_CANDIDATES: [&str; 9] = [
     "v8_onchip",
     "v9_gridsync",
     "v10_l2pass",
+    "v11_deal",
 ];
 
 /// Run one of [`AUTO_CANDIDATES`] by name.
@@ -929,6 +932,7 @@ pub fn run_named(name: &str, p: &Params, x: &Tensor, y: &mut Tensor) -> Result<(
         "v8_onchip" => run_v8_onchip(p, x, y),
         "v9_gridsync" => run_v9_gridsync(p, x, y),
         "v10_l2pass" => run_v10_l2pass(p, x, y),
+        "v11_deal" => run_v11_deal(p, x, y),
         other => Err(Error::Invalid(format!("softmax has no version '{other}'"))),
     }
 }
@@ -990,6 +994,10 @@ fn pick_label(choice: &str, tuned: bool, ran: Option<&str>) -> String {
         _ => choice.to_string(),
     }
 }
+
+/// The widest row (bytes) `auto` sends to v11 rather than v9 on sm_90 (measurements at
+/// [`heuristic_choice`]: ahead from 2 to 8 MB, far behind at 16 MB).
+pub const V11_ROW_BYTES: usize = 8 << 20;
 
 /// The narrowest odd (unpackable) width `auto` sends to v8 on sm_90 rather than v3: the
 /// narrowest measured where v8 led v3's scalar path (H200, measurements at
@@ -1142,6 +1150,25 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
         // (2048×131072: f32 3947 against 3420 GB/s, bf16 3768 against 3220; 1024×262144 f32
         // 3800 against 3237; 256×1048576 bf16 3161 against 2810).
         "v4_online" if v8_takes => "v8_onchip",
+        // Past that, on sm_90, rows of whole packs of at most V11_ROW_BYTES: v11 (chunks
+        // dealt on demand), which led v9 there (thirty-fifth session, H200, one round each,
+        // GB/s, v11 against v9; `scripts/gpu-v11-173.sh`, run 173: f32 341×786432 3736 /
+        // 3493, 256×1048576 3695 / 3461, 170×1572864 3560 / 3319, 128×2097152 3410 / 3372;
+        // bf16 256×1048576 3544 / 3231, 128×2097152 3395 / 3173, 96×3145728 3367 / 3044,
+        // 64×4194304 3201 / 3121) and lost to it at f32 64×4194304 (run 172: 2393 against
+        // 3263; a 16 MB row holds most of the grid's slots, so rows barely overlap). Odd widths
+        // stay on v9: f32 256×1048577 3265 against 3408, bf16 3212 against 3181 (run 173).
+        "v4_online"
+            if hopper
+                && vec
+                && cols * dt.size() <= V11_ROW_BYTES
+                && cuda
+                    .as_ref()
+                    .and_then(|d| v9_max_cols(d, dt))
+                    .is_some_and(|m| cols <= m) =>
+        {
+            "v11_deal"
+        }
         // Past that, on sm_90, v9 (v8's parts split across co-resident CTAs) wherever every
         // resident CTA together holds the row: it led v6 and v8 (clusters of 16) at every
         // width measured past v8's eight CTAs (H200, two CTAs an SM, parts at most half in
@@ -1303,6 +1330,7 @@ pub fn symbols_auto(dt: DType) -> Vec<String> {
     v.extend(symbols_v8(dt));
     v.extend(symbols_v9(dt));
     v.extend(symbols_v10(dt));
+    v.extend(symbols_v11(dt));
     v
 }
 
