@@ -1393,6 +1393,16 @@ __device__ __forceinline__ bool v11_wait(int n, int ns, unsigned long long* full
 }
 #endif
 
+// Pass j of a warp over a slot of np packs: lane l's 8 packs j·256 + k·32 + l (−inf past np).
+template <class T, int VEC>
+__device__ __forceinline__ void v11_pass(RowRegs<T, VEC, 8>& a, const uint4* sp, int j, int np, int lane) {
+    #pragma unroll
+    for (int k = 0; k < 8; ++k) {
+        const int q = (j * 8 + k) * 32 + lane;
+        a.raw[k] = q < np ? sp[q] : neg_inf_pack<T>();
+    }
+}
+
 template <class T, int CP>
 __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
                                  i64 ldx, i64 ldy, int lg, int cpr, int ns, DealHeader* hdr,
@@ -1480,11 +1490,7 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
             #pragma unroll 1
             for (int j = 0; j < KS; ++j) {
                 RowRegs<T, VEC, 8> a;
-                #pragma unroll
-                for (int k = 0; k < 8; ++k) {
-                    const int q = (j * 8 + k) * 32 + lane;
-                    a.raw[k] = q < np ? sp[q] : neg_inf_pack<T>();
-                }
+                v11_pass(a, sp, j, np, lane);
                 st = maxsum_merge(st, a.maxsum(!lg));
             }
             if (c == 0 && lane < g.scalars(cols)) st = maxsum_add(st, to_f32(xr[g.scalar_col(lane)]));
@@ -1547,11 +1553,7 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
             #pragma unroll 1
             for (int j = 0; j < KS; ++j) {
                 RowRegs<T, VEC, 8> b;
-                #pragma unroll
-                for (int k = 0; k < 8; ++k) {
-                    const int q = (j * 8 + k) * 32 + lane;
-                    b.raw[k] = q < np ? sp[q] : neg_inf_pack<T>();
-                }
+                v11_pass(b, sp, j, np, lane);
                 if (j == KS - 1) {
                     // The slot's last reads are done (in registers): free it for the next claim.
                     __syncwarp();
