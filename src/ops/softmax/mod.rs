@@ -871,7 +871,7 @@ fn switch(v: &str, n: Option<usize>) -> Option<bool> {
     }
 }
 
-/// Whether the packed kernels that peel (v4's and v6's peeled kernels, v7–v10) can move this
+/// Whether the packed kernels that peel (v4's and v6's peeled kernels, v7–v11) can move this
 /// call's rows in 16-byte packs: x's and y's row strides equal modulo the pack, so that their
 /// rows are equally misaligned, and both bases aligned. [`packs_layout_ok`] is the same test for the
 /// contiguous output the registry's callers pass.
@@ -1161,6 +1161,7 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
         "v4_online"
             if hopper
                 && vec
+                && peelable
                 && cols * dt.size() <= V11_ROW_BYTES
                 && cuda
                     .as_ref()
