@@ -554,11 +554,16 @@ __device__ __forceinline__ void split_publish(SplitSlot* slot, MaxSum st, unsign
     asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};"
                  :: "l"(slot), "l"(hi | __float_as_uint(st.m)), "l"(hi | __float_as_uint(st.s)) : "memory");
 }
+// Poll `slot` until it carries `tag`; SLEEP > 0 sleeps that many ns between polls (v11's
+// write warps, which may wait out a whole row).
+template <int SLEEP = 0>
 __device__ __forceinline__ MaxSum split_wait(const SplitSlot* slot, unsigned tag) {
     unsigned long long a, b;
-    do {
+    for (;;) {
         asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(slot) : "memory");
-    } while ((unsigned)(a >> 32) != tag || (unsigned)(b >> 32) != tag);
+        if ((unsigned)(a >> 32) == tag && (unsigned)(b >> 32) == tag) break;
+        if (SLEEP > 0) __nanosleep(SLEEP);
+    }
     return MaxSum{__uint_as_float((unsigned)a), __uint_as_float((unsigned)b)};
 }
 
@@ -1365,17 +1370,6 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
 #define KL_V11_THREADS (32 * (1 + KL_V11_NA + KL_V11_NB))
 struct __align__(16) DealHeader { unsigned next, done, epoch, pad; };
 
-// Wait, with a short sleep between polls, until `slot` carries `tag`; its state.
-__device__ __forceinline__ MaxSum split_wait_sleepy(const SplitSlot* slot, unsigned tag) {
-    unsigned long long a, b;
-    for (;;) {
-        asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(slot) : "memory");
-        if ((unsigned)(a >> 32) == tag && (unsigned)(b >> 32) == tag) break;
-        __nanosleep(32);
-    }
-    return MaxSum{__uint_as_float((unsigned)a), __uint_as_float((unsigned)b)};
-}
-
 // A consumer warp's wait for its n-th claim's chunk, false once the claims ran out before
 // n. Warps take every NA-th or NB-th claim, so one may reach claim n while the slot's
 // previous fill (claim n − ns, another warp's) is still in flight, and a parity test alone
@@ -1539,7 +1533,7 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
             const int r = id / cpr, c = id - r * cpr;
             if (r != cur) {
                 MaxSum all{0.0f, 0.0f};
-                if (lane == 0) all = split_wait_sleepy(rowst + r, tag);
+                if (lane == 0) all = split_wait<32>(rowst + r, tag);
                 rm = __shfl_sync(0xffffffffu, all.m, 0);
                 rs = __shfl_sync(0xffffffffu, all.s, 0);
                 cur = r;
