@@ -160,16 +160,7 @@ pub fn run_v11_deal(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 pub fn run_v11_tuned(p: &Params, x: &Tensor, y: &mut Tensor, tuning: V11Tuning) -> Result<()> {
     check_rows(x)?;
     let (io, r) = rows_io(x, y)?;
-    let cc = io.dev.props.compute_capability;
-    if cc.0 < 9 {
-        return Err(unsupported(
-            "v11_deal",
-            format!(
-                "bulk copies need sm_90 or later; this device is sm_{}{}",
-                cc.0, cc.1
-            ),
-        ));
-    }
+    require_bulk_copies("v11_deal", &io)?;
     require_peelable("v11_deal", &r, &io)?;
     let name = format!("softmax_v11_deal_c{}_{}", tuning.chunk, x.dtype());
     let c = v11_plan(&io.dev, &name, r.cols / r.pack, r.rows, tuning)?;

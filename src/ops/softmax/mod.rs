@@ -278,6 +278,19 @@ fn too_wide(variant: &str, cols: usize, max: usize) -> Error {
     )
 }
 
+/// The versions fed by TMA bulk copies (v7, v11) run on sm_90 and later; they refuse older
+/// devices, naming the device's arch.
+fn require_bulk_copies(variant: &str, io: &CudaIo) -> Result<()> {
+    let (major, minor) = io.dev.props.compute_capability;
+    if major >= 9 {
+        return Ok(());
+    }
+    Err(unsupported(
+        variant,
+        format!("bulk copies need sm_90 or later; this device is sm_{major}{minor}"),
+    ))
+}
+
 /// The versions that move only 16-byte packs (v7's bulk copies, v8's and v9's cp.async) take
 /// rows that are packs, or that x and y misalign alike (peeled); they refuse the rest.
 fn require_peelable(variant: &str, r: &Rows, io: &CudaIo) -> Result<()> {

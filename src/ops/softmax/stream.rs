@@ -287,12 +287,7 @@ pub fn run_v7_stream(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
     let (io, r) = rows_io(x, y)?;
     let refuse = |why: String| unsupported("v7_stream", why);
-    if io.dev.props.compute_capability.0 < 9 {
-        return Err(refuse(format!(
-            "bulk copies need sm_90 or later; this device is sm_{}{}",
-            io.dev.props.compute_capability.0, io.dev.props.compute_capability.1
-        )));
-    }
+    require_bulk_copies("v7_stream", &io)?;
     require_peelable("v7_stream", &r, &io)?;
     // Tiles of 16 rows: keep tile indices (and rows + 15) within i32.
     if r.rows > i32::MAX as usize - 16 {
