@@ -818,6 +818,34 @@ test_gpu!(
     super::softmax_v9_smpair_places_match
 );
 
+/// Three launches of `v` on fresh inputs of `shape` (seeds `seed`, `seed` + 1, `seed` + 2), the
+/// last as log_softmax, each checked against the reference: a state a launch leaves behind
+/// for the next (a count, a tag, a claim counter) shows as a wrong output.
+fn check_three_launches(
+    dev: &Device,
+    v: &Variant,
+    shape: &[usize],
+    dt: DType,
+    init: Init,
+    seed: u64,
+    what: &str,
+) {
+    for (launch, log) in [(0, false), (1, false), (2, true)] {
+        let x = rand(shape, dt, init, seed + launch);
+        let p = Params {
+            log_softmax: log,
+            ..Params::default()
+        };
+        check(
+            dev,
+            v,
+            &p,
+            &x,
+            &format!("{what}, launch {launch}, log {log}"),
+        );
+    }
+}
+
 /// v10 with each tile size, and with extra lag on a grid capped at 100 CTAs (a wider L2
 /// window, more tiles between a row's first pass and its second, many tiles a CTA), over shapes
 /// where rows take one tile, a partial last tile, an empty last tile (f32 8197 columns with
@@ -867,20 +895,8 @@ fn softmax_v10_tilings_all_match(dev: &Device) {
             ..*v10
         };
         for (i, &(shape, dt)) in shapes.iter().enumerate() {
-            for (launch, log) in [(0, false), (1, false), (2, true)] {
-                let x = rand(shape, dt, init, 290 + 10 * i as u64 + launch);
-                let p = Params {
-                    log_softmax: log,
-                    ..Params::default()
-                };
-                check(
-                    dev,
-                    &forced,
-                    &p,
-                    &x,
-                    &format!("v10 {label}, launch {launch}, log {log}"),
-                );
-            }
+            let seed = 290 + 10 * i as u64;
+            check_three_launches(dev, &forced, shape, dt, init, seed, &format!("v10 {label}"));
         }
     }
 }
@@ -930,20 +946,13 @@ fn softmax_v11_chunkings_all_match(dev: &Device) {
         (&[3, 4_194_305], DType::F32),
         (&[200, 262_144], DType::F32),
     ];
-    let chunk_slots: std::collections::HashMap<&str, (usize, usize)> = [
-        ("chunk=8", (512, 24)),
-        ("chunk=16", (1024, 24)),
-        ("chunk=32", (2048, 24)),
-        ("chunk=32,slots=3", (2048, 3)),
-        ("chunk=8,slots=2", (512, 2)),
-    ]
-    .into();
-    for (label, run) in [
-        ("chunk=8", tuned::<512, 24> as registry::RunFn),
-        ("chunk=16", tuned::<1024, 24>),
-        ("chunk=32", tuned::<2048, 24>),
-        ("chunk=32,slots=3", tuned::<2048, 3>),
-        ("chunk=8,slots=2", tuned::<512, 2>),
+    // (label, chunk packs, slots at most, the run with those settings)
+    for (label, chunk, slots, run) in [
+        ("chunk=8", 512, 24, tuned::<512, 24> as registry::RunFn),
+        ("chunk=16", 1024, 24, tuned::<1024, 24>),
+        ("chunk=32", 2048, 24, tuned::<2048, 24>),
+        ("chunk=32,slots=3", 2048, 3, tuned::<2048, 3>),
+        ("chunk=8,slots=2", 512, 2, tuned::<512, 2>),
     ] {
         let forced = Variant {
             run: registry::Kernel::Unary(run),
@@ -952,7 +961,6 @@ fn softmax_v11_chunkings_all_match(dev: &Device) {
         for (i, &(shape, dt)) in shapes.iter().enumerate() {
             // A row of more chunks than the grid's slots hold is refused (the deadlock rule):
             // check the refusal names it, and skip the shape for this setting.
-            let (chunk, slots) = chunk_slots[label];
             let cuda = dev.cuda().expect("a CUDA device");
             let name = format!("softmax_v11_deal_c{chunk}_{dt}");
             let t = V11Tuning {
@@ -968,20 +976,8 @@ fn softmax_v11_chunkings_all_match(dev: &Device) {
                 println!("v11 {label} refuses {dt} {shape:?}, as its rule says: {e}");
                 continue;
             }
-            for (launch, log) in [(0, false), (1, false), (2, true)] {
-                let x = rand(shape, dt, init, 390 + 10 * i as u64 + launch);
-                let p = Params {
-                    log_softmax: log,
-                    ..Params::default()
-                };
-                check(
-                    dev,
-                    &forced,
-                    &p,
-                    &x,
-                    &format!("v11 {label}, launch {launch}, log {log}"),
-                );
-            }
+            let seed = 390 + 10 * i as u64;
+            check_three_launches(dev, &forced, shape, dt, init, seed, &format!("v11 {label}"));
         }
     }
 }
