@@ -1274,7 +1274,7 @@ test_device!(
 /// `auto`'s width heuristic for packed rows past 16384 columns: on sm_90, v8 for 16-bit rows up
 /// to v3's reach (65536) and f32 rows below `V8_F32_PACKED_BELOW`, where it led v3 on the H200;
 /// v3 (four or eight slots a thread) for the f32 rows from there to 32768, and before sm_90;
-/// on sm_90 v8 and v9 past one CTA's reach.
+/// on sm_90 past one CTA's reach: v8, then v11 for rows to `V11_ROW_BYTES`, then v9.
 #[test]
 fn softmax_auto_sends_wide_packed_rows_to_v8_on_hopper() {
     let Some(dev) = crate::common::cuda() else {
@@ -1301,17 +1301,24 @@ fn softmax_auto_sends_wide_packed_rows_to_v8_on_hopper() {
         assert_eq!(pick(cols, DType::F32), "v3_block_regs", "f32 {cols}");
     }
     // Past one CTA's reach, on sm_90: v8 for f32 rows to eight CTAs, for 16-bit rows to two and
-    // where its 16-bit rule sizes four or eight CTAs for two an SM; v9 past that.
+    // where its 16-bit rule sizes four or eight CTAs for two an SM; v11 past that for rows of
+    // at most V11_ROW_BYTES (8 MB); v9 for longer rows.
+    assert_eq!(softmax::V11_ROW_BYTES, 8 << 20);
     if hopper {
         for (cols, dt, want) in [
             (262_144, DType::F32, "v8_onchip"),
             (524_288, DType::F32, "v8_onchip"),
-            (1_048_576, DType::F32, "v9_gridsync"),
+            (1_048_576, DType::F32, "v11_deal"),
+            (2_097_152, DType::F32, "v11_deal"),
+            (2_097_156, DType::F32, "v9_gridsync"),
+            (4_194_304, DType::F32, "v9_gridsync"),
             (262_144, DType::BF16, "v8_onchip"),
             (300_008, DType::BF16, "v8_onchip"),
             (393_216, DType::F16, "v8_onchip"),
             (524_288, DType::BF16, "v8_onchip"),
-            (786_432, DType::BF16, "v9_gridsync"),
+            (786_432, DType::BF16, "v11_deal"),
+            (4_194_304, DType::BF16, "v11_deal"),
+            (4_194_312, DType::F16, "v9_gridsync"),
         ] {
             assert_eq!(pick(cols, dt), want, "{dt} {cols}");
         }
