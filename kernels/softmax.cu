@@ -1367,6 +1367,41 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
 #define KL_V11_BATCH 4
 #endif
 #define KL_V11_MAX_SLOTS 24
+// KL_V11_TRACE=1 (KERNLAB_NVRTC_DEFINES, for experiments; `examples/v11_trace.rs` reads it
+// back): a chunk's life on the GPU's one clock (%globaltimer, ns). For chunk id <
+// KL_V11_TRACE_CHUNKS, the lane that handles it stamps kl_v11_trace[id · KL_V11_STAMPS + k]:
+// 0 claimed (the producer's atomicAdd returned), 1 its bulk copy issued, 2 a stats warp found
+// it loaded, 3 its state published, 4 the row count's add returned, 5 a write warp found it
+// loaded, 6 that warp holds the row's state, 7 its slot freed, 8 its stores issued; the warp
+// that merges row r < KL_V11_TRACE_ROWS stamps kl_v11_row[r] as it publishes the row's state;
+// kl_v11_sm[id] is the SM (%smid) + 1 that took the chunk. Without the macro nothing of this
+// is compiled.
+#ifndef KL_V11_TRACE
+#define KL_V11_TRACE 0
+#endif
+#define KL_V11_STAMPS 9
+#if KL_V11_TRACE
+#define KL_V11_TRACE_CHUNKS 65536
+#define KL_V11_TRACE_ROWS 4096
+__device__ unsigned long long kl_v11_trace[KL_V11_TRACE_CHUNKS * KL_V11_STAMPS];
+__device__ unsigned long long kl_v11_row[KL_V11_TRACE_ROWS];
+__device__ unsigned long long kl_v11_sm[KL_V11_TRACE_CHUNKS];
+__device__ __forceinline__ unsigned long long v11_now() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory");
+    return t;
+}
+#define KL_V11_STAMP(ID, K) \
+    do { if (lane == 0 && (ID) < KL_V11_TRACE_CHUNKS) kl_v11_trace[(size_t)(ID) * KL_V11_STAMPS + (K)] = v11_now(); } while (0)
+#define KL_V11_ROW_STAMP(R) \
+    do { if (lane == 0 && (R) < KL_V11_TRACE_ROWS) kl_v11_row[R] = v11_now(); } while (0)
+#define KL_V11_SM(ID) \
+    do { if ((ID) < KL_V11_TRACE_CHUNKS) { unsigned sm; asm volatile("mov.u32 %0, %%smid;" : "=r"(sm)); kl_v11_sm[ID] = sm + 1ull; } } while (0)
+#else
+#define KL_V11_STAMP(ID, K)
+#define KL_V11_ROW_STAMP(R)
+#define KL_V11_SM(ID)
+#endif
 #define KL_V11_THREADS (32 * (1 + KL_V11_NA + KL_V11_NB))
 struct __align__(16) DealHeader { unsigned next, done, epoch, pad; };
 
@@ -1456,6 +1491,8 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
                     *(volatile int*)&end_n = n;
                     break;
                 }
+                KL_V11_STAMP(id, 0);
+                KL_V11_SM(id);
                 const int r = id / cpr, c = id - r * cpr;
                 const T* xr = x + r * ldx;
                 const SplitPart g = tile_part<T, VEC>(xr, cols, c, CP);
@@ -1468,6 +1505,7 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
                 } else {
                     mbar_arrive(bar);
                 }
+                KL_V11_STAMP(id, 1);
             }
         }
     } else if (warp <= KL_V11_NA) {
@@ -1475,6 +1513,7 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
             const int s = n % ns;
             if (!v11_wait(n, ns, full, seq, &end_n)) break;
             const int id = ids[s];
+            KL_V11_STAMP(id, 2);
             const int r = id / cpr, c = id - r * cpr;
             const T* xr = x + r * ldx;
             const SplitPart g = tile_part<T, VEC>(xr, cols, c, CP);
@@ -1492,7 +1531,9 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
             unsigned done = 0;
             if (lane == 0) {
                 split_publish(state + id, st, tag);
+                KL_V11_STAMP(id, 3);
                 done = atomicAdd(cnt + r, 1u);
+                KL_V11_STAMP(id, 4);
             }
             // The warp whose add completes the row merges its chunks' states.
             if (__shfl_sync(0xffffffffu, done, 0) == (unsigned)cpr - 1u) {
@@ -1521,6 +1562,7 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
                 }
                 all = warp_maxsum(all);
                 if (lane == 0) split_publish(rowst + r, all, tag);
+                KL_V11_ROW_STAMP(r);
             }
         }
     } else {
@@ -1530,6 +1572,7 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
             const int s = n % ns;
             if (!v11_wait(n, ns, full, seq, &end_n)) break;
             const int id = ids[s];
+            KL_V11_STAMP(id, 5);
             const int r = id / cpr, c = id - r * cpr;
             if (r != cur) {
                 MaxSum all{0.0f, 0.0f};
@@ -1538,6 +1581,7 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
                 rs = __shfl_sync(0xffffffffu, all.s, 0);
                 cur = r;
             }
+            KL_V11_STAMP(id, 6);
             const T* xr = x + r * ldx;
             T* yr = y + r * ldy;
             const SplitPart g = tile_part<T, VEC>(xr, cols, c, CP);
@@ -1552,9 +1596,11 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
                     // The slot's last reads are done (in registers): free it for the next claim.
                     __syncwarp();
                     if (lane == 0) mbar_arrive(smem_addr(&empty[s]));
+                    KL_V11_STAMP(id, 7);
                 }
                 b.store(yb + (i64)j * 256 * VEC, g.n - j * 256 * VEC, lane, 32, rm, rs, lg);
             }
+            KL_V11_STAMP(id, 8);
             if (c == 0 && lane < g.scalars(cols)) {
                 const int col = g.scalar_col(lane);
                 yr[col] = from_f32<T>(softmax_out(to_f32(xr[col]), rm, 1.0f / rs, logf(rs), lg));

@@ -459,6 +459,46 @@ fn softmax_v9_carries_its_trace_stamps_only_when_asked() {
     }
 }
 
+/// `KL_V11_TRACE=1` (examples/v11_trace.rs) gives every v11 kernel its chunk stamps (nine a
+/// chunk, one a row) and each chunk's SM, with no spill; the default build has none.
+#[test]
+fn softmax_v11_carries_its_trace_stamps_only_when_asked() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let src = kernels::ALL
+        .iter()
+        .find(|s| s.file == "softmax.cu")
+        .unwrap();
+    let mut opts = nvrtc::base_options("sm_90a");
+    opts.push("-DKL_V11_TRACE=1".into());
+    let traced = nvrtc::compile(src, "sm_90a", &opts, "(all)").unwrap_or_else(|e| panic!("{e}"));
+    let plain = softmax_sm90a();
+    for g in ["kl_v11_trace[", "kl_v11_row[", "kl_v11_sm["] {
+        assert!(traced.ptx.contains(g), "no {g}");
+        assert!(!plain.ptx.contains(g), "the default build has {g}");
+    }
+    for sym in ["f32", "bf16", "f16"]
+        .iter()
+        .flat_map(|dt| [512, 1024, 2048].map(|c| format!("softmax_v11_deal_c{c}_{dt}")))
+    {
+        let body = ptx_entry_body(&traced.ptx, &sym).unwrap();
+        assert_eq!(body.matches("%globaltimer").count(), 10, "{sym}");
+        assert_eq!(body.matches("%smid").count(), 1, "{sym}");
+        let info = traced.ptxas_info(&sym).unwrap();
+        assert_eq!(
+            (info.spill_store_bytes, info.spill_load_bytes),
+            (0, 0),
+            "{sym} spills when traced: {info:?}"
+        );
+        let body = ptx_entry_body(&plain.ptx, &sym).unwrap();
+        assert!(
+            !body.contains("%globaltimer"),
+            "{sym} is stamped by default"
+        );
+    }
+}
+
 #[test]
 fn a_compile_error_names_the_file_the_kernel_and_shows_the_log() {
     if !nvrtc_or_skip() {

@@ -50,17 +50,35 @@ fn trace_globals(
 }
 
 fn missing(e: cudarc::driver::DriverError) -> Error {
+    missing_macro(e, "v9", "KL_V9_TRACE")
+}
+
+fn missing_macro(e: cudarc::driver::DriverError, what: &str, mac: &str) -> Error {
     Error::Invalid(format!(
-        "no v9 trace in the loaded softmax module ({e}): the kernels were built without \
-         KL_V9_TRACE; run with KERNLAB_NVRTC_DEFINES=KL_V9_TRACE=1"
+        "no {what} trace in the loaded softmax module ({e}): the kernels were built without \
+         {mac}; run with KERNLAB_NVRTC_DEFINES={mac}=1"
     ))
 }
 
 /// Zero the stamps and the shape before a traced launch.
 pub fn clear(dev: &CudaDevice, dt: DType) -> Result<()> {
+    clear_globals(
+        dev,
+        dt,
+        &["kl_v9_trace", "kl_v9_trace_meta", "kl_v9_smid"],
+        missing,
+    )
+}
+
+fn clear_globals(
+    dev: &CudaDevice,
+    dt: DType,
+    names: &[&str],
+    miss: fn(cudarc::driver::DriverError) -> Error,
+) -> Result<()> {
     let module = trace_globals(dev, dt)?;
-    for name in ["kl_v9_trace", "kl_v9_trace_meta", "kl_v9_smid"] {
-        let mut g = module.get_global(name, &dev.stream).map_err(missing)?;
+    for &name in names {
+        let mut g = module.get_global(name, &dev.stream).map_err(miss)?;
         dev.stream
             .memset_zeros(&mut g)
             .map_err(|e| Error::driver("cuMemsetD8Async (v9 trace)", e))?;
@@ -70,8 +88,19 @@ pub fn clear(dev: &CudaDevice, dt: DType) -> Result<()> {
 
 /// `n` 64-bit words of the trace global `name`, checked against the build's size.
 fn read_words(dev: &CudaDevice, dt: DType, name: &str, n: usize) -> Result<Vec<u64>> {
+    read_global(dev, dt, name, n, missing)
+}
+
+/// `n` 64-bit words of the softmax module's global `name` (`miss` explains its absence).
+fn read_global(
+    dev: &CudaDevice,
+    dt: DType,
+    name: &str,
+    n: usize,
+    miss: fn(cudarc::driver::DriverError) -> Error,
+) -> Result<Vec<u64>> {
     let module = trace_globals(dev, dt)?;
-    let g = module.get_global(name, &dev.stream).map_err(missing)?;
+    let g = module.get_global(name, &dev.stream).map_err(miss)?;
     let mut bytes = vec![0u8; n * 8];
     if g.len() != bytes.len() {
         return Err(Error::Invalid(format!(
@@ -399,6 +428,217 @@ impl std::fmt::Display for Summary {
     }
 }
 
+/// v11's chunk timeline (`KL_V11_TRACE`, kernels/softmax.cu above `softmax_v11_deal`): for
+/// each of the first [`v11::CHUNKS`] chunks, nine stamps of `%globaltimer` (ns) taken by the
+/// lane that handled it — 0 claimed, 1 its bulk copy issued, 2 a stats warp found it loaded,
+/// 3 its state published, 4 its row count's add returned, 5 a write warp found it loaded,
+/// 6 that warp held the row's state, 7 its slot freed, 8 its stores issued — the time each
+/// row's merged state was published, and the SM that took each chunk.
+/// `examples/v11_trace.rs` launches v11 that way and prints [`v11::Summary`].
+pub mod v11 {
+    use super::*;
+
+    pub const STAMPS: usize = 9;
+    pub const CHUNKS: usize = 65536;
+    pub const ROWS: usize = 4096;
+
+    fn missing(e: cudarc::driver::DriverError) -> Error {
+        missing_macro(e, "v11", "KL_V11_TRACE")
+    }
+
+    /// Zero the stamps before a traced launch.
+    pub fn clear(dev: &CudaDevice, dt: DType) -> Result<()> {
+        clear_globals(
+            dev,
+            dt,
+            &["kl_v11_trace", "kl_v11_row", "kl_v11_sm"],
+            missing,
+        )
+    }
+
+    /// The last traced launch's stamps (after it has finished).
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct Trace {
+        /// Chunk id's stamp k at `id · STAMPS + k`, 0 where none was written.
+        pub chunks: Vec<u64>,
+        /// Row r's merged state published, 0 where none.
+        pub rows: Vec<u64>,
+        /// The SM + 1 that took chunk id, 0 where none.
+        pub sm: Vec<u64>,
+    }
+
+    pub fn read(dev: &CudaDevice, dt: DType) -> Result<Trace> {
+        let get = |name: &str, n: usize| read_global(dev, dt, name, n, missing);
+        Ok(Trace {
+            chunks: get("kl_v11_trace", CHUNKS * STAMPS)?,
+            rows: get("kl_v11_row", ROWS)?,
+            sm: get("kl_v11_sm", CHUNKS)?,
+        })
+    }
+
+    /// A figure's mean, median and 90th percentile over the chunks or rows, ns (NaN with none).
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct Stat {
+        pub mean: f64,
+        pub median: f64,
+        pub p90: f64,
+    }
+
+    fn stat(mut v: Vec<f64>) -> Stat {
+        if v.is_empty() {
+            return Stat {
+                mean: f64::NAN,
+                median: f64::NAN,
+                p90: f64::NAN,
+            };
+        }
+        v.sort_by(f64::total_cmp);
+        Stat {
+            mean: v.iter().sum::<f64>() / v.len() as f64,
+            median: crate::bench::harness::quantile(&v, 0.5),
+            p90: crate::bench::harness::quantile(&v, 0.9),
+        }
+    }
+
+    /// The chunk steps (`CHUNK_STEPS`' order) and the row steps (`ROW_STEPS`' order) over the
+    /// traced rows whose every chunk and merge left its stamps; the span and the slots' use.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct Summary {
+        pub rows: usize,
+        pub chunks: usize,
+        pub chunk: Vec<Stat>,
+        pub row: Vec<Stat>,
+        /// First claim to last store issued over the traced chunks, ns.
+        pub span: f64,
+        /// Σ slot lives (claim to freed) / span: the slots held on average, grid-wide.
+        pub slots_held: f64,
+        /// Chunks an SM took: fewest, median, most (over the SMs that took any).
+        pub per_sm: [usize; 3],
+    }
+
+    /// A chunk's steps: (label, from stamp, to stamp).
+    pub const CHUNK_STEPS: [(&str, usize, usize); 9] = [
+        ("claimed → copy issued", 0, 1),
+        ("copy issued → stats warp has it", 1, 2),
+        ("stats: reduce and publish", 2, 3),
+        ("row count's add (round trip)", 3, 4),
+        ("copy issued → write warp has it", 1, 5),
+        ("write warp waits for the row", 5, 6),
+        ("row state → slot freed", 6, 7),
+        ("slot freed → stores issued", 7, 8),
+        ("slot's life (claimed → freed)", 0, 7),
+    ];
+    /// A row's steps, in order.
+    pub const ROW_STEPS: [&str; 5] = [
+        "first claim → last claim",
+        "last claim → last count add",
+        "last count add → state published",
+        "state published → last writer has it",
+        "first claim → last store issued",
+    ];
+
+    /// `rows` rows of `cpr` chunks each, as the traced launch ran them.
+    pub fn summarize(t: &Trace, rows: usize, cpr: usize) -> Summary {
+        let st = |id: usize, k: usize| t.chunks[id * STAMPS + k];
+        let traced = rows.min(ROWS).min(CHUNKS / cpr.max(1));
+        let complete: Vec<usize> = (0..traced)
+            .filter(|&r| {
+                t.rows[r] != 0
+                    && (r * cpr..(r + 1) * cpr).all(|id| (0..STAMPS).all(|k| st(id, k) != 0))
+            })
+            .collect();
+        let ids = || complete.iter().flat_map(|&r| r * cpr..(r + 1) * cpr);
+        let d = |id: usize, a: usize, b: usize| st(id, b) as f64 - st(id, a) as f64;
+        let chunk = CHUNK_STEPS
+            .iter()
+            .map(|&(_, a, b)| stat(ids().map(|id| d(id, a, b)).collect()))
+            .collect();
+        let per_row = |f: &dyn Fn(usize, std::ops::Range<usize>) -> f64| {
+            stat(
+                complete
+                    .iter()
+                    .map(|&r| f(r, r * cpr..(r + 1) * cpr))
+                    .collect(),
+            )
+        };
+        let mx =
+            |c: std::ops::Range<usize>, k: usize| c.map(|id| st(id, k)).max().unwrap_or(0) as f64;
+        let mn =
+            |c: std::ops::Range<usize>, k: usize| c.map(|id| st(id, k)).min().unwrap_or(0) as f64;
+        let row = vec![
+            per_row(&|_, c| mx(c.clone(), 0) - mn(c, 0)),
+            per_row(&|_, c| mx(c.clone(), 4) - mx(c, 0)),
+            per_row(&|r, c| t.rows[r] as f64 - mx(c, 4)),
+            per_row(&|r, c| mx(c, 6) - t.rows[r] as f64),
+            per_row(&|_, c| mx(c.clone(), 8) - mn(c, 0)),
+        ];
+        let (lo, hi) = ids().fold((u64::MAX, 0), |(lo, hi), id| {
+            (lo.min(st(id, 0)), hi.max(st(id, 8)))
+        });
+        let span = if hi > lo { (hi - lo) as f64 } else { 0.0 };
+        let life: f64 = ids().map(|id| d(id, 0, 7)).sum();
+        let mut by_sm: std::collections::BTreeMap<u64, usize> = Default::default();
+        for id in ids() {
+            *by_sm.entry(t.sm[id]).or_default() += 1;
+        }
+        let mut counts: Vec<usize> = by_sm.into_values().collect();
+        counts.sort_unstable();
+        let per_sm = match counts.len() {
+            0 => [0; 3],
+            n => [counts[0], counts[n / 2], counts[n - 1]],
+        };
+        Summary {
+            rows: complete.len(),
+            chunks: complete.len() * cpr,
+            chunk,
+            row,
+            span,
+            slots_held: if span > 0.0 { life / span } else { f64::NAN },
+            per_sm,
+        }
+    }
+
+    impl std::fmt::Display for Summary {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            let us = |ns: f64| ns / 1e3;
+            writeln!(
+                f,
+                "{} rows ({} chunks) traced; µs, mean / median / p90:",
+                self.rows, self.chunks
+            )?;
+            writeln!(f, "  a chunk:")?;
+            for ((label, _, _), s) in CHUNK_STEPS.iter().zip(&self.chunk) {
+                writeln!(
+                    f,
+                    "    {label:<36}{:8.2} {:8.2} {:8.2}",
+                    us(s.mean),
+                    us(s.median),
+                    us(s.p90)
+                )?;
+            }
+            writeln!(f, "  a row:")?;
+            for (label, s) in ROW_STEPS.iter().zip(&self.row) {
+                writeln!(
+                    f,
+                    "    {label:<36}{:8.2} {:8.2} {:8.2}",
+                    us(s.mean),
+                    us(s.median),
+                    us(s.p90)
+                )?;
+            }
+            writeln!(
+                f,
+                "  span {:.1} µs; slots held on average {:.0} grid-wide; chunks an SM took: {} / {} / {} (fewest / median / most)",
+                us(self.span),
+                self.slots_held,
+                self.per_sm[0],
+                self.per_sm[1],
+                self.per_sm[2]
+            )
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -564,5 +804,46 @@ mod tests {
         let r = rows(&meta, &v);
         assert_eq!(r.len(), 3);
         assert!(summarize(&[], &v).median.exchange.is_nan());
+    }
+    #[test]
+    fn v11_chunk_and_row_steps_come_from_their_own_stamps() {
+        use super::v11::*;
+        // Two rows of two chunks; chunk id's stamps are 1000·(id + 1) + 10·k (+ 5 at k = 4
+        // for chunk 1); row r's state published at 2000·(r + 1) + 60; chunks 0, 2 and 3 on
+        // SM 3, chunk 1 on SM 4 (stored + 1).
+        let mut t = Trace {
+            chunks: vec![0; CHUNKS * STAMPS],
+            rows: vec![0; ROWS],
+            sm: vec![0; CHUNKS],
+        };
+        for id in 0..4usize {
+            for k in 0..STAMPS {
+                t.chunks[id * STAMPS + k] = 1000 * (id as u64 + 1) + 10 * k as u64;
+            }
+            t.sm[id] = if id % 2 == 0 || id == 3 { 4 } else { 5 };
+        }
+        t.chunks[STAMPS + 4] += 5;
+        t.rows[0] = 2000 + 60;
+        t.rows[1] = 4000 + 60;
+        let s = summarize(&t, 2, 2);
+        assert_eq!((s.rows, s.chunks), (2, 4));
+        // Every chunk step is 10 ns a stamp apart, except the add (10, 15) and the ones that span.
+        assert_eq!(s.chunk[0].median, 10.0);
+        assert_eq!(s.chunk[4].mean, 40.0);
+        assert_eq!(s.chunk[8].mean, 70.0);
+        assert_eq!(s.chunk[3].mean, (10.0 * 3.0 + 15.0) / 4.0);
+        // Row 0: claims at 1000 and 2000; last add 2045 (chunk 1's 2040 + 5); published 2060;
+        // the last writer had it at 2060; last store 2080. Row 1: 3000 and 4000; 4040; 4060.
+        assert_eq!(s.row[0].mean, 1000.0);
+        assert_eq!(s.row[1].mean, (45.0 + 40.0) / 2.0);
+        assert_eq!(s.row[2].mean, (15.0 + 20.0) / 2.0);
+        assert_eq!(s.row[3].median, 0.0);
+        assert_eq!(s.row[4].median, 1080.0);
+        assert_eq!(s.span, 4080.0 - 1000.0);
+        assert_eq!(s.slots_held, 4.0 * 70.0 / 3080.0);
+        assert_eq!(s.per_sm, [1, 3, 3]);
+        // A row with a missing stamp is left out.
+        t.chunks[2 * STAMPS + 5] = 0;
+        assert_eq!(summarize(&t, 2, 2).rows, 1);
     }
 }
