@@ -1432,74 +1432,6 @@ __device__ __forceinline__ void v11_pass(RowRegs<T, VEC, 8>& a, const uint4* sp,
     }
 }
 
-// A pass's max (NaN-propagating): f32 packs as a tree a pack into two chains, so a warp's
-// sweep is not one chain of 32 dependent maxima; 16-bit packs by RowRegs' packed rule.
-template <class T, int VEC>
-__device__ __forceinline__ float v11_max(const RowRegs<T, VEC, 8>& a) {
-    if constexpr (sizeof(T) == 4) {
-        float c[2] = {KL_NEG_INF, KL_NEG_INF};
-        #pragma unroll
-        for (int k = 0; k < 8; ++k) {
-            const uint4 u = a.raw[k];
-            const float p = fmax_nan(fmax_nan(__uint_as_float(u.x), __uint_as_float(u.y)),
-                                     fmax_nan(__uint_as_float(u.z), __uint_as_float(u.w)));
-            c[k & 1] = fmax_nan(c[k & 1], p);
-        }
-        return fmax_nan(c[0], c[1]);
-    } else {
-        return a.max();
-    }
-}
-__device__ __forceinline__ float warp_max_nan(float v) {
-    #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v = fmax_nan(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-// Holders for RowRegs::sum_exp_of (its exponent rules), summing a pass in four chains a lane
-// rather than one: V11Sum sums; V11Keep (f32) also writes each e(x) back over its pack in the
-// slot (packs q < np), for the write to scale rather than recompute.
-template <class T, int VEC> struct V11Sum {
-    const RowRegs<T, VEC, 8>& a;
-    template <class F> __device__ __forceinline__ float sum_with(F e) const {
-        float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        #pragma unroll
-        for (int k = 0; k < 8; ++k) {
-            float v[VEC];
-            a.get(k, v, (const T*)nullptr);
-            #pragma unroll
-            for (int j = 0; j < VEC; ++j) s[j & 3] += e(v[j]);
-        }
-        return (s[0] + s[1]) + (s[2] + s[3]);
-    }
-};
-struct V11Keep {
-    const RowRegs<float, 4, 8>& a;
-    uint4* sp;
-    int j, np, lane;
-    template <class F> __device__ __forceinline__ float sum_with(F e) const {
-        float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        #pragma unroll
-        for (int k = 0; k < 8; ++k) {
-            float v[4];
-            a.get(k, v, (const float*)nullptr);
-            #pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                v[i] = e(v[i]);
-                s[i] += v[i];
-            }
-            const int q = (j * 8 + k) * 32 + lane;
-            if (q < np)
-                sp[q] = make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]), __float_as_uint(v[2]), __float_as_uint(v[3]));
-        }
-        return (s[0] + s[1]) + (s[2] + s[3]);
-    }
-};
-// KL_V11_KEEP=0 (KERNLAB_NVRTC_DEFINES, experiments) makes an f32 softmax's write recompute
-// e^(x − max) from x, as 16-bit rows and log_softmax always do.
-#ifndef KL_V11_KEEP
-#define KL_V11_KEEP 1
-#endif
-
 template <class T, int CP>
 __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
                                  i64 ldx, i64 ldy, int lg, int cpr, int ns, DealHeader* hdr,
@@ -1514,11 +1446,6 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
     // ids[s]: the chunk in slot s; seq[s]: its place in this CTA's claims (the n that filled
     // it); end_n: the first place with no chunk (2^31 − 1 until the claims run out).
     __shared__ int ids[KL_V11_MAX_SLOTS], seq[KL_V11_MAX_SLOTS];
-    // Kept exponentials (an f32 softmax): sd[s] = n once the stats warp of claim n has written
-    // e^(x − cm[s]) over slot s, cm[s] that chunk's max.
-    __shared__ int sd[KL_V11_MAX_SLOTS];
-    __shared__ float cm[KL_V11_MAX_SLOTS];
-    const bool keep = KL_V11_KEEP && sizeof(T) == 4 && !lg;
     __shared__ int end_n;
     __shared__ unsigned tag_s;
     __shared__ int last;
@@ -1529,7 +1456,6 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
             mbar_init(smem_addr(&full[s]), 1);
             mbar_init(smem_addr(&empty[s]), 1);
             seq[s] = -1;
-            sd[s] = -1;
         }
         end_n = 0x7fffffff;
         mbar_init_fence();
@@ -1592,47 +1518,16 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
             const T* xr = x + r * ldx;
             const SplitPart g = tile_part<T, VEC>(xr, cols, c, CP);
             const int np = g.n / VEC;
-            uint4* sp = v11_slots + (size_t)s * CP;
-            // Two sweeps over the slot: the chunk's max (NaN-propagating) across the warp, then
-            // Σ e^(x − max) against it (RowRegs' rules; a chunk of all −inf sums NaN and
-            // counts for nothing in the merge). An f32 softmax keeps e^(x − max) in the slot
-            // (against 0 for a chunk of all −inf, so 0 rather than NaN: its outputs are then
-            // 0 · e^(−inf − the row's max) / sum, the same as from x).
-            const bool sc = c == 0 && lane < g.scalars(cols);
-            const float xs = sc ? to_f32(xr[g.scalar_col(lane)]) : KL_NEG_INF;
-            float m = xs;
+            const uint4* sp = v11_slots + (size_t)s * CP;
+            MaxSum st{KL_NEG_INF, 0.0f};
             #pragma unroll 1
             for (int j = 0; j < KS; ++j) {
                 RowRegs<T, VEC, 8> a;
                 v11_pass(a, sp, j, np, lane);
-                m = fmax_nan(m, v11_max(a));
+                st = maxsum_merge(st, a.maxsum(!lg));
             }
-            m = warp_max_nan(m);
-            float sum = 0.0f;
-            #pragma unroll 1
-            for (int j = 0; j < KS; ++j) {
-                RowRegs<T, VEC, 8> a;
-                v11_pass(a, sp, j, np, lane);
-                if constexpr (sizeof(T) == 4) {
-                    if (keep) {
-                        sum += RowRegs<T, VEC, 8>::sum_exp_of(V11Keep{a, sp, j, np, lane}, m == KL_NEG_INF ? 0.0f : m, false);
-                        continue;
-                    }
-                }
-                sum += RowRegs<T, VEC, 8>::sum_exp_of(V11Sum<T, VEC>{a}, m, !lg);
-            }
-            if (sc) sum += m == KL_NEG_INF ? 0.0f : fast_exp(xs - m);
-            MaxSum st{m, warp_sum(sum)};
-            if (keep) {
-                // The kept values before the flag, and before the slot's next bulk copy.
-                fence_proxy_async_smem();
-                __syncwarp();
-                if (lane == 0) {
-                    cm[s] = m;
-                    __threadfence_block();
-                    *(volatile int*)&sd[s] = n;
-                }
-            }
+            if (c == 0 && lane < g.scalars(cols)) st = maxsum_add(st, to_f32(xr[g.scalar_col(lane)]));
+            st = warp_maxsum(st);
             unsigned done = 0;
             if (lane == 0) {
                 split_publish(state + id, st, tag);
@@ -1693,17 +1588,6 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
             const int np = g.n / VEC;
             const uint4* sp = v11_slots + (size_t)s * CP;
             T* yb = yr + g.head + (i64)g.p0 * VEC;
-            // Kept exponentials: once the stats warp's flag says they are in (nearly always
-            // already: the row is complete), the outputs are e · e^(chunk max − row max) / sum.
-            float f = 0.0f;
-            if (keep) {
-                if (lane == 0) {
-                    while (*(volatile int*)&sd[s] != n) {}
-                    __threadfence_block();
-                }
-                __syncwarp();
-                f = fast_exp(*(volatile float*)&cm[s] - rm) * (1.0f / rs);
-            }
             #pragma unroll 1
             for (int j = 0; j < KS; ++j) {
                 RowRegs<T, VEC, 8> b;
@@ -1714,8 +1598,7 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
                     if (lane == 0) mbar_arrive(smem_addr(&empty[s]));
                     KL_V11_STAMP(id, 7);
                 }
-                if (keep) b.store_with(yb + (i64)j * 256 * VEC, g.n - j * 256 * VEC, lane, 32, [&](float v) { return v * f; });
-                else b.store(yb + (i64)j * 256 * VEC, g.n - j * 256 * VEC, lane, 32, rm, rs, lg);
+                b.store(yb + (i64)j * 256 * VEC, g.n - j * 256 * VEC, lane, 32, rm, rs, lg);
             }
             KL_V11_STAMP(id, 8);
             if (c == 0 && lane < g.scalars(cols)) {
