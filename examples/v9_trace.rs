@@ -11,50 +11,27 @@
 //! also prints each CTA's lateness at its reduce and the SMs the CTAs ran on (`%smid`), how
 //! alike neighbouring SMs' lateness is (SM s against s^1, s^2, s^4 and s^64), and for every SM
 //! its lateness, when its loads went out, its load time and its stores.
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::Result;
 use kernlab::ops::softmax_trace as trace;
-use kernlab::{DType, Device, DeviceSpec, Init, Params, Tensor};
+use kernlab::DType;
 
 fn main() -> Result<()> {
     let a: Vec<String> = std::env::args().skip(1).collect();
-    if a.len() < 2 {
-        bail!("usage: KERNLAB_NVRTC_DEFINES=KL_V9_TRACE=1 v9_trace ROWS COLS [DTYPE] [CALLS]");
-    }
-    let rows: usize = a[0].parse().context("ROWS")?;
-    let cols: usize = a[1].parse().context("COLS")?;
-    ensure!(rows >= 1 && cols >= 1, "ROWS and COLS must be at least 1");
-    let dtype: DType = a
-        .get(2)
-        .map_or(Ok(DType::F32), |s| s.parse())
-        .map_err(anyhow::Error::msg)?;
-    let calls: usize = a.get(3).map_or(Ok(3), |s| s.parse()).context("CALLS")?;
-    let (dev, line) = Device::open(DeviceSpec::Auto)?;
-    eprintln!("{line}");
-    let Some(cuda) = dev.cuda().cloned() else {
-        bail!("v9_trace runs a CUDA kernel and needs a GPU");
-    };
-    // Fails at once, saying what to set, when the kernels were built without the stamps.
-    trace::clear(&cuda, dtype)?;
-    let p = Params::default();
-    let init = Init::Normal {
-        mean: 0.0,
-        std: 2.0,
-    };
-    let x = Tensor::random(&[rows, cols], dtype, init, 11, None, &dev)?;
-    let mut y = Tensor::empty(&[rows, cols], dtype, &dev)?;
-    y.poison_nan()?;
-    kernlab::ops::softmax::run_named("v9_gridsync", &p, &x, &mut y)?;
-    let reference = kernlab::ops::softmax::reference(&x.to_f64_vec()?, cols, &p);
-    let check = kernlab::validate::compare(&y.to_f64_vec()?, &reference, cols, dtype);
-    ensure!(
-        check.passed,
-        "v9 {dtype} {rows}×{cols}: {}",
-        check.describe()
-    );
-    eprintln!(
-        "v9 {dtype} {rows}×{cols}: valid (max rel err {:.1e})",
-        check.max_rel_err
-    );
+    let trace::TraceRun {
+        rows,
+        cols,
+        dtype,
+        calls,
+        cuda,
+        p,
+        x,
+        mut y,
+    } = trace::trace_run(
+        &a,
+        "KERNLAB_NVRTC_DEFINES=KL_V9_TRACE=1 v9_trace ROWS COLS [DTYPE] [CALLS]",
+        "v9_gridsync",
+        trace::clear,
+    )?;
     let bytes = 2.0 * (rows * cols * dtype.size()) as f64;
     for call in 1..=calls {
         trace::clear(&cuda, dtype)?;

@@ -166,11 +166,18 @@ fn softmax_sm90a() -> nvrtc::Compiled {
 
 /// softmax.cu (alone) compiled for `arch`.
 fn softmax_for(arch: &str) -> nvrtc::Compiled {
+    softmax_with(arch, None)
+}
+
+/// softmax.cu (alone) compiled for `arch`, with one more define (a trace's macro) if given.
+fn softmax_with(arch: &str, define: Option<&str>) -> nvrtc::Compiled {
     let src = kernels::ALL
         .iter()
         .find(|s| s.file == "softmax.cu")
         .unwrap();
-    nvrtc::compile(src, arch, &nvrtc::base_options(arch), "(all)").unwrap_or_else(|e| panic!("{e}"))
+    let mut opts = nvrtc::base_options(arch);
+    opts.extend(define.map(String::from));
+    nvrtc::compile(src, arch, &opts, "(all)").unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The register-resident softmax kernels take their 16-bit rows' max two values an
@@ -411,6 +418,34 @@ fn softmax_v9_uses_cp_async_and_the_global_exchange() {
     }
 }
 
+/// Kernel `sym` of a traced build reads %globaltimer `stamps` times and %smid `smid` times
+/// (without spilling, if `no_spill`); the default build's reads neither clock.
+fn check_stamps(
+    traced: &nvrtc::Compiled,
+    plain: &nvrtc::Compiled,
+    sym: &str,
+    stamps: usize,
+    smid: usize,
+    no_spill: bool,
+) {
+    let body = ptx_entry_body(&traced.ptx, sym).unwrap();
+    assert_eq!(body.matches("%globaltimer").count(), stamps, "{sym}");
+    assert_eq!(body.matches("%smid").count(), smid, "{sym}");
+    let info = traced.ptxas_info(sym).unwrap();
+    if no_spill {
+        assert_eq!(
+            (info.spill_store_bytes, info.spill_load_bytes),
+            (0, 0),
+            "{sym} spills when traced: {info:?}"
+        );
+    }
+    let body = ptx_entry_body(&plain.ptx, sym).unwrap();
+    assert!(
+        !body.contains("%globaltimer"),
+        "{sym} is stamped by default"
+    );
+}
+
 /// `KL_V9_TRACE=1` (examples/v9_trace.rs) gives every v9 kernel its five %globaltimer stamps,
 /// and the ping-pong forms (what `auto` runs from 16 CTAs a row, the rows worth tracing) keep
 /// them with no spill; the default build has none.
@@ -419,13 +454,7 @@ fn softmax_v9_carries_its_trace_stamps_only_when_asked() {
     if !nvrtc_or_skip() {
         return;
     }
-    let src = kernels::ALL
-        .iter()
-        .find(|s| s.file == "softmax.cu")
-        .unwrap();
-    let mut opts = nvrtc::base_options("sm_90a");
-    opts.push("-DKL_V9_TRACE=1".into());
-    let traced = nvrtc::compile(src, "sm_90a", &opts, "(all)").unwrap_or_else(|e| panic!("{e}"));
+    let traced = softmax_with("sm_90a", Some("-DKL_V9_TRACE=1"));
     let plain = softmax_sm90a();
     assert!(
         traced.ptx.contains(".global .align 8 .b8 kl_v9_trace["),
@@ -438,24 +467,9 @@ fn softmax_v9_carries_its_trace_stamps_only_when_asked() {
     for sym in ["f32", "bf16", "f16"].iter().flat_map(|dt| {
         ["gridsync", "pingpong", "smpair"].map(|form| format!("softmax_v9_{form}_{dt}"))
     }) {
-        let body = ptx_entry_body(&traced.ptx, &sym).unwrap();
-        assert_eq!(body.matches("%globaltimer").count(), 5, "{sym}");
         // Each CTA records its SM (the smpair form also reads it to take its place).
         let smid = if sym.contains("smpair") { 2 } else { 1 };
-        assert_eq!(body.matches("%smid").count(), smid, "{sym}");
-        let info = traced.ptxas_info(&sym).unwrap();
-        if !sym.contains("gridsync") {
-            assert_eq!(
-                (info.spill_store_bytes, info.spill_load_bytes),
-                (0, 0),
-                "{sym} spills when traced: {info:?}"
-            );
-        }
-        let body = ptx_entry_body(&plain.ptx, &sym).unwrap();
-        assert!(
-            !body.contains("%globaltimer"),
-            "{sym} is stamped by default"
-        );
+        check_stamps(&traced, &plain, &sym, 5, smid, !sym.contains("gridsync"));
     }
 }
 
@@ -466,13 +480,7 @@ fn softmax_v11_carries_its_trace_stamps_only_when_asked() {
     if !nvrtc_or_skip() {
         return;
     }
-    let src = kernels::ALL
-        .iter()
-        .find(|s| s.file == "softmax.cu")
-        .unwrap();
-    let mut opts = nvrtc::base_options("sm_90a");
-    opts.push("-DKL_V11_TRACE=1".into());
-    let traced = nvrtc::compile(src, "sm_90a", &opts, "(all)").unwrap_or_else(|e| panic!("{e}"));
+    let traced = softmax_with("sm_90a", Some("-DKL_V11_TRACE=1"));
     let plain = softmax_sm90a();
     for g in ["kl_v11_trace[", "kl_v11_row[", "kl_v11_sm["] {
         assert!(traced.ptx.contains(g), "no {g}");
@@ -482,20 +490,7 @@ fn softmax_v11_carries_its_trace_stamps_only_when_asked() {
         .iter()
         .flat_map(|dt| [512, 1024, 2048].map(|c| format!("softmax_v11_deal_c{c}_{dt}")))
     {
-        let body = ptx_entry_body(&traced.ptx, &sym).unwrap();
-        assert_eq!(body.matches("%globaltimer").count(), 10, "{sym}");
-        assert_eq!(body.matches("%smid").count(), 1, "{sym}");
-        let info = traced.ptxas_info(&sym).unwrap();
-        assert_eq!(
-            (info.spill_store_bytes, info.spill_load_bytes),
-            (0, 0),
-            "{sym} spills when traced: {info:?}"
-        );
-        let body = ptx_entry_body(&plain.ptx, &sym).unwrap();
-        assert!(
-            !body.contains("%globaltimer"),
-            "{sym} is stamped by default"
-        );
+        check_stamps(&traced, &plain, &sym, 10, 1, true);
     }
 }
 

@@ -20,6 +20,87 @@ pub const STAMPS: usize = 5;
 pub const ITERS: usize = 64;
 pub const CTAS: usize = 1024;
 
+/// What a trace tool (`examples/v9_trace.rs`, `examples/v11_trace.rs`) runs on: its
+/// arguments `ROWS COLS [DTYPE] [CALLS]`, the GPU, and an input on which `variant` was
+/// checked against the f64 reference (its output NaN-poisoned first).
+pub struct TraceRun {
+    pub rows: usize,
+    pub cols: usize,
+    pub dtype: DType,
+    pub calls: usize,
+    pub cuda: std::sync::Arc<CudaDevice>,
+    pub p: crate::Params,
+    pub x: crate::Tensor,
+    pub y: crate::Tensor,
+}
+
+/// [`TraceRun`] from the tool's arguments: `usage` is its usage line, `clear` its trace's
+/// clear (called once first, so a build without the stamps fails at once, saying what to
+/// set), `variant` the version it traces.
+pub fn trace_run(
+    args: &[String],
+    usage: &str,
+    variant: &str,
+    clear: fn(&CudaDevice, DType) -> Result<()>,
+) -> Result<TraceRun> {
+    if args.len() < 2 {
+        return Err(Error::Invalid(format!("usage: {usage}")));
+    }
+    let num = |i: usize, what: &str, default: usize| -> Result<usize> {
+        args.get(i).map_or(Ok(default), |s| {
+            s.parse()
+                .map_err(|e| Error::Invalid(format!("{what} {s:?}: {e}")))
+        })
+    };
+    let (rows, cols, calls) = (num(0, "ROWS", 0)?, num(1, "COLS", 0)?, num(3, "CALLS", 3)?);
+    if rows == 0 || cols == 0 {
+        return Err(Error::Invalid("ROWS and COLS must be at least 1".into()));
+    }
+    let dtype: DType = args
+        .get(2)
+        .map_or(Ok(DType::F32), |s| s.parse())
+        .map_err(Error::Invalid)?;
+    let (dev, line) = crate::Device::open(crate::DeviceSpec::Auto)?;
+    eprintln!("{line}");
+    let Some(cuda) = dev.cuda().cloned() else {
+        return Err(Error::Invalid(format!(
+            "tracing {variant} runs a CUDA kernel and needs a GPU"
+        )));
+    };
+    clear(&cuda, dtype)?;
+    let p = crate::Params::default();
+    let init = crate::Init::Normal {
+        mean: 0.0,
+        std: 2.0,
+    };
+    let x = crate::Tensor::random(&[rows, cols], dtype, init, 11, None, &dev)?;
+    let mut y = crate::Tensor::empty(&[rows, cols], dtype, &dev)?;
+    y.poison_nan()?;
+    crate::ops::softmax::run_named(variant, &p, &x, &mut y)?;
+    let reference = crate::ops::softmax::reference(&x.to_f64_vec()?, cols, &p);
+    let check = crate::validate::compare(&y.to_f64_vec()?, &reference, cols, dtype);
+    if !check.passed {
+        return Err(Error::Invalid(format!(
+            "{variant} {dtype} {rows}×{cols}: {}",
+            check.describe()
+        )));
+    }
+    eprintln!(
+        "{variant} {dtype} {rows}×{cols}: valid (max rel err {:.1e})",
+        check.max_rel_err
+    );
+    Ok(TraceRun {
+        rows,
+        cols,
+        dtype,
+        calls,
+        cuda,
+        p,
+        x,
+        y,
+    })
+}
+
 /// The traced launch's shape, as its CTA 0 wrote it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Meta {
@@ -606,25 +687,16 @@ pub mod v11 {
                 "{} rows ({} chunks) traced; µs, mean / median / p90:",
                 self.rows, self.chunks
             )?;
-            writeln!(f, "  a chunk:")?;
-            for ((label, _, _), s) in CHUNK_STEPS.iter().zip(&self.chunk) {
-                writeln!(
-                    f,
-                    "    {label:<36}{:8.2} {:8.2} {:8.2}",
-                    us(s.mean),
-                    us(s.median),
-                    us(s.p90)
-                )?;
-            }
-            writeln!(f, "  a row:")?;
-            for (label, s) in ROW_STEPS.iter().zip(&self.row) {
-                writeln!(
-                    f,
-                    "    {label:<36}{:8.2} {:8.2} {:8.2}",
-                    us(s.mean),
-                    us(s.median),
-                    us(s.p90)
-                )?;
+            let labels = CHUNK_STEPS.iter().map(|s| s.0);
+            for (head, steps) in [
+                ("a chunk", labels.zip(&self.chunk).collect::<Vec<_>>()),
+                ("a row", ROW_STEPS.into_iter().zip(&self.row).collect()),
+            ] {
+                writeln!(f, "  {head}:")?;
+                for (label, s) in steps {
+                    let (a, b, c) = (us(s.mean), us(s.median), us(s.p90));
+                    writeln!(f, "    {label:<36}{a:8.2} {b:8.2} {c:8.2}")?;
+                }
             }
             writeln!(
                 f,
