@@ -700,18 +700,11 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
     // v9's two forms, each forced wherever it can run: the plain one at the widths where the
     // ping-pong form is the default, and the ping-pong one at small G with many groups (the
     // default there is plain). Same shapes, two launches each.
-    let v9 = variants(Op::Softmax, dev)
-        .into_iter()
-        .find(|v| v.name == "v9_gridsync")
-        .expect("v9_gridsync is registered");
     for (form, run) in [
         ("plain", softmax::run_v9_plain as registry::RunFn),
         ("ping-pong", softmax::run_v9_pingpong),
     ] {
-        let forced = Variant {
-            run: registry::Kernel::Unary(run),
-            ..*v9
-        };
+        let forced = forced_version(dev, "v9_gridsync", run);
         for (i, (shape, dts)) in shapes.iter().enumerate() {
             for &dt in *dts {
                 let x = rand(shape, dt, init, 190 + i as u64);
@@ -761,18 +754,8 @@ fn softmax_v9_smpair_places_match(dev: &Device) {
         return;
     }
     let h200 = cuda.props.sm_count == 132;
-    let v9 = variants(Op::Softmax, dev)
-        .into_iter()
-        .find(|v| v.name == "v9_gridsync")
-        .expect("v9_gridsync is registered");
-    let smpair = Variant {
-        run: registry::Kernel::Unary(softmax::run_v9_smpair),
-        ..*v9
-    };
-    let pingpong = Variant {
-        run: registry::Kernel::Unary(softmax::run_v9_pingpong),
-        ..*v9
-    };
+    let smpair = forced_version(dev, "v9_gridsync", softmax::run_v9_smpair);
+    let pingpong = forced_version(dev, "v9_gridsync", softmax::run_v9_pingpong);
     let shapes: &[(&[usize], DType, bool)] = &[
         (&[8, 1048576], DType::F32, false),
         (&[20, 1048576], DType::F32, false),
@@ -846,6 +829,33 @@ fn check_three_launches(
     }
 }
 
+/// The registered softmax version `name` with its launch replaced by `run` (one of its
+/// forms or settings, forced).
+fn forced_version(dev: &Device, name: &str, run: registry::RunFn) -> Variant {
+    let v = variants(Op::Softmax, dev)
+        .into_iter()
+        .find(|v| v.name == name)
+        .unwrap_or_else(|| panic!("{name} is registered"));
+    Variant {
+        run: registry::Kernel::Unary(run),
+        ..*v
+    }
+}
+
+/// The shapes the v10 and v11 tests deal out (rows of one tile or chunk, partial and empty
+/// last ones, odd widths that peel, very wide rows; every dtype), and their inputs' spread.
+const DEALT_SHAPES: &[(&[usize], DType)] = &[
+    (&[4096, 1025], DType::F32),
+    (&[4, 8197], DType::F32),
+    (&[333, 65537], DType::BF16),
+    (&[9, 1_000_003], DType::F16),
+    (&[3, 4_194_305], DType::F32),
+];
+const DEALT_INIT: Init = Init::Normal {
+    mean: 0.0,
+    std: 3.0,
+};
+
 /// v10 with each tile size, and with extra lag on a grid capped at 100 CTAs (a wider L2
 /// window, more tiles between a row's first pass and its second, many tiles a CTA), over shapes
 /// where rows take one tile, a partial last tile, an empty last tile (f32 8197 columns with
@@ -870,32 +880,15 @@ fn softmax_v10_tilings_all_match(dev: &Device) {
         };
         run_v10_tuned(p, x, y, t)
     }
-    let v10 = variants(Op::Softmax, dev)
-        .into_iter()
-        .find(|v| v.name == "v10_l2pass")
-        .expect("v10_l2pass is registered");
-    let init = Init::Normal {
-        mean: 0.0,
-        std: 3.0,
-    };
-    let shapes: &[(&[usize], DType)] = &[
-        (&[4096, 1025], DType::F32),
-        (&[4, 8197], DType::F32),
-        (&[333, 65537], DType::BF16),
-        (&[9, 1_000_003], DType::F16),
-        (&[3, 4_194_305], DType::F32),
-    ];
     for (label, run) in [
         ("u=2", tuned::<2, 0, 0> as registry::RunFn),
         ("u=4", tuned::<4, 0, 0>),
         ("u=4,lag=+3,grid=100", tuned::<4, 3, 100>),
     ] {
-        let forced = Variant {
-            run: registry::Kernel::Unary(run),
-            ..*v10
-        };
-        for (i, &(shape, dt)) in shapes.iter().enumerate() {
+        let forced = forced_version(dev, "v10_l2pass", run);
+        for (i, &(shape, dt)) in DEALT_SHAPES.iter().enumerate() {
             let seed = 290 + 10 * i as u64;
+            let init = DEALT_INIT;
             check_three_launches(dev, &forced, shape, dt, init, seed, &format!("v10 {label}"));
         }
     }
@@ -930,22 +923,8 @@ fn softmax_v11_chunkings_all_match(dev: &Device) {
         println!("v11_deal needs sm_90: not run on this device");
         return;
     }
-    let v11 = variants(Op::Softmax, dev)
-        .into_iter()
-        .find(|v| v.name == "v11_deal")
-        .expect("v11_deal is registered");
-    let init = Init::Normal {
-        mean: 0.0,
-        std: 3.0,
-    };
-    let shapes: &[(&[usize], DType)] = &[
-        (&[4096, 1025], DType::F32),
-        (&[4, 8197], DType::F32),
-        (&[333, 65537], DType::BF16),
-        (&[9, 1_000_003], DType::F16),
-        (&[3, 4_194_305], DType::F32),
-        (&[200, 262_144], DType::F32),
-    ];
+    // v10's shapes, and more rows than CTAs, each of many chunks.
+    let more: &[(&[usize], DType)] = &[(&[200, 262_144], DType::F32)];
     // (label, chunk packs, slots at most, the run with those settings)
     for (label, chunk, slots, run) in [
         ("chunk=8", 512, 24, tuned::<512, 24> as registry::RunFn),
@@ -954,11 +933,8 @@ fn softmax_v11_chunkings_all_match(dev: &Device) {
         ("chunk=32,slots=3", 2048, 3, tuned::<2048, 3>),
         ("chunk=8,slots=2", 512, 2, tuned::<512, 2>),
     ] {
-        let forced = Variant {
-            run: registry::Kernel::Unary(run),
-            ..*v11
-        };
-        for (i, &(shape, dt)) in shapes.iter().enumerate() {
+        let forced = forced_version(dev, "v11_deal", run);
+        for (i, &(shape, dt)) in DEALT_SHAPES.iter().chain(more).enumerate() {
             // A row of more chunks than the grid's slots hold is refused (the deadlock rule):
             // check the refusal names it, and skip the shape for this setting.
             let cuda = dev.cuda().expect("a CUDA device");
@@ -977,6 +953,7 @@ fn softmax_v11_chunkings_all_match(dev: &Device) {
                 continue;
             }
             let seed = 390 + 10 * i as u64;
+            let init = DEALT_INIT;
             check_three_launches(dev, &forced, shape, dt, init, seed, &format!("v11 {label}"));
         }
     }
