@@ -1102,6 +1102,18 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
                         .and_then(|(c, _, _)| v8_wide16_cluster(packs, c))
                         .is_some())
         });
+    // v9's capacity (an occupancy query) bounds v11's rule and v9's own: asked once, if at all.
+    let v9_holds_cell = std::cell::OnceCell::new();
+    let v9_holds = || {
+        *v9_holds_cell.get_or_init(|| {
+            hopper
+                && peelable
+                && cuda
+                    .as_ref()
+                    .and_then(|d| v9_max_cols(d, dt))
+                    .is_some_and(|m| cols <= m)
+        })
+    };
     // v6's capacity costs an occupancy query; two rules may ask for the same form.
     let fits = [std::cell::OnceCell::new(), std::cell::OnceCell::new()];
     let v6_fits = |packed: bool| {
@@ -1171,34 +1183,14 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
         // 64×4194304 3201 / 3121) and lost to it at f32 64×4194304 (run 172: 2393 against
         // 3263; a 16 MB row holds most of the grid's slots, so rows barely overlap). Odd widths
         // stay on v9: f32 256×1048577 3265 against 3408, bf16 3212 against 3181 (run 173).
-        "v4_online"
-            if hopper
-                && vec
-                && peelable
-                && cols * dt.size() <= V11_ROW_BYTES
-                && cuda
-                    .as_ref()
-                    .and_then(|d| v9_max_cols(d, dt))
-                    .is_some_and(|m| cols <= m) =>
-        {
-            "v11_deal"
-        }
+        "v4_online" if vec && cols * dt.size() <= V11_ROW_BYTES && v9_holds() => "v11_deal",
         // Past that, on sm_90, v9 (v8's parts split across co-resident CTAs) wherever every
         // resident CTA together holds the row: it led v6 and v8 (clusters of 16) at every
         // width measured past v8's eight CTAs (H200, two CTAs an SM, parts at most half in
         // shared memory: f32 256×1048576 3322 against v6's 2927 GB/s (v8: 2900, seventh
         // session); 64×4194304 2892 against 2512; bf16 128×2097152 3139 against 2658 and
         // v8's 2566).
-        "v4_online"
-            if hopper
-                && peelable
-                && cuda
-                    .as_ref()
-                    .and_then(|d| v9_max_cols(d, dt))
-                    .is_some_and(|m| cols <= m) =>
-        {
-            "v9_gridsync"
-        }
+        "v4_online" if v9_holds() => "v9_gridsync",
         // Then v6 wherever its resident CTAs hold the row: with the tagged exchange it beats
         // v4 from 65536 to 4 Mi f32 columns on the H200 (256×1048576: 2844 against 2697 GB/s;
         // 64×4194304: 2443 against 1686). Elsewhere (not measured) the earlier rule: rows up
