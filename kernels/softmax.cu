@@ -595,19 +595,27 @@ __device__ __forceinline__ SplitPart split_part(const T* xr, int cols, int G, in
     return SplitPart{head, head + packs * VEC, p0, (min(packs, p0 + chunk) - p0) * VEC};
 }
 
-// The last CTA out zeroes the launch's `n` slots (every other CTA has finished reading
-// them: it counted itself done after its last wait) and resets the count for the next launch.
-// With G = 1 nothing was published and the caller passes n = 0.
-__device__ __forceinline__ void split_finish(SplitHeader* hdr, SplitSlot* slots, int n) {
+// Whether this CTA is the grid's last out (every thread gets the answer): each CTA counts
+// itself done on `done` once all its threads are through; the last one's fence then puts its
+// peers' work (their publishes and reads, seen through the count) before what it does next.
+__device__ __forceinline__ bool last_cta_out(unsigned* done) {
     __shared__ int last;
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
-        last = atomicAdd(&hdr->done, 1u) == gridDim.x - 1;
+        last = atomicAdd(done, 1u) == gridDim.x - 1;
     }
     __syncthreads();
-    if (last) {
-        __threadfence();  // the peers' publishes and reads, seen through the count, come first
+    if (!last) return false;
+    __threadfence();
+    return true;
+}
+
+// The last CTA out zeroes the launch's `n` slots (every other CTA has finished reading
+// them: it counted itself done after its last wait) and resets the count for the next launch.
+// With G = 1 nothing was published and the caller passes n = 0.
+__device__ __forceinline__ void split_finish(SplitHeader* hdr, SplitSlot* slots, int n) {
+    if (last_cta_out(&hdr->done)) {
         for (int i = threadIdx.x; i < n; i += blockDim.x) slots[i] = SplitSlot{0ull, 0ull};
         if (threadIdx.x == 0) hdr->done = 0;
     }
@@ -1448,7 +1456,6 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
     __shared__ int ids[KL_V11_MAX_SLOTS], seq[KL_V11_MAX_SLOTS];
     __shared__ int end_n;
     __shared__ unsigned tag_s;
-    __shared__ int last;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int total = rows * cpr;  // the launcher keeps total + 8·grid below 2^31
     if (tid == 0) {
@@ -1611,14 +1618,7 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
     // The last CTA out clears the row counts and the claim counter and bumps the launch tag
     // (every CTA read it at its start; every count was last used before its user's CTA counted
     // itself done).
-    __syncthreads();
-    if (tid == 0) {
-        __threadfence();
-        last = atomicAdd(&hdr->done, 1u) == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (last) {
-        __threadfence();
+    if (last_cta_out(&hdr->done)) {
         for (int i = tid; i < rows; i += blockDim.x) cnt[i] = 0u;
         if (tid == 0) {
             hdr->next = 0u;
