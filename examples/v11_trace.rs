@@ -8,24 +8,33 @@
 //! stamps cost a few instructions and stores a chunk; kernels built without the macro have
 //! none of them. Only the first `v11::CHUNKS` chunks (and `v11::ROWS` rows) are traced.
 use anyhow::Result;
+use kernlab::ops::softmax;
 use kernlab::ops::softmax_trace::v11 as trace;
 
 fn main() -> Result<()> {
     let a: Vec<String> = std::env::args().skip(1).collect();
-    let run = kernlab::ops::softmax_trace::trace_run(
+    let kernlab::ops::softmax_trace::TraceRun {
+        rows,
+        cols,
+        dtype,
+        calls,
+        cuda,
+        p,
+        x,
+        mut y,
+    } = kernlab::ops::softmax_trace::trace_run(
         &a,
         "KERNLAB_NVRTC_DEFINES=KL_V11_TRACE=1 v11_trace ROWS COLS [DTYPE] [CALLS]",
         "v11_deal",
         trace::clear,
     )?;
-    let (rows, cols, dtype, cuda, p, x, mut y) =
-        (run.rows, run.cols, run.dtype, run.cuda, run.p, run.x, run.y);
-    let tuning = kernlab::ops::softmax::V11Tuning::from_env();
-    let pack = 16 / dtype.size();
-    let cpr = (cols / pack).div_ceil(tuning.chunk).max(1);
-    for call in 1..=run.calls {
+    let tuning = softmax::V11Tuning::from_env();
+    // The launch's own plan (chunks a row) for the shape just run.
+    let name = softmax::v11_kernel(tuning.chunk, dtype);
+    let cpr = softmax::v11_plan(&cuda, &name, cols / (16 / dtype.size()), rows, tuning)?.cpr;
+    for call in 1..=calls {
         trace::clear(&cuda, dtype)?;
-        kernlab::ops::softmax::run_named("v11_deal", &p, &x, &mut y)?;
+        softmax::run_named("v11_deal", &p, &x, &mut y)?;
         cuda.sync()?;
         let t = trace::read(&cuda, dtype)?;
         let s = trace::summarize(&t, rows, cpr);

@@ -938,7 +938,7 @@ fn softmax_v11_chunkings_all_match(dev: &Device) {
             // A row of more chunks than the grid's slots hold is refused (the deadlock rule):
             // check the refusal names it, and skip the shape for this setting.
             let cuda = dev.cuda().expect("a CUDA device");
-            let name = format!("softmax_v11_deal_c{chunk}_{dt}");
+            let name = softmax::v11_kernel(chunk, dt);
             let t = V11Tuning {
                 chunk,
                 max_slots: slots,

@@ -162,7 +162,7 @@ pub fn run_v11_tuned(p: &Params, x: &Tensor, y: &mut Tensor, tuning: V11Tuning) 
     let (io, r) = rows_io(x, y)?;
     require_bulk_copies("v11_deal", &io)?;
     require_peelable("v11_deal", &r, &io)?;
-    let name = format!("softmax_v11_deal_c{}_{}", tuning.chunk, x.dtype());
+    let name = v11_kernel(tuning.chunk, x.dtype());
     let c = v11_plan(&io.dev, &name, r.cols / r.pack, r.rows, tuning)?;
     let chunk_bytes = c.chunk * 16;
     let cfg = LaunchConfig {
@@ -199,11 +199,13 @@ pub fn run_v11_tuned(p: &Params, x: &Tensor, y: &mut Tensor, tuning: V11Tuning) 
     )
 }
 
+/// v11's kernel for chunks of `chunk` 16-byte packs (one of [`V11_CHUNKS`]) and `dt`.
+pub fn v11_kernel(chunk: usize, dt: DType) -> String {
+    format!("softmax_v11_deal_c{chunk}_{dt}")
+}
+
 pub fn symbols_v11(dt: DType) -> Vec<String> {
-    V11_CHUNKS
-        .iter()
-        .map(|c| format!("softmax_v11_deal_c{c}_{dt}"))
-        .collect()
+    V11_CHUNKS.iter().map(|&c| v11_kernel(c, dt)).collect()
 }
 
 #[cfg(test)]
