@@ -23,17 +23,6 @@ __device__ __forceinline__ void mbar_expect_tx(u32 bar, u32 bytes) {
 __device__ __forceinline__ void mbar_arrive(u32 bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
-// Wait until the phase of parity `parity` has completed.
-__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
-    u32 done;
-    do {
-        asm volatile(
-            "{ .reg .pred p;\n"
-            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-            "selp.u32 %0, 1, 0, p; }"
-            : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    } while (!done);
-}
 // Whether the phase of parity `parity` has completed (one test, no wait).
 __device__ __forceinline__ bool mbar_test(u32 bar, u32 parity) {
     u32 done;
@@ -43,6 +32,10 @@ __device__ __forceinline__ bool mbar_test(u32 bar, u32 parity) {
         "selp.u32 %0, 1, 0, p; }"
         : "=r"(done) : "r"(bar), "r"(parity) : "memory");
     return done != 0;
+}
+// Wait until the phase of parity `parity` has completed.
+__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
+    while (!mbar_test(bar, parity)) {}
 }
 // A 1-D bulk copy of `bytes` (a multiple of 16; both addresses 16-byte aligned) from global
 // into shared memory by the TMA unit; completes `bytes` of transactions on mbarrier `bar`.
