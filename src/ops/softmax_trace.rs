@@ -74,11 +74,9 @@ pub fn trace_run(
         std: 2.0,
     };
     let x = crate::Tensor::random(&[rows, cols], dtype, init, 11, None, &dev)?;
-    let mut y = crate::Tensor::empty(&[rows, cols], dtype, &dev)?;
-    y.poison_nan()?;
-    crate::ops::softmax::run_named(variant, &p, &x, &mut y)?;
+    let v = crate::registry::find(crate::Op::Softmax, variant, crate::device::DeviceKind::Cuda)?;
     let reference = crate::ops::softmax::reference(&x.to_f64_vec()?, cols, &p);
-    let check = crate::validate::compare(&y.to_f64_vec()?, &reference, cols, dtype);
+    let (check, y) = crate::bench::validate_variant(v, &p, &x, &reference)?;
     if !check.passed {
         return Err(Error::Invalid(format!(
             "{variant} {dtype} {rows}×{cols}: {}",
