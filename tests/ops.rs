@@ -917,7 +917,8 @@ fn softmax_v11_chunkings_all_match(dev: &Device) {
         };
         run_v11_tuned(p, x, y, t)
     }
-    if dev.cuda().is_some_and(|d| d.props.compute_capability.0 < 9) {
+    let cuda = dev.cuda().expect("a CUDA device");
+    if cuda.props.compute_capability.0 < 9 {
         println!("v11_deal needs sm_90: not run on this device");
         return;
     }
@@ -935,7 +936,6 @@ fn softmax_v11_chunkings_all_match(dev: &Device) {
         for (i, &(shape, dt)) in DEALT_SHAPES.iter().chain(more).enumerate() {
             // A row of more chunks than the grid's slots hold is refused (the deadlock rule):
             // check the refusal names it, and skip the shape for this setting.
-            let cuda = dev.cuda().expect("a CUDA device");
             let name = softmax::v11_kernel(chunk, dt);
             let t = V11Tuning {
                 chunk,
