@@ -1411,6 +1411,13 @@ __device__ __forceinline__ unsigned long long v11_now() {
 #define KL_V11_SM(ID)
 #endif
 #define KL_V11_THREADS (32 * (1 + KL_V11_NA + KL_V11_NB))
+// The hold form (softmax_v11_hold_*): three stats warps and eight write warps that each take
+// their chunk out of its slot into registers (a 16 KB chunk is 128 registers a lane) and free
+// the slot before they wait for the chunk's row, so the slot takes the next claim while the
+// chunk waits. 384 threads, one CTA an SM: up to 168 registers a thread.
+#define KL_V11H_NA 3
+#define KL_V11H_NB 8
+#define KL_V11H_THREADS (32 * (1 + KL_V11H_NA + KL_V11H_NB))
 struct __align__(16) DealHeader { unsigned next, done, epoch, pad; };
 
 // A consumer warp's wait for its n-th claim's chunk, false once the claims ran out before
@@ -1440,7 +1447,7 @@ __device__ __forceinline__ void v11_pass(RowRegs<T, VEC, 8>& a, const uint4* sp,
     }
 }
 
-template <class T, int CP>
+template <class T, int CP, int NA, int NB, bool HOLD>
 __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
                                  i64 ldx, i64 ldy, int lg, int cpr, int ns, DealHeader* hdr,
                                  unsigned* cnt, SplitSlot* state, SplitSlot* rowst) {
@@ -1461,7 +1468,10 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
     if (tid == 0) {
         for (int s = 0; s < ns; ++s) {
             mbar_init(smem_addr(&full[s]), 1);
-            mbar_init(smem_addr(&empty[s]), 1);
+            // The hold form frees a slot once both its stats warp and its write warp have
+            // read it; otherwise the write warp alone frees it (after the row's state, which
+            // the stats warp's reads come before).
+            mbar_init(smem_addr(&empty[s]), HOLD ? 2 : 1);
             seq[s] = -1;
         }
         end_n = 0x7fffffff;
@@ -1515,8 +1525,8 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
                 KL_V11_STAMP(id, 1);
             }
         }
-    } else if (warp <= KL_V11_NA) {
-        for (int n = warp - 1;; n += KL_V11_NA) {
+    } else if (warp <= NA) {
+        for (int n = warp - 1;; n += NA) {
             const int s = n % ns;
             if (!v11_wait(n, ns, full, seq, &end_n)) break;
             const int id = ids[s];
@@ -1532,6 +1542,11 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
                 RowRegs<T, VEC, 8> a;
                 v11_pass(a, sp, j, np, lane);
                 st = maxsum_merge(st, a.maxsum(!lg));
+            }
+            if constexpr (HOLD) {
+                // This warp's reads of the slot are done: its share of freeing it.
+                __syncwarp();
+                if (lane == 0) mbar_arrive(smem_addr(&empty[s]));
             }
             if (c == 0 && lane < g.scalars(cols)) st = maxsum_add(st, to_f32(xr[g.scalar_col(lane)]));
             st = warp_maxsum(st);
@@ -1575,37 +1590,57 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
     } else {
         int cur = -1;
         float rm = 0.0f, rs = 0.0f;
-        for (int n = warp - 1 - KL_V11_NA;; n += KL_V11_NB) {
+        for (int n = warp - 1 - NA;; n += NB) {
             const int s = n % ns;
             if (!v11_wait(n, ns, full, seq, &end_n)) break;
             const int id = ids[s];
             KL_V11_STAMP(id, 5);
             const int r = id / cpr, c = id - r * cpr;
-            if (r != cur) {
-                MaxSum all{0.0f, 0.0f};
-                if (lane == 0) all = split_wait<32>(rowst + r, tag);
-                rm = __shfl_sync(0xffffffffu, all.m, 0);
-                rs = __shfl_sync(0xffffffffu, all.s, 0);
-                cur = r;
-            }
-            KL_V11_STAMP(id, 6);
             const T* xr = x + r * ldx;
             T* yr = y + r * ldy;
             const SplitPart g = tile_part<T, VEC>(xr, cols, c, CP);
             const int np = g.n / VEC;
             const uint4* sp = v11_slots + (size_t)s * CP;
             T* yb = yr + g.head + (i64)g.p0 * VEC;
-            #pragma unroll 1
-            for (int j = 0; j < KS; ++j) {
-                RowRegs<T, VEC, 8> b;
-                v11_pass(b, sp, j, np, lane);
-                if (j == KS - 1) {
-                    // The slot's last reads are done (in registers): free it for the next claim.
-                    __syncwarp();
-                    if (lane == 0) mbar_arrive(smem_addr(&empty[s]));
-                    KL_V11_STAMP(id, 7);
+            if constexpr (HOLD) {
+                // The whole chunk into registers, the slot freed, then the wait for the row.
+                RowRegs<T, VEC, 8> h[KS];
+                #pragma unroll
+                for (int j = 0; j < KS; ++j) v11_pass(h[j], sp, j, np, lane);
+                __syncwarp();
+                if (lane == 0) mbar_arrive(smem_addr(&empty[s]));
+                KL_V11_STAMP(id, 7);
+                if (r != cur) {
+                    MaxSum all{0.0f, 0.0f};
+                    if (lane == 0) all = split_wait<32>(rowst + r, tag);
+                    rm = __shfl_sync(0xffffffffu, all.m, 0);
+                    rs = __shfl_sync(0xffffffffu, all.s, 0);
+                    cur = r;
                 }
-                b.store(yb + (i64)j * 256 * VEC, g.n - j * 256 * VEC, lane, 32, rm, rs, lg);
+                KL_V11_STAMP(id, 6);
+                #pragma unroll
+                for (int j = 0; j < KS; ++j) h[j].store(yb + (i64)j * 256 * VEC, g.n - j * 256 * VEC, lane, 32, rm, rs, lg);
+            } else {
+                if (r != cur) {
+                    MaxSum all{0.0f, 0.0f};
+                    if (lane == 0) all = split_wait<32>(rowst + r, tag);
+                    rm = __shfl_sync(0xffffffffu, all.m, 0);
+                    rs = __shfl_sync(0xffffffffu, all.s, 0);
+                    cur = r;
+                }
+                KL_V11_STAMP(id, 6);
+                #pragma unroll 1
+                for (int j = 0; j < KS; ++j) {
+                    RowRegs<T, VEC, 8> b;
+                    v11_pass(b, sp, j, np, lane);
+                    if (j == KS - 1) {
+                        // The slot's last reads are done (in registers): free it for the next claim.
+                        __syncwarp();
+                        if (lane == 0) mbar_arrive(smem_addr(&empty[s]));
+                        KL_V11_STAMP(id, 7);
+                    }
+                    b.store(yb + (i64)j * 256 * VEC, g.n - j * 256 * VEC, lane, 32, rm, rs, lg);
+                }
             }
             KL_V11_STAMP(id, 8);
             if (c == 0 && lane < g.scalars(cols)) {
@@ -1761,7 +1796,14 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
     extern "C" __global__ void __launch_bounds__(KL_V11_THREADS, 1) softmax_v11_deal_c##CP##_##TN( \
         KL_ARGS(T), int cpr, int ns, DealHeader* hdr, unsigned* cnt, SplitSlot* state,              \
         SplitSlot* rowst) {                                                                         \
-        softmax_v11_deal<T, CP>(KL_PASS, cpr, ns, hdr, cnt, state, rowst); }
+        softmax_v11_deal<T, CP, KL_V11_NA, KL_V11_NB, false>(KL_PASS, cpr, ns, hdr, cnt, state, rowst); }
+// v11's hold form: KL_V11H_NA stats warps, KL_V11H_NB write warps holding their chunk in
+// registers; 16 KB chunks only.
+#define KL_V11H(TN, T)                                                                            \
+    extern "C" __global__ void __launch_bounds__(KL_V11H_THREADS, 1) softmax_v11_hold_c1024_##TN(  \
+        KL_ARGS(T), int cpr, int ns, DealHeader* hdr, unsigned* cnt, SplitSlot* state,              \
+        SplitSlot* rowst) {                                                                         \
+        softmax_v11_deal<T, 1024, KL_V11H_NA, KL_V11H_NB, true>(KL_PASS, cpr, ns, hdr, cnt, state, rowst); }
 
 #define KL_ALL(TN, T)                                                        \
     KL_V1(TN, T)                                                             \
@@ -1775,7 +1817,7 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
     KL_V8(TN, T)                                                             \
     KL_V9(TN, T)                                                             \
     KL_V10(TN, T, 2) KL_V10(TN, T, 4)                                        \
-    KL_V11(TN, T, 512) KL_V11(TN, T, 1024) KL_V11(TN, T, 2048)
+    KL_V11(TN, T, 512) KL_V11(TN, T, 1024) KL_V11(TN, T, 2048) KL_V11H(TN, T)
 
 #define KL_HALF(TN, T) KL_V3S(TN, T, 1) KL_V3S(TN, T, 2) KL_V3S(TN, T, 4) KL_V3S(TN, T, 8)
 
