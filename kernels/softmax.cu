@@ -1411,10 +1411,13 @@ __device__ __forceinline__ unsigned long long v11_now() {
 #define KL_V11_SM(ID)
 #endif
 #define KL_V11_THREADS (32 * (1 + KL_V11_NA + KL_V11_NB))
-// The hold form (softmax_v11_hold_*): three stats warps and eight write warps that each take
-// their chunk out of its slot into registers (a 16 KB chunk is 128 registers a lane) and free
-// the slot before they wait for the chunk's row, so the slot takes the next claim while the
-// chunk waits. 384 threads, one CTA an SM: up to 168 registers a thread.
+// The hold form (softmax_v11_hold_*): three stats warps and eight write warps; a write warp
+// waits for its chunk's row with the chunk in its slot, as v11's, then takes the whole chunk
+// into registers (a 16 KB chunk is 128 registers a lane) and frees the slot before it computes
+// and stores the outputs, so the slot's next claim does not wait out the write. 384 threads,
+// one CTA an SM: up to 168 registers a thread. (Run 178 measured an earlier hold form, which
+// took the chunk into registers before the row's wait: 16% slower, since then only eight
+// chunks a CTA could wait for their rows, one a write warp; docs/perf-notes.md.)
 #define KL_V11H_NA 3
 #define KL_V11H_NB 8
 #define KL_V11H_THREADS (32 * (1 + KL_V11H_NA + KL_V11H_NB))
@@ -1468,10 +1471,9 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
     if (tid == 0) {
         for (int s = 0; s < ns; ++s) {
             mbar_init(smem_addr(&full[s]), 1);
-            // The hold form frees a slot once both its stats warp and its write warp have
-            // read it; otherwise the write warp alone frees it (after the row's state, which
-            // the stats warp's reads come before).
-            mbar_init(smem_addr(&empty[s]), HOLD ? 2 : 1);
+            // The write warp frees the slot, after the row's state, which the stats warp's
+            // reads come before.
+            mbar_init(smem_addr(&empty[s]), 1);
             seq[s] = -1;
         }
         end_n = 0x7fffffff;
@@ -1543,11 +1545,6 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
                 v11_pass(a, sp, j, np, lane);
                 st = maxsum_merge(st, a.maxsum(!lg));
             }
-            if constexpr (HOLD) {
-                // This warp's reads of the slot are done: its share of freeing it.
-                __syncwarp();
-                if (lane == 0) mbar_arrive(smem_addr(&empty[s]));
-            }
             if (c == 0 && lane < g.scalars(cols)) st = maxsum_add(st, to_f32(xr[g.scalar_col(lane)]));
             st = warp_maxsum(st);
             unsigned done = 0;
@@ -1596,6 +1593,14 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
             const int id = ids[s];
             KL_V11_STAMP(id, 5);
             const int r = id / cpr, c = id - r * cpr;
+            if (r != cur) {
+                MaxSum all{0.0f, 0.0f};
+                if (lane == 0) all = split_wait<32>(rowst + r, tag);
+                rm = __shfl_sync(0xffffffffu, all.m, 0);
+                rs = __shfl_sync(0xffffffffu, all.s, 0);
+                cur = r;
+            }
+            KL_V11_STAMP(id, 6);
             const T* xr = x + r * ldx;
             T* yr = y + r * ldy;
             const SplitPart g = tile_part<T, VEC>(xr, cols, c, CP);
@@ -1603,32 +1608,16 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
             const uint4* sp = v11_slots + (size_t)s * CP;
             T* yb = yr + g.head + (i64)g.p0 * VEC;
             if constexpr (HOLD) {
-                // The whole chunk into registers, the slot freed, then the wait for the row.
+                // The whole chunk into registers, the slot freed, then the outputs.
                 RowRegs<T, VEC, 8> h[KS];
                 #pragma unroll
                 for (int j = 0; j < KS; ++j) v11_pass(h[j], sp, j, np, lane);
                 __syncwarp();
                 if (lane == 0) mbar_arrive(smem_addr(&empty[s]));
                 KL_V11_STAMP(id, 7);
-                if (r != cur) {
-                    MaxSum all{0.0f, 0.0f};
-                    if (lane == 0) all = split_wait<32>(rowst + r, tag);
-                    rm = __shfl_sync(0xffffffffu, all.m, 0);
-                    rs = __shfl_sync(0xffffffffu, all.s, 0);
-                    cur = r;
-                }
-                KL_V11_STAMP(id, 6);
                 #pragma unroll
                 for (int j = 0; j < KS; ++j) h[j].store(yb + (i64)j * 256 * VEC, g.n - j * 256 * VEC, lane, 32, rm, rs, lg);
             } else {
-                if (r != cur) {
-                    MaxSum all{0.0f, 0.0f};
-                    if (lane == 0) all = split_wait<32>(rowst + r, tag);
-                    rm = __shfl_sync(0xffffffffu, all.m, 0);
-                    rs = __shfl_sync(0xffffffffu, all.s, 0);
-                    cur = r;
-                }
-                KL_V11_STAMP(id, 6);
                 #pragma unroll 1
                 for (int j = 0; j < KS; ++j) {
                     RowRegs<T, VEC, 8> b;

@@ -8,8 +8,9 @@ use super::*;
 /// v11's CTAs: a producer warp, four stats warps and eight write warps, each warp a chunk at a time (kernels/softmax.cu's
 /// KL_V11_THREADS).
 pub const V11_THREADS: usize = 32 * (1 + 4 + 8);
-/// The hold form's CTAs: a producer warp, three stats warps and eight write warps that hold
-/// their chunk in registers (KL_V11H_THREADS), for 16 KB chunks only.
+/// The hold form's CTAs: a producer warp, three stats warps and eight write warps that, once
+/// their chunk's row is out, take the chunk into registers and free its slot before writing
+/// (KL_V11H_THREADS), for 16 KB chunks only.
 pub const V11_HOLD_THREADS: usize = 32 * (1 + 3 + 8);
 /// The one chunk size the hold form is built for, in 16-byte packs.
 pub const V11_HOLD_CHUNK: usize = 1024;
@@ -25,8 +26,9 @@ const V11_HEADER: usize = 16;
 
 /// v11's tuning, from `KERNLAB_V11` ("chunk=8|16|32,slots=N,hold=0|1", chunk in KiB) for
 /// experiments: the chunk a claim takes (default 16 KB), at most N slots a CTA (default: as
-/// many as shared memory holds), and the hold form (write warps that take their chunk into
-/// registers and free its slot before waiting for the row; 16 KB chunks only).
+/// many as shared memory holds), and the hold form (write warps that, once the row is out,
+/// take their chunk into registers and free its slot before computing and storing the
+/// outputs; 16 KB chunks only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct V11Tuning {
     /// 16-byte packs a chunk.
