@@ -30,7 +30,7 @@ fn main() -> Result<()> {
     )?;
     let tuning = softmax::V11Tuning::from_env();
     // The launch's own plan (chunks a row) for the shape just run.
-    let name = softmax::v11_form_kernel(tuning, dtype).map_err(anyhow::Error::msg)?;
+    let name = softmax::v11_kernel(tuning.chunk, dtype);
     let cpr = softmax::v11_plan(&cuda, &name, cols / (16 / dtype.size()), rows, tuning)?.cpr;
     for call in 1..=calls {
         trace::clear(&cuda, dtype)?;

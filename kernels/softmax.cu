@@ -1357,6 +1357,8 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
 //   row's chunk states and publishes the row's (max, sum) in the row's tagged slot;
 // - NB "write" warps, warp b taking chunks b, b + NB, …: once the row's slot carries the
 //   launch's tag (lane 0 polls it), write the chunk's outputs from the slot and free it.
+//   NB is the launch's: the block's warps past the producer and the stats warps (the launcher
+//   runs 8 by default; built for up to KL_V11_NB_MAX, which sets the registers' bound).
 // The stats warps never wait for a row, so a CTA publishes every chunk it has loaded while
 // its writes wait. No deadlock: chunks are claimed in order and loaded with no dependency,
 // so the oldest incomplete row is fully claimed unless every slot of the grid holds a chunk
@@ -1368,8 +1370,8 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
 #ifndef KL_V11_NA
 #define KL_V11_NA 4
 #endif
-#ifndef KL_V11_NB
-#define KL_V11_NB 8
+#ifndef KL_V11_NB_MAX
+#define KL_V11_NB_MAX 15
 #endif
 #ifndef KL_V11_BATCH
 #define KL_V11_BATCH 4
@@ -1410,17 +1412,7 @@ __device__ __forceinline__ unsigned long long v11_now() {
 #define KL_V11_ROW_STAMP(R)
 #define KL_V11_SM(ID)
 #endif
-#define KL_V11_THREADS (32 * (1 + KL_V11_NA + KL_V11_NB))
-// The hold form (softmax_v11_hold_*): three stats warps and eight write warps; a write warp
-// waits for its chunk's row with the chunk in its slot, as v11's, then takes the whole chunk
-// into registers (a 16 KB chunk is 128 registers a lane) and frees the slot before it computes
-// and stores the outputs, so the slot's next claim does not wait out the write. 384 threads,
-// one CTA an SM: up to 168 registers a thread. (Run 178 measured an earlier hold form, which
-// took the chunk into registers before the row's wait: 16% slower, since then only eight
-// chunks a CTA could wait for their rows, one a write warp; docs/perf-notes.md.)
-#define KL_V11H_NA 3
-#define KL_V11H_NB 8
-#define KL_V11H_THREADS (32 * (1 + KL_V11H_NA + KL_V11H_NB))
+#define KL_V11_THREADS_MAX (32 * (1 + KL_V11_NA + KL_V11_NB_MAX))
 struct __align__(16) DealHeader { unsigned next, done, epoch, pad; };
 
 // A consumer warp's wait for its n-th claim's chunk, false once the claims ran out before
@@ -1450,7 +1442,7 @@ __device__ __forceinline__ void v11_pass(RowRegs<T, VEC, 8>& a, const uint4* sp,
     }
 }
 
-template <class T, int CP, int NA, int NB, bool HOLD>
+template <class T, int CP>
 __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
                                  i64 ldx, i64 ldy, int lg, int cpr, int ns, DealHeader* hdr,
                                  unsigned* cnt, SplitSlot* state, SplitSlot* rowst) {
@@ -1471,8 +1463,6 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
     if (tid == 0) {
         for (int s = 0; s < ns; ++s) {
             mbar_init(smem_addr(&full[s]), 1);
-            // The write warp frees the slot, after the row's state, which the stats warp's
-            // reads come before.
             mbar_init(smem_addr(&empty[s]), 1);
             seq[s] = -1;
         }
@@ -1527,8 +1517,8 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
                 KL_V11_STAMP(id, 1);
             }
         }
-    } else if (warp <= NA) {
-        for (int n = warp - 1;; n += NA) {
+    } else if (warp <= KL_V11_NA) {
+        for (int n = warp - 1;; n += KL_V11_NA) {
             const int s = n % ns;
             if (!v11_wait(n, ns, full, seq, &end_n)) break;
             const int id = ids[s];
@@ -1587,7 +1577,8 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
     } else {
         int cur = -1;
         float rm = 0.0f, rs = 0.0f;
-        for (int n = warp - 1 - NA;; n += NB) {
+        const int nb = (int)(blockDim.x >> 5) - 1 - KL_V11_NA;
+        for (int n = warp - 1 - KL_V11_NA;; n += nb) {
             const int s = n % ns;
             if (!v11_wait(n, ns, full, seq, &end_n)) break;
             const int id = ids[s];
@@ -1607,29 +1598,17 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
             const int np = g.n / VEC;
             const uint4* sp = v11_slots + (size_t)s * CP;
             T* yb = yr + g.head + (i64)g.p0 * VEC;
-            if constexpr (HOLD) {
-                // The whole chunk into registers, the slot freed, then the outputs.
-                RowRegs<T, VEC, 8> h[KS];
-                #pragma unroll
-                for (int j = 0; j < KS; ++j) v11_pass(h[j], sp, j, np, lane);
-                __syncwarp();
-                if (lane == 0) mbar_arrive(smem_addr(&empty[s]));
-                KL_V11_STAMP(id, 7);
-                #pragma unroll
-                for (int j = 0; j < KS; ++j) h[j].store(yb + (i64)j * 256 * VEC, g.n - j * 256 * VEC, lane, 32, rm, rs, lg);
-            } else {
-                #pragma unroll 1
-                for (int j = 0; j < KS; ++j) {
-                    RowRegs<T, VEC, 8> b;
-                    v11_pass(b, sp, j, np, lane);
-                    if (j == KS - 1) {
-                        // The slot's last reads are done (in registers): free it for the next claim.
-                        __syncwarp();
-                        if (lane == 0) mbar_arrive(smem_addr(&empty[s]));
-                        KL_V11_STAMP(id, 7);
-                    }
-                    b.store(yb + (i64)j * 256 * VEC, g.n - j * 256 * VEC, lane, 32, rm, rs, lg);
+            #pragma unroll 1
+            for (int j = 0; j < KS; ++j) {
+                RowRegs<T, VEC, 8> b;
+                v11_pass(b, sp, j, np, lane);
+                if (j == KS - 1) {
+                    // The slot's last reads are done (in registers): free it for the next claim.
+                    __syncwarp();
+                    if (lane == 0) mbar_arrive(smem_addr(&empty[s]));
+                    KL_V11_STAMP(id, 7);
                 }
+                b.store(yb + (i64)j * 256 * VEC, g.n - j * 256 * VEC, lane, 32, rm, rs, lg);
             }
             KL_V11_STAMP(id, 8);
             if (c == 0 && lane < g.scalars(cols)) {
@@ -1779,20 +1758,13 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
         KL_ARGS(T), int cpr, int lag, L2PassHeader* hdr, SplitSlot* part) {                        \
         softmax_v10_l2pass<T, U>(KL_PASS, cpr, lag, hdr, part); }
 
-// v11: one CTA an SM: a producer warp, KL_V11_NA stats warps and KL_V11_NB write warps;
+// v11: one CTA an SM: a producer warp, KL_V11_NA stats warps and up to KL_V11_NB_MAX write warps;
 // chunks of CP = 512, 1024 or 2048 16-byte packs (8, 16 or 32 KB).
 #define KL_V11(TN, T, CP)                                                                         \
-    extern "C" __global__ void __launch_bounds__(KL_V11_THREADS, 1) softmax_v11_deal_c##CP##_##TN( \
+    extern "C" __global__ void __launch_bounds__(KL_V11_THREADS_MAX, 1) softmax_v11_deal_c##CP##_##TN( \
         KL_ARGS(T), int cpr, int ns, DealHeader* hdr, unsigned* cnt, SplitSlot* state,              \
         SplitSlot* rowst) {                                                                         \
-        softmax_v11_deal<T, CP, KL_V11_NA, KL_V11_NB, false>(KL_PASS, cpr, ns, hdr, cnt, state, rowst); }
-// v11's hold form: KL_V11H_NA stats warps, KL_V11H_NB write warps holding their chunk in
-// registers; 16 KB chunks only.
-#define KL_V11H(TN, T)                                                                            \
-    extern "C" __global__ void __launch_bounds__(KL_V11H_THREADS, 1) softmax_v11_hold_c1024_##TN(  \
-        KL_ARGS(T), int cpr, int ns, DealHeader* hdr, unsigned* cnt, SplitSlot* state,              \
-        SplitSlot* rowst) {                                                                         \
-        softmax_v11_deal<T, 1024, KL_V11H_NA, KL_V11H_NB, true>(KL_PASS, cpr, ns, hdr, cnt, state, rowst); }
+        softmax_v11_deal<T, CP>(KL_PASS, cpr, ns, hdr, cnt, state, rowst); }
 
 #define KL_ALL(TN, T)                                                        \
     KL_V1(TN, T)                                                             \
@@ -1806,7 +1778,7 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
     KL_V8(TN, T)                                                             \
     KL_V9(TN, T)                                                             \
     KL_V10(TN, T, 2) KL_V10(TN, T, 4)                                        \
-    KL_V11(TN, T, 512) KL_V11(TN, T, 1024) KL_V11(TN, T, 2048) KL_V11H(TN, T)
+    KL_V11(TN, T, 512) KL_V11(TN, T, 1024) KL_V11(TN, T, 2048)
 
 #define KL_HALF(TN, T) KL_V3S(TN, T, 1) KL_V3S(TN, T, 2) KL_V3S(TN, T, 4) KL_V3S(TN, T, 8)
 

@@ -488,12 +488,7 @@ fn softmax_v11_carries_its_trace_stamps_only_when_asked() {
     }
     for sym in ["f32", "bf16", "f16"]
         .iter()
-        .flat_map(|dt| {
-            [512, 1024, 2048]
-                .map(|c| format!("softmax_v11_deal_c{c}_{dt}"))
-                .into_iter()
-                .chain([format!("softmax_v11_hold_c1024_{dt}")])
-        })
+        .flat_map(|dt| [512, 1024, 2048].map(|c| format!("softmax_v11_deal_c{c}_{dt}")))
     {
         check_stamps(&traced, &plain, &sym, 10, 1, true);
     }

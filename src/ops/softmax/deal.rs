@@ -5,15 +5,12 @@
 
 use super::*;
 
-/// v11's CTAs: a producer warp, four stats warps and eight write warps, each warp a chunk at a time (kernels/softmax.cu's
-/// KL_V11_THREADS).
-pub const V11_THREADS: usize = 32 * (1 + 4 + 8);
-/// The hold form's CTAs: a producer warp, three stats warps and eight write warps that, once
-/// their chunk's row is out, take the chunk into registers and free its slot before writing
-/// (KL_V11H_THREADS), for 16 KB chunks only.
-pub const V11_HOLD_THREADS: usize = 32 * (1 + 3 + 8);
-/// The one chunk size the hold form is built for, in 16-byte packs.
-pub const V11_HOLD_CHUNK: usize = 1024;
+/// v11's CTAs: a producer warp, four stats warps and (by default) eight write warps, each
+/// warp a chunk at a time; the kernels take up to [`V11_MAX_WRITERS`] write warps
+/// (kernels/softmax.cu's KL_V11_NB_MAX).
+const V11_STATS_WARPS: usize = 4;
+pub const V11_WRITERS: usize = 8;
+pub const V11_MAX_WRITERS: usize = 15;
 /// The chunk sizes built, in 16-byte packs (8, 16 and 32 KB).
 pub const V11_CHUNKS: [usize; 3] = [512, 1024, 2048];
 /// At most this many slots a CTA (the kernel's barrier arrays).
@@ -24,17 +21,15 @@ const V11_STATIC_SMEM: usize = 2048;
 /// v11's header (kernels/softmax.cu's DealHeader).
 const V11_HEADER: usize = 16;
 
-/// v11's tuning, from `KERNLAB_V11` ("chunk=8|16|32,slots=N,hold=0|1", chunk in KiB) for
+/// v11's tuning, from `KERNLAB_V11` ("chunk=8|16|32,slots=N,writers=W", chunk in KiB) for
 /// experiments: the chunk a claim takes (default 16 KB), at most N slots a CTA (default: as
-/// many as shared memory holds), and the hold form (write warps that, once the row is out,
-/// take their chunk into registers and free its slot before computing and storing the
-/// outputs; 16 KB chunks only).
+/// many as shared memory holds) and W write warps a CTA (1 to 15, default 8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct V11Tuning {
     /// 16-byte packs a chunk.
     pub chunk: usize,
     pub max_slots: usize,
-    pub hold: bool,
+    pub writers: usize,
 }
 
 impl Default for V11Tuning {
@@ -42,7 +37,7 @@ impl Default for V11Tuning {
         V11Tuning {
             chunk: 1024,
             max_slots: V11_MAX_SLOTS,
-            hold: false,
+            writers: V11_WRITERS,
         }
     }
 }
@@ -60,19 +55,15 @@ impl V11Tuning {
                     }
                 }
                 ("slots", Some(n)) => t.max_slots = n.clamp(2, V11_MAX_SLOTS),
-                ("hold", Some(h)) => t.hold = h != 0,
+                ("writers", Some(w)) => t.writers = w.clamp(1, V11_MAX_WRITERS),
                 _ => {}
             }
         }
         t
     }
-    /// The threads a CTA of this form.
+    /// The threads a CTA: the producer warp, the stats warps and the write warps.
     pub fn threads(&self) -> usize {
-        if self.hold {
-            V11_HOLD_THREADS
-        } else {
-            V11_THREADS
-        }
+        32 * (1 + V11_STATS_WARPS + self.writers)
     }
     /// `KERNLAB_V11`'s settings, read once per process.
     pub fn from_env() -> Self {
@@ -181,7 +172,7 @@ pub fn run_v11_tuned(p: &Params, x: &Tensor, y: &mut Tensor, tuning: V11Tuning) 
     let (io, r) = rows_io(x, y)?;
     require_bulk_copies("v11_deal", &io)?;
     require_peelable("v11_deal", &r, &io)?;
-    let name = v11_form_kernel(tuning, x.dtype()).map_err(|why| unsupported("v11_deal", why))?;
+    let name = v11_kernel(tuning.chunk, x.dtype());
     let c = v11_plan(&io.dev, &name, r.cols / r.pack, r.rows, tuning)?;
     let chunk_bytes = c.chunk * 16;
     let cfg = LaunchConfig {
@@ -223,28 +214,8 @@ pub fn v11_kernel(chunk: usize, dt: DType) -> String {
     format!("softmax_v11_deal_c{chunk}_{dt}")
 }
 
-/// The hold form's kernel for `dt` (16 KB chunks).
-pub fn v11_hold_kernel(dt: DType) -> String {
-    format!("softmax_v11_hold_c{V11_HOLD_CHUNK}_{dt}")
-}
-
-/// The kernel `tuning` runs for `dt`, or why it has none (the hold form is built for 16 KB
-/// chunks only).
-pub fn v11_form_kernel(tuning: V11Tuning, dt: DType) -> std::result::Result<String, String> {
-    match (tuning.hold, tuning.chunk) {
-        (false, c) => Ok(v11_kernel(c, dt)),
-        (true, V11_HOLD_CHUNK) => Ok(v11_hold_kernel(dt)),
-        (true, c) => Err(format!(
-            "the hold form is built for 16 KB chunks only, not {} KB",
-            c * 16 / 1024
-        )),
-    }
-}
-
 pub fn symbols_v11(dt: DType) -> Vec<String> {
-    let mut v: Vec<String> = V11_CHUNKS.iter().map(|&c| v11_kernel(c, dt)).collect();
-    v.push(v11_hold_kernel(dt));
-    v
+    V11_CHUNKS.iter().map(|&c| v11_kernel(c, dt)).collect()
 }
 
 #[cfg(test)]
@@ -278,14 +249,10 @@ mod tests {
         assert_eq!((t.chunk, t.max_slots), (512, 6));
         assert_eq!(V11Tuning::parse("chunk=32").chunk, 2048);
         assert_eq!(V11Tuning::parse("slots=1000").max_slots, V11_MAX_SLOTS);
-        let h = V11Tuning::parse("hold=1");
-        assert!(h.hold && !V11Tuning::parse("hold=0").hold);
-        assert_eq!(h.threads(), V11_HOLD_THREADS);
-        assert_eq!(
-            v11_form_kernel(h, DType::BF16).unwrap(),
-            "softmax_v11_hold_c1024_bf16"
-        );
-        let e = v11_form_kernel(V11Tuning::parse("hold=1,chunk=8"), DType::F32).unwrap_err();
-        assert!(e.contains("16 KB chunks only"), "{e}");
+        assert_eq!(V11Tuning::default().threads(), 32 * 13);
+        let w = V11Tuning::parse("writers=15");
+        assert_eq!((w.writers, w.threads()), (15, 32 * 20));
+        assert_eq!(V11Tuning::parse("writers=99").writers, V11_MAX_WRITERS);
+        assert_eq!(V11Tuning::parse("writers=0").writers, 1);
     }
 }
