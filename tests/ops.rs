@@ -906,7 +906,7 @@ test_gpu!(
 /// before would give wrong outputs or hang), the last as log_softmax. GPU only (sm_90).
 fn softmax_v11_chunkings_all_match(dev: &Device) {
     use softmax::{run_v11_tuned, V11Tuning};
-    fn tuned<const CHUNK: usize, const SLOTS: usize, const WRITERS: usize>(
+    fn tuned<const CHUNK: usize, const SLOTS: usize>(
         p: &Params,
         x: &Tensor,
         y: &mut Tensor,
@@ -914,7 +914,6 @@ fn softmax_v11_chunkings_all_match(dev: &Device) {
         let t = V11Tuning {
             chunk: CHUNK,
             max_slots: SLOTS,
-            writers: WRITERS,
         };
         run_v11_tuned(p, x, y, t)
     }
@@ -925,15 +924,13 @@ fn softmax_v11_chunkings_all_match(dev: &Device) {
     }
     // v10's shapes, and more rows than CTAs, each of many chunks.
     let more: &[(&[usize], DType)] = &[(&[200, 262_144], DType::F32)];
-    // (label, chunk packs, slots at most, write warps, the run with those settings)
-    for (label, chunk, slots, writers, run) in [
-        ("chunk=8", 512, 24, 8, tuned::<512, 24, 8> as registry::RunFn),
-        ("chunk=16", 1024, 24, 8, tuned::<1024, 24, 8>),
-        ("chunk=32", 2048, 24, 8, tuned::<2048, 24, 8>),
-        ("chunk=32,slots=3", 2048, 3, 8, tuned::<2048, 3, 8>),
-        ("chunk=8,slots=2", 512, 2, 8, tuned::<512, 2, 8>),
-        ("writers=15", 1024, 24, 15, tuned::<1024, 24, 15>),
-        ("writers=3,slots=2", 1024, 2, 3, tuned::<1024, 2, 3>),
+    // (label, chunk packs, slots at most, the run with those settings)
+    for (label, chunk, slots, run) in [
+        ("chunk=8", 512, 24, tuned::<512, 24> as registry::RunFn),
+        ("chunk=16", 1024, 24, tuned::<1024, 24>),
+        ("chunk=32", 2048, 24, tuned::<2048, 24>),
+        ("chunk=32,slots=3", 2048, 3, tuned::<2048, 3>),
+        ("chunk=8,slots=2", 512, 2, tuned::<512, 2>),
     ] {
         let forced = forced_version(dev, "v11_deal", run);
         for (i, &(shape, dt)) in DEALT_SHAPES.iter().chain(more).enumerate() {
@@ -943,7 +940,6 @@ fn softmax_v11_chunkings_all_match(dev: &Device) {
             let t = V11Tuning {
                 chunk,
                 max_slots: slots,
-                writers,
             };
             let packs = shape[1] / (16 / dt.size());
             if let Err(e) = softmax::v11_plan(cuda, &name, packs, shape[0], t) {

@@ -5,12 +5,9 @@
 
 use super::*;
 
-/// v11's CTAs: a producer warp, four stats warps and (by default) eight write warps, each
-/// warp a chunk at a time; the kernels take up to [`V11_MAX_WRITERS`] write warps
-/// (kernels/softmax.cu's KL_V11_NB_MAX).
-const V11_STATS_WARPS: usize = 4;
-pub const V11_WRITERS: usize = 8;
-pub const V11_MAX_WRITERS: usize = 15;
+/// v11's CTAs: a producer warp, four stats warps and eight write warps, each warp a chunk at a time (kernels/softmax.cu's
+/// KL_V11_THREADS).
+pub const V11_THREADS: usize = 32 * (1 + 4 + 8);
 /// The chunk sizes built, in 16-byte packs (8, 16 and 32 KB).
 pub const V11_CHUNKS: [usize; 3] = [512, 1024, 2048];
 /// At most this many slots a CTA (the kernel's barrier arrays).
@@ -21,15 +18,14 @@ const V11_STATIC_SMEM: usize = 2048;
 /// v11's header (kernels/softmax.cu's DealHeader).
 const V11_HEADER: usize = 16;
 
-/// v11's tuning, from `KERNLAB_V11` ("chunk=8|16|32,slots=N,writers=W", chunk in KiB) for
-/// experiments: the chunk a claim takes (default 16 KB), at most N slots a CTA (default: as
-/// many as shared memory holds) and W write warps a CTA (1 to 15, default 8).
+/// v11's tuning, from `KERNLAB_V11` ("chunk=8|16|32,slots=N", chunk in KiB) for experiments:
+/// the chunk a claim takes (default 16 KB) and at most N slots a CTA (default: as many as
+/// shared memory holds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct V11Tuning {
     /// 16-byte packs a chunk.
     pub chunk: usize,
     pub max_slots: usize,
-    pub writers: usize,
 }
 
 impl Default for V11Tuning {
@@ -37,7 +33,6 @@ impl Default for V11Tuning {
         V11Tuning {
             chunk: 1024,
             max_slots: V11_MAX_SLOTS,
-            writers: V11_WRITERS,
         }
     }
 }
@@ -55,15 +50,10 @@ impl V11Tuning {
                     }
                 }
                 ("slots", Some(n)) => t.max_slots = n.clamp(2, V11_MAX_SLOTS),
-                ("writers", Some(w)) => t.writers = w.clamp(1, V11_MAX_WRITERS),
                 _ => {}
             }
         }
         t
-    }
-    /// The threads a CTA: the producer warp, the stats warps and the write warps.
-    pub fn threads(&self) -> usize {
-        32 * (1 + V11_STATS_WARPS + self.writers)
     }
     /// `KERNLAB_V11`'s settings, read once per process.
     pub fn from_env() -> Self {
@@ -146,7 +136,7 @@ pub fn v11_plan(
     let mut slots = room.min(tuning.max_slots);
     // The cooperative launch needs a CTA on every SM: take fewer slots if the driver says
     // this many do not fit.
-    while slots >= 2 && smem_blocks_per_sm(dev, &f, name, tuning.threads(), slots * chunk_bytes)? < 1 {
+    while slots >= 2 && smem_blocks_per_sm(dev, &f, name, V11_THREADS, slots * chunk_bytes)? < 1 {
         slots -= 1;
     }
     v11_config(
@@ -177,7 +167,7 @@ pub fn run_v11_tuned(p: &Params, x: &Tensor, y: &mut Tensor, tuning: V11Tuning) 
     let chunk_bytes = c.chunk * 16;
     let cfg = LaunchConfig {
         grid_dim: (c.grid as u32, 1, 1),
-        block_dim: (tuning.threads() as u32, 1, 1),
+        block_dim: (V11_THREADS as u32, 1, 1),
         shared_mem_bytes: (c.slots * chunk_bytes) as u32,
     };
     let (rows, cols, lg) = (r.rows as i32, r.cols as i32, p.log_softmax as i32);
@@ -249,10 +239,5 @@ mod tests {
         assert_eq!((t.chunk, t.max_slots), (512, 6));
         assert_eq!(V11Tuning::parse("chunk=32").chunk, 2048);
         assert_eq!(V11Tuning::parse("slots=1000").max_slots, V11_MAX_SLOTS);
-        assert_eq!(V11Tuning::default().threads(), 32 * 13);
-        let w = V11Tuning::parse("writers=15");
-        assert_eq!((w.writers, w.threads()), (15, 32 * 20));
-        assert_eq!(V11Tuning::parse("writers=99").writers, V11_MAX_WRITERS);
-        assert_eq!(V11Tuning::parse("writers=0").writers, 1);
     }
 }
