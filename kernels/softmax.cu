@@ -1403,14 +1403,11 @@ __device__ __forceinline__ unsigned long long v11_now() {
     do { if (lane == 0 && (ID) < KL_V11_TRACE_CHUNKS) kl_v11_trace[(size_t)(ID) * KL_V11_STAMPS + (K)] = v11_now(); } while (0)
 #define KL_V11_ROW_STAMP(R) \
     do { if (lane == 0 && (R) < KL_V11_TRACE_ROWS) kl_v11_row[R] = v11_now(); } while (0)
-#define KL_V11_ROW_ONCE(R) \
-    do { if ((R) < KL_V11_TRACE_ROWS && kl_v11_row[R] == 0ull) kl_v11_row[R] = v11_now(); } while (0)
 #define KL_V11_SM(ID) \
     do { if ((ID) < KL_V11_TRACE_CHUNKS) { unsigned sm; asm volatile("mov.u32 %0, %%smid;" : "=r"(sm)); kl_v11_sm[ID] = sm + 1ull; } } while (0)
 #else
 #define KL_V11_STAMP(ID, K)
 #define KL_V11_ROW_STAMP(R)
-#define KL_V11_ROW_ONCE(R)
 #define KL_V11_SM(ID)
 #endif
 #define KL_V11_THREADS (32 * (1 + KL_V11_NA + KL_V11_NB))
@@ -1443,44 +1440,6 @@ __device__ __forceinline__ void v11_pass(RowRegs<T, VEC, 8>& a, const uint4* sp,
     }
 }
 
-// A row's merged (max, sum), in every lane, from its `cpr` chunk states at rs0 (tagged with
-// `tag`): 16 loads a lane in flight, a poll only for a state not yet visible.
-__device__ __forceinline__ MaxSum v11_merge(const SplitSlot* rs0, int cpr, unsigned tag, int lane) {
-    MaxSum all{KL_NEG_INF, 0.0f};
-    for (int q0 = 0; q0 < cpr; q0 += 32 * 16) {
-        unsigned long long va[16], vb[16];
-        #pragma unroll
-        for (int i = 0; i < 16; ++i) {
-            const int q = q0 + i * 32 + lane;
-            va[i] = vb[i] = 0ull;
-            if (q < cpr)
-                asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
-                             : "=l"(va[i]), "=l"(vb[i]) : "l"(rs0 + q) : "memory");
-        }
-        #pragma unroll
-        for (int i = 0; i < 16; ++i) {
-            const int q = q0 + i * 32 + lane;
-            if (q >= cpr) continue;
-            const MaxSum v = (unsigned)(va[i] >> 32) == tag && (unsigned)(vb[i] >> 32) == tag
-                ? MaxSum{__uint_as_float((unsigned)va[i]), __uint_as_float((unsigned)vb[i])}
-                : split_wait(rs0 + q, tag);
-            all = maxsum_merge(all, v);
-        }
-    }
-    return warp_maxsum(all);
-}
-
-// KL_V11_DIRECT=1 (KERNLAB_NVRTC_DEFINES, an experiment): no warp merges a row for the
-// others. A stats warp publishes its chunk's state and adds to the row's count without
-// waiting for the add; a write warp that meets a new row polls the row's count until it is
-// complete, then merges the row's states itself (v11_merge), once a CTA a row where its
-// warps' rows meet in the CTA's cache of the last rows' states. That takes one L2 round trip
-// (the row state's publish and poll) off each row's chain.
-#ifndef KL_V11_DIRECT
-#define KL_V11_DIRECT 0
-#endif
-#define KL_V11_RCACHE 16
-
 template <class T, int CP>
 __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
                                  i64 ldx, i64 ldy, int lg, int cpr, int ns, DealHeader* hdr,
@@ -1497,11 +1456,6 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
     __shared__ int ids[KL_V11_MAX_SLOTS], seq[KL_V11_MAX_SLOTS];
     __shared__ int end_n;
     __shared__ unsigned tag_s;
-#if KL_V11_DIRECT
-    // The last rows' states this CTA's write warps merged: slot r % KL_V11_RCACHE holds row r's
-    // (max, sum) as two words, each (r + 1) << 32 | its bits (0: none).
-    __shared__ unsigned long long rcache[2 * KL_V11_RCACHE];
-#endif
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int total = rows * cpr;  // the launcher keeps total + 8·grid below 2^31
     if (tid == 0) {
@@ -1511,9 +1465,6 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
             seq[s] = -1;
         }
         end_n = 0x7fffffff;
-#if KL_V11_DIRECT
-        for (int k = 0; k < 2 * KL_V11_RCACHE; ++k) rcache[k] = 0ull;
-#endif
         mbar_init_fence();
         tag_s = *(volatile unsigned*)&hdr->epoch + 1u;
     }
@@ -1584,14 +1535,6 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
             }
             if (c == 0 && lane < g.scalars(cols)) st = maxsum_add(st, to_f32(xr[g.scalar_col(lane)]));
             st = warp_maxsum(st);
-#if KL_V11_DIRECT
-            if (lane == 0) {
-                split_publish(state + id, st, tag);
-                KL_V11_STAMP(id, 3);
-                asm volatile("red.relaxed.gpu.global.add.u32 [%0], 1;" :: "l"(cnt + r) : "memory");
-                KL_V11_STAMP(id, 4);
-            }
-#else
             unsigned done = 0;
             if (lane == 0) {
                 split_publish(state + id, st, tag);
@@ -1601,11 +1544,33 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
             }
             // The warp whose add completes the row merges its chunks' states.
             if (__shfl_sync(0xffffffffu, done, 0) == (unsigned)cpr - 1u) {
-                const MaxSum all = v11_merge(state + (i64)r * cpr, cpr, tag, lane);
+                // 16 loads a lane in flight (a poll only for a state not yet visible).
+                MaxSum all{KL_NEG_INF, 0.0f};
+                const SplitSlot* rs0 = state + (i64)r * cpr;
+                for (int q0 = 0; q0 < cpr; q0 += 32 * 16) {
+                    unsigned long long va[16], vb[16];
+                    #pragma unroll
+                    for (int i = 0; i < 16; ++i) {
+                        const int q = q0 + i * 32 + lane;
+                        va[i] = vb[i] = 0ull;
+                        if (q < cpr)
+                            asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
+                                         : "=l"(va[i]), "=l"(vb[i]) : "l"(rs0 + q) : "memory");
+                    }
+                    #pragma unroll
+                    for (int i = 0; i < 16; ++i) {
+                        const int q = q0 + i * 32 + lane;
+                        if (q >= cpr) continue;
+                        const MaxSum v = (unsigned)(va[i] >> 32) == tag && (unsigned)(vb[i] >> 32) == tag
+                            ? MaxSum{__uint_as_float((unsigned)va[i]), __uint_as_float((unsigned)vb[i])}
+                            : split_wait(rs0 + q, tag);
+                        all = maxsum_merge(all, v);
+                    }
+                }
+                all = warp_maxsum(all);
                 if (lane == 0) split_publish(rowst + r, all, tag);
                 KL_V11_ROW_STAMP(r);
             }
-#endif
         }
     } else {
         int cur = -1;
@@ -1617,48 +1582,10 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
             KL_V11_STAMP(id, 5);
             const int r = id / cpr, c = id - r * cpr;
             if (r != cur) {
-#if KL_V11_DIRECT
-                // The CTA's cache first (each word tagged with its row + 1), else the row's
-                // count polled until complete and its states merged here.
-                // Lane 0 reads the cache, so the warp takes one branch.
-                const int k = r % KL_V11_RCACHE;
-                unsigned long long cm = 0ull, cs = 0ull;
-                if (lane == 0) {
-                    cm = ((volatile unsigned long long*)rcache)[2 * k];
-                    cs = ((volatile unsigned long long*)rcache)[2 * k + 1];
-                }
-                cm = __shfl_sync(0xffffffffu, cm, 0);
-                cs = __shfl_sync(0xffffffffu, cs, 0);
-                const unsigned rt = (unsigned)r + 1u;
-                if ((unsigned)(cm >> 32) == rt && (unsigned)(cs >> 32) == rt) {
-                    rm = __uint_as_float((unsigned)cm);
-                    rs = __uint_as_float((unsigned)cs);
-                } else {
-                    if (lane == 0) {
-                        unsigned c;
-                        for (;;) {
-                            asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(c) : "l"(cnt + r) : "memory");
-                            if (c >= (unsigned)cpr) break;
-                            __nanosleep(32);
-                        }
-                    }
-                    __syncwarp();
-                    const MaxSum all = v11_merge(state + (i64)r * cpr, cpr, tag, lane);
-                    rm = all.m;
-                    rs = all.s;
-                    if (lane == 0) {
-                        const unsigned long long hi = (unsigned long long)rt << 32;
-                        ((volatile unsigned long long*)rcache)[2 * k] = hi | __float_as_uint(rm);
-                        ((volatile unsigned long long*)rcache)[2 * k + 1] = hi | __float_as_uint(rs);
-                        KL_V11_ROW_ONCE(r);
-                    }
-                }
-#else
                 MaxSum all{0.0f, 0.0f};
                 if (lane == 0) all = split_wait<32>(rowst + r, tag);
                 rm = __shfl_sync(0xffffffffu, all.m, 0);
                 rs = __shfl_sync(0xffffffffu, all.s, 0);
-#endif
                 cur = r;
             }
             KL_V11_STAMP(id, 6);
