@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Needs the code of commit 76cafe1 (the form it measures was not kept).
 # GPU batch (thirty-seventh session), one call (~5 min): v11 with each CTA's write warps
 # merging a row's states themselves (KERNLAB_NVRTC_DEFINES=KL_V11_DIRECT=1).
 # Runs 178-180: neither holding chunks in registers nor more write warps moved a slot's life

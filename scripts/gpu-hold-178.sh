@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Needs the code of commit 06157f4 (the form it measures was not kept).
 # GPU batch (thirty-seventh session), one call (~8 min): v11's hold form (KERNLAB_V11=hold=1).
 # Run 175's trace: a 16 KB chunk spends 5.8 of its 13.8 µs slot life in a write warp waiting
 # for its row, and fewer slots cost in proportion (10 of 14: −9%), so the chain's latency

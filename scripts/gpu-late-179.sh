@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Needs the code of commit be683ad (the form it measures was not kept).
 # GPU batch (thirty-seventh session), one call (~5 min): v11's hold form, second try.
 # Run 178's hold form (the chunk into registers before the row's wait) was 16% slower: only
 # eight chunks a CTA could wait, one a write warp. This form waits as v11 does, the chunk in
