@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Needs the code of commit  (the form it measures was not kept).
+# Needs the code of commit ffa4c49 (the form it measures was not kept).
 # GPU batch (thirty-seventh session), one call (~5 min): v11 with more write warps.
 # Runs 178 and 179 (the hold forms) said the eight write warps are what a chunk waits for: in
 # run 175's trace a chunk waited 5.6 µs from its copy to a write warp against 2.2 to a stats
