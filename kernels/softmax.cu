@@ -1540,10 +1540,13 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
                 split_publish(state + id, st, tag);
                 KL_V11_STAMP(id, 3);
                 done = atomicAdd(cnt + r, 1u);
-                KL_V11_STAMP(id, 4);
             }
+            done = __shfl_sync(0xffffffffu, done, 0);
+            // Stamped once the shuffle has the add's result (a stamp right after the add
+            // would not wait for its round trip).
+            KL_V11_STAMP(id, 4);
             // The warp whose add completes the row merges its chunks' states.
-            if (__shfl_sync(0xffffffffu, done, 0) == (unsigned)cpr - 1u) {
+            if (done == (unsigned)cpr - 1u) {
                 // 16 loads a lane in flight (a poll only for a state not yet visible).
                 MaxSum all{KL_NEG_INF, 0.0f};
                 const SplitSlot* rs0 = state + (i64)r * cpr;
