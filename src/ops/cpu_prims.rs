@@ -41,6 +41,33 @@ pub fn has_avx2() -> bool {
     }
 }
 
+/// `avx2_twin!(fn name<T: Bound>(a: A, …) -> R => body)` defines `name`, which runs `body` (an
+/// `#[inline(always)]` function of the same arguments) compiled for AVX2 where the CPU has it
+/// (8 lanes, and VEX-encoded, so no SSE–AVX transition after AVX code such as faer's), else
+/// as built (SSE2 on x86-64). The hot loops of the fused CPU tier are written once, as `body`,
+/// and dispatched through such a twin.
+macro_rules! avx2_twin {
+    ($(#[$m:meta])* $vis:vis fn $name:ident $(<$($g:ident: $b:path),+>)?
+        ($($a:ident: $t:ty),* $(,)?) $(-> $r:ty)? => $body:path) => {
+        $(#[$m])*
+        $vis fn $name $(<$($g: $b),+>)? ($($a: $t),*) $(-> $r)? {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2")]
+                fn twin $(<$($g: $b),+>)? ($($a: $t),*) $(-> $r)? {
+                    $body($($a),*)
+                }
+                if $crate::ops::cpu_prims::has_avx2() {
+                    // SAFETY: the CPU runs AVX2 (`has_avx2`).
+                    return unsafe { twin($($a),*) };
+                }
+            }
+            $body($($a),*)
+        }
+    };
+}
+pub(crate) use avx2_twin;
+
 /// e^x in f32, written so that a loop over a slice vectorises (no branch, no call): x clamped
 /// to [−87.3, 88.8], x = n·ln 2 + r with |r| ≤ ln 2 / 2 (Cody–Waite: ln 2 in two parts), e^r by
 /// a degree-7 polynomial (the constant and linear terms exact, the rest the Taylor

@@ -281,7 +281,7 @@ pub fn run_v3_vec16_ilp(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 /// the form's branch to vectorise it (the linear epilogue's loop, with the branch inside, ran
 /// ~2× slower).
 #[inline(always)]
-fn gelu_chunk<T: Element>(y: &mut [T], x: &[T], a: GeluApprox) {
+fn gelu_chunk_body<T: Element>(y: &mut [T], x: &[T], a: GeluApprox) {
     #[inline(always)]
     fn each<T: Element>(y: &mut [T], x: &[T], f: impl Fn(f32) -> f32) {
         for (o, &v) in y.iter_mut().zip(x) {
@@ -294,29 +294,18 @@ fn gelu_chunk<T: Element>(y: &mut [T], x: &[T], a: GeluApprox) {
     }
 }
 
-/// [`gelu_chunk`] compiled for AVX2 (8 lanes, not SSE2's 4).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn gelu_chunk_avx2<T: Element>(y: &mut [T], x: &[T], a: GeluApprox) {
-    gelu_chunk(y, x, a)
-}
+super::cpu_prims::avx2_twin!(
+    /// [`gelu_chunk_body`], in AVX2 where the CPU has it.
+    fn gelu_chunk<T: Element>(y: &mut [T], x: &[T], a: GeluApprox) => gelu_chunk_body
+);
 
 /// One parallel pass: read, convert to f32, GeLU, round, store.
 /// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
 pub(crate) fn run_cpu_fused(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     fn go<T: Element>(x: &[T], y: &mut [T], a: GeluApprox) {
-        let avx2 = super::cpu_prims::has_avx2();
         y.par_chunks_mut(GRAIN)
             .zip(x.par_chunks(GRAIN))
-            .for_each(|(y, x)| {
-                #[cfg(target_arch = "x86_64")]
-                if avx2 {
-                    // SAFETY: the CPU has AVX2 (`has_avx2`).
-                    return unsafe { gelu_chunk_avx2(y, x, a) };
-                }
-                let _ = avx2;
-                gelu_chunk(y, x, a)
-            });
+            .for_each(|(y, x)| gelu_chunk(y, x, a));
     }
     let n = x.numel();
     let a = p.gelu;

@@ -261,34 +261,24 @@ pub(crate) fn run_cpu_faer(g: &Gemm, c: &mut Tensor) -> Result<()> {
     // loop vectorises; zeros where there is no bias), one loop an activation form (with the
     // form's branch inside, the loop ran the GeLU ~2× slower).
     #[inline(always)]
-    fn rows_pass(rows: &mut [f32], bias: &[f32], f: &impl Fn(f32) -> f32) {
+    fn rows_pass_body<F: Fn(f32) -> f32>(rows: &mut [f32], bias: &[f32], f: &F) {
         for row in rows.chunks_mut(bias.len()) {
             for (v, &b) in row.iter_mut().zip(bias) {
                 *v = f(*v + b);
             }
         }
     }
-    // The same compiled for AVX2: 8 lanes, and VEX-encoded, so it pays no SSE–AVX transition
-    // after faer's kernels (the SSE2 form ran the GeLU epilogue ~10× slower than the same
-    // loop in `gelu/fused`: 1024² elements in ~15 ms on a 2-thread EPYC).
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    fn rows_pass_avx2(rows: &mut [f32], bias: &[f32], f: &impl Fn(f32) -> f32) {
-        rows_pass(rows, bias, f)
-    }
+    // The same compiled for AVX2 where the CPU has it: 8 lanes, and VEX-encoded, so it pays no
+    // SSE–AVX transition after faer's kernels (the SSE2 form ran the GeLU epilogue ~10× slower
+    // than the same loop in `gelu/fused`: 1024² elements in ~15 ms on a 2-thread EPYC).
+    prim::avx2_twin!(
+        fn rows_pass<F: Fn(f32) -> f32>(rows: &mut [f32], bias: &[f32], f: &F) => rows_pass_body
+    );
     fn pass(out: &mut [f32], bias: &[f32], f: impl Fn(f32) -> f32 + Sync) {
         // The bias is [N] (the registry's checks); rows are split by its length.
         assert!(!bias.is_empty() && out.len().is_multiple_of(bias.len()));
-        let avx2 = prim::has_avx2();
-        out.par_chunks_mut(bias.len() * 64).for_each(|rows| {
-            #[cfg(target_arch = "x86_64")]
-            if avx2 {
-                // SAFETY: the CPU has AVX2 (`has_avx2`).
-                return unsafe { rows_pass_avx2(rows, bias, &f) };
-            }
-            let _ = avx2;
-            rows_pass(rows, bias, &f)
-        });
+        out.par_chunks_mut(bias.len() * 64)
+            .for_each(|rows| rows_pass(rows, bias, &f));
     }
     use super::gelu::gelu_f32;
     if g.n > 0 && (bias.is_some() || approx.is_some()) {
