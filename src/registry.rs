@@ -785,7 +785,7 @@ pub static VARIANTS: &[Variant] = &[
         tier: Tier::Cpu,
         device: DeviceKind::Cpu,
         dtypes: ALL_DTYPES,
-        summary: "rows in parallel (rayon), each row max / exp-sum / scale while in cache",
+        summary: "rows in parallel (rayon), each row max / exp-sum / scale while in cache; rows past 512 Ki columns, or too few for the threads, split into 4096-column chunks that all cores share",
         strided_rows: true,
         source: None,
         symbols: None,

@@ -265,8 +265,9 @@ test_device!(
     super::softmax_matches_reference_on_awkward_shapes
 );
 
-/// Rows with −inf entries, all −inf, a NaN, +inf, and huge outliers, at widths that take
-/// each kernel path (warp row with packs, scalar, block row, online).
+/// Rows with −inf entries, all −inf, a NaN, +inf, huge outliers, and a first half of −inf (a
+/// split row's parts that hold only −inf), at widths that take each kernel path (warp row
+/// with packs, scalar, block row, online, split).
 fn softmax_special_values_follow_pytorch(dev: &Device) {
     let p = Params::default();
     let ninf = f64::NEG_INFINITY;
@@ -279,10 +280,11 @@ fn softmax_special_values_follow_pytorch(dev: &Device) {
         row(&|c| if c == cols - 1 { f64::INFINITY } else { 0.5 }); // +inf → NaN row
         row(&|c| if c == 1.min(cols - 1) { 80.0 } else { -80.0 }); // one dominant element
         row(&|c| (c as f64 * 0.37).sin() * 5.0); // ordinary
+        row(&|c| if c < cols / 2 { ninf } else { (c % 5) as f64 }); // split rows: parts of −inf
         let x64 = vals;
         for v in variants(Op::Softmax, dev) {
             for dt in DType::ALL {
-                let x = Tensor::from_f64(&x64, &[6, cols], dt).unwrap();
+                let x = Tensor::from_f64(&x64, &[7, cols], dt).unwrap();
                 if check(dev, v, &p, &x, "special values").is_none() {
                     continue;
                 }
@@ -310,6 +312,23 @@ fn softmax_special_values_follow_pytorch(dev: &Device) {
                     v.id()
                 );
                 assert!((r(4)[1.min(cols - 1)] - 1.0).abs() < 1e-2);
+                // A row whose first half is −inf: zeros there, the rest positive, summing to 1
+                // (a part of a split row holding only −inf adds nothing, rather than NaN).
+                assert!(
+                    r(6).iter().enumerate().all(|(c, &p)| if c < cols / 2 {
+                        p == 0.0
+                    } else {
+                        p > 0.0
+                    }),
+                    "{}: a row half −inf",
+                    v.id()
+                );
+                let s: f64 = r(6).iter().sum();
+                assert!(
+                    (s - 1.0).abs() <= 2.0 * dt.tolerance(),
+                    "{}: sums to {s}",
+                    v.id()
+                );
             }
         }
     }

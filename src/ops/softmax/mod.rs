@@ -18,9 +18,11 @@ use crate::tensor::{CpuData, Tensor};
 use cudarc::driver::{CudaView, LaunchConfig};
 use rayon::prelude::*;
 
+mod cpu;
 mod deal;
 mod onchip;
 mod stream;
+pub use cpu::*;
 pub use deal::*;
 pub use onchip::*;
 pub use stream::*;
@@ -1338,75 +1340,6 @@ pub fn symbols_auto(dt: DType) -> Vec<String> {
     v.extend(symbols_v10(dt));
     v.extend(symbols_v11(dt));
     v
-}
-
-// ---- fused CPU ----------------------------------------------------------------------------------
-/// One row of the fused CPU softmax: the max, e^(x − max) into `buf` and its sum, then the
-/// outputs. NaNs are skipped by the max and reach the sum through e^(NaN − max).
-#[inline(always)]
-fn cpu_softmax_row<T: Element>(row: &[T], out: &mut [T], buf: &mut [f32], log: bool) {
-    let m = prim::max_f32(row);
-    for (b, v) in buf.iter_mut().zip(row) {
-        *b = prim::exp_f32(v.to_f32() - m);
-    }
-    let s = prim::sum_f32(buf);
-    if log {
-        // (x − m) − ln Σ: x − m is exact near the max, where outputs are near 0.
-        let ls = s.ln();
-        for (o, v) in out.iter_mut().zip(row) {
-            *o = T::from_f32((v.to_f32() - m) - ls);
-        }
-    } else {
-        let inv = 1.0 / s;
-        for (o, b) in out.iter_mut().zip(buf.iter()) {
-            *o = T::from_f32(b * inv);
-        }
-    }
-}
-
-/// [`cpu_softmax_row`] compiled for AVX2 (8 lanes, not SSE2's 4).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn cpu_softmax_row_avx2<T: Element>(row: &[T], out: &mut [T], buf: &mut [f32], log: bool) {
-    cpu_softmax_row(row, out, buf, log)
-}
-
-/// Rows in parallel; each row: max, e^(x − max) into a buffer and its sum, scale — the row
-/// stays in cache (log_softmax: (x − max) − ln Σ). Outputs under ~1.2e-38 come out 0
-/// ([`prim::exp_f32`]).
-/// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
-pub(crate) fn run_cpu_fused(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    fn go<T: Element>(x: &[T], y: &mut [T], cols: usize, ldx: usize, log: bool) {
-        let avx2 = prim::has_avx2();
-        let mut tmp_rows: Vec<&mut [T]> = y.chunks_mut(cols).collect();
-        tmp_rows.par_iter_mut().enumerate().for_each_init(
-            || vec![0.0f32; cols],
-            |buf, (r, out)| {
-                let row = &x[r * ldx..r * ldx + cols];
-                #[cfg(target_arch = "x86_64")]
-                if avx2 {
-                    // SAFETY: the CPU has AVX2 (`has_avx2`).
-                    return unsafe { cpu_softmax_row_avx2(row, out, buf, log) };
-                }
-                let _ = avx2;
-                cpu_softmax_row(row, out, buf, log)
-            },
-        );
-    }
-    let (_, cols, ldx) = x.rows_cols();
-    let xd = x
-        .cpu_data()
-        .ok_or_else(|| Error::Invalid("cpu/fused needs CPU tensors".into()))?;
-    let yd = y
-        .cpu_data_mut()
-        .ok_or_else(|| Error::Invalid("cpu/fused needs CPU tensors".into()))?;
-    match (xd, yd) {
-        (CpuData::F32(x), CpuData::F32(y)) => go(x, y, cols, ldx, p.log_softmax),
-        (CpuData::BF16(x), CpuData::BF16(y)) => go(x, y, cols, ldx, p.log_softmax),
-        (CpuData::F16(x), CpuData::F16(y)) => go(x, y, cols, ldx, p.log_softmax),
-        _ => return Err(Error::Invalid("input and output dtypes differ".into())),
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,0 +1,333 @@
+//! `cpu/fused`: the fused softmax on the CPU (rayon; AVX2 where the CPU has it). Rows that a
+//! core's cache holds run whole, one task a row: the max, the exponentials into a buffer and
+//! their sum, then the outputs, while the row is in cache. Wider rows, and rows too few to
+//! give every core one, are cut into chunks that all cores share (the split-row form, as v6,
+//! v9 and v11 cut rows on the GPU): each chunk's (max, Σ e^(x − max)) and its exponentials
+//! (written into y), the row's states merged, then each chunk scaled in place. Rows are taken
+//! in batches whose output the last-level cache holds, so the scaling pass finds them there.
+
+use super::*;
+
+/// Columns a task of the split form reduces and writes: its x stays in L1 between the max and
+/// the exponentials.
+pub const CPU_CHUNK: usize = 4096;
+
+/// Rows wider than this take the split form: a whole row's x and f32 buffer (8 bytes a column
+/// at f32) no longer share the last-level cache with the other threads' rows. Measured on a
+/// 2-thread EPYC with 8 MB of L3 (docs/perf-notes.md, thirty-eighth session): the whole form
+/// led by 7–12% at 32×524288 and the split form by 10–23% at 16×1048576.
+pub const CPU_SPLIT_FROM: usize = 524_288;
+
+/// The output bytes a batch of the split form covers: its exponentials are still in the
+/// last-level cache when the batch is scaled.
+const CPU_BATCH_BYTES: usize = 4 << 20;
+
+/// Whether `rows` rows of `cols` take the split form on `threads` threads: rows of more than
+/// one chunk that are wider than [`CPU_SPLIT_FROM`], or too few to keep the threads busy
+/// whole. The split form costs about 15% more than the whole one where both keep every
+/// thread busy (its second pass over y), so it takes rows whose whole form leaves more than
+/// 15% of the threads' rounds idle (3 rows on 2 threads: 25%; 5: 17%; 7: 12.5%).
+pub fn cpu_split_form(rows: usize, cols: usize, threads: usize) -> bool {
+    let threads = threads.max(1);
+    let rounds = rows.div_ceil(threads);
+    let idle = 20 * rows < 17 * threads * rounds;
+    cols > CPU_CHUNK && (cols > CPU_SPLIT_FROM || idle)
+}
+
+/// One row, whole: the max, e^(x − max) into `buf` and its sum, then the outputs. NaNs are
+/// skipped by the max and reach the sum through e^(NaN − max).
+#[inline(always)]
+fn row_body<T: Element>(row: &[T], out: &mut [T], buf: &mut [f32], log: bool) {
+    let m = prim::max_f32(row);
+    for (b, v) in buf.iter_mut().zip(row) {
+        *b = prim::exp_f32(v.to_f32() - m);
+    }
+    let s = prim::sum_f32(buf);
+    if log {
+        // (x − m) − ln Σ: x − m is exact near the max, where outputs are near 0.
+        let ls = s.ln();
+        for (o, v) in out.iter_mut().zip(row) {
+            *o = T::from_f32((v.to_f32() - m) - ls);
+        }
+    } else {
+        let inv = 1.0 / s;
+        for (o, b) in out.iter_mut().zip(buf.iter()) {
+            *o = T::from_f32(b * inv);
+        }
+    }
+}
+prim::avx2_twin!(
+    /// [`row_body`], in AVX2 where the CPU has it.
+    fn row_whole<T: Element>(row: &[T], out: &mut [T], buf: &mut [f32], log: bool) => row_body
+);
+
+/// A chunk's state: its max (−inf where it holds no finite value or +inf; NaNs skipped) and
+/// Σ e^(x − max) (e^(x − 0) where the max is −inf, so that a chunk of −inf sums to 0, not to
+/// e^(−inf + inf) = NaN; a NaN or +inf in the chunk makes it NaN). For softmax its
+/// exponentials go into `out` (log_softmax writes nothing here).
+#[inline(always)]
+fn chunk_stats_body<T: Element>(x: &[T], out: &mut [T], buf: &mut [f32], log: bool) -> (f32, f32) {
+    let m = prim::max_f32(x);
+    let shift = if m == f32::NEG_INFINITY { 0.0 } else { m };
+    for (b, v) in buf.iter_mut().zip(x) {
+        *b = prim::exp_f32(v.to_f32() - shift);
+    }
+    if !log {
+        for (o, &b) in out.iter_mut().zip(buf.iter()) {
+            *o = T::from_f32(b);
+        }
+    }
+    (m, prim::sum_f32(buf))
+}
+prim::avx2_twin!(
+    /// [`chunk_stats_body`], in AVX2 where the CPU has it.
+    fn chunk_stats<T: Element>(x: &[T], out: &mut [T], buf: &mut [f32], log: bool) -> (f32, f32)
+        => chunk_stats_body
+);
+
+/// A row's state from its chunks' (max, sum): the max M and Σ sum·e^(max − M), in f64. A row
+/// with no value above −inf (all −inf, or −inf and NaN) gives a NaN sum, so that its outputs
+/// are NaN as PyTorch's are.
+pub fn merge_chunks(states: &[(f32, f32)]) -> (f32, f64) {
+    let m = states
+        .iter()
+        .fold(f32::NEG_INFINITY, |a, &(cm, _)| a.max(cm));
+    if m == f32::NEG_INFINITY {
+        return (m, f64::NAN);
+    }
+    let s = states
+        .iter()
+        .map(|&(cm, cs)| cs as f64 * (cm as f64 - m as f64).exp())
+        .sum();
+    (m, s)
+}
+
+/// A chunk's outputs once its row's state (`m`, `s`) is known: softmax scales the
+/// exponentials that [`chunk_stats`] left in `out` by e^(chunk max − m)/s; log_softmax writes
+/// (x − m) − ln s.
+#[inline(always)]
+fn chunk_finish_body<T: Element>(x: &[T], out: &mut [T], scale: f32, m: f32, ls: f32, log: bool) {
+    if log {
+        for (o, v) in out.iter_mut().zip(x) {
+            *o = T::from_f32((v.to_f32() - m) - ls);
+        }
+    } else {
+        for o in out.iter_mut() {
+            *o = T::from_f32(o.to_f32() * scale);
+        }
+    }
+}
+prim::avx2_twin!(
+    /// [`chunk_finish_body`], in AVX2 where the CPU has it.
+    fn chunk_finish<T: Element>(x: &[T], out: &mut [T], scale: f32, m: f32, ls: f32, log: bool)
+        => chunk_finish_body
+);
+
+/// Rows whole, in parallel (see the module's doc).
+fn rows_whole<T: Element>(x: &[T], y: &mut [T], cols: usize, ldx: usize, log: bool) {
+    let mut rows: Vec<&mut [T]> = y.chunks_mut(cols).collect();
+    rows.par_iter_mut().enumerate().for_each_init(
+        || vec![0.0f32; cols],
+        |buf, (r, out)| row_whole(&x[r * ldx..r * ldx + cols], out, buf, log),
+    );
+}
+
+/// Rows cut into chunks of [`CPU_CHUNK`] that all threads share, batch by batch (see the
+/// module's doc). The chunks' exponentials are rounded to `T` in y and rounded again when
+/// scaled: two roundings of the dtype, within its tolerance (16-bit: 2^-8 and 2^-10 at most).
+fn rows_split<T: Element>(x: &[T], y: &mut [T], cols: usize, ldx: usize, log: bool) {
+    let per_row = cols.div_ceil(CPU_CHUNK);
+    let batch = (CPU_BATCH_BYTES / (cols * std::mem::size_of::<T>())).max(1);
+    for (b, yb) in y.chunks_mut(batch * cols).enumerate() {
+        let first = b * batch;
+        // The batch's chunks, row by row: chunk k is row first + k / per_row, from column
+        // (k % per_row)·CPU_CHUNK.
+        let mut chunks: Vec<&mut [T]> = yb
+            .chunks_mut(cols)
+            .flat_map(|row| row.chunks_mut(CPU_CHUNK))
+            .collect();
+        let xs = |k: usize, len: usize| {
+            let start = (first + k / per_row) * ldx + (k % per_row) * CPU_CHUNK;
+            &x[start..start + len]
+        };
+        let states: Vec<(f32, f32)> = chunks
+            .par_iter_mut()
+            .enumerate()
+            .map_init(
+                || vec![0.0f32; CPU_CHUNK],
+                |buf, (k, out)| {
+                    let n = out.len();
+                    chunk_stats(xs(k, n), out, &mut buf[..n], log)
+                },
+            )
+            .collect();
+        let rows: Vec<(f32, f64)> = states.chunks(per_row).map(merge_chunks).collect();
+        chunks.par_iter_mut().enumerate().for_each(|(k, out)| {
+            let (m, s) = rows[k / per_row];
+            let scale = ((states[k].0 as f64 - m as f64).exp() / s) as f32;
+            chunk_finish(xs(k, out.len()), out, scale, m, s.ln() as f32, log)
+        });
+    }
+}
+
+/// The fused CPU softmax (log_softmax with `p.log_softmax`), every row of `x` into the
+/// contiguous `y`. Outputs under ~1.2e-38 come out 0 ([`prim::exp_f32`]).
+/// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
+pub(crate) fn run_cpu_fused(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    fn go<T: Element>(x: &[T], y: &mut [T], rows: usize, cols: usize, ldx: usize, log: bool) {
+        if rows == 0 || cols == 0 {
+            return;
+        }
+        let y = &mut y[..rows * cols];
+        if cpu_split_form(rows, cols, rayon::current_num_threads()) {
+            rows_split(x, y, cols, ldx, log)
+        } else {
+            rows_whole(x, y, cols, ldx, log)
+        }
+    }
+    let (rows, cols, ldx) = x.rows_cols();
+    let log = p.log_softmax;
+    let xd = x
+        .cpu_data()
+        .ok_or_else(|| Error::Invalid("cpu/fused needs CPU tensors".into()))?;
+    let yd = y
+        .cpu_data_mut()
+        .ok_or_else(|| Error::Invalid("cpu/fused needs CPU tensors".into()))?;
+    match (xd, yd) {
+        (CpuData::F32(x), CpuData::F32(y)) => go(x, y, rows, cols, ldx, log),
+        (CpuData::BF16(x), CpuData::BF16(y)) => go(x, y, rows, cols, ldx, log),
+        (CpuData::F16(x), CpuData::F16(y)) => go(x, y, rows, cols, ldx, log),
+        _ => return Err(Error::Invalid("input and output dtypes differ".into())),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_split_form_takes_wide_rows_and_too_few_rows() {
+        assert!(!cpu_split_form(4096, 1024, 2));
+        assert!(!cpu_split_form(1, CPU_CHUNK, 64), "one chunk a row: whole");
+        assert!(
+            cpu_split_form(1, CPU_CHUNK + 1, 2),
+            "fewer rows than threads"
+        );
+        assert!(
+            cpu_split_form(3, CPU_CHUNK + 1, 2),
+            "a round a quarter idle"
+        );
+        assert!(cpu_split_form(5, CPU_CHUNK + 1, 2), "a sixth idle");
+        assert!(!cpu_split_form(7, CPU_CHUNK + 1, 2), "an eighth idle");
+        assert!(!cpu_split_form(2, CPU_CHUNK + 1, 2));
+        assert!(!cpu_split_form(64, CPU_CHUNK + 1, 64));
+        assert!(!cpu_split_form(63, CPU_CHUNK + 1, 64), "1.6% idle");
+        assert!(cpu_split_form(48, CPU_CHUNK + 1, 64), "a quarter idle");
+        assert!(cpu_split_form(4096, CPU_SPLIT_FROM + 1, 2));
+        assert!(!cpu_split_form(4096, CPU_SPLIT_FROM, 2));
+        assert!(
+            !cpu_split_form(0, CPU_SPLIT_FROM, 0),
+            "no rows, no threads: no panic"
+        );
+    }
+
+    #[test]
+    fn chunk_states_merge_as_one_row() {
+        // Three chunks of one row: the merged (max, sum) is the whole row's.
+        let row: Vec<f32> = (0..300)
+            .map(|i| ((i * 37) % 101) as f32 * 0.13 - 4.0)
+            .collect();
+        let m = row.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+        let s: f64 = row.iter().map(|&v| ((v - m) as f64).exp()).sum();
+        let mut out = vec![0.0f32; 300];
+        let mut buf = vec![0.0f32; 300];
+        let states: Vec<(f32, f32)> = [0..100, 100..250, 250..300]
+            .into_iter()
+            .map(|r| {
+                let n = r.len();
+                chunk_stats(&row[r.clone()], &mut out[r], &mut buf[..n], false)
+            })
+            .collect();
+        let (mm, ms) = merge_chunks(&states);
+        assert_eq!(mm, m);
+        assert!((ms - s).abs() <= 1e-6 * s, "{ms} against {s}");
+    }
+
+    #[test]
+    fn chunks_of_minus_inf_and_nan_merge_as_pytorch() {
+        // A chunk of −inf beside finite chunks contributes nothing.
+        let (m, s) = merge_chunks(&[(f32::NEG_INFINITY, 0.0), (2.0, 3.0)]);
+        assert_eq!((m, s), (2.0, 3.0));
+        // All −inf: a NaN sum, so NaN outputs.
+        assert!(merge_chunks(&[(f32::NEG_INFINITY, 0.0); 3]).1.is_nan());
+        // A NaN in any chunk (its sum) makes the row's sum NaN.
+        assert!(merge_chunks(&[(1.0, f32::NAN), (2.0, 3.0)]).1.is_nan());
+        // A chunk of −inf computes its exponentials from 0: zeros, not NaN.
+        let x = [f32::NEG_INFINITY; 8];
+        let (mut out, mut buf) = ([1.0f32; 8], [0.0f32; 8]);
+        let (cm, cs) = chunk_stats(&x, &mut out, &mut buf, false);
+        assert_eq!((cm, cs), (f32::NEG_INFINITY, 0.0));
+        assert!(out.iter().all(|&v| v == 0.0));
+    }
+
+    /// Both forms, forced, on rows of several chunks holding every special case (a chunk of
+    /// −inf beside finite ones, all −inf, a NaN in one chunk, +inf in the last, one dominant
+    /// value, ordinary values), in every dtype, softmax and log_softmax, against the f64
+    /// reference; a strided x (its gap NaN) too.
+    #[test]
+    fn both_forms_match_the_reference_on_special_rows() {
+        use half::{bf16, f16};
+        fn run<T: Element>(x64: &[f64], rows: usize, cols: usize, ldx: usize, log: bool) {
+            let x: Vec<T> = x64.iter().map(|&v| T::from_f64(v)).collect();
+            // The reference sees the values as stored (rounded to T), its rows unstrided.
+            let xs: Vec<f64> = (0..rows)
+                .flat_map(|r| x[r * ldx..r * ldx + cols].iter().map(|v| v.to_f64()))
+                .collect();
+            let p = Params {
+                log_softmax: log,
+                ..Params::default()
+            };
+            let want = reference(&xs, cols, &p);
+            for split in [false, true] {
+                let mut y = vec![T::from_f64(f64::NAN); rows * cols];
+                if split {
+                    rows_split(&x, &mut y, cols, ldx, log)
+                } else {
+                    rows_whole(&x, &mut y, cols, ldx, log)
+                }
+                let got: Vec<f64> = y.iter().map(|v| v.to_f64()).collect();
+                let c = crate::validate::compare(&got, &want, cols, T::DTYPE);
+                assert!(
+                    c.passed,
+                    "{} {cols} cols (ldx {ldx}) log {log} split {split}: {c:?}",
+                    T::DTYPE
+                );
+            }
+        }
+        let ninf = f64::NEG_INFINITY;
+        for cols in [CPU_CHUNK + 1, 3 * CPU_CHUNK + 5, 70_000] {
+            let rows: Vec<Box<dyn Fn(usize) -> f64>> = vec![
+                Box::new(move |c| if c < cols / 2 { ninf } else { (c % 7) as f64 }),
+                Box::new(move |_| ninf),
+                Box::new(move |c| if c == cols - 3 { f64::NAN } else { 1.0 }),
+                Box::new(move |c| if c == cols - 1 { f64::INFINITY } else { 0.5 }),
+                Box::new(move |c| if c == CPU_CHUNK + 1 { 80.0 } else { -80.0 }),
+                Box::new(move |c| (c as f64 * 0.37).sin() * 5.0),
+            ];
+            for ldx in [cols, cols + 3] {
+                let mut x64 = vec![f64::NAN; rows.len() * ldx];
+                for (r, f) in rows.iter().enumerate() {
+                    for c in 0..cols {
+                        x64[r * ldx + c] = f(c);
+                    }
+                }
+                for log in [false, true] {
+                    run::<f32>(&x64, rows.len(), cols, ldx, log);
+                    run::<bf16>(&x64, rows.len(), cols, ldx, log);
+                    run::<f16>(&x64, rows.len(), cols, ldx, log);
+                }
+            }
+        }
+    }
+}
