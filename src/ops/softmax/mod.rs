@@ -1116,6 +1116,16 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
                     .is_some_and(|m| cols <= m)
         })
     };
+    // v11's own capacity (its plan: the slots shared memory holds, one CTA an SM, every chunk
+    // of a row in the grid at once), so that a row v11 would refuse goes on to v9's rule.
+    let v11_holds = || {
+        hopper
+            && peelable
+            && cuda.as_ref().is_some_and(|d| {
+                let t = V11Tuning::from_env();
+                v11_plan(d, &v11_kernel(t.chunk, dt), cols / pack, rows, t).is_ok()
+            })
+    };
     // v6's capacity costs an occupancy query; two rules may ask for the same form.
     let fits = [std::cell::OnceCell::new(), std::cell::OnceCell::new()];
     let v6_fits = |packed: bool| {
@@ -1185,7 +1195,10 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
         // 64×4194304 3201 / 3121) and lost to it at f32 64×4194304 (run 172: 2393 against
         // 3263; a 16 MB row holds most of the grid's slots, so rows barely overlap). Odd widths
         // stay on v9: f32 256×1048577 3265 against 3408, bf16 3212 against 3181 (run 173).
-        "v4_online" if vec && cols * dt.size() <= V11_ROW_BYTES && v9_holds() => "v11_deal",
+        // It asks v11's own capacity too (a row it cannot hold takes v9's rule next).
+        "v4_online" if vec && cols * dt.size() <= V11_ROW_BYTES && v9_holds() && v11_holds() => {
+            "v11_deal"
+        }
         // Past that, on sm_90, v9 (v8's parts split across co-resident CTAs) wherever every
         // resident CTA together holds the row: it led v6 and v8 (clusters of 16) at every
         // width measured past v8's eight CTAs (H200, two CTAs an SM, parts at most half in
