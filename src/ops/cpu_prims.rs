@@ -29,6 +29,26 @@ pub fn map2(a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32 + Sync) -> Vec<f32
     out
 }
 
+/// A fused CPU op's body over one storage type: `y` from `x`, both of the same [`Element`].
+pub trait SameTypeMap {
+    fn map<T: Element>(&self, x: &[T], y: &mut [T]);
+}
+
+/// Runs `f` on `x`'s and `y`'s CPU storage as their common element type; an error where either
+/// is not on the CPU or their dtypes differ. `what` names the variant in the error.
+pub fn map_same_type(what: &str, x: &Tensor, y: &mut Tensor, f: impl SameTypeMap) -> Result<()> {
+    let needs = || Error::Invalid(format!("{what} needs CPU tensors"));
+    let xd = x.cpu_data().ok_or_else(needs)?;
+    let yd = y.cpu_data_mut().ok_or_else(needs)?;
+    match (xd, yd) {
+        (CpuData::F32(x), CpuData::F32(y)) => f.map(x, y),
+        (CpuData::BF16(x), CpuData::BF16(y)) => f.map(x, y),
+        (CpuData::F16(x), CpuData::F16(y)) => f.map(x, y),
+        _ => return Err(Error::Invalid("input and output dtypes differ".into())),
+    }
+    Ok(())
+}
+
 /// Whether the CPU runs AVX2, for the fused loops' 8-lane forms (detected once, then cached).
 pub fn has_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]

@@ -11,7 +11,7 @@ use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::{ELEMENTWISE, GELU};
 use crate::launch;
-use crate::tensor::{CpuData, Tensor};
+use crate::tensor::Tensor;
 use rayon::prelude::*;
 
 const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
@@ -302,26 +302,17 @@ super::cpu_prims::avx2_twin!(
 /// One parallel pass: read, convert to f32, GeLU, round, store.
 /// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
 pub(crate) fn run_cpu_fused(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    fn go<T: Element>(x: &[T], y: &mut [T], a: GeluApprox) {
-        y.par_chunks_mut(GRAIN)
-            .zip(x.par_chunks(GRAIN))
-            .for_each(|(y, x)| gelu_chunk(y, x, a));
+    struct Fused(GeluApprox, usize);
+    impl super::cpu_prims::SameTypeMap for Fused {
+        fn map<T: Element>(&self, x: &[T], y: &mut [T]) {
+            let Fused(a, n) = *self;
+            y[..n]
+                .par_chunks_mut(GRAIN)
+                .zip(x[..n].par_chunks(GRAIN))
+                .for_each(|(y, x)| gelu_chunk(y, x, a));
+        }
     }
-    let n = x.numel();
-    let a = p.gelu;
-    let xd = x
-        .cpu_data()
-        .ok_or_else(|| Error::Invalid("cpu/fused needs CPU tensors".into()))?;
-    let yd = y
-        .cpu_data_mut()
-        .ok_or_else(|| Error::Invalid("cpu/fused needs CPU tensors".into()))?;
-    match (xd, yd) {
-        (CpuData::F32(x), CpuData::F32(y)) => go(&x[..n], &mut y[..n], a),
-        (CpuData::BF16(x), CpuData::BF16(y)) => go(&x[..n], &mut y[..n], a),
-        (CpuData::F16(x), CpuData::F16(y)) => go(&x[..n], &mut y[..n], a),
-        _ => return Err(Error::Invalid("input and output dtypes differ".into())),
-    }
-    Ok(())
+    super::cpu_prims::map_same_type("cpu/fused", x, y, Fused(p.gelu, x.numel()))
 }
 
 #[cfg(test)]

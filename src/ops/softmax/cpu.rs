@@ -174,32 +174,44 @@ fn rows_split<T: Element>(x: &[T], y: &mut [T], cols: usize, ldx: usize, log: bo
 /// contiguous `y`. Outputs under ~1.2e-38 come out 0 ([`prim::exp_f32`]).
 /// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
 pub(crate) fn run_cpu_fused(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    fn go<T: Element>(x: &[T], y: &mut [T], rows: usize, cols: usize, ldx: usize, log: bool) {
-        if rows == 0 || cols == 0 {
-            return;
-        }
-        let y = &mut y[..rows * cols];
-        if cpu_split_form(rows, cols, rayon::current_num_threads()) {
-            rows_split(x, y, cols, ldx, log)
-        } else {
-            rows_whole(x, y, cols, ldx, log)
+    struct Fused {
+        rows: usize,
+        cols: usize,
+        ldx: usize,
+        log: bool,
+    }
+    impl prim::SameTypeMap for Fused {
+        fn map<T: Element>(&self, x: &[T], y: &mut [T]) {
+            let Fused {
+                rows,
+                cols,
+                ldx,
+                log,
+            } = *self;
+            if rows == 0 || cols == 0 {
+                return;
+            }
+            let y = &mut y[..rows * cols];
+            if cpu_split_form(rows, cols, rayon::current_num_threads()) {
+                rows_split(x, y, cols, ldx, log)
+            } else {
+                rows_whole(x, y, cols, ldx, log)
+            }
         }
     }
     let (rows, cols, ldx) = x.rows_cols();
     let log = p.log_softmax;
-    let xd = x
-        .cpu_data()
-        .ok_or_else(|| Error::Invalid("cpu/fused needs CPU tensors".into()))?;
-    let yd = y
-        .cpu_data_mut()
-        .ok_or_else(|| Error::Invalid("cpu/fused needs CPU tensors".into()))?;
-    match (xd, yd) {
-        (CpuData::F32(x), CpuData::F32(y)) => go(x, y, rows, cols, ldx, log),
-        (CpuData::BF16(x), CpuData::BF16(y)) => go(x, y, rows, cols, ldx, log),
-        (CpuData::F16(x), CpuData::F16(y)) => go(x, y, rows, cols, ldx, log),
-        _ => return Err(Error::Invalid("input and output dtypes differ".into())),
-    }
-    Ok(())
+    prim::map_same_type(
+        "cpu/fused",
+        x,
+        y,
+        Fused {
+            rows,
+            cols,
+            ldx,
+            log,
+        },
+    )
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::{ELEMENTWISE, SOFTMAX};
 use crate::launch;
-use crate::tensor::{CpuData, Tensor};
+use crate::tensor::Tensor;
 use cudarc::driver::{CudaView, LaunchConfig};
 use rayon::prelude::*;
 
