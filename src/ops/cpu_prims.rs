@@ -61,29 +61,67 @@ pub fn has_avx2() -> bool {
     }
 }
 
+/// Whether the CPU runs AVX2 and FMA, for the fused loops' 8-lane forms (detected once, then
+/// cached). x86-64 CPUs with AVX2 and without FMA (none known) take the SSE2 form.
+pub fn has_avx2_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether this build has fused multiply-adds everywhere (aarch64, or an x86-64 build for a
+/// CPU with FMA): then [`mad`] may fuse outside the AVX2 twins too.
+pub const BUILT_WITH_FMA: bool = cfg!(any(target_arch = "aarch64", target_feature = "fma"));
+
+/// a·b + c: one fused multiply-add with `FMA` (only in code built with the instruction, such as
+/// an [`avx2_twin`]'s AVX2 form: elsewhere `mul_add` is a libm call an element), else a
+/// multiply and an add (Rust does not contract them).
+#[inline(always)]
+pub fn mad<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
+    if FMA {
+        a.mul_add(b, c)
+    } else {
+        a * b + c
+    }
+}
+
 /// `avx2_twin!(fn name<T: Bound>(a: A, …) -> R => body)` defines `name`, which runs `body` (an
-/// `#[inline(always)]` function of the same arguments) compiled for AVX2 where the CPU has it
-/// (8 lanes, and VEX-encoded, so no SSE–AVX transition after AVX code such as faer's), else
-/// as built (SSE2 on x86-64). The hot loops of the fused CPU tier are written once, as `body`,
-/// and dispatched through such a twin.
+/// `#[inline(always)]` function of the same arguments and generics, and one more last,
+/// `const FMA: bool`) compiled for AVX2 and FMA where the CPU has both: 8 lanes, fused
+/// multiply-adds ([`mad`]), and VEX-encoded, so no SSE–AVX transition after AVX code such as
+/// faer's. `avx2_twin!(avx2_only fn …)` builds the twin for AVX2 alone, with `FMA` false, for
+/// loops that LLVM compiles worse with FMA on. Elsewhere `name` runs `body` as built (SSE2 on
+/// x86-64), with FMA where the build has it (aarch64; `-C target-feature=+fma`). The hot loops
+/// of the fused CPU tier are written once, as `body`, and dispatched through such a twin.
 macro_rules! avx2_twin {
-    ($(#[$m:meta])* $vis:vis fn $name:ident $(<$($g:ident: $b:path),+>)?
-        ($($a:ident: $t:ty),* $(,)?) $(-> $r:ty)? => $body:path) => {
+    (@twin $feat:literal, $has:ident, $fma:literal; $(#[$m:meta])* $vis:vis fn $name:ident
+        $(<$($g:ident: $b:path),+>)? ($($a:ident: $t:ty),* $(,)?) $(-> $r:ty)? => $body:ident) => {
         $(#[$m])*
         $vis fn $name $(<$($g: $b),+>)? ($($a: $t),*) $(-> $r)? {
             #[cfg(target_arch = "x86_64")]
             {
-                #[target_feature(enable = "avx2")]
+                #[target_feature(enable = $feat)]
                 fn twin $(<$($g: $b),+>)? ($($a: $t),*) $(-> $r)? {
-                    $body($($a),*)
+                    $body::<$($($g,)+)? $fma>($($a),*)
                 }
-                if $crate::ops::cpu_prims::has_avx2() {
-                    // SAFETY: the CPU runs AVX2 (`has_avx2`).
+                if $crate::ops::cpu_prims::$has() {
+                    // SAFETY: the CPU runs what the twin is built for (`$has`).
                     return unsafe { twin($($a),*) };
                 }
             }
-            $body($($a),*)
+            $body::<$($($g,)+)? { $crate::ops::cpu_prims::BUILT_WITH_FMA }>($($a),*)
         }
+    };
+    (avx2_only $($rest:tt)*) => {
+        $crate::ops::cpu_prims::avx2_twin!(@twin "avx2", has_avx2, false; $($rest)*);
+    };
+    ($($rest:tt)*) => {
+        $crate::ops::cpu_prims::avx2_twin!(@twin "avx2,fma", has_avx2_fma, true; $($rest)*);
     };
 }
 pub(crate) use avx2_twin;
@@ -98,24 +136,27 @@ pub(crate) use avx2_twin;
 /// under 1.22e-38 (subnormal arithmetic costs a microcode assist an element on x86; the linear
 /// epilogue's GeLU sends its exponents far below). NaN gives NaN, +inf +inf, −inf 0. libm's
 /// `expf` is exact to the ulp but a call per element, which the compiler cannot vectorise.
+/// With `FMA`, the reduction and the polynomial take fused multiply-adds ([`mad`]).
 #[inline(always)]
-pub fn exp_f32(x: f32) -> f32 {
+pub fn exp_f32<const FMA: bool>(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     const LN2_HI: f32 = 0.693_359_4; // 355/512: n·LN2_HI is exact for |n| ≤ 2^14
     const LN2_LO: f32 = -2.121_944_4e-4; // ln 2 − LN2_HI
     const SHIFTER: f32 = 12_582_912.0; // 1.5·2^23: adding it rounds to an integer
     const LO: f32 = -87.3;
     let xc = x.clamp(LO, 88.8);
-    let t = xc * LOG2E + SHIFTER;
+    let t = mad::<FMA>(xc, LOG2E, SHIFTER);
     let nf = t - SHIFTER;
     let n = (t.to_bits() as i32).wrapping_sub(SHIFTER.to_bits() as i32);
-    let r = xc - nf * LN2_HI - nf * LN2_LO;
-    let p = 1.0
-        + r * (1.0
-            + r * (0.5
-                + r * (1.0 / 6.0
-                    + r * (1.0 / 24.0
-                        + r * (1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
+    let r = mad::<FMA>(nf, -LN2_LO, mad::<FMA>(nf, -LN2_HI, xc));
+    // Horner, from 1/7! down to the two exact 1s.
+    let mut p = mad::<FMA>(1.0 / 5040.0, r, 1.0 / 720.0);
+    p = mad::<FMA>(p, r, 1.0 / 120.0);
+    p = mad::<FMA>(p, r, 1.0 / 24.0);
+    p = mad::<FMA>(p, r, 1.0 / 6.0);
+    p = mad::<FMA>(p, r, 0.5);
+    p = mad::<FMA>(p, r, 1.0);
+    p = mad::<FMA>(p, r, 1.0);
     let n1 = n >> 1;
     let n2 = n - n1;
     let s1 = f32::from_bits(((n1 + 127) as u32) << 23);
@@ -137,8 +178,9 @@ pub fn exp_f32(x: f32) -> f32 {
 /// relative of erfc wherever erfc(z) ≥ 1.2e-38 (a² rounded in f32 is most of that at large a:
 /// the tests check a grid against f64); 0 from about z = 9.3, where erfc is under 1.2e-38
 /// (exp_f32's flush). NaN gives NaN, −inf 2, +inf 0.
+/// With `FMA`, fused multiply-adds ([`mad`]).
 #[inline(always)]
-pub fn erfc_f32(z: f32) -> f32 {
+pub fn erfc_f32<const FMA: bool>(z: f32) -> f32 {
     const Q: [f32; 8] = [
         -0.194_741_63,
         0.780_082_9,
@@ -155,9 +197,9 @@ pub fn erfc_f32(z: f32) -> f32 {
     let t = 1.0 / (1.0 + 0.5 * a);
     let mut q = Q[0];
     for &c in &Q[1..] {
-        q = q * t + c;
+        q = mad::<FMA>(q, t, c);
     }
-    let e = t * exp_f32(q - a * a);
+    let e = t * exp_f32::<FMA>(mad::<FMA>(-a, a, q));
     if z < 0.0 {
         2.0 - e
     } else {
@@ -293,12 +335,17 @@ mod tests {
 
     #[test]
     fn erfc_f32_is_within_2e5_of_f64_and_keeps_the_special_values() {
+        erfc_within_2e5::<false>();
+        erfc_within_2e5::<true>();
+    }
+
+    fn erfc_within_2e5<const FMA: bool>() {
         let mut worst = 0.0f64;
         // Every 1/1024 from −12 to 12.
         for i in -12 * 1024..=12 * 1024 {
             let z = i as f32 / 1024.0;
             let want = libm::erfc(z as f64);
-            let got = erfc_f32(z) as f64;
+            let got = erfc_f32::<FMA>(z) as f64;
             if want < 1.2e-38 {
                 assert!(
                     (0.0..1.2e-38).contains(&got),
@@ -317,19 +364,24 @@ mod tests {
         assert!(worst > 1e-7, "worst {worst:.2e}");
         for z in [0.0f32, 1e-30, -1e-30] {
             assert!(
-                (erfc_f32(z) - 1.0).abs() < 2e-6,
+                (erfc_f32::<FMA>(z) - 1.0).abs() < 2e-6,
                 "erfc({z}) = {}",
-                erfc_f32(z)
+                erfc_f32::<FMA>(z)
             );
         }
-        assert!(erfc_f32(f32::NAN).is_nan());
-        assert_eq!(erfc_f32(f32::NEG_INFINITY), 2.0);
-        assert_eq!(erfc_f32(f32::INFINITY), 0.0);
-        assert_eq!(erfc_f32(-40.0), 2.0);
+        assert!(erfc_f32::<FMA>(f32::NAN).is_nan());
+        assert_eq!(erfc_f32::<FMA>(f32::NEG_INFINITY), 2.0);
+        assert_eq!(erfc_f32::<FMA>(f32::INFINITY), 0.0);
+        assert_eq!(erfc_f32::<FMA>(-40.0), 2.0);
     }
 
     #[test]
     fn exp_f32_is_within_one_and_a_half_ulp_of_f64_and_keeps_the_special_values() {
+        exp_within_one_and_a_half_ulp::<false>();
+        exp_within_one_and_a_half_ulp::<true>();
+    }
+
+    fn exp_within_one_and_a_half_ulp<const FMA: bool>() {
         let mut worst = 0.0f64;
         // Every 1/4096 from −110 to 90, and the f32 values around the overflow and underflow
         // edges.
@@ -339,7 +391,7 @@ mod tests {
             .flat_map(|e| (-64..=64).map(move |k| f32::from_bits((e.to_bits() as i64 + k) as u32)));
         for x in grid.chain(edges) {
             let want = (x as f64).exp();
-            let got = exp_f32(x) as f64;
+            let got = exp_f32::<FMA>(x) as f64;
             if want > f32::MAX as f64 {
                 // Rounds to f32::MAX or past it: either is within the ulp; past it is inf.
                 assert!(
@@ -361,12 +413,12 @@ mod tests {
             assert!(e <= 1.5, "exp({x}) = {got:e}, want {want:e}: {e:.2} ulp");
         }
         assert!(worst > 0.0, "nothing compared");
-        assert!(exp_f32(f32::NAN).is_nan());
-        assert_eq!(exp_f32(f32::INFINITY), f32::INFINITY);
-        assert_eq!(exp_f32(f32::NEG_INFINITY), 0.0);
-        assert_eq!(exp_f32(-200.0), 0.0);
-        assert_eq!(exp_f32(0.0), 1.0);
-        assert_eq!(exp_f32(-0.0), 1.0);
+        assert!(exp_f32::<FMA>(f32::NAN).is_nan());
+        assert_eq!(exp_f32::<FMA>(f32::INFINITY), f32::INFINITY);
+        assert_eq!(exp_f32::<FMA>(f32::NEG_INFINITY), 0.0);
+        assert_eq!(exp_f32::<FMA>(-200.0), 0.0);
+        assert_eq!(exp_f32::<FMA>(0.0), 1.0);
+        assert_eq!(exp_f32::<FMA>(-0.0), 1.0);
     }
 
     #[test]

@@ -252,35 +252,39 @@ pub(crate) fn run_cpu_faer(g: &Gemm, c: &mut Tensor) -> Result<()> {
     let w = prim::to_f32(g.w)?;
     let mut out = faer_f32(&a, &w, g.m, g.n, g.k);
     let bias = g.bias.map(prim::to_f32).transpose()?;
+    use super::GeluApprox;
     let approx = match g.act {
-        Activation::GeluErf => Some(super::GeluApprox::Erf),
-        Activation::GeluTanh => Some(super::GeluApprox::Tanh),
+        Activation::GeluErf => Some(GeluApprox::Erf),
+        Activation::GeluTanh => Some(GeluApprox::Tanh),
         Activation::None => None,
     };
     // One pass, rows in parallel, the bias zipped along each row (no index to check, so the
     // loop vectorises; zeros where there is no bias), one loop an activation form (with the
     // form's branch inside, the loop ran the GeLU ~2× slower).
     #[inline(always)]
-    fn rows_pass_body<F: Fn(f32) -> f32>(rows: &mut [f32], bias: &[f32], f: &F) {
-        for row in rows.chunks_mut(bias.len()) {
-            for (v, &b) in row.iter_mut().zip(bias) {
-                *v = f(*v + b);
+    fn rows_pass_body<const FMA: bool>(rows: &mut [f32], bias: &[f32], act: Option<GeluApprox>) {
+        #[inline(always)]
+        fn each(rows: &mut [f32], bias: &[f32], f: impl Fn(f32) -> f32) {
+            for row in rows.chunks_mut(bias.len()) {
+                for (v, &b) in row.iter_mut().zip(bias) {
+                    *v = f(*v + b);
+                }
             }
         }
+        use super::gelu::gelu_f32;
+        match act {
+            None => each(rows, bias, |x| x),
+            Some(GeluApprox::Tanh) => each(rows, bias, |x| gelu_f32::<FMA>(x, GeluApprox::Tanh)),
+            Some(GeluApprox::Erf) => each(rows, bias, |x| gelu_f32::<FMA>(x, GeluApprox::Erf)),
+        }
     }
-    // The same compiled for AVX2 where the CPU has it: 8 lanes, and VEX-encoded, so it pays no
-    // SSE–AVX transition after faer's kernels (the SSE2 form ran the GeLU epilogue ~10× slower
-    // than the same loop in `gelu/fused`: 1024² elements in ~15 ms on a 2-thread EPYC).
+    // The same compiled for AVX2 and FMA where the CPU has them: 8 lanes, and VEX-encoded, so
+    // it pays no SSE–AVX transition after faer's kernels (the SSE2 form ran the GeLU epilogue
+    // ~10× slower than the same loop in `gelu/fused`: 1024² elements in ~15 ms on a 2-thread
+    // EPYC).
     prim::avx2_twin!(
-        fn rows_pass<F: Fn(f32) -> f32>(rows: &mut [f32], bias: &[f32], f: &F) => rows_pass_body
+        fn rows_pass(rows: &mut [f32], bias: &[f32], act: Option<GeluApprox>) => rows_pass_body
     );
-    fn pass(out: &mut [f32], bias: &[f32], f: impl Fn(f32) -> f32 + Sync) {
-        // The bias is [N] (the registry's checks); rows are split by its length.
-        assert!(!bias.is_empty() && out.len().is_multiple_of(bias.len()));
-        out.par_chunks_mut(bias.len() * 64)
-            .for_each(|rows| rows_pass(rows, bias, &f));
-    }
-    use super::gelu::gelu_f32;
     if g.n > 0 && (bias.is_some() || approx.is_some()) {
         let zeros;
         let b = match bias.as_deref() {
@@ -296,12 +300,10 @@ pub(crate) fn run_cpu_faer(g: &Gemm, c: &mut Tensor) -> Result<()> {
                 &zeros
             }
         };
-        use super::GeluApprox::{Erf, Tanh};
-        match approx {
-            None => pass(&mut out, b, |x| x),
-            Some(Tanh) => pass(&mut out, b, |x| gelu_f32(x, Tanh)),
-            Some(Erf) => pass(&mut out, b, |x| gelu_f32(x, Erf)),
-        }
+        // The bias is [N] (the registry's checks); rows are split by its length.
+        assert!(out.len().is_multiple_of(b.len()));
+        out.par_chunks_mut(b.len() * 64)
+            .for_each(|rows| rows_pass(rows, b, approx));
     }
     prim::store_f32(c, &out)
 }

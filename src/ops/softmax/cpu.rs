@@ -37,10 +37,10 @@ pub fn cpu_split_form(rows: usize, cols: usize, threads: usize) -> bool {
 /// One row, whole: the max, e^(x − max) into `buf` and its sum, then the outputs. NaNs are
 /// skipped by the max and reach the sum through e^(NaN − max).
 #[inline(always)]
-fn row_body<T: Element>(row: &[T], out: &mut [T], buf: &mut [f32], log: bool) {
+fn row_body<T: Element, const FMA: bool>(row: &[T], out: &mut [T], buf: &mut [f32], log: bool) {
     let m = prim::max_f32(row);
     for (b, v) in buf.iter_mut().zip(row) {
-        *b = prim::exp_f32(v.to_f32() - m);
+        *b = prim::exp_f32::<FMA>(v.to_f32() - m);
     }
     let s = prim::sum_f32(buf);
     if log {
@@ -57,7 +57,7 @@ fn row_body<T: Element>(row: &[T], out: &mut [T], buf: &mut [f32], log: bool) {
     }
 }
 prim::avx2_twin!(
-    /// [`row_body`], in AVX2 where the CPU has it.
+    /// [`row_body`], in AVX2 and FMA where the CPU has them.
     fn row_whole<T: Element>(row: &[T], out: &mut [T], buf: &mut [f32], log: bool) => row_body
 );
 
@@ -66,11 +66,16 @@ prim::avx2_twin!(
 /// e^(−inf + inf) = NaN; a NaN or +inf in the chunk makes it NaN). For softmax its
 /// exponentials go into `out` (log_softmax writes nothing here).
 #[inline(always)]
-fn chunk_stats_body<T: Element>(x: &[T], out: &mut [T], buf: &mut [f32], log: bool) -> (f32, f32) {
+fn chunk_stats_body<T: Element, const FMA: bool>(
+    x: &[T],
+    out: &mut [T],
+    buf: &mut [f32],
+    log: bool,
+) -> (f32, f32) {
     let m = prim::max_f32(x);
     let shift = if m == f32::NEG_INFINITY { 0.0 } else { m };
     for (b, v) in buf.iter_mut().zip(x) {
-        *b = prim::exp_f32(v.to_f32() - shift);
+        *b = prim::exp_f32::<FMA>(v.to_f32() - shift);
     }
     if !log {
         for (o, &b) in out.iter_mut().zip(buf.iter()) {
@@ -80,7 +85,7 @@ fn chunk_stats_body<T: Element>(x: &[T], out: &mut [T], buf: &mut [f32], log: bo
     (m, prim::sum_f32(buf))
 }
 prim::avx2_twin!(
-    /// [`chunk_stats_body`], in AVX2 where the CPU has it.
+    /// [`chunk_stats_body`], in AVX2 and FMA where the CPU has them.
     fn chunk_stats<T: Element>(x: &[T], out: &mut [T], buf: &mut [f32], log: bool) -> (f32, f32)
         => chunk_stats_body
 );
@@ -106,7 +111,14 @@ pub fn merge_chunks(states: &[(f32, f32)]) -> (f32, f64) {
 /// exponentials that [`chunk_stats`] left in `out` by e^(chunk max − m)/s; log_softmax writes
 /// (x − m) − ln s.
 #[inline(always)]
-fn chunk_finish_body<T: Element>(x: &[T], out: &mut [T], scale: f32, m: f32, ls: f32, log: bool) {
+fn chunk_finish_body<T: Element, const FMA: bool>(
+    x: &[T],
+    out: &mut [T],
+    scale: f32,
+    m: f32,
+    ls: f32,
+    log: bool,
+) {
     if log {
         for (o, v) in out.iter_mut().zip(x) {
             *o = T::from_f32((v.to_f32() - m) - ls);
@@ -118,7 +130,7 @@ fn chunk_finish_body<T: Element>(x: &[T], out: &mut [T], scale: f32, m: f32, ls:
     }
 }
 prim::avx2_twin!(
-    /// [`chunk_finish_body`], in AVX2 where the CPU has it.
+    /// [`chunk_finish_body`], in AVX2 and FMA where the CPU has them.
     fn chunk_finish<T: Element>(x: &[T], out: &mut [T], scale: f32, m: f32, ls: f32, log: bool)
         => chunk_finish_body
 );
