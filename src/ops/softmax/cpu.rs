@@ -1,10 +1,11 @@
-//! `cpu/fused`: the fused softmax on the CPU (rayon; AVX2 where the CPU has it). Rows that a
-//! core's cache holds run whole, one task a row: the max, the exponentials into a buffer and
-//! their sum, then the outputs, while the row is in cache. Wider rows, and rows too few to
-//! give every core one, are cut into chunks that all cores share (the split-row form, as v6,
-//! v9 and v11 cut rows on the GPU): each chunk's (max, Σ e^(x − max)) and its exponentials
-//! (written into y), the row's states merged, then each chunk scaled in place. Rows are taken
-//! in batches whose output the last-level cache holds, so the scaling pass finds them there.
+//! `cpu/fused`: the fused softmax on the CPU (rayon; AVX2 and FMA where the CPU has them).
+//! Rows that a core's cache holds run whole, one task a row: the max, the exponentials into a
+//! buffer and their sum, then the outputs, while the row is in cache. Wider rows, and rows too
+//! few to give every core one, are cut into chunks that all cores share (the split-row form,
+//! as v6, v9 and v11 cut rows on the GPU): each chunk's (max, Σ e^(x − max)) and its
+//! exponentials (written into y), the row's states merged, then each chunk scaled in place.
+//! Rows are taken in batches whose output the last-level cache holds, so the scaling pass
+//! finds them there.
 
 use super::*;
 
