@@ -35,21 +35,32 @@ pub fn cpu_split_form(rows: usize, cols: usize, threads: usize) -> bool {
     cols > CPU_CHUNK && (cols > CPU_SPLIT_FROM || idle)
 }
 
+/// e^(x − shift) of each of `x` into `buf`, and their sum (both forms' exponentials).
+#[inline(always)]
+fn exps_and_sum<T: Element, const FMA: bool>(x: &[T], shift: f32, buf: &mut [f32]) -> f32 {
+    for (b, v) in buf.iter_mut().zip(x) {
+        *b = prim::exp_f32::<FMA>(v.to_f32() - shift);
+    }
+    prim::sum_f32(buf)
+}
+
+/// log_softmax's outputs, (x − m) − ln Σ, for both forms: x − m is exact near the max, where
+/// outputs are near 0.
+#[inline(always)]
+fn write_log<T: Element>(x: &[T], out: &mut [T], m: f32, ln_sum: f32) {
+    for (o, v) in out.iter_mut().zip(x) {
+        *o = T::from_f32((v.to_f32() - m) - ln_sum);
+    }
+}
+
 /// One row, whole: the max, e^(x − max) into `buf` and its sum, then the outputs. NaNs are
 /// skipped by the max and reach the sum through e^(NaN − max).
 #[inline(always)]
 fn row_body<T: Element, const FMA: bool>(row: &[T], out: &mut [T], buf: &mut [f32], log: bool) {
     let m = prim::max_f32(row);
-    for (b, v) in buf.iter_mut().zip(row) {
-        *b = prim::exp_f32::<FMA>(v.to_f32() - m);
-    }
-    let s = prim::sum_f32(buf);
+    let s = exps_and_sum::<T, FMA>(row, m, buf);
     if log {
-        // (x − m) − ln Σ: x − m is exact near the max, where outputs are near 0.
-        let ls = s.ln();
-        for (o, v) in out.iter_mut().zip(row) {
-            *o = T::from_f32((v.to_f32() - m) - ls);
-        }
+        write_log(row, out, m, s.ln());
     } else {
         let inv = 1.0 / s;
         for (o, b) in out.iter_mut().zip(buf.iter()) {
@@ -75,15 +86,13 @@ fn chunk_stats_body<T: Element, const FMA: bool>(
 ) -> (f32, f32) {
     let m = prim::max_f32(x);
     let shift = if m == f32::NEG_INFINITY { 0.0 } else { m };
-    for (b, v) in buf.iter_mut().zip(x) {
-        *b = prim::exp_f32::<FMA>(v.to_f32() - shift);
-    }
+    let s = exps_and_sum::<T, FMA>(x, shift, buf);
     if !log {
         for (o, &b) in out.iter_mut().zip(buf.iter()) {
             *o = T::from_f32(b);
         }
     }
-    (m, prim::sum_f32(buf))
+    (m, s)
 }
 prim::avx2_twin!(
     /// [`chunk_stats_body`], in AVX2 and FMA where the CPU has them.
@@ -121,9 +130,7 @@ fn chunk_finish_body<T: Element, const FMA: bool>(
     log: bool,
 ) {
     if log {
-        for (o, v) in out.iter_mut().zip(x) {
-            *o = T::from_f32((v.to_f32() - m) - ls);
-        }
+        write_log(x, out, m, ls);
     } else {
         for o in out.iter_mut() {
             *o = T::from_f32(o.to_f32() * scale);
@@ -174,11 +181,18 @@ fn rows_split<T: Element>(x: &[T], y: &mut [T], cols: usize, ldx: usize, log: bo
                 },
             )
             .collect();
-        let rows: Vec<(f32, f64)> = states.chunks(per_row).map(merge_chunks).collect();
+        // Each row's (max, Σ, ln Σ).
+        let rows: Vec<(f32, f64, f32)> = states
+            .chunks(per_row)
+            .map(|st| {
+                let (m, s) = merge_chunks(st);
+                (m, s, s.ln() as f32)
+            })
+            .collect();
         chunks.par_iter_mut().enumerate().for_each(|(k, out)| {
-            let (m, s) = rows[k / per_row];
+            let (m, s, ls) = rows[k / per_row];
             let scale = ((states[k].0 as f64 - m as f64).exp() / s) as f32;
-            chunk_finish(xs(k, out.len()), out, scale, m, s.ln() as f32, log)
+            chunk_finish(xs(k, out.len()), out, scale, m, ls, log)
         });
     }
 }
