@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# Remake every table in docs/ with the commands the docs show.
+#
+# Run from the repository root on the GPU machine, with the release binary at .gpu/bin/kernlab
+# (override with KERNLAB=path). Everything it writes goes under ${OUT:-out}/SECTION/: each
+# command's printed table (NAME.txt), and the CSVs, plots and traces the commands write (the
+# docs' commands name docs/figures/... or a bare file for these; here they land under $OUT, so
+# the checked-in files change only when you copy them over). Perf-notes' tables are records of
+# experiments, many on forms that are gone, and are not remade.
+#
+#   tools/reproduce-docs.sh                  every section, in order
+#   tools/reproduce-docs.sh softmax-targets  one section (or several, in the order given)
+#   tools/reproduce-docs.sh --list           the sections
+#
+# 30 kernlab commands in 11 sections, about 55 minutes on an H200 in all. Each section stays
+# under 10 minutes, so one section fits one call of a time-limited device:
+#
+#   section            commands  ~minutes  tables it remakes
+#   gelu                      5      3     gelu.md: the H200 table; inspect/ and profile/ output
+#   softmax-targets           1      5     softmax.md: TARGETS.md's shapes
+#   softmax-sweep-f32         1      6     softmax.md: every width, f32, and figures/softmax-sweep.*
+#   softmax-sweep-bf16        1      6     softmax.md: every width, bf16
+#   softmax-sweep-f16         1      6     softmax.md: every width, f16
+#   softmax-wide              4      6     softmax.md: the 1-4 Mi points (v11), v9 against v11
+#   softmax-misc              2      4     softmax.md: the stream of the same bytes; the manual profile
+#   matmul                    3      8     matmul.md: the ladder at 8192³, the sweep, figures/matmul-sweep.*
+#   matmul-v7                 5      5     matmul.md: v7 autotuned, exact f32, cuBLAS's kernels
+#   linear                    3      5     linear.md: the fused epilogue against PyTorch; GeLU 8192² bf16
+#   cpu                       4      3     gelu.md, softmax.md, linear.md: the CPU tier (--device cpu)
+#
+# The cache (compiled kernels, ceilings, autotune entries) is $OUT/cache, so your own is left
+# alone. Order matters where the docs' tables depend on the autotune cache: `matmul` starts from
+# an empty autotune cache (its ladder used default configurations) and tunes v5/v6 before its
+# sweep; `matmul-v7` and `linear` tune v6/v7 first. Softmax's tables used no autotune entry.
+# `--torch` needs Python with torch and triton; without them kernlab says so and the PyTorch
+# columns are missing. A command that fails (a variant failing validation exits non-zero) stops
+# the script.
+set -euo pipefail
+
+K=${KERNLAB:-.gpu/bin/kernlab}
+OUT=${OUT:-out}
+SECTIONS=(gelu softmax-targets softmax-sweep-f32 softmax-sweep-bf16 softmax-sweep-f16
+  softmax-wide softmax-misc matmul matmul-v7 linear cpu)
+
+export KERNLAB_CACHE_DIR="$OUT/cache"
+D=  # the current section's output folder
+
+# `kl NAME ARGS...`: run `kernlab ARGS...`, print the command, keep its output in $D/NAME.txt.
+kl() {
+  local name=$1
+  shift
+  echo "+ kernlab $*" >&2
+  "$K" "$@" 2>&1 | tee "$D/$name.txt"
+}
+
+section_gelu() {
+  kl bench bench gelu --shape 16384x16384 --dtype f32,bf16 --torch
+  kl inspect inspect gelu --variant v1_naive,v2_vec16,v3_vec16_ilp --sass
+  kl profile-manual profile gelu --variant manual --shape 8192x8192 --trace "$D/trace-gelu-manual.json"
+  kl profile-v2_vec16 profile gelu --variant v2_vec16 --shape 8192x8192 --trace "$D/trace-gelu-v2_vec16.json"
+  kl profile-manual-sync-each-launch profile gelu --variant manual --shape 8192x8192 \
+    --sync-each-launch --trace "$D/trace-gelu-manual-sync-each-launch.json"
+}
+
+section_softmax-targets() {
+  kl targets bench softmax --dtype f32 --shape 8192x4096 --shape 4096x256 --shape 4096x1024 \
+    --shape 4096x12672 --shape 4096x32768 --shape 1024x131072 --shape 256x1048576 \
+    --variants auto --torch --rep-ms 30 --rotate auto --repeat 3 --csv "$D/targets.csv"
+}
+
+# `sweep_widths DTYPE [--plot FILE]`: softmax.md's sweep of every width at 4096 rows.
+sweep_widths() {
+  local dt=$1
+  shift
+  kl "sweep-$dt" sweep softmax --rows 4096 \
+    --cols 32..4194304:x2,33,255,1000,4097,12345,16385,65537,300007,1048577 --max-elements 2^31 \
+    --dtype "$dt" --variants auto --torch --rep-ms 30 --rotate auto "$@" --csv "$D/softmax-sweep-$dt.csv"
+}
+
+section_softmax-sweep-f32() {
+  # The docs' command writes docs/figures/softmax-sweep.{svg,csv}.
+  sweep_widths f32 --plot "$D/softmax-sweep.svg"
+}
+
+section_softmax-sweep-bf16() {
+  sweep_widths bf16
+}
+
+section_softmax-sweep-f16() {
+  sweep_widths f16
+}
+
+section_softmax-wide() {
+  local dt
+  for dt in f32 bf16; do
+    kl "wide-$dt" sweep softmax --rows 4096 --cols 1048576,2097152,4194304 --max-elements 2^31 \
+      --dtype "$dt" --variants auto --torch --rep-ms 30 --rotate auto --csv "$D/wide-$dt.csv"
+  done
+  kl v9-v11-f32 bench softmax --dtype f32 --shape 341x786432 --shape 256x1048576 \
+    --shape 256x1048577 --shape 170x1572864 --shape 128x2097152 \
+    --variants auto,v9_gridsync,v11_deal --rep-ms 30 --rotate auto --seed 1
+  kl v9-v11-bf16 bench softmax --dtype bf16 --shape 256x1048576 --shape 128x2097152 \
+    --shape 256x1048577 --shape 96x3145728 --shape 64x4194304 \
+    --variants auto,v9_gridsync,v11_deal --rep-ms 30 --rotate auto --seed 1
+}
+
+section_softmax-misc() {
+  kl stream sweep gelu --rows 4096 \
+    --cols 4096,4097,8192,12345,16384,16385,32768,65536,65537,131072,262144,524288,1048576,2097152,4194304 \
+    --max-elements 2^31 --dtype f32,bf16 --variants v2_vec16 --rep-ms 30 --rotate auto --csv "$D/stream.csv"
+  kl profile-manual profile softmax --variant manual --shape 8192x4096
+}
+
+section_matmul() {
+  # The ladder ran with default configurations: no autotune entry for matmul yet.
+  rm -f "$KERNLAB_CACHE_DIR/autotune.json"
+  kl ladder bench matmul --shape 8192x8192x8192 --dtype bf16
+  kl autotune-v5-v6 autotune matmul --shape 8192x8192x8192 --dtype bf16 --variants v5_mma,v6_wgmma
+  # The docs' command writes docs/figures/matmul-sweep.{svg,csv}.
+  kl sweep sweep matmul --square 1024..16384 --dtype bf16 \
+    --variants v3_regs,v4_grouped,v5_mma,v6_wgmma,auto,cublas \
+    --plot "$D/matmul-sweep.svg" --csv "$D/matmul-sweep.csv"
+}
+
+section_matmul-v7() {
+  kl autotune-v6-v7 autotune matmul --shape 8192x8192x8192 --dtype bf16 \
+    --variants v6_wgmma,v7_wgmma_tma_store
+  kl v7 bench matmul --shape 8192x8192x8192 --dtype bf16 \
+    --variants v6_wgmma,v7_wgmma_tma_store,auto,cublas,cublaslt
+  kl f32 bench matmul --shape 4096x4096x4096 --dtype f32 \
+    --variants v2_smem,v3_regs,v4_grouped,auto,cublas,cublaslt
+  kl profile-cublas-2048 profile matmul --variant cublas --shape 2048x2048x2048 --dtype bf16 --row-limit 4
+  kl profile-cublas-128 profile matmul --variant cublas --shape 128x128x128 --dtype bf16 --row-limit 4
+}
+
+section_linear() {
+  kl autotune autotune linear --shape 8192x8192x8192 --dtype bf16 --variants v6_wgmma,v7_wgmma_tma_store
+  kl bench bench linear --shape 8192x8192x8192 --dtype bf16 \
+    --variants manual,v6_wgmma,v7_wgmma_tma_store,auto,cublaslt --torch
+  kl gelu-8192 bench gelu --shape 8192x8192 --dtype bf16 --variants v2_vec16
+}
+
+section_cpu() {
+  kl gelu bench gelu --device cpu --variants fused --dtype f32 --shape 2048x1024 \
+    --shape 256x65536 --shape 1x4194304 --seed 1
+  kl gelu-erf bench gelu --device cpu --variants fused --dtype f32 --shape 2048x1024 --gelu erf --seed 1
+  kl softmax bench softmax --device cpu --variants fused --dtype f32,bf16,f16 --shape 2048x1024 \
+    --shape 256x65536 --shape 1x4194304 --seed 1
+  kl linear bench linear --device cpu --variants faer --shape 1024x1024x1024 --activation gelu-erf --seed 1
+}
+
+if [[ ${1:-} == --list ]]; then
+  printf '%s\n' "${SECTIONS[@]}"
+  exit 0
+fi
+[[ -x $K ]] || { echo "no kernlab binary at $K (build it, or set KERNLAB)" >&2; exit 1; }
+
+todo=("$@")
+[[ ${#todo[@]} -gt 0 ]] || todo=("${SECTIONS[@]}")
+for s in "${todo[@]}"; do
+  [[ " ${SECTIONS[*]} " == *" $s "* ]] || { echo "unknown section: $s (see --list)" >&2; exit 2; }
+done
+
+mkdir -p "$KERNLAB_CACHE_DIR"
+for s in "${todo[@]}"; do
+  D="$OUT/$s"
+  mkdir -p "$D"
+  echo "== $s ($(date -u +%H:%M:%S) UTC)" >&2
+  start=$SECONDS
+  "section_$s"
+  echo "== $s done in $((SECONDS - start)) s; output in $D" >&2
+done
