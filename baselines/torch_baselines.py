@@ -36,6 +36,7 @@ from kernlab_baselines.ops.gelu import GELU_FORMS  # noqa: E402,F401
 from kernlab_baselines.ops.gemm import (ACTIVATION_CODES, ACTIVATIONS, GEMM_CONFIGS,  # noqa: E402,F401
                                         gemm_bytes, gemm_configs_for, gemm_flops,
                                         triton_dot_mode)
+from kernlab_baselines.ops.rmsnorm import F32_EPS  # noqa: E402,F401
 from kernlab_baselines.ops.softmax import manual_softmax, softmax_num_warps  # noqa: E402,F401
 from kernlab_baselines.replay import (KERNLAB_VARIANT, PLAN_VERSION, DriverKernel,  # noqa: E402,F401
                                       load_kernlab_plans)

@@ -1,5 +1,5 @@
-"""PyTorch / torch.compile / Triton baselines for kernlab's GeLU, softmax, matmul and linear
-tables; `baselines/torch_baselines.py` is its command line.
+"""PyTorch / torch.compile / Triton baselines for kernlab's GeLU, softmax, RMSNorm, matmul and
+linear tables; `baselines/torch_baselines.py` is its command line.
 
 Unit tests (no torch, no NumPy, no GPU needed), from the repository's root:
     python3 -m unittest discover -s baselines/tests -t baselines
@@ -11,17 +11,18 @@ same GPU through PyTorch, so kernlab can merge the results as extra columns:
   torch_manual   the CS336 lecture's eager compositions (one kernel per primitive op); for
                  linear: y = x @ w.t(), y = y + b, then the lecture's multi-op GeLU (none for
                  matmul, where it would be torch_native again)
-  torch_native   torch.nn.functional.gelu / torch.softmax / a @ w.t() /
+  torch_native   torch.nn.functional.gelu / torch.softmax / F.rms_norm / a @ w.t() /
                  F.gelu(F.linear(x, w, b), approximate=...)
   torch_compile  torch.compile of the torch_manual function (the row ops) or of the
                  torch_native one (matmul, linear), compiled once per shape
   triton         the lecture's Triton kernels (1-D elementwise GeLU, one-row-per-program
-                 softmax) and a tiled Triton GEMM (grouped tile order, masked
+                 softmax and RMSNorm) and a tiled Triton GEMM (grouped tile order, masked
                  edges, f32 accumulation, bias + activation fused in the epilogue, autotuned)
 
 matmul and linear follow kernlab's contract c[M,N] = act(a[M,K] . w[N,K]^T + bias[N]), `w`
 stored as nn.Linear stores its weight; matmul has no bias and no activation. Their shapes are
 MxNxK. f32 GEMMs run with TF32 off (float32 matmul precision "highest"), recorded in the JSON.
+rmsnorm is y = x * rsqrt(mean(x^2, last dim) + eps) * weight (F.rms_norm), shapes ROWSxCOLS.
 
 Every variant is first validated against a float64 reference (the row ops: kernlab's
 element-wise error measure, see `checking.rel_err_array`; matmul/linear: the relative L2 error
@@ -48,7 +49,7 @@ triton or no CUDA device): one line on stderr and, with --json, {"available": fa
 
 Modules:
   common          exit codes, dtypes, variant names, the shape grammar, text helpers
-  ops/            the op table (`ops.TABLE`); one module an op: gelu, softmax, gemm
+  ops/            the op table (`ops.TABLE`); one module an op: gelu, softmax, rmsnorm, gemm
                   (matmul and linear), each with its shapes, inputs, f64 reference, byte and
                   FLOP counts, record keys and variants; `ops/base.py` the common form
   checking        the error measures (pure Python and array forms), GEMM row sampling

@@ -12,6 +12,7 @@ from .common import (DTYPES, EXIT_INTERNAL, EXIT_OK, PROG, VARIANTS, parse_varia
 from .contract import report_unavailable
 from .ops.gelu import GELU_FORMS
 from .ops.gemm import ACTIVATIONS
+from .ops.rmsnorm import F32_EPS
 from .replay import KERNLAB_VARIANT, load_kernlab_plans
 from .timing import parse_rotate
 
@@ -31,8 +32,8 @@ def build_parser():
                "no triton or no CUDA device).")
     p.add_argument("--op", choices=ops.OPS, help="the op (required unless --self-test)")
     p.add_argument("--shapes", help=f"comma-separated ROWSxCOLS list for {rows}, e.g. "
-                                    "16384x16384,4096x256 (softmax is over the last dim); MxNxK "
-                                    "for matmul/linear, e.g. 8192x8192x8192,127x255x63 "
+                                    "16384x16384,4096x256 (softmax and rmsnorm are over the last "
+                                    "dim); MxNxK for matmul/linear, e.g. 8192x8192x8192,127x255x63 "
                                     "(c[M,N] = act(a[M,K] . w[N,K]^T + bias[N]))")
     p.add_argument("--dtype", choices=tuple(DTYPES), help="element type (required unless --self-test)")
     p.add_argument("--gelu", choices=GELU_FORMS, default="tanh",
@@ -41,6 +42,10 @@ def build_parser():
     p.add_argument("--activation", choices=ACTIVATIONS, default="gelu-tanh",
                    help="linear's activation after the bias (default gelu-tanh; matmul has none, "
                         "the row ops ignore it)")
+    p.add_argument("--eps", type=float, default=None,
+                   help=f"rmsnorm's eps, added to the mean of squares (default float32's machine "
+                        f"epsilon, {F32_EPS!r}, as F.rms_norm's eps=None; ignored by the other "
+                        f"ops)")
     p.add_argument("--variants", default=None,
                    help=f"comma-separated subset of {','.join(VARIANTS)} (default: all; matmul "
                         f"has no torch_manual, which would be torch_native)")

@@ -28,12 +28,12 @@ def record_bytes(op, dtype, shape):
     return ops.spec(op).bytes(dtype, shape)
 
 
-def make_record(op, variant, dtype, shape, gelu, activation=None):
+def make_record(op, variant, dtype, shape, gelu, activation=None, eps=None):
     """A record in the "error" state (filled in by the run). `shape` is (rows, cols) for the
     row ops, (M, N, K) for matmul and linear; `gelu` is gelu's form, `activation` linear's
-    (matmul: none); the other ops ignore the ones that are not theirs."""
+    (matmul: none), `eps` rmsnorm's (the other ops ignore the ones that are not theirs)."""
     spec = ops.spec(op)
-    f = spec.record_fields(shape, gelu=gelu, activation=activation)
+    f = spec.record_fields(shape, gelu=gelu, activation=activation, eps=eps)
     r = {
         "op": op,
         "variant": variant,
@@ -74,7 +74,7 @@ def make_record(op, variant, dtype, shape, gelu, activation=None):
         "repeat_medians_ms": None,
         "spread": None,
     }
-    r.update(f)  # the op's own keys
+    r.update(f)  # the op's own keys (rmsnorm: eps)
     return r
 
 

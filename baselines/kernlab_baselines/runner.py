@@ -115,7 +115,7 @@ class Bench:
 
 def _record(bench, variant, shape):
     a = bench.args
-    return make_record(a.op, variant, a.dtype, shape, a.gelu, a.activation)
+    return make_record(a.op, variant, a.dtype, shape, a.gelu, a.activation, a.eps)
 
 
 def run_row_shape(bench, shape, variants, log):

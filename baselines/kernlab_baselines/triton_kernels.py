@@ -61,6 +61,22 @@ def softmax_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, num_cols, BLOCK_SIZ
     tl.store(y_ptr + row * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def rmsnorm_kernel(x_ptr, w_ptr, y_ptr, x_row_stride, y_row_stride, num_cols, eps,
+                   BLOCK_SIZE: tl.constexpr):
+    # One program per row, as the softmax kernel: the row loaded once (BLOCK_SIZE >= num_cols),
+    # its lanes past num_cols read as 0 so that they add nothing to the sum of squares.
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < num_cols
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+    mean_sq = tl.sum(x * x, axis=0) / num_cols
+    r = tl.rsqrt(mean_sq + eps)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    y = x * r * w
+    tl.store(y_ptr + row * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
 def config_tuple(cfg):
     """A triton.Config of the GEMM as (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, stages, warps)."""
     kw = cfg.kwargs

@@ -1,5 +1,5 @@
 """A stand-in for `triton` and `triton.language` that lets `kernlab_baselines.triton_kernels`
-import without Triton and runs its one-dimensional kernels (GeLU, softmax) in plain
+import without Triton and runs its one-dimensional kernels (GeLU, softmax, RMSNorm) in plain
 Python, one program at a time, over lists: a check of the kernels' indexing, masking and
 arithmetic on a machine with no GPU. It knows only the few `tl` calls those kernels make,
 with Python's float64 arithmetic between explicit f32 roundings (`.to(tl.float32)` and the

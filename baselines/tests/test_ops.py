@@ -51,7 +51,7 @@ class TheTable(unittest.TestCase):
             for dt in DTYPES:
                 for v in spec.variants:
                     with self.subTest(op=name, dtype=dt, variant=v):
-                        r = make_record(name, v, dt, shape_of(spec), "erf", "gelu-erf")
+                        r = make_record(name, v, dt, shape_of(spec), "erf", "gelu-erf", 1e-5)
                         self.assertEqual(r["bytes"], spec.bytes(dt, shape_of(spec)))
                         self.assertEqual(r["flops"], spec.flops(shape_of(spec)))
                         self.assertTrue(set(spec.record_keys) <= set(r))
@@ -60,13 +60,14 @@ class TheTable(unittest.TestCase):
     def test_each_op_s_options(self):
         for name, spec in ops.TABLE.items():
             with self.subTest(name):
-                a = types.SimpleNamespace(gelu="erf", activation="gelu-erf")
+                a = types.SimpleNamespace(gelu="erf", activation="gelu-erf", eps=None)
                 spec.normalise_args(a)
                 self.assertEqual(a.gelu, "erf" if name == "gelu" else None)
                 self.assertEqual(a.activation, {"matmul": "none", "linear": "gelu-erf"}.get(name))
+                self.assertEqual(a.eps is not None, "eps" in spec.record_keys)
                 self.assertIsNone(spec.arg_error(a))
                 self.assertEqual(spec.form(a), spec.record_form(
-                    make_record(name, "triton", "f32", shape_of(spec), a.gelu, a.activation)))
+                    make_record(name, "triton", "f32", shape_of(spec), a.gelu, a.activation, a.eps)))
 
 
 if __name__ == "__main__":

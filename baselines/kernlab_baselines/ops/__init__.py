@@ -1,9 +1,9 @@
 """The op table: one `OpSpec` an op (`base.py`), each from its own module, that the generic
 code (command line, contract, runner) iterates over instead of naming ops."""
 
-from . import gelu, gemm, softmax
+from . import gelu, gemm, rmsnorm, softmax
 
-TABLE = {s.name: s for s in (gelu.SPEC, softmax.SPEC, gemm.MATMUL, gemm.LINEAR)}
+TABLE = {s.name: s for s in (gelu.SPEC, softmax.SPEC, gemm.MATMUL, gemm.LINEAR, rmsnorm.SPEC)}
 OPS = tuple(TABLE)
 # c[M,N] = act(a[M,K] . w[N,K]^T + bias[N]); shapes MxNxK. matmul: no bias, no activation.
 GEMM_OPS = tuple(name for name, s in TABLE.items() if s.gemm)

@@ -1,5 +1,5 @@
 """What an op's module gives the generic code (`OpSpec`), and the common form of the row ops
-(`RowOp`: gelu, softmax; one ROWSxCOLS input, rows on the last dim, judged element by
+(`RowOp`: gelu, softmax, rmsnorm; one ROWSxCOLS input, rows on the last dim, judged element by
 element). The methods that take `bench` run on the GPU with the run's torch (`runner.Bench`:
 its torch, args, device and dtype, `generator()`, `rounded()`, `in_layout()`, `compile()`);
 the others need no torch."""
@@ -50,10 +50,11 @@ class OpSpec:
         return None
 
     def normalise_args(self, args):
-        """Set the run's op options (args.gelu, args.activation) to what this op
+        """Set the run's op options (args.gelu, args.activation, args.eps) to what this op
         takes: None where it takes none."""
         args.gelu = None
         args.activation = None
+        args.eps = None
 
     def arg_error(self, args):
         """A message where the op's options are out of range, else None."""
@@ -67,7 +68,7 @@ class OpSpec:
         """A record's op option in a word, for its progress line (None where it has none)."""
         return None
 
-    def record_fields(self, shape, gelu=None, activation=None):
+    def record_fields(self, shape, gelu=None, activation=None, eps=None):
         """The op's values of a record's keys gelu, activation, bias, flops and error_metric,
         and any keys of its own after them."""
         return {"gelu": None, "activation": None, "bias": None, "flops": None,

@@ -38,6 +38,7 @@ class Gelu(RowOp):
 
     def normalise_args(self, args):
         args.activation = None
+        args.eps = None
 
     def form(self, args):
         return args.gelu
@@ -45,7 +46,7 @@ class Gelu(RowOp):
     def record_form(self, r):
         return r["gelu"]
 
-    def record_fields(self, shape, gelu=None, activation=None):
+    def record_fields(self, shape, gelu=None, activation=None, eps=None):
         return {"gelu": gelu, "activation": None, "bias": None, "flops": None,
                 "error_metric": ERROR_METRICS["elementwise"]}
 

@@ -110,6 +110,7 @@ class Gemm(OpSpec):
 
     def normalise_args(self, args):
         args.gelu = None
+        args.eps = None
         if not self.bias:
             args.activation = "none"
 
@@ -119,7 +120,7 @@ class Gemm(OpSpec):
     def record_form(self, r):
         return r.get("activation") if self.bias else None
 
-    def record_fields(self, shape, gelu=None, activation=None):
+    def record_fields(self, shape, gelu=None, activation=None, eps=None):
         m, n, k = (int(v) for v in shape)
         return {"gelu": None, "activation": activation if self.bias else "none",
                 "bias": self.bias, "flops": gemm_flops(m, n, k),

@@ -8,7 +8,7 @@ passes its launch plans, kernlab's own launch replayed here (`replay`)."""
 
 from .base import RowOp
 
-# Triton limits for the one-block-per-row softmax.
+# Triton limits for the one-block-per-row kernels (softmax, rmsnorm).
 TRITON_SOFTMAX_MAX_BLOCK = 131072
 
 
