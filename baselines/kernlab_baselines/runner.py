@@ -70,9 +70,12 @@ class Bench:
         return g
 
     def rounded(self, t64):
-        """The float64 draw `t64` rounded to the run's dtype, contiguous; raises where it is
-        non-finite or all zero."""
-        t = t64.to(self.tdtype).contiguous()
+        """The float64 draw `t64` rounded to the run's dtype, contiguous (the caller drops the
+        draw, then `checked` the result)."""
+        return t64.to(self.tdtype).contiguous()
+
+    def checked(self, t):
+        """`t`, a drawn input; raises where it is non-finite or all zero."""
         if not bool(self.torch.isfinite(t).all()) or float(t.abs().max()) == 0.0:
             raise RuntimeError("generated input is non-finite or all zero")
         return t

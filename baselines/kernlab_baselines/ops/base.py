@@ -1,8 +1,8 @@
 """What an op's module gives the generic code (`OpSpec`), and the common form of the row ops
 (`RowOp`: gelu, softmax, rmsnorm; one ROWSxCOLS input, rows on the last dim, judged element by
 element). The methods that take `bench` run on the GPU with the run's torch (`runner.Bench`:
-its torch, args, device and dtype, `generator()`, `rounded()`, `in_layout()`, `compile()`);
-the others need no torch."""
+its torch, args, device and dtype, `generator()`, `rounded()`, `checked()`, `in_layout()`,
+`compile()`); the others need no torch."""
 
 from ..common import DTYPES, VARIANTS, parse_shapes
 

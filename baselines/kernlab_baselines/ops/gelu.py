@@ -61,7 +61,7 @@ class Gelu(RowOp):
         x64.mul_(2.0)
         x = bench.rounded(x64)
         del x64
-        return (bench.in_layout(x),)
+        return (bench.in_layout(bench.checked(x)),)
 
     def reference(self, bench, inputs):
         return gelu_reference(bench.torch, inputs[0], bench.args.gelu)

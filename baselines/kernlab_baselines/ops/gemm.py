@@ -178,7 +178,7 @@ class Gemm(OpSpec):
                 t64.mul_(scale)
             t = bench.rounded(t64)
             del t64
-            return t
+            return bench.checked(t)
 
         a = draw((m, k), 1.0)
         w = draw((n, k), 1.0 / math.sqrt(k))

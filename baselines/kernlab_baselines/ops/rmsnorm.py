@@ -110,11 +110,12 @@ class RmsNorm(RowOp):
         x64 = torch.randn(shape, generator=g, device=bench.dev, dtype=torch.float64)
         x = bench.rounded(x64)
         del x64
+        bench.checked(x)
         w64 = torch.randn((cols,), generator=g, device=bench.dev, dtype=torch.float64)
         w64.mul_(WEIGHT_STD).add_(WEIGHT_MEAN)
         w = bench.rounded(w64)
         del w64
-        return bench.in_layout(x), w
+        return bench.in_layout(x), bench.checked(w)
 
     def reference(self, bench, inputs):
         x, w = inputs

@@ -56,7 +56,7 @@ class Softmax(RowOp):
         del outlier
         x = bench.rounded(x64)
         del x64
-        return (bench.in_layout(x),)
+        return (bench.in_layout(bench.checked(x)),)
 
     def reference(self, bench, inputs):
         return softmax_reference(bench.torch, inputs[0])
