@@ -1,0 +1,176 @@
+"""The command line (`build_parser`, `main`) and `--self-test` (the unit tests under
+baselines/tests, run in this process). No torch until a run passes the command line's checks."""
+
+import argparse
+import os
+import random
+import sys
+
+from . import ops
+from .common import (DTYPES, EXIT_INTERNAL, EXIT_OK, PROG, VARIANTS, parse_variants,
+                     shape_str)
+from .contract import report_unavailable
+from .ops.gelu import GELU_FORMS
+from .ops.gemm import ACTIVATIONS
+from .ops.rmsnorm import F32_EPS
+from .replay import KERNLAB_VARIANT, load_kernlab_plans
+from .timing import parse_rotate
+
+TESTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
+
+
+def build_parser():
+    rows = ops.words(ops.ROW_OPS)
+    p = argparse.ArgumentParser(
+        prog="torch_baselines.py",
+        description="Time PyTorch / torch.compile / Triton baselines of "
+                    f"{ops.words(ops.OPS).replace(' and ', ' or ')} for kernlab, validated "
+                    "against a float64 reference first. Ops: "
+                    + "; ".join(f"{name}: {s.summary}" for name, s in ops.TABLE.items()) + ".",
+        epilog="exit codes: 0 run completed (records may be 'failed'/'error'); 1 internal "
+               "error or self-test failure; 2 bad arguments; 3 baselines unavailable (no torch, "
+               "no triton or no CUDA device).")
+    p.add_argument("--op", choices=ops.OPS, help="the op (required unless --self-test)")
+    p.add_argument("--shapes", help=f"comma-separated ROWSxCOLS list for {rows}, e.g. "
+                                    "16384x16384,4096x256 (softmax and rmsnorm are over the last "
+                                    "dim); MxNxK for matmul/linear, e.g. 8192x8192x8192,127x255x63 "
+                                    "(c[M,N] = act(a[M,K] . w[N,K]^T + bias[N]))")
+    p.add_argument("--dtype", choices=tuple(DTYPES), help="element type (required unless --self-test)")
+    p.add_argument("--gelu", choices=GELU_FORMS, default="tanh",
+                   help="GeLU form: tanh approximation or exact erf (default tanh; ignored by "
+                        "the other ops)")
+    p.add_argument("--activation", choices=ACTIVATIONS, default="gelu-tanh",
+                   help="linear's activation after the bias (default gelu-tanh; matmul has none, "
+                        "the row ops ignore it)")
+    p.add_argument("--eps", type=float, default=None,
+                   help=f"rmsnorm's eps, added to the mean of squares (default float32's machine "
+                        f"epsilon, {F32_EPS!r}, as F.rms_norm's eps=None; ignored by the other "
+                        f"ops)")
+    p.add_argument("--variants", default=None,
+                   help=f"comma-separated subset of {','.join(VARIANTS)} (default: all; matmul "
+                        f"has no torch_manual, which would be torch_native)")
+    p.add_argument("--warmup-ms", type=float, default=25.0, help="do_bench warmup, ms (default 25)")
+    p.add_argument("--rep-ms", type=float, default=100.0, help="do_bench repetition time, ms (default 100)")
+    p.add_argument("--json", metavar="PATH", help="write the results (or the unavailable note) here")
+    p.add_argument("--seed", type=int, help="input seed (default: random, recorded in the JSON)")
+    p.add_argument("--manual-precision", choices=("f32", "input"), default="f32",
+                   help="torch_manual/torch_compile on bf16/f16: 'f32' casts the input to f32 and "
+                        "the result back (kernlab's manual tier does the same; default), 'input' "
+                        "runs every op in the input dtype. linear's torch_manual: the matmul "
+                        "always runs in the input dtype; this picks the precision of the bias "
+                        "add and GeLU after it")
+    p.add_argument("--compile-mode", default="default",
+                   help="torch.compile mode (default, reduce-overhead, max-autotune, ...); "
+                        f"torch_compile compiles torch_manual for {rows}, torch_native for "
+                        "matmul/linear")
+    p.add_argument("--rotate", type=str, default="1",
+                   help="cycle the timed calls through N copies of the inputs (each call's "
+                        "output kept until its copy comes round again), or 'auto': as many "
+                        "as make the copies 4x the L2, at most 1024, as kernlab's --rotate "
+                        "(default 1: one buffer, do_bench's usual way)")
+    p.add_argument("--repeat", type=int, default=1, metavar="K",
+                   help=f"{rows}: time every variant of a shape K times, in K rounds that "
+                        "take the variants in turn; the record keeps the round whose median is "
+                        "the median of the K (the lower middle one for an even K), every "
+                        "round's median and their spread, (max - min) / that median, as "
+                        "kernlab's --repeat (default 1; GEMMs run once)")
+    p.add_argument("--cache-bytes", type=int, default=None,
+                   help="the L2 size --rotate auto counts with (default: the device's, from torch)")
+    p.add_argument("--row-stride", type=int, default=None, metavar="N",
+                   help=f"{rows}: rows N elements apart (N >= every shape's width; the gaps "
+                        "hold NaN), as kernlab's --row-stride; default contiguous")
+    p.add_argument("--kernlab-plans", metavar="PATH",
+                   help=f"{ops.words(ops.REPLAY_OPS)}: kernlab's launch plans (kernlab_plans.json, "
+                        f"written by `kernlab bench --torch`): at each planned shape, also time "
+                        f"kernlab's own launch here ({KERNLAB_VARIANT}), validated like every "
+                        f"variant")
+    p.add_argument("--quiet", action="store_true", help="no per-variant progress on stderr")
+    p.add_argument("--copy-bytes", type=int, default=1 << 30,
+                   help="also time dst.copy_(src) of this many bytes, PyTorch's side of the copy "
+                        "ceiling (default 1 GiB; 0 skips it)")
+    p.add_argument("--self-test", action="store_true",
+                   help="run the unit tests under baselines/tests (no torch needed); exit 0 if "
+                        "they pass")
+    return p
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.self_test:
+        return self_test()
+    missing = [f"--{k}" for k in ("op", "shapes", "dtype") if getattr(args, k) is None]
+    if missing:
+        parser.error(f"the following arguments are required: {', '.join(missing)}")
+    spec = ops.spec(args.op)
+    try:
+        args.shape_list = spec.parse_shapes(args.shapes)
+        asked = parse_variants(args.variants if args.variants is not None else ",".join(VARIANTS))
+    except ValueError as e:
+        parser.error(str(e))
+    args.variant_list, dropped = spec.resolve_variants(asked)
+    if not args.variant_list:
+        parser.error(f"nothing to run: {args.op} has no {', '.join(dropped)} variant "
+                     f"(it would be torch_native)")
+    if dropped and args.variants is not None and not args.quiet:
+        print(f"{PROG}: {args.op} has no {', '.join(dropped)} variant (it would be torch_native); "
+              f"skipped", file=sys.stderr)
+    if args.warmup_ms <= 0 or args.rep_ms <= 0:
+        parser.error("--warmup-ms and --rep-ms must be > 0")
+    try:
+        args.rotate = parse_rotate(args.rotate)
+    except ValueError as e:
+        parser.error(str(e))
+    if args.cache_bytes is not None and args.cache_bytes < 1:
+        parser.error("--cache-bytes must be at least 1")
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    if args.row_stride is not None:
+        if not spec.rows:
+            parser.error(f"--row-stride is for {ops.words(ops.ROW_OPS)} rows, not {args.op}")
+        narrow = [s for s in args.shape_list if s[-1] > args.row_stride]
+        if args.row_stride < 1 or narrow:
+            parser.error(f"--row-stride {args.row_stride} is less than the width of "
+                         f"{shape_str(narrow[0]) if narrow else 'a row'}")
+    args.plans = {}
+    if args.kernlab_plans is not None:
+        if not spec.replays:
+            parser.error(f"--kernlab-plans is for {ops.words(ops.REPLAY_OPS)}")
+        if args.row_stride is not None:
+            parser.error("--kernlab-plans replays launches on contiguous rows, not with --row-stride")
+        if args.dtype is None:
+            parser.error("--kernlab-plans needs --dtype")
+        try:
+            args.plans = load_kernlab_plans(args.kernlab_plans, args.op, args.dtype)
+        except ValueError as e:  # the PyTorch columns still run
+            print(f"{PROG}: {KERNLAB_VARIANT} left out: {e}", file=sys.stderr)
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(2 ** 31)
+    spec.normalise_args(args)
+    bad = spec.arg_error(args)
+    if bad:
+        parser.error(bad)
+
+    from .runner import probe_environment, run_benchmarks
+
+    torch, reason = probe_environment()
+    if torch is None:
+        return report_unavailable(reason, args.json)
+    return run_benchmarks(torch, args)
+
+
+def self_test(stream=None):
+    """Run the unit tests (baselines/tests) in this process: their report on stderr, one line
+    on stdout ("... self-test: ok" or "... self-test: FAILED"); exit 0 where all pass."""
+    import unittest
+
+    if not os.path.isdir(TESTS_DIR):
+        print(f"{PROG} self-test: FAILED (no unit tests at {TESTS_DIR})")
+        return EXIT_INTERNAL
+    loader = unittest.TestLoader()
+    suite = loader.discover(TESTS_DIR, top_level_dir=os.path.dirname(TESTS_DIR))
+    result = unittest.TextTestRunner(stream=stream or sys.stderr, verbosity=1).run(suite)
+    ok = result.wasSuccessful() and result.testsRun > 0 and not loader.errors
+    skipped = f", {len(result.skipped)} skipped" if result.skipped else ""
+    print(f"{PROG} self-test: {'ok' if ok else 'FAILED'} ({result.testsRun} unit tests{skipped})")
+    return EXIT_OK if ok else EXIT_INTERNAL

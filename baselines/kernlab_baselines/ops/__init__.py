@@ -1,0 +1,22 @@
+"""The op table: one `OpSpec` an op (`base.py`), each from its own module, that the generic
+code (command line, contract, runner) iterates over instead of naming ops."""
+
+from . import gelu, gemm, rmsnorm, softmax
+
+TABLE = {s.name: s for s in (gelu.SPEC, softmax.SPEC, gemm.MATMUL, gemm.LINEAR, rmsnorm.SPEC)}
+OPS = tuple(TABLE)
+# c[M,N] = act(a[M,K] . w[N,K]^T + bias[N]); shapes MxNxK. matmul: no bias, no activation.
+GEMM_OPS = tuple(name for name, s in TABLE.items() if s.gemm)
+ROW_OPS = tuple(name for name, s in TABLE.items() if s.rows)
+REPLAY_OPS = tuple(name for name, s in TABLE.items() if s.replays)
+
+
+def spec(op):
+    """The op's `OpSpec` (KeyError for an op not in the table)."""
+    return TABLE[op]
+
+
+def words(names):
+    """'a', 'a and b', 'a, b and c'."""
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

@@ -1,0 +1,111 @@
+"""gelu: y = GeLU(x), element-wise, in its tanh approximation or exact (erf) form (--gelu).
+
+Shapes ROWSxCOLS; x ~ 2 N(0, 1); bytes 2 * rows * cols * size (x read once, y written once).
+Variants: torch_manual (the lecture's multi-op composition), torch_native
+(F.gelu(approximate=...)), torch_compile (of torch_manual) and triton (the lecture's 1-D
+kernel, `triton_kernels.gelu_tanh_kernel` / `gelu_erf_kernel`)."""
+
+import math
+
+from .base import RowOp, ERROR_METRICS
+
+GELU_FORMS = ("tanh", "erf")
+TRITON_GELU_BLOCK = 1024
+
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)  # PyTorch's kBeta = M_SQRT2 * M_2_SQRTPI * 0.5
+SQRT1_2 = math.sqrt(0.5)
+
+
+def gelu_py(x, form):
+    """GeLU of one float in float64, as the reference computes it."""
+    if form == "tanh":
+        return 0.5 * x * (1.0 + math.tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
+    return 0.5 * x * (1.0 + math.erf(x * SQRT1_2))
+
+
+def gelu_reference(torch, x, form):
+    """GeLU in float64 of the tensor x (any dtype)."""
+    x = x.to(torch.float64)
+    if form == "tanh":
+        inner = SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
+        return 0.5 * x * (1.0 + torch.tanh(inner))
+    return 0.5 * x * (1.0 + torch.erf(x * SQRT1_2))
+
+
+class Gelu(RowOp):
+    name = "gelu"
+    summary = "y = GeLU(x) (--gelu tanh|erf), ROWSxCOLS"
+
+    def normalise_args(self, args):
+        args.activation = None
+        args.eps = None
+
+    def form(self, args):
+        return args.gelu
+
+    def record_form(self, r):
+        return r["gelu"]
+
+    def record_fields(self, shape, gelu=None, activation=None, eps=None):
+        return {"gelu": gelu, "activation": None, "bias": None, "flops": None,
+                "error_metric": ERROR_METRICS["elementwise"]}
+
+    def check_gelu(self, r, need, where):
+        need(r["gelu"] in GELU_FORMS, f"{where}: gelu op without tanh/erf")
+
+    # -- on the GPU ---------------------------------------------------------------------------
+    def make_inputs(self, bench, shape):
+        torch = bench.torch
+        x64 = torch.randn(shape, generator=bench.generator(), device=bench.dev,
+                          dtype=torch.float64)
+        x64.mul_(2.0)
+        x = bench.rounded(x64)
+        del x64
+        return (bench.in_layout(bench.checked(x)),)
+
+    def reference(self, bench, inputs):
+        return gelu_reference(bench.torch, inputs[0], bench.args.gelu)
+
+    def core(self, bench):
+        torch = bench.torch
+        if bench.args.gelu == "tanh":
+            def core(x):
+                return 0.5 * x * (1 + torch.tanh(0.79788456 * (x + 0.044715 * x * x * x)))
+        else:
+            def core(x):
+                return 0.5 * x * (1 + torch.erf(x * 0.7071067811865476))
+        return core
+
+    def native_fn(self, bench):
+        torch = bench.torch
+        approx = "tanh" if bench.args.gelu == "tanh" else "none"
+        return lambda x: torch.nn.functional.gelu(x, approximate=approx)
+
+    def triton_fn(self, bench, shape):
+        from .. import triton_kernels as tk
+
+        torch, triton = bench.torch, tk.triton
+        if bench.args.gelu == "erf":
+            if not tk.erf_available():
+                raise RuntimeError("tl.math.erf is not available in this Triton; erf kernel skipped")
+            kernel, note = tk.gelu_erf_kernel, "erf via tl.math.erf, f32 arithmetic"
+        else:
+            kernel = tk.gelu_tanh_kernel
+            note = ("tanh via exp(2a) as the lecture, 2a clamped at 80 (unclamped, x >~ 10 "
+                    "gives inf/inf = NaN); f32 arithmetic")
+        block = TRITON_GELU_BLOCK
+
+        def run(x, out=None):
+            if not x.is_contiguous():
+                raise RuntimeError("the lecture's 1-D Triton GeLU reads a flat buffer: rows "
+                                   "with a stride (--row-stride) are not for it")
+            y = torch.empty_like(x) if out is None else out
+            n = x.numel()
+            grid = (triton.cdiv(n, block),)
+            kernel[grid](x, y, n, BLOCK_SIZE=block, WIDE=(n + block >= 2 ** 31))
+            return y
+
+        return run, note
+
+
+SPEC = Gelu()

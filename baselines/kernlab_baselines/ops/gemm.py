@@ -1,0 +1,323 @@
+"""matmul and linear: c[M,N] = act(a[M,K] . w[N,K]^T + bias[N]), `w` stored as nn.Linear
+stores its weight; matmul has no bias and no activation, linear's activation is --activation.
+
+Shapes MxNxK; a ~ N(0, 1), w ~ N(0, 1)/sqrt(K), bias ~ N(0, 1)/2; bytes (M*K + N*K + M*N
+[+ N]) * size, FLOPs 2*M*N*K. Judged by the relative L2 error of each checked output row
+(`row_rel_l2_array`; all rows of a small output, else a seeded sample). Variants: torch_manual
+(linear only: y = x @ w.t(), y = y + b, the lecture's multi-op GeLU), torch_native
+(a @ w.t(), F.gelu(F.linear(x, w, b))), torch_compile (of torch_native) and triton (a tiled,
+autotuned GEMM with the bias and activation in its epilogue, `triton_kernels.gemm_kernel`).
+f32 GEMMs run with TF32 off."""
+
+import math
+
+from ..common import DTYPES, VARIANTS, is_int, is_number
+from .base import ERROR_METRICS, OpSpec
+from .gelu import SQRT1_2, SQRT_2_OVER_PI
+
+# linear's --activation, named as kernlab's Activation (kebab-case); the kernel's ACTIVATION code.
+ACTIVATIONS = ("gelu-tanh", "gelu-erf", "none")
+ACTIVATION_CODES = {"none": 0, "gelu-tanh": 1, "gelu-erf": 2}
+
+# Keys every matmul/linear record has besides the contract's RECORD_KEYS (the row ops' records
+# written by this version have them too, as null; older documents lack them).
+GEMM_RECORD_KEYS = ("activation", "bias", "flops", "tflops", "error_metric", "validated_rows",
+                    "max_elem_rel_err")
+
+# The Triton GEMM's autotune list (H100/H200): (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, stages, warps).
+GEMM_CONFIGS = (
+    (128, 256, 64, 8, 3, 8),
+    (256, 128, 64, 8, 3, 8),
+    (128, 128, 64, 8, 4, 4),
+    (64, 128, 64, 8, 4, 4),
+    (128, 64, 32, 8, 4, 4),
+    (64, 64, 32, 8, 4, 4),
+)
+# Shared memory one block may use on sm_90 (227 KiB); configs whose operand ring would not fit
+# for the dtype are dropped before autotuning (f32 keeps the smaller tiles).
+GEMM_SMEM_LIMIT = 232448
+
+
+def gemm_flops(m, n, k):
+    """2*M*N*K: one multiply and one add per term (bias and activation not counted)."""
+    return 2 * int(m) * int(n) * int(k)
+
+
+def gemm_bytes(m, n, k, dtype, bias):
+    """The minimum traffic: a and w read once, c written once, the bias read once."""
+    m, n, k = int(m), int(n), int(k)
+    return (m * k + n * k + m * n + (n if bias else 0)) * DTYPES[dtype][1]
+
+
+def gemm_config_fits(cfg, elsize, limit=GEMM_SMEM_LIMIT):
+    """Whether a (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, stages, warps) config's ring of operand
+    tiles (stages x (a tile + w tile)) fits in one block's shared memory for `elsize`-byte
+    elements. An estimate: exact for the 16-bit wgmma path (Triton 3.9, sm_90); the f32 'ieee'
+    path keeps one stage fewer, but the f32 tiles this drops (128x128x64 and larger) would
+    spill their accumulator heavily anyway (ptxas: ~13 KB of stack per thread). Configs that
+    still do not fit are skipped by the autotuner itself (OutOfResources)."""
+    bm, bn, bk, _group, stages, _warps = cfg
+    return (bm * bk + bk * bn) * elsize * stages <= limit
+
+
+def gemm_configs_for(configs, elsize):
+    """The configs worth compiling for this element size; never none (the smallest ring)."""
+    keep = [c for c in configs if gemm_config_fits(c, elsize)]
+    if keep:
+        return keep
+    return [min(configs, key=lambda c: (c[0] * c[2] + c[2] * c[1]) * c[4])]
+
+
+def triton_dot_mode(dtype_name):
+    """DOT_MODE for the GEMM kernel: 0 the dtype's tensor-core dot (16-bit inputs); for f32,
+    exact f32: 1 (tl.dot's input_precision="ieee") where this Triton has it, else 2
+    (allow_tf32=False)."""
+    if dtype_name != "f32":
+        return 0
+    try:
+        import inspect
+
+        import triton.language as tl
+
+        if "input_precision" in inspect.signature(tl.dot).parameters:
+            return 1
+    except (TypeError, ValueError, AttributeError):
+        return 1
+    return 2
+
+
+class Gemm(OpSpec):
+    ndim = 3
+    shape_keys = "[M, N, K]"
+    gemm = True
+    rows = False
+
+    def __init__(self, name, bias):
+        self.name = name
+        self.bias = bias
+        # matmul has no torch_manual: it would be a @ w.t(), which is torch_native.
+        self.variants = VARIANTS if bias else tuple(v for v in VARIANTS if v != "torch_manual")
+        self.summary = ("c = act(a . w^T + bias) (--activation), MxNxK" if bias
+                        else "c = a . w^T, MxNxK")
+
+    def bytes(self, dtype, shape):
+        m, n, k = shape
+        return gemm_bytes(m, n, k, dtype, self.bias)
+
+    def flops(self, shape):
+        m, n, k = shape
+        return gemm_flops(m, n, k)
+
+    def normalise_args(self, args):
+        args.gelu = None
+        args.eps = None
+        if not self.bias:
+            args.activation = "none"
+
+    def form(self, args):
+        return args.activation if self.bias else None
+
+    def record_form(self, r):
+        return r.get("activation") if self.bias else None
+
+    def record_fields(self, shape, gelu=None, activation=None, eps=None):
+        m, n, k = (int(v) for v in shape)
+        return {"gelu": None, "activation": activation if self.bias else "none",
+                "bias": self.bias, "flops": gemm_flops(m, n, k),
+                "error_metric": ERROR_METRICS["gemm"]}
+
+    record_keys = GEMM_RECORD_KEYS
+
+    def check_record(self, r, need, where):
+        if not self.bias:
+            need(r["activation"] == "none" and r["bias"] is False,
+                 f"{where}: matmul with a bias or an activation")
+        else:
+            need(r["activation"] in ACTIVATIONS and r["bias"] is True,
+                 f"{where}: linear without a bias or with a bad activation")
+        need(r["variant"] in self.variants or r["variant"] not in VARIANTS,
+             f"{where}: {self.name} has no {r['variant']} variant")
+        m, n, k = r["shape"]
+        need(r["flops"] == gemm_flops(m, n, k), f"{where}: flops is not 2*M*N*K")
+        need(r["bytes"] == self.bytes(r["dtype"], r["shape"]),
+             f"{where}: bytes is not (M*K + N*K + M*N [+ N]) * dtype size")
+        need(r["error_metric"] == ERROR_METRICS["gemm"], f"{where}: bad error_metric")
+        me = r["max_elem_rel_err"]
+        need(me is None or (is_number(me) and math.isfinite(me)), f"{where}: bad max_elem_rel_err")
+        vr = r["validated_rows"]
+        need(vr is None or (is_int(vr) and 0 < vr <= m), f"{where}: bad validated_rows")
+        t = r["tflops"]
+        need(t is None or (is_number(t) and math.isfinite(t)),
+             f"{where}: 'tflops' is neither a finite number nor null")
+        if r["status"] == "ok":
+            need(t is not None, f"{where}: ok but 'tflops' is null")
+            need(vr is not None, f"{where}: ok but 'validated_rows' is null")
+        else:
+            need(t is None, f"{where}: {r['status']} but 'tflops' set")
+
+    def doc_fields(self, args):
+        from ..checking import GEMM_FULL_CHECK_ELEMS, GEMM_SAMPLE_ROWS
+
+        return {"activation": args.activation,
+                "gemm_validation": (f"max over checked rows of ||out - ref||_2 / ||ref||_2 "
+                                    f"against a float64 reference from the rounded inputs; all "
+                                    f"rows when M <= {GEMM_SAMPLE_ROWS} or M*N <= "
+                                    f"{GEMM_FULL_CHECK_ELEMS}, else {GEMM_SAMPLE_ROWS} rows")}
+
+    # -- on the GPU ---------------------------------------------------------------------------
+    def make_inputs(self, bench, shape):
+        """a [M,K] ~ N(0,1), w [N,K] ~ N(0,1)/sqrt(K) (so a.w^T is O(1)), bias [N] ~ N(0,1)/2
+        for linear; drawn in float64 from --seed, rounded to the dtype, contiguous."""
+        torch = bench.torch
+        m, n, k = shape
+        g = bench.generator()
+
+        def draw(dims, scale):
+            t64 = torch.randn(dims, generator=g, device=bench.dev, dtype=torch.float64)
+            if scale != 1.0:
+                t64.mul_(scale)
+            t = bench.rounded(t64)
+            del t64
+            return bench.checked(t)
+
+        a = draw((m, k), 1.0)
+        w = draw((n, k), 1.0 / math.sqrt(k))
+        b = draw((n,), 0.5) if self.bias else None
+        return a, w, b
+
+    def reference(self, bench, a, w, b, rows):
+        """(row index tensor, float64 reference of those output rows) from the dtype-rounded
+        inputs, on the GPU: act(a[rows] . w^T + bias) in float64."""
+        torch = bench.torch
+        idx = torch.tensor(rows, device=bench.dev, dtype=torch.long)
+        a64 = a.index_select(0, idx).to(torch.float64)
+        w64 = w.to(torch.float64)
+        y = a64 @ w64.t()
+        del a64, w64
+        if b is not None:
+            y += b.to(torch.float64)
+        act = bench.args.activation
+        if act == "gelu-tanh":
+            y = 0.5 * y * (1.0 + torch.tanh(SQRT_2_OVER_PI * (y + 0.044715 * y * y * y)))
+        elif act == "gelu-erf":
+            y = 0.5 * y * (1.0 + torch.erf(y * SQRT1_2))
+        return idx, y
+
+    def manual_fn(self, bench):
+        """linear as the lecture composes it eagerly: y = x @ w.t(); y = y + b; the multi-op
+        GeLU. The matmul rounds to the input dtype (what `@` returns); with --manual-precision
+        f32 (default) a 16-bit y is then cast to f32 for the bias add and GeLU, and the result
+        back at the end; with 'input' every op runs in the input dtype."""
+        torch = bench.torch
+        act = bench.args.activation
+        upcast = bench.manual_upcast
+
+        def gelu_manual(y):
+            if act == "gelu-tanh":
+                return 0.5 * y * (1 + torch.tanh(0.79788456 * (y + 0.044715 * y * y * y)))
+            if act == "gelu-erf":
+                return 0.5 * y * (1 + torch.erf(y * 0.7071067811865476))
+            return y
+
+        def manual(x, w, b):
+            y = x @ w.t()
+            if upcast:
+                y = y.float()
+            y = y + b
+            y = gelu_manual(y)
+            return y.to(x.dtype) if upcast else y
+
+        return manual
+
+    def manual_note(self, bench):
+        """torch_manual's note on a 16-bit run (None on f32)."""
+        a = bench.args
+        if bench.tdtype == bench.torch.float32:
+            return None
+        return (f"x @ w.t() rounds to {a.dtype}; bias add and GeLU in f32 "
+                f"(y.float() ... .to(dtype))" if a.manual_precision == "f32"
+                else f"every op in {a.dtype} (--manual-precision input)")
+
+    def native_fn(self, bench):
+        F = bench.torch.nn.functional
+        if not self.bias:
+            def native(x, w, b):
+                return x @ w.t()
+        else:
+            act = bench.args.activation
+            if act == "none":
+                def native(x, w, b):
+                    return F.linear(x, w, b)
+            else:
+                approx = "tanh" if act == "gelu-tanh" else "none"
+
+                def native(x, w, b):
+                    return F.gelu(F.linear(x, w, b), approximate=approx)
+        return native
+
+    def native_out_fn(self, bench):
+        """torch_native with an out= (matmul only: torch.matmul has one, F.linear has not)."""
+        torch = bench.torch
+        if self.bias:
+            return None
+
+        def native_out(x, w, b, out):
+            return torch.matmul(x, w.t(), out=out)
+
+        return native_out
+
+    def compile_fn(self, bench):
+        """torch_compile: torch.compile of torch_native, compiled once a shape."""
+        return bench.compile(self.native_fn(bench))
+
+    def triton_fn(self, bench, shape):
+        """(fn(x, w, b, out=None), note) for the autotuned Triton GEMM."""
+        from .. import triton_kernels as tk
+
+        torch, triton = bench.torch, tk.triton
+        m, n, k = shape
+        act = ACTIVATION_CODES[bench.args.activation] if self.bias else 0
+        if act == 2 and not tk.erf_available():
+            raise RuntimeError("tl.math.erf is not available in this Triton; erf epilogue skipped")
+        dot_mode = triton_dot_mode(bench.args.dtype)
+        wide = max((m + 256) * k, (n + 256) * k, (m + 256) * n) >= 2 ** 31
+        kernel = tk.gemm_kernel
+
+        def grid(meta):
+            return (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
+
+        def run(x, w, b, out=None):
+            c = torch.empty((m, n), device=x.device, dtype=x.dtype) if out is None else out
+            kernel[grid](x, w, c if b is None else b, c, m, n, k,
+                         x.stride(0), x.stride(1), w.stride(0), w.stride(1),
+                         c.stride(0), c.stride(1),
+                         HAS_BIAS=b is not None, ACTIVATION=act, DOT_MODE=dot_mode, WIDE=wide)
+            return c
+
+        parts = ["tiled GEMM, GROUP_M tile order, masked edges, f32 accumulation"]
+        if self.bias:
+            parts.append(f"bias + {bench.args.activation} fused in the epilogue")
+        if dot_mode:
+            parts.append("f32 inputs: tl.dot input_precision='ieee' (exact f32 on CUDA cores, slow)"
+                         if dot_mode == 1 else "f32 inputs: tl.dot allow_tf32=False (exact f32, slow)")
+        if wide:
+            parts.append("64-bit offsets")
+        return run, ", ".join(parts)
+
+    @staticmethod
+    def triton_best_config():
+        """The autotuner's pick for the last shape, in words (None before it has one)."""
+        from .. import triton_kernels as tk
+
+        cfg = getattr(tk.gemm_kernel, "best_config", None)
+        if cfg is None:
+            return None
+        try:
+            bm, bn, bk, g, st, w = tk.config_tuple(cfg)
+        except Exception:
+            return str(cfg)
+        return f"autotuned: BLOCK {bm}x{bn}x{bk}, GROUP_M {g}, {st} stages, {w} warps"
+
+
+MATMUL = Gemm("matmul", bias=False)
+LINEAR = Gemm("linear", bias=True)

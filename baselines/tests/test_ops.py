@@ -1,0 +1,74 @@
+"""The op table: every op's module agrees with the contract and the command line, and the
+generic code finds what it needs there."""
+
+import types
+import unittest
+
+from kernlab_baselines import ops
+from kernlab_baselines.common import DTYPES, VARIANTS
+from kernlab_baselines.contract import check_contract, make_record, record_bytes
+from kernlab_baselines.ops.base import OpSpec, RowOp
+
+DOC = {"available": True, "torch_version": "2.11.0+cu130", "triton_version": "3.6.0",
+       "device": "NVIDIA H200", "seed": 7}
+
+
+def shape_of(spec):
+    return (3, 5, 7) if spec.gemm else (3, 5)
+
+
+class TheTable(unittest.TestCase):
+    def test_kernlab_s_ops_in_their_order(self):
+        self.assertEqual(ops.OPS[:4], ("gelu", "softmax", "matmul", "linear"))
+        self.assertEqual(ops.GEMM_OPS, ("matmul", "linear"))
+        self.assertEqual(ops.REPLAY_OPS, ("softmax",))
+        self.assertEqual(set(ops.ROW_OPS) | set(ops.GEMM_OPS), set(ops.OPS))
+
+    def test_every_op_says_what_the_generic_code_asks(self):
+        for name, spec in ops.TABLE.items():
+            with self.subTest(name):
+                self.assertIsInstance(spec, OpSpec)
+                self.assertEqual(spec.name, name)
+                self.assertEqual(spec.ndim, 3 if spec.gemm else 2)
+                self.assertEqual(spec.rows, not spec.gemm)
+                self.assertTrue(set(spec.variants) <= set(VARIANTS) and spec.variants)
+                self.assertTrue(spec.summary)
+                if spec.rows:  # the GPU side of a row op, each method its own
+                    self.assertIsInstance(spec, RowOp)
+                    for m in ("make_inputs", "reference", "native_fn", "triton_fn"):
+                        self.assertIsNot(getattr(type(spec), m), getattr(RowOp, m), m)
+                    self.assertTrue(type(spec).core is not RowOp.core
+                                    or type(spec).manual_fn is not RowOp.manual_fn)
+
+    def test_row_bytes(self):
+        for name in ("gelu", "softmax"):
+            for dt, (_, size, _, _) in DTYPES.items():
+                with self.subTest(op=name, dtype=dt):
+                    self.assertEqual(record_bytes(name, dt, (4096, 256)), 2 * 4096 * 256 * size)
+
+    def test_each_op_s_fresh_records_keep_the_contract(self):
+        for name, spec in ops.TABLE.items():
+            for dt in DTYPES:
+                for v in spec.variants:
+                    with self.subTest(op=name, dtype=dt, variant=v):
+                        r = make_record(name, v, dt, shape_of(spec), "erf", "gelu-erf", 1e-5)
+                        self.assertEqual(r["bytes"], spec.bytes(dt, shape_of(spec)))
+                        self.assertEqual(r["flops"], spec.flops(shape_of(spec)))
+                        self.assertTrue(set(spec.record_keys) <= set(r))
+                        check_contract(dict(DOC, records=[r]))
+
+    def test_each_op_s_options(self):
+        for name, spec in ops.TABLE.items():
+            with self.subTest(name):
+                a = types.SimpleNamespace(gelu="erf", activation="gelu-erf", eps=None)
+                spec.normalise_args(a)
+                self.assertEqual(a.gelu, "erf" if name == "gelu" else None)
+                self.assertEqual(a.activation, {"matmul": "none", "linear": "gelu-erf"}.get(name))
+                self.assertEqual(a.eps is not None, "eps" in spec.record_keys)
+                self.assertIsNone(spec.arg_error(a))
+                self.assertEqual(spec.form(a), spec.record_form(
+                    make_record(name, "triton", "f32", shape_of(spec), a.gelu, a.activation, a.eps)))
+
+
+if __name__ == "__main__":
+    unittest.main()
