@@ -728,9 +728,9 @@ test_gpu!(
 /// in smpair's terms (an odd width: built without the peel; before sm_90: the compute
 /// capability). Each shape it takes runs three times (once unchecked, then twice on fresh
 /// inputs against f64, with a ping-pong launch between), so later launches find the places the
-/// earlier ones took cleared (a ticket left over would trap or misplace). Two rows of 1024
-/// packs a CTA's worth for every SM give two groups of one CTA an SM, the form's home, on any
-/// GPU where two of its CTAs fit an SM. GPU only.
+/// earlier ones took cleared (a ticket left over would trap or misplace). Two f32 rows of 4096
+/// packs for every SM give two groups of one 512-thread part an SM each, the form's home (two
+/// CTAs on every SM), on any GPU where the driver fits two such CTAs an SM. GPU only.
 fn softmax_v9_smpair_places_match(dev: &Device) {
     let cuda = dev.cuda().expect("a CUDA device");
     let init = Init::Normal {
@@ -771,7 +771,7 @@ fn softmax_v9_smpair_places_match(dev: &Device) {
         softmax::run_config("v9_gridsync", "pingpong", p, x, y)
     }
     let pingpong = forced_version(dev, "v9_gridsync", pingpong);
-    let home = 4096 * cuda.props.sm_count as usize;
+    let home = 4 * 4096 * cuda.props.sm_count as usize;
     let shapes: &[(&[usize], DType, bool)] = &[
         (&[2, home], DType::F32, false),
         (&[8, 1048576], DType::F32, false),
