@@ -823,7 +823,7 @@ fn the_real_baselines_script_runs_or_says_why_not() {
             }
             // Without torch the first call says so, and there is nothing more to run.
             bench::torch::Outcome::Unavailable(why) if op == Op::Softmax => {
-                println!("baselines unavailable: {why}");
+                println!("skipped: the PyTorch baselines are unavailable ({why})");
                 return;
             }
             o => panic!("the baselines script on a {op}: {o:?}"),
@@ -887,6 +887,7 @@ fn cuda_ceilings_measure_cublas_bf16_and_exact_f32() {
     assert!(c.copy.gbps > 50.0, "{:?}", c.copy);
     if !unsafe { cudarc::cublas::sys::is_culib_present() } {
         assert!(c.notes[0].contains("cuBLAS"), "{:?}", c.notes);
+        println!("skipped: no cuBLAS here, so no matmul ceiling to check (its note says why)");
         return;
     }
     assert_eq!(c.matmul.len(), 2, "{c:?}");
