@@ -53,58 +53,22 @@ __device__ __forceinline__ uint4 ld16(const void* p) {
 }
 // A 16-byte load whose line L2 keeps in preference to others (an evict_last cache policy,
 // sm_80+), as Inductor marks a row's first read. The softmax kernels that hold their rows on
-// chip load them this way. On the H200 that ran them 3–5% faster at 2048 and 16384 columns
-// (the widths measured so) with no L2 flush and a fresh input each call; a few widths lost
-// 1–5% (docs/perf-notes.md, eleventh session). Each load makes its own policy (one
-// createpolicy a load, as measured). The lines
-// outlive the kernel, and even a flush: flushed timings of problems that fit in L2 then find
-// part of the input still cached (time those with --rotate).
-// KL_ROW_LOAD_HINT (KERNLAB_NVRTC_DEFINES=KL_ROW_LOAD_HINT=N, for experiments): 1 evict_last
-// (the default), 2 evict_first, 0 a plain load.
-#ifndef KL_ROW_LOAD_HINT
-#define KL_ROW_LOAD_HINT 1
-#endif
-#if KL_ROW_LOAD_HINT != 0 && KL_ROW_LOAD_HINT != 1 && KL_ROW_LOAD_HINT != 2
-#error "KL_ROW_LOAD_HINT must be 0 (plain loads), 1 (evict_last) or 2 (evict_first)"
-#endif
+// chip load them this way: it ran them faster with no L2 flush and a fresh input each call
+// (docs/perf-notes.md, "softmax cache hints"). Each load makes its own policy (one
+// createpolicy a load, as measured). The lines outlive the kernel, and even a flush: flushed
+// timings of problems that fit in L2 then find part of the input still cached (time those with
+// --rotate).
 __device__ __forceinline__ uint4 ld16_row(const void* p) {
-#if (KL_ROW_LOAD_HINT == 1 || KL_ROW_LOAD_HINT == 2) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     uint4 r;
     asm volatile("{\n\t.reg .b64 pol;\n\t"
-#if KL_ROW_LOAD_HINT == 1
                  "createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
-#else
-                 "createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\n\t"
-#endif
                  "ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], pol;\n\t}"
                  : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
     return r;
 #else
     return ld16(p);
 #endif
-}
-// A 16-byte load of a line read before and kept in L2 for this (v10's second pass), for the
-// last time: evict_first, so L2 gives the line up before the ones still to be re-read, and
-// no L1 allocation. KL_REREAD_HINT=0 (KERNLAB_NVRTC_DEFINES, for experiments): a plain load.
-#ifndef KL_REREAD_HINT
-#define KL_REREAD_HINT 1
-#endif
-__device__ __forceinline__ uint4 ld16_reread(const void* p) {
-#if KL_REREAD_HINT == 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    uint4 r;
-    asm volatile("{\n\t.reg .b64 pol;\n\t"
-                 "createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\n\t"
-                 "ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], pol;\n\t}"
-                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
-    return r;
-#else
-    return ld16(p);
-#endif
-}
-// Streaming 16-byte store: evict-first, the output is not read back by this kernel.
-__device__ __forceinline__ void st_stream16(void* p, uint4 v) {
-    asm volatile("st.global.cs.v4.u32 [%0], {%1,%2,%3,%4};"
-                 :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
 __device__ __forceinline__ void st16(void* p, uint4 v) {
     asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};"
@@ -252,7 +216,7 @@ __device__ __forceinline__ void cp_async_commit() {
 // shared slot with the row's other cp.async copies, so that cp.async.wait_all also waits for
 // it. Loaded by a plain ld.global after the 16-byte loads, ptxas issued it only after the
 // cp.async wait or the first use of their data, and a row waited for a second trip to memory
-// (softmax v8; docs/perf-notes.md, sixteenth session). cp.async moves 4-byte words from
+// (docs/perf-notes.md, "softmax v8"). cp.async moves 4-byte words from
 // 4-byte-aligned addresses: a 16-bit element's word is read in full when the element is its
 // upper half, else only the element's 2 bytes (src_bytes 2; the rest is zero-filled), so no
 // byte past the element's row end is read.

@@ -14,10 +14,6 @@ KL_CAST(f32, float)
 KL_CAST(bf16, bf16)
 KL_CAST(f16, f16)
 
-// The benchmark harness's L2 flush in kernel form (KERNLAB_FLUSH=kernel): n4 16-byte words
-// set to v, one store a thread, as do_bench's `cache.zero_()` writes its buffer with PyTorch's
-// vectorized fill kernel rather than the driver's memset.
-extern "C" __global__ void fill_u32x4(uint4* out, unsigned v, i64 n) { KL_IDX out[i] = make_uint4(v, v, v, v); }
 // Binary ops: out = a ∘ b.
 extern "C" __global__ void mul_f32(const float* a, const float* b, float* out, i64 n) { KL_IDX out[i] = a[i] * b[i]; }
 extern "C" __global__ void add_f32(const float* a, const float* b, float* out, i64 n) { KL_IDX out[i] = a[i] + b[i]; }

@@ -1,5 +1,5 @@
 // hopper.cuh — shared memory barriers (mbarrier) and bulk copies (TMA), sm_90 and later.
-// Shared by matmul_sm90.cu (tensor-map copies feeding wgmma) and softmax.cu (v7's 1-D bulk
+// Shared by matmul_sm90.cu (tensor-map copies feeding wgmma) and softmax.cu (v11's 1-D bulk
 // copies). Below sm_90 nothing here is defined; the kernels that use it compile to a
 // __trap() there and their launchers refuse older devices.
 #pragma once

@@ -64,8 +64,7 @@ template <> __device__ __forceinline__ uint4 neg_inf_pack<f16>() {
     return make_uint4(0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u);
 }
 
-// CS: the writes are streaming stores (st.global.cs: evict-first in L2), for v10.
-template <class T, int VEC, int K, bool CS = false> struct RowRegs {
+template <class T, int VEC, int K> struct RowRegs {
     static constexpr bool PACKED = VEC > 1;
     uint4 raw[PACKED ? K : 1];
     float val[PACKED ? 1 : K];
@@ -90,11 +89,10 @@ template <class T, int VEC, int K, bool CS = false> struct RowRegs {
     // 16-byte load first, as load does, and only then reads the partial packs lane by lane. In
     // one loop the lanes' merge waits for their loads inside the slot's branch, so the warp
     // holding a row's first or last pack sends its later packs' loads a memory round trip
-    // late. Measured (H200, 4096 rows, two rounds each): the split form +1-8% at bf16 and f16
-    // 1025-12345 (thirty-second session, runs 155-156), but level or 3-9% behind at 16-bit
-    // 257-1001 and up to 15% behind at f32 511-4097, which keep the one loop. Built into the
-    // one-loop kernels behind a width test, it cost those 1-7% (run 157), so it is a kernel of
-    // its own (softmax_v3_block_regs_shiftsplit_*).
+    // late. The split form pays only for 16-bit rows past one warp (narrower 16-bit rows and
+    // f32 rows keep the one loop), and a width test inside the one-loop kernels cost those, so
+    // it is a kernel of its own (softmax_v3_block_regs_shiftsplit_*; docs/perf-notes.md,
+    // "softmax v3").
     template <bool SPLIT = false>
     __device__ __forceinline__ void load_shift(const T* row, int off, int cols, int tid, int stride) {
         static_assert(PACKED, "load_shift moves 16-byte packs");
@@ -139,16 +137,6 @@ template <class T, int VEC, int K, bool CS = false> struct RowRegs {
             }
         }
         return make_uint4(w[0], w[1], w[2], w[3]);
-    }
-    // load's layout, for a second read of lines an earlier load kept in L2 (v10): evict_first,
-    // so a line read for the last time is the first L2 gives up.
-    __device__ __forceinline__ void reload(const T* row, int cols, int tid, int stride) {
-        static_assert(PACKED, "reload moves 16-byte packs");
-        #pragma unroll
-        for (int k = 0; k < K; ++k) {
-            const int c0 = (k * stride + tid) * VEC;
-            raw[k] = c0 < cols ? ld16_reread(row + c0) : neg_inf_pack<T>();
-        }
     }
     // The empty volatile asm makes each pass unpack afresh: without it the compiler keeps
     // all K·VEC unpacked floats live across the passes (64 for bf16 at K = 8) and spills.
@@ -203,7 +191,7 @@ template <class T, int VEC, int K, bool CS = false> struct RowRegs {
     // softmax (`fold`) e^(x − m) is 2^(x·log2e − m·log2e): one FMA before the ex2 instead of
     // a subtract and a multiply. The rounding of m·log2e (≤ 2^-24 of it) is then one common
     // factor on the terms, which the write (the same form) cancels. Across threads of
-    // different maxima (v5, v6) it does not cancel, so the fold is taken only while
+    // different maxima (the split rows of v6, v8, v9, v11) it does not cancel, so the fold is taken only while
     // |m| ≤ 1024: each rounding of m·log2e is then ≤ 2^-14, and two of them move an output
     // by ≤ 2^-13·ln 2 (relative), under a fifth of f16's rounding and 1/40 of bf16's. Larger,
     // infinite or NaN maxima take the exact form, which also keeps m·log2e from overflowing
@@ -307,8 +295,7 @@ template <class T, int VEC, int K, bool CS = false> struct RowRegs {
             get(k, v, (const T*)nullptr);
             #pragma unroll
             for (int j = 0; j < VEC; ++j) v[j] = out(v[j]);
-            if constexpr (PACKED && CS) st_stream16(row + c0, pack(v, row));
-            else if constexpr (PACKED) st16(row + c0, pack(v, row));
+            if constexpr (PACKED) st16(row + c0, pack(v, row));
             else row[c0] = from_f32<T>(v[0]);
         }
     }
@@ -457,14 +444,9 @@ __device__ void softmax_v4_peel(const T* __restrict__ x, T* __restrict__ y, int 
     }
 }
 
-// v5_cluster — what changed: a row is split across a thread-block cluster of C CTAs (C ≤ 16,
-// Hopper), each holding its 1/C of the row in registers (as v3 does a whole row). Each CTA
-// reduces its part to one (max, sum) state, publishes it in its shared memory, and after a
-// cluster barrier every CTA reads the C states through distributed shared memory (mapa +
-// ld.shared::cluster) and merges them. One read and one write of each element for rows up to
-// C · blockDim · K · 16 bytes (2 MB at C = 16, 1024 threads, K = 8), and smaller CTAs than v3
-// for medium rows, so several rows share an SM and one row's loads overlap another's
-// reductions. The grid is C·rows CTAs in clusters of C along x.
+// Thread-block clusters (sm_90), for v8's rows of several CTAs: a CTA's rank in its cluster,
+// the cluster's index, a cluster-wide barrier, and a (max, sum) read from a peer CTA's shared
+// memory through distributed shared memory (mapa + ld.shared::cluster).
 __device__ __forceinline__ unsigned cluster_ctarank() {
     unsigned r;
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
@@ -500,29 +482,6 @@ __device__ __forceinline__ MaxSum cluster_maxsum(MaxSum st, float* state, int cs
     return warp_maxsum(lane < csize ? ld_peer_maxsum(state, lane) : MaxSum{KL_NEG_INF, 0.0f});
 }
 
-template <class T, int VEC, int K>
-__device__ void softmax_v5_cluster(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
-                                   i64 ldx, i64 ldy, int lg, int csize) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    __shared__ float scratch[64];
-    __shared__ __align__(8) float state[2];
-    const unsigned rank = cluster_ctarank();
-    const i64 row = blockIdx.x / csize;
-    // This CTA's columns: [c0, c0 + n), chunks a whole number of VEC-packs wide.
-    const int slots = (cols + VEC - 1) / VEC;
-    const int chunk = (slots + csize - 1) / csize;
-    const int c0 = (int)rank * chunk * VEC;
-    const int n = max(0, min(cols - c0, chunk * VEC));
-    RowRegs<T, VEC, K> r;
-    r.load(x + row * ldx + c0, n, threadIdx.x, blockDim.x);
-    const MaxSum st = cluster_maxsum(block_maxsum(r.maxsum(!lg), scratch), state, csize);
-    cluster_sync_all();  // no CTA leaves (freeing its shared memory) while a peer still reads it
-    r.store(y + row * ldy + c0, n, threadIdx.x, blockDim.x, st.m, st.s, lg);
-#else
-    __trap();  // clusters need sm_90; the launcher refuses older devices before launching
-#endif
-}
-
 // v6_split — what changed: a row is split across G CTAs that need not form a cluster, so
 // a row of any width up to the whole GPU's registers (≈ 264 CTAs × 64 KB: 4 Mi f32) stays on
 // chip: one read, one write. Each CTA holds its chunk in registers (as v3 does a whole row),
@@ -537,14 +496,14 @@ __device__ void softmax_v5_cluster(const T* __restrict__ x, T* __restrict__ y, i
 // captured graph — never mistakes an old state for a new one.
 // Rows that do not start on a 16-byte boundary but are equally misaligned in x and y get a
 // scalar head and tail (held by CTA 0 of the group), as in v4's peeled kernel.
-// Measured on the H200 (docs/perf-notes.md): 2.8–3.1 TB/s for f32 rows up to 2 MB, against
-// v4's 2.7; each row's wait for the slowest peer keeps it short of v3's 4.0.
+// Each row waits for its slowest peer, which keeps v6 behind the versions that hold a row in
+// one CTA (docs/perf-notes.md, "softmax v6").
 // A slot holds one CTA's state for one row: two 64-bit words, (tag << 32 | max bits) and
-// (tag << 32 | sum bits), where the tag counts the rows (tiles) its group has taken in this
-// launch, from 1.
+// (tag << 32 | sum bits), where the tag counts the rows its group has taken in this launch,
+// from 1.
 // Each word is written and read whole (a 64-bit relaxed access is single-copy atomic), so a
 // reader that sees the expected tag in both words has the state: no release/acquire fence,
-// which on the H200 cost 7% of v6's time at 2048×131072 f32 (docs/perf-notes.md). The last
+// which measured slower (docs/perf-notes.md, "softmax v6"). The last
 // CTA out zeroes the slots, so the next launch (or graph replay) never sees a stale tag.
 struct __align__(16) SplitSlot { unsigned long long m, s; };
 struct SplitHeader { unsigned done, pad; };
@@ -677,163 +636,13 @@ __device__ void softmax_v6_split(const T* __restrict__ x, T* __restrict__ y, int
     split_finish(hdr, slots, G > 1 ? 2 * gridDim.x : 0);
 }
 
-// v7_stream — what changed: the row never waits in registers, and a CTA does not wait for its
-// peers with nothing else to do. A persistent grid streams tiles through shared memory, filled
-// by the TMA unit with 1-D bulk copies (cp.async.bulk) that complete on one mbarrier per
-// stage, `stages` tiles ahead of the one being written. A tile is R whole rows (G = 1: W =
-// warps/R warps a row) or one CTA's part of one row split across G CTAs. Split rows exchange
-// (max, sum) through v6's tagged global slots, but with a lag: a CTA reduces and publishes
-// tile k, then waits for its peers' states of tile k − lag and writes that one, so the
-// exchange's round trip overlaps the next tiles' loads and reductions instead of stalling the
-// CTA. The slots are kept for 8 tiles (a CTA runs at most 2·lag + 1 tiles ahead of what a peer
-// still reads; lag ≤ 3). Per row a thread makes two passes over its packs in shared memory
-// (max, then Σ e^(x−max)), the write a third: two exponentials an element. Rows that start off
-// a 16-byte boundary are peeled as in v6 (scalar head and tail from global, by the row's first
-// threads of CTA rank 0). One read and one write of each element.
-// Measured on the H200 (docs/perf-notes.md): slower than v3 and v6 at every width. Each CTA
-// works its tiles one at a time, and a fixed ~1 µs a tile is not overlapped.
-#define KL_V7_MAX_STAGES 8
-#define KL_V7_SLOT_TILES 8
-
-template <class T>
-__device__ void softmax_v7_stream(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
-                                  i64 ldx, i64 ldy, int lg, int G, int R, int chunk, int stages,
-                                  int lag, SplitHeader* hdr, SplitSlot* slots) {
-#if KL_HOPPER
-    constexpr int VEC = Pack<T>::N;
-    extern __shared__ __align__(128) uint4 stage_buf[];
-    __shared__ __align__(8) unsigned long long full[KL_V7_MAX_STAGES];
-    __shared__ float scratch[2][2][64];
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const int W = (blockDim.x >> 5) / R;              // warps a row
-    const int ri = warp / W, lt = (warp % W) * 32 + lane, nt = W * 32;
-    const int unit = blockIdx.x / G, units = gridDim.x / G, rank = blockIdx.x % G;
-    const int tiles = (rows + R - 1) / R;
-    const int mine = unit < tiles ? (tiles - unit + units - 1) / units : 0;  // this unit's tiles
-    // Nothing to wait for at G = 1. Otherwise tile k's stage must still hold it when it is
-    // written lag tiles later (lag < stages), and a slot is reused 8 tiles on, while a peer
-    // may still read up to 2·lag + 1 tiles back (lag ≤ 3); the launcher keeps to both.
-    lag = G == 1 ? 0 : min(lag, min(stages - 1, (KL_V7_SLOT_TILES - 2) / 2));
-    const int row_packs = chunk / VEC;                // a row's (part's) room in a stage
-    const int stage_packs = R * row_packs;
-    const u32 bar0 = smem_addr(full);
-    if (tid == 0) {
-        for (int s = 0; s < stages; ++s) mbar_init(bar0 + 8u * s, 1);
-        mbar_init_fence();
-    }
-    __syncthreads();
-    // Thread 0 fills stage k % stages with this unit's k-th tile: one bulk copy per row of
-    // the packed body of this CTA's part. A part with no body still arrives, so the phase
-    // completes.
-    auto produce = [&](int k) {
-        const int t = unit + k * units, s = k % stages;
-        const u32 bar = bar0 + 8u * s;
-        const u32 dst = smem_addr(stage_buf + (size_t)s * stage_packs);
-        u32 total = 0;
-        for (int i = 0; i < R && t * R + i < rows; ++i)
-            total += split_part<T, VEC>(x + (i64)(t * R + i) * ldx, cols, G, rank).n * (u32)sizeof(T);
-        mbar_expect_tx(bar, total);
-        for (int i = 0; i < R && t * R + i < rows; ++i) {
-            const T* xr = x + (i64)(t * R + i) * ldx;
-            const SplitPart p = split_part<T, VEC>(xr, cols, G, rank);
-            if (p.n > 0)
-                bulk_load(dst + 16u * i * row_packs, xr + p.head + (i64)p.p0 * VEC, p.n * (u32)sizeof(T), bar);
-        }
-    };
-    // Where thread lt works in tile k: its row, the row's part, the stage's packs, and the
-    // scalar element (head or tail) it holds, if any.
-    struct At { i64 row; bool live; SplitPart pr; const uint4* buf; int npk, nsc, sc; };
-    auto at = [&](int k) {
-        At a;
-        a.row = (i64)(unit + k * units) * R + ri;
-        a.live = a.row < rows;
-        a.pr = split_part<T, VEC>(x + (a.live ? a.row : 0) * ldx, cols, G, rank);
-        a.buf = stage_buf + (size_t)(k % stages) * stage_packs + ri * row_packs;
-        a.npk = a.live ? a.pr.n / VEC : 0;
-        a.nsc = a.live && rank == 0 ? a.pr.scalars(cols) : 0;
-        a.sc = a.pr.scalar_col(lt);
-        return a;
-    };
-    if (tid == 0)
-        for (int k = 0; k < stages && k < mine; ++k) produce(k);
-    MaxSum local{KL_NEG_INF, 0.0f};  // with lag 0, tile k's state from reduce to write
-    for (int k = 0; k < mine + lag; ++k) {
-        if (k < mine) {
-            // Reduce tile k to one (max, sum) per row; publish it when the row is split.
-            mbar_wait(bar0 + 8u * (k % stages), (k / stages) & 1);
-            const At a = at(k);
-            const float xs = lt < a.nsc ? to_f32(x[a.row * ldx + a.sc]) : KL_NEG_INF;
-            float m = xs;
-            #pragma unroll 4
-            for (int p = lt; p < a.npk; p += nt) {
-                float v[VEC];
-                unpack(a.buf[p], v, (const T*)nullptr);
-                #pragma unroll
-                for (int j = 0; j < VEC; ++j) m = fmax_nan(m, v[j]);
-            }
-            float sum = lt < a.nsc ? fast_exp(xs - m) : 0.0f;
-            #pragma unroll 4
-            for (int p = lt; p < a.npk; p += nt) {
-                float v[VEC];
-                unpack(a.buf[p], v, (const T*)nullptr);
-                #pragma unroll
-                for (int j = 0; j < VEC; ++j) sum += fast_exp(v[j] - m);
-            }
-            local = rows_maxsum(MaxSum{m, sum}, scratch[0][k & 1], ri * W, W);
-            if (G > 1 && tid == 0) {
-                SplitSlot* sl = slots + (size_t)(k % KL_V7_SLOT_TILES) * gridDim.x;
-                split_publish(sl + blockIdx.x, local, (unsigned)(k + 1));
-            }
-        }
-        if (k >= lag) {
-            // Write tile j = k − lag: its row's state (merged from the peers' slots when split).
-            const int j = k - lag;
-            MaxSum st = local;
-            if (G > 1) {
-                SplitSlot* sl = slots + (size_t)(j % KL_V7_SLOT_TILES) * gridDim.x;
-                const unsigned seq = (unsigned)(j + 1);
-                MaxSum all{KL_NEG_INF, 0.0f};
-                for (int q = tid; q < G; q += blockDim.x)
-                    all = maxsum_merge(all, split_wait(sl + unit * G + q, seq));
-                st = block_maxsum(all, scratch[1][j & 1]);
-            }
-            const At a = at(j);
-            if (a.live) {
-                const float inv = 1.0f / st.s, ls = logf(st.s);
-                T* yr = y + a.row * ldy;
-                if (lt < a.nsc)
-                    yr[a.sc] = from_f32<T>(softmax_out(to_f32(x[a.row * ldx + a.sc]), st.m, inv, ls, lg));
-                T* yb = yr + a.pr.head + (i64)a.pr.p0 * VEC;
-                #pragma unroll 4
-                for (int p = lt; p < a.npk; p += nt) {
-                    float v[VEC];
-                    unpack(a.buf[p], v, (const T*)nullptr);
-                    #pragma unroll
-                    for (int q = 0; q < VEC; ++q) v[q] = softmax_out(v[q], st.m, inv, ls, lg);
-                    st16(yb + (i64)p * VEC, pack(v, yb));
-                }
-            }
-            __syncthreads();  // every thread is done with tile j's stage
-            if (tid == 0 && j + stages < mine) {
-                fence_proxy_async_smem();
-                produce(j + stages);
-            }
-        }
-    }
-    split_finish(hdr, slots, G > 1 ? KL_V7_SLOT_TILES * gridDim.x : 0);
-#else
-    __trap();  // bulk copies and mbarrier transactions need sm_90; the launcher refuses others
-#endif
-}
-
 // v8_onchip — what changed: a CTA holds up to ~350 KB of a row, not 128 KB: up to 1024
 // threads × K = 8 packs in registers (as v3's widest rows) and the rest of its part in shared
 // memory, copied there by cp.async (16 bytes a copy, no register held while it is in flight)
 // while the register packs load. Rows of up to ~90 K f32 / ~180 K 16-bit columns then take
 // one CTA each and no CTA waits for another (v6 splits them across CTAs on other SMs and each
 // waits for its slowest peer); wider rows take a cluster of C = 2–16 such CTAs (sm_90), which
-// merge their (max, sum) through distributed shared memory as v5 does, with a quarter of v5's
-// CTAs a row. Smaller parts take fewer threads (several CTAs an SM). Rows that start off a
+// merge their (max, sum) through distributed shared memory (cluster_maxsum). Smaller parts take fewer threads (several CTAs an SM). Rows that start off a
 // 16-byte boundary are peeled as in v6 (CTA rank 0 does the scalar head and tail); rows with
 // no scalar at all run a second kernel built without that code (softmax_v8_packed_*). One
 // read and one write of each element.
@@ -948,11 +757,9 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     __shared__ u32 v8_scalar[16];  // a row has at most 2·(VEC − 1) ≤ 14 scalars
     const int tid = threadIdx.x, nt = blockDim.x;
     // The row and this CTA's rank in it. The peeling kernel takes them with no integer
-    // division: a CTA's block index at one CTA a row, the cluster's index and rank otherwise
-    // (ncu put ~6% of the stall samples at bf16 4096×4097 on the prologue's divisions by
-    // csize; without them bf16 4097 and 12345 ran 2.5–5% faster). The packed kernel divides:
-    // with %clusterid.x it ran 0.2% slower at bf16 2048×65536 and ×131072 and 1.1% slower at
-    // 1024×262144. (docs/perf-notes.md, seventeenth and nineteenth sessions.)
+    // division (a CTA's block index at one CTA a row, the cluster's index and rank otherwise):
+    // its prologue's divisions by csize stalled it. The packed kernel divides, which measured
+    // faster there than reading %clusterid.x (docs/perf-notes.md, "softmax v8").
     int rank = 0;
     i64 row = blockIdx.x;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -966,10 +773,9 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
 #else
     if (csize > 1) __trap();  // clusters need sm_90; the launcher refuses older devices
 #endif
-    // v8 spells out what v9's OnchipPart does rather than sharing it: with the shared struct,
-    // NVRTC's code for v8 ran f32 5% slower on the H200 (1024×262144: 3570 against 3783 GB/s,
-    // interleaved A/B; docs/perf-notes.md), with v9 unchanged. Same steps, same order, but
-    // for the scalars (below; v9 lost 0.4–2.3% with v8's 16-bit form at both dtypes).
+    // v8 spells out what v9's OnchipPart does rather than sharing it: NVRTC's code for v8
+    // through the shared struct ran slower (docs/perf-notes.md, "softmax v8"). Same steps,
+    // same order, but for the scalars (below; v9 ran slower with v8's form of them).
     const T* xr = x + row * ldx;
     T* yr = y + row * ldy;
     // This CTA's packs: the first nt·K in registers, the rest (spk) in shared memory.
@@ -981,10 +787,8 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     // CTA 0 of the row also does the scalar head and tail, one element a thread. ptxas issued
     // a plain load of it only once the packs had landed (a second trip to memory), so 16-bit
     // rows copy it to shared memory with the packs (scalar_copy); f32 rows load it plainly
-    // and seed the register max with it, which has ptxas issue it first. Measured on the H200
-    // (docs/perf-notes.md, sixteenth and seventeenth sessions): the copy gained 8% at bf16
-    // 4097 where the seeded load lost 10–18% at bf16 (ptxas reassociates its max chain); at
-    // f32 the seeded load was 0–2% ahead of the copy.
+    // and seed the register max with it, which has ptxas issue it first. (Seeded, 16-bit rows
+    // ran slower: ptxas reassociates their max chain; docs/perf-notes.md, "softmax v8".)
     const bool sc = PEEL && rank == 0 && tid < pt.scalars(cols);
     const T* xsp = xr + (sc ? pt.scalar_col(tid) : 0);
     constexpr bool plain = sizeof(T) == 4;
@@ -1002,9 +806,9 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     const float mt = fmax_nan(mr, sp.max());
     // Each thread's (max, sum) at once, then one merged block reduction. Taking the block's
     // max first and the sums against it (as v3 does: cheaper merges, but the sums wait for a
-    // barrier) measured 3–5% slower here (H200: f32 2048×131072 3837 against 3947 GB/s):
-    // with one 1024-thread CTA an SM, each warp's exponentials overlap the other warps'
-    // last loads only when they need no barrier first.
+    // barrier) measured slower here: with one 1024-thread CTA an SM, each warp's exponentials
+    // overlap the other warps' last loads only when they need no barrier first
+    // (docs/perf-notes.md, "softmax v8").
     MaxSum st{mt, r.sum_exp(mt, !lg) + sp.sum_exp(mt, !lg)};
     if (sc) st = maxsum_add(st, xs);
     st = block_maxsum(st, scratch);
@@ -1039,68 +843,28 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
 // scalar head and tail).
 // A thread's shared-memory packs are the ones it copied itself, read by it alone, so a row's
 // copies need no barrier against the previous row's reads either.
-// Measured on the H200 (docs/perf-notes.md): 10–21% faster than v6 and than v8's clusters of
-// 16 from 1 Mi f32 / 2 Mi 16-bit columns up (f32 256×1048576 3.3 TB/s), slower than v8 where
-// clusters of ≤ 8 hold the row; one 1024-thread CTA an SM was 10–25% slower than two, and
-// parts mostly in shared memory (ncu: stalls on shared-memory reads) 4–7% slower than halves.
+// It leads v6 and v8's clusters of 16 on the widest rows and trails v8 where clusters of ≤ 8
+// hold the row; two CTAs an SM with parts at most half in shared memory beat one CTA an SM and
+// parts mostly in shared memory (stalls on shared-memory reads; docs/perf-notes.md, "softmax v9").
 // PP, the ping-pong form: with few groups they load, wait and write in step, so the DRAM idles
 // through every exchange. PP pairs group g with g + groups/2 and has them take turns to read:
-// one half reads while the other exchanges and writes. Measured on the H200: +10% at f32 4 Mi
-// (2 groups of 132), +3% at 1 Mi (8 of 33), −3% at 262144 (33 of 8), where the many groups
-// are out of step anyway; the launcher runs it from 16 CTAs a row.
-// KL_V9_TRACE=1 (KERNLAB_NVRTC_DEFINES, for experiments; `examples/v9_trace.rs` reads it back):
-// thread 0 of each v9 CTA stamps %globaltimer (ns, the GPU's one clock) KL_V9_STAMPS times a
-// row it walks — at the loop's top, after the ping-pong wait (its loads go out), once its part
-// is reduced (a block barrier: every load of the CTA has landed), once the exchange is done,
-// and once its own stores are issued — into
-// kl_v9_trace[(iteration · KL_V9_TRACE_CTAS + CTA) · KL_V9_STAMPS + k], for the first
-// KL_V9_TRACE_ITERS iterations and KL_V9_TRACE_CTAS CTAs (indexed by place: the block index,
-// or with SMPAIR the place it took). CTA 0 writes the launch's shape to kl_v9_trace_meta:
-// grid, G, the form (0 plain, 1 ping-pong, 2 smpair) and rows; each CTA writes its SM's index
-// (%smid) + 1 to kl_v9_smid. Without the macro nothing of this is compiled. Traced, the
-// ping-pong forms (what `auto` runs from 16 CTAs a row) keep
-// their registers with no spill; the plain f32 form spills 20 bytes (ptxas, sm_90a), and
-// stamps written through shared memory or one asm block spilled more.
-#ifndef KL_V9_TRACE
-#define KL_V9_TRACE 0
-#endif
-#define KL_V9_STAMPS 5
-#if KL_V9_TRACE
-#define KL_V9_TRACE_ITERS 64
-#define KL_V9_TRACE_CTAS 1024
-__device__ unsigned long long kl_v9_trace[KL_V9_TRACE_ITERS * KL_V9_TRACE_CTAS * KL_V9_STAMPS];
-__device__ unsigned long long kl_v9_trace_meta[4];
-__device__ unsigned long long kl_v9_smid[KL_V9_TRACE_CTAS];  // each CTA's %smid + 1
-template <int K> __device__ __forceinline__ void v9_stamp(unsigned iter, unsigned cta) {
-    if (threadIdx.x == 0 && iter < KL_V9_TRACE_ITERS && cta < KL_V9_TRACE_CTAS) {
-        unsigned long long t;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory");
-        kl_v9_trace[((size_t)iter * KL_V9_TRACE_CTAS + cta) * KL_V9_STAMPS + K] = t;
-    }
-}
-#define KL_V9_STAMP(K) v9_stamp<K>(iter, cta())
-#else
-#define KL_V9_STAMP(K)
-#endif
-
+// one half reads while the other exchanges and writes. It gains where few groups walk the rows
+// and loses a little where many groups are out of step anyway, so the launcher runs it from 16
+// CTAs a row (docs/perf-notes.md, "softmax v9").
 // SMPAIR (v9's smpair form, sm_90 and later; the launcher's choice with two groups where it
-// can run, KERNLAB_V9=smpair=0|1 forces it off or on): a CTA's place in the grid (its group
-// and rank, so its row's part and its ping-pong partner) comes from the SM it runs on rather
-// than its block index, so that the two CTAs an SM holds are partners — one reads while the
-// other exchanges and writes. v9's row timeline (KL_V9_TRACE, twenty-second session, H200,
-// f32 256×1048576) found the block scheduler putting CTAs b and b + 124 on one SM (and 0–7
-// with 8–15), never b and b + 132, the partners: SMs holding two CTAs of one row were the
-// latest, 5–7 µs after their row's first CTA (median 2.9), and every row waits for them.
+// can run, and a tuning that forces it off or on): a CTA's place in the grid (its group and
+// rank, so its row's part and its ping-pong partner) comes from the SM it runs on rather than
+// its block index, so that the two CTAs an SM holds are partners — one reads while the other
+// exchanges and writes. The block scheduler never puts partners by block index on one SM, and
+// an SM holding two CTAs of one row is its row's latest, which every row then waits for
+// (docs/perf-notes.md, "softmax v9").
 // The first CTA to reach an SM takes the next of grid/2 "lower" places (a ticket) and posts it
 // for the SM; the second takes the same place in the upper half. The launcher runs this only
 // with exactly two CTAs on every SM (a cooperative grid of 2 × SMs, the driver's occupancy 2)
 // and an even number of groups, so each lower place v (group v / G, rank v % G) has its upper
 // partner grid/2 + v (group v / G + groups/2, the same rank). `pairing` (zero at launch; the
 // last CTA clears it with the slots): [0] the ticket, [1 + s] SM s's arrivals, [1 + KL_V9_SMS
-// + s] SM s's lower place + 1. Measured on the H200 (twenty-third session) against plain
-// ping-pong: +1–3% at f32 4 Mi (2 groups), level at 8 groups and at f32 2 Mi, −1.6% at bf16
-// 4 Mi (4 groups); at f32 256×1 Mi the row skew it was for shrank from 7.2 to 6.1 µs, and most
-// of it (loads going out 4.9 µs apart) stayed.
+// + s] SM s's lower place + 1.
 #define KL_V9_SMS 1024
 #define KL_V9_PAIRING_WORDS (1 + 2 * KL_V9_SMS)
 #define KL_V9_PAIRING_SLOTS ((KL_V9_PAIRING_WORDS * 4 + 15) / 16)  // in 16-byte slots
@@ -1175,22 +939,8 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
     // half reads while the other exchanges and writes. Each wait is for an earlier publish,
     // and a partner that waits has a row at that step, so nothing waits in a cycle.
     const int half = G > 1 ? groups / 2 : 0;
-#if KL_V9_TRACE
-    if (blockIdx.x == 0 && tid == 0) {
-        kl_v9_trace_meta[0] = gridDim.x;
-        kl_v9_trace_meta[1] = (unsigned long long)G;
-        kl_v9_trace_meta[2] = PP ? (SMPAIR ? 2 : 1) : 0;
-        kl_v9_trace_meta[3] = (unsigned long long)rows;
-    }
-    if (tid == 0 && cta() < KL_V9_TRACE_CTAS) {
-        unsigned sm;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-        kl_v9_smid[cta()] = sm + 1ull;
-    }
-#endif
     unsigned iter = 0;
     for (i64 row = g(); g() < groups && row < rows; row += groups, ++iter) {
-        KL_V9_STAMP(0);
         if constexpr (PP) {
             if (g() < 2 * half && (g() >= half || iter > 0)) {
                 if (tid == 0) {
@@ -1202,13 +952,11 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
                 __syncthreads();
             }
         }
-        KL_V9_STAMP(1);
         const OnchipPart<T, K, !SMPAIR> part(x + row * ldx, cols, G, rank(), v9_part);
         MaxSum st = part.maxsum(lg);
         // Scratch buffers as in v6: with G > 1 the exchange's reduction (scratch[1]) separates
         // one row's reads of scratch[0] from the next row's writes; with G = 1 rows alternate.
         st = block_maxsum(st, scratch[G > 1 ? 0 : (iter & 1)]);
-        KL_V9_STAMP(2);
         if (G > 1) {
             SplitSlot* s = slots + (size_t)(iter & 1) * gridDim.x;
             const unsigned seq = iter + 1;
@@ -1217,39 +965,14 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
             for (int q = tid; q < G; q += nt) all = maxsum_merge(all, split_wait(s + g() * G + q, seq));
             st = block_maxsum(all, scratch[1]);
         }
-        KL_V9_STAMP(3);
         part.store(y + row * ldy, st.m, st.s, lg);
-        KL_V9_STAMP(4);
     }
     split_finish(hdr, slots, SMPAIR ? 2 * gridDim.x + KL_V9_PAIRING_SLOTS : G > 1 ? 2 * gridDim.x : 0);
 }
 
-// v10_l2pass — what changed: a row is never held on chip, and no CTA waits for the rest of a
-// row with nothing to do. The rows are cut into tiles of nt·U 16-byte packs (a CTA's loads,
-// U a thread), numbered row by row; a persistent grid of N co-resident CTAs deals them out,
-// CTA b taking tiles b, b + N, b + 2N, … In iteration i a CTA makes the first pass over tile
-// b + i·N — reads it with evict_last (L2 keeps it), reduces it to (max, Σ e^(x−max)) and
-// publishes that in the tile's tagged slot (v6's relaxed 64-bit words: no fence, no atomic) —
-// and the second pass over tile b + (i − lag)·N: reads it again, from L2 (evict_first: its
-// last use), merges its row's tile states (every thread one slot or more, then the block) and
-// writes the outputs. HBM traffic stays one read and one write if L2 holds the tiles read in
-// the last lag + 1 iterations (≈ one row plus lag·N tiles); the second read, and each
-// second pass's read of its row's states, are L2's. lag ≥ ⌈(tiles a row − 1)/N⌉ + 1 (the
-// launcher's rule) has every tile of a row publish at least one iteration before the row's
-// first second pass, so waits only ever go back in time and the co-resident grid cannot
-// deadlock. The first pass's loads for iteration i + 1 go out before iteration i's writes.
-// The states carry the launch's tag (a count in the header, bumped by the last CTA out); the
-// tile slots hold nothing but tagged words, so whatever shape last used them, a stale state
-// never matches. Rows that start off a 16-byte boundary are peeled as in v6: tile 0 of a row
-// also takes its scalar head and tail.
-// KL_V10_CS=1 (KERNLAB_NVRTC_DEFINES, for experiments): v10 writes with streaming stores.
-#ifndef KL_V10_CS
-#define KL_V10_CS 0
-#endif
-struct __align__(16) L2PassHeader { unsigned done, epoch, pad[6]; };
-
-// Where tile c of a row lies: the row's scalar head and tail (as SplitPart), and packs
-// [q0, q0 + n / VEC) of its packed body, n elements (≤ 0: the tile is past the row's end).
+// Where chunk c of a row lies, at tp packs a chunk (v11): the row's scalar head and tail (as
+// SplitPart), and packs [q0, q0 + n / VEC) of its packed body, n elements (≤ 0: the chunk is
+// past the row's end).
 template <class T, int VEC>
 __device__ __forceinline__ SplitPart tile_part(const T* xr, int cols, int c, int tp) {
     const int head = row_head(xr, cols);
@@ -1258,94 +981,13 @@ __device__ __forceinline__ SplitPart tile_part(const T* xr, int cols, int c, int
     return SplitPart{head, head + packs * VEC, q0, (min(packs, q0 + tp) - q0) * VEC};
 }
 
-// Two block-wide (max, sum) merges on one barrier (as block_maxsum; `scratch` holds 128
-// floats, written once).
-__device__ __forceinline__ void block_maxsum2(MaxSum& a, MaxSum& b, float* scratch) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = (blockDim.x + 31) >> 5;
-    a = warp_maxsum(a);
-    b = warp_maxsum(b);
-    if (lane == 0) {
-        scratch[warp] = a.m; scratch[32 + warp] = a.s;
-        scratch[64 + warp] = b.m; scratch[96 + warp] = b.s;
-    }
-    __syncthreads();
-    const bool in = lane < W;
-    a = warp_maxsum(in ? MaxSum{scratch[lane], scratch[32 + lane]} : MaxSum{KL_NEG_INF, 0.0f});
-    b = warp_maxsum(in ? MaxSum{scratch[64 + lane], scratch[96 + lane]} : MaxSum{KL_NEG_INF, 0.0f});
-}
-
-template <class T, int U>
-__device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, int rows, int cols,
-                                   i64 ldx, i64 ldy, int lg, int cpr, int lag,
-                                   L2PassHeader* hdr, SplitSlot* part) {
-    constexpr int VEC = Pack<T>::N;
-    __shared__ float scratch[2][128];
-    const int tid = threadIdx.x, nt = blockDim.x, N = gridDim.x, tp = nt * U;
-    const i64 tiles = (i64)rows * cpr;
-    const i64 mine = blockIdx.x < tiles ? (tiles - 1 - blockIdx.x) / N + 1 : 0;
-    const unsigned tag = *(volatile unsigned*)&hdr->epoch + 1u;
-    // The first pass's loads for iteration i (padding past this CTA's tiles) into a, xs.
-    RowRegs<T, VEC, U> a;
-    float xs = KL_NEG_INF;
-    auto first_loads = [&](i64 i) {
-        const bool has = i < mine;
-        const i64 t = has ? blockIdx.x + i * N : 0;
-        const int r = (int)(t / cpr), c = (int)(t % cpr);
-        const T* xr = x + r * ldx;
-        const SplitPart g = tile_part<T, VEC>(xr, cols, c, tp);
-        a.load(xr + g.head + (i64)g.p0 * VEC, has ? g.n : 0, tid, nt);
-        xs = has && c == 0 && tid < g.scalars(cols) ? to_f32(xr[g.scalar_col(tid)]) : KL_NEG_INF;
-    };
-    first_loads(0);
-    for (i64 i = 0; i < mine + lag; ++i) {
-        const bool has1 = i < mine, has2 = i >= lag;
-        // Second pass: tile t2 from L2, and its row's tile states.
-        const i64 t2 = has2 ? blockIdx.x + (i - lag) * N : 0;
-        const int r2 = (int)(t2 / cpr), c2 = (int)(t2 % cpr);
-        const SplitPart g2 = tile_part<T, VEC>(x + r2 * ldx, cols, c2, tp);
-        RowRegs<T, VEC, U, KL_V10_CS != 0> b;
-        b.reload(x + r2 * ldx + g2.head + (i64)g2.p0 * VEC, has2 ? g2.n : 0, tid, nt);
-        MaxSum row{KL_NEG_INF, 0.0f};
-        if (has2)
-            for (int q = tid; q < cpr; q += nt)
-                row = maxsum_merge(row, split_wait(part + (i64)r2 * cpr + q, tag));
-        // First pass: tile t1's state; both merged over the block on one barrier.
-        MaxSum st = a.maxsum(!lg);
-        // The scalar a thread of a row's tile 0 holds (−inf, which adds nothing, elsewhere).
-        if (xs != KL_NEG_INF) st = maxsum_add(st, xs);
-        block_maxsum2(st, row, scratch[i & 1]);
-        if (has1 && tid == 0) split_publish(part + blockIdx.x + i * N, st, tag);
-        // The next first pass's loads go out before this second pass's writes.
-        first_loads(i + 1);
-        if (has2) {
-            T* y2 = y + r2 * ldy;
-            b.store(y2 + g2.head + (i64)g2.p0 * VEC, g2.n, tid, nt, row.m, row.s, lg);
-            if (c2 == 0 && tid < g2.scalars(cols)) {
-                const T* x2 = x + r2 * ldx;
-                const int c = g2.scalar_col(tid);
-                y2[c] = from_f32<T>(softmax_out(to_f32(x2[c]), row.m, 1.0f / row.s, logf(row.s), lg));
-            }
-        }
-    }
-    // The last CTA out bumps the launch tag (every CTA read it at its start).
-    __syncthreads();
-    if (tid == 0) {
-        __threadfence();
-        if (atomicAdd(&hdr->done, 1u) == (unsigned)N - 1u) {
-            __threadfence();  // every CTA's read of the tag, seen through the count, comes first
-            hdr->done = 0u;
-            hdr->epoch = tag;
-        }
-    }
-}
-
 // v11_deal — what changed: no row is split evenly over the SMs, so no SM waits for the
 // slowest one's even share. Rows are cut into chunks of CP 16-byte packs, numbered row by row,
 // and a persistent grid (one CTA an SM, cooperative launch) deals them out on demand: each
 // CTA's producer lane claims the next chunk with one atomicAdd on a counter as soon as one of
 // its `ns` shared-memory slots is free, and fills the slot with one TMA bulk copy. An SM that
 // streams faster claims more chunks (v9's parts are fixed, and its row waits for the SMs that
-// stream 37% slower than the rest; docs/perf-notes.md, twenty-fourth session). Each chunk is
+// stream slowest; docs/perf-notes.md, "softmax v11"). Each chunk is
 // read once from HBM and held on chip until its row is done. Every warp works alone, a chunk
 // at a time (no barrier inside the loop), so a warp waiting on memory or on a row leaves the
 // SM to the others:
@@ -1362,54 +1004,13 @@ __device__ void softmax_v10_l2pass(const T* __restrict__ x, T* __restrict__ y, i
 // so the oldest incomplete row is fully claimed unless every slot of the grid holds a chunk
 // of it, which the launcher's rule (chunks a row ≤ grid · ns) rules out.
 // The row counts and the claim counter are cleared, and the launch tag bumped, by the last
-// CTA out (v10's header), so graph replays and later launches of any shape start clean; the
-// tagged slots need no clearing. Rows off a 16-byte boundary are peeled as in v10: chunk 0 of
+// CTA out (DealHeader), so graph replays and later launches of any shape start clean; the
+// tagged slots need no clearing. Rows off a 16-byte boundary are peeled as in v6: chunk 0 of
 // a row also takes its scalar head and tail.
-#ifndef KL_V11_NA
 #define KL_V11_NA 4
-#endif
-#ifndef KL_V11_NB
 #define KL_V11_NB 8
-#endif
-#ifndef KL_V11_BATCH
 #define KL_V11_BATCH 4
-#endif
 #define KL_V11_MAX_SLOTS 24
-// KL_V11_TRACE=1 (KERNLAB_NVRTC_DEFINES, for experiments; `examples/v11_trace.rs` reads it
-// back): a chunk's life on the GPU's one clock (%globaltimer, ns). For chunk id <
-// KL_V11_TRACE_CHUNKS, the lane that handles it stamps kl_v11_trace[id · KL_V11_STAMPS + k]:
-// 0 claimed (the producer's atomicAdd returned), 1 its bulk copy issued, 2 a stats warp found
-// it loaded, 3 its state published, 4 the row count's add returned, 5 a write warp found it
-// loaded, 6 that warp holds the row's state, 7 its slot freed, 8 its stores issued; the warp
-// that merges row r < KL_V11_TRACE_ROWS stamps kl_v11_row[r] as it publishes the row's state;
-// kl_v11_sm[id] is the SM (%smid) + 1 that took the chunk. Without the macro nothing of this
-// is compiled.
-#ifndef KL_V11_TRACE
-#define KL_V11_TRACE 0
-#endif
-#define KL_V11_STAMPS 9
-#if KL_V11_TRACE
-#define KL_V11_TRACE_CHUNKS 65536
-#define KL_V11_TRACE_ROWS 4096
-__device__ unsigned long long kl_v11_trace[KL_V11_TRACE_CHUNKS * KL_V11_STAMPS];
-__device__ unsigned long long kl_v11_row[KL_V11_TRACE_ROWS];
-__device__ unsigned long long kl_v11_sm[KL_V11_TRACE_CHUNKS];
-__device__ __forceinline__ unsigned long long v11_now() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory");
-    return t;
-}
-#define KL_V11_STAMP(ID, K) \
-    do { if (lane == 0 && (ID) < KL_V11_TRACE_CHUNKS) kl_v11_trace[(size_t)(ID) * KL_V11_STAMPS + (K)] = v11_now(); } while (0)
-#define KL_V11_ROW_STAMP(R) \
-    do { if (lane == 0 && (R) < KL_V11_TRACE_ROWS) kl_v11_row[R] = v11_now(); } while (0)
-#define KL_V11_SM(ID) \
-    do { if ((ID) < KL_V11_TRACE_CHUNKS) { unsigned sm; asm volatile("mov.u32 %0, %%smid;" : "=r"(sm)); kl_v11_sm[ID] = sm + 1ull; } } while (0)
-#else
-#define KL_V11_STAMP(ID, K)
-#define KL_V11_ROW_STAMP(R)
-#define KL_V11_SM(ID)
-#endif
 #define KL_V11_THREADS (32 * (1 + KL_V11_NA + KL_V11_NB))
 struct __align__(16) DealHeader { unsigned next, done, epoch, pad; };
 
@@ -1498,8 +1099,6 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
                     *(volatile int*)&end_n = n;
                     break;
                 }
-                KL_V11_STAMP(id, 0);
-                KL_V11_SM(id);
                 const int r = id / cpr, c = id - r * cpr;
                 const T* xr = x + r * ldx;
                 const SplitPart g = tile_part<T, VEC>(xr, cols, c, CP);
@@ -1512,7 +1111,6 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
                 } else {
                     mbar_arrive(bar);
                 }
-                KL_V11_STAMP(id, 1);
             }
         }
     } else if (warp <= KL_V11_NA) {
@@ -1520,7 +1118,6 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
             const int s = n % ns;
             if (!v11_wait(n, ns, full, seq, &end_n)) break;
             const int id = ids[s];
-            KL_V11_STAMP(id, 2);
             const int r = id / cpr, c = id - r * cpr;
             const T* xr = x + r * ldx;
             const SplitPart g = tile_part<T, VEC>(xr, cols, c, CP);
@@ -1538,13 +1135,9 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
             unsigned done = 0;
             if (lane == 0) {
                 split_publish(state + id, st, tag);
-                KL_V11_STAMP(id, 3);
                 done = atomicAdd(cnt + r, 1u);
             }
             done = __shfl_sync(0xffffffffu, done, 0);
-            // Stamped once the shuffle has the add's result (a stamp right after the add
-            // would not wait for its round trip).
-            KL_V11_STAMP(id, 4);
             // The warp whose add completes the row merges its chunks' states.
             if (done == (unsigned)cpr - 1u) {
                 // 16 loads a lane in flight (a poll only for a state not yet visible).
@@ -1572,7 +1165,6 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
                 }
                 all = warp_maxsum(all);
                 if (lane == 0) split_publish(rowst + r, all, tag);
-                KL_V11_ROW_STAMP(r);
             }
         }
     } else {
@@ -1582,7 +1174,6 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
             const int s = n % ns;
             if (!v11_wait(n, ns, full, seq, &end_n)) break;
             const int id = ids[s];
-            KL_V11_STAMP(id, 5);
             const int r = id / cpr, c = id - r * cpr;
             if (r != cur) {
                 MaxSum all{0.0f, 0.0f};
@@ -1591,7 +1182,6 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
                 rs = __shfl_sync(0xffffffffu, all.s, 0);
                 cur = r;
             }
-            KL_V11_STAMP(id, 6);
             const T* xr = x + r * ldx;
             T* yr = y + r * ldy;
             const SplitPart g = tile_part<T, VEC>(xr, cols, c, CP);
@@ -1606,11 +1196,9 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
                     // The slot's last reads are done (in registers): free it for the next claim.
                     __syncwarp();
                     if (lane == 0) mbar_arrive(smem_addr(&empty[s]));
-                    KL_V11_STAMP(id, 7);
                 }
                 b.store(yb + (i64)j * 256 * VEC, g.n - j * 256 * VEC, lane, 32, rm, rs, lg);
             }
-            KL_V11_STAMP(id, 8);
             if (c == 0 && lane < g.scalars(cols)) {
                 const int col = g.scalar_col(lane);
                 yr[col] = from_f32<T>(softmax_out(to_f32(xr[col]), rm, 1.0f / rs, logf(rs), lg));
@@ -1641,11 +1229,8 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
 #define KL_V1(TN, T) \
     extern "C" __global__ void __launch_bounds__(1024) softmax_v1_block_row_##TN(KL_ARGS(T)) { softmax_v1_block_row<T>(KL_PASS); }
 
-// v2's blocks are 128 threads. KL_V2_THREADS=N (KERNLAB_NVRTC_DEFINES, experiments) compiles
-// them for up to N, which the launcher uses with KERNLAB_V2=threads=N.
-#ifndef KL_V2_THREADS
+// v2's blocks are 128 threads (the launcher's V2_THREADS).
 #define KL_V2_THREADS 128
-#endif
 #define KL_V2(TN, T, K)                                                                        \
     extern "C" __global__ void __launch_bounds__(KL_V2_THREADS) softmax_v2_warp_row_vec_k##K##_##TN(KL_ARGS(T)) { \
         softmax_v2_warp_row<T, Pack<T>::N, K, 32>(KL_PASS); }                                      \
@@ -1658,7 +1243,7 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
     extern "C" __global__ void __launch_bounds__(KL_V2_THREADS) softmax_v2_warp_row_scalar_w##W##_##TN(KL_ARGS(T)) { \
         softmax_v2_warp_row<T, 1, 1, W>(KL_PASS); }
 
-// v3's K = 8 instances run 1024-thread blocks holding 128 KB rows: one block per SM, so they
+// v3's K = 8 instances launch 1024-thread blocks holding 128 KB rows: one block per SM, so they
 // may take all 64 registers (launch bounds (1024, 1)); the smaller K run several blocks per
 // SM and keep the default bound, which lets ptxas aim for two 1024-thread blocks. The 16-bit
 // K = 4 instances are held to 40 registers (no spills): left to the default bound ptxas gave
@@ -1692,12 +1277,6 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
     extern "C" __global__ void __launch_bounds__(1024) softmax_v4_online_peel_##TN(KL_ARGS(T)) { \
         softmax_v4_peel<T>(KL_PASS); }
 
-#define KL_V5(TN, T, K)                                                                              \
-    extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v5_cluster_vec_k##K##_##TN(KL_ARGS(T), int csize) { \
-        softmax_v5_cluster<T, Pack<T>::N, K>(KL_PASS, csize); }                                          \
-    extern "C" __global__ void __launch_bounds__(1024, 1) softmax_v5_cluster_scalar_k##K##_##TN(KL_ARGS(T), int csize) { \
-        softmax_v5_cluster<T, 1, K>(KL_PASS, csize); }
-
 
 // Two CTAs of 512 threads per SM (64 registers) on sm_90; sm_80's code needs a few more
 // registers than that for the f32 kernel, so one CTA per SM there rather than spills.
@@ -1714,14 +1293,6 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
     KL_V6_ONE(softmax_v6_split_vec, TN, T, Pack<T>::N)                \
     KL_V6_ONE(softmax_v6_split_scalar, TN, T, 1)
 
-// v7: CTAs of 512 threads, one or two an SM (the launcher splits the shared memory among
-// them); the packed form only (the launcher refuses rows it cannot peel).
-#define KL_V7(TN, T)                                                                              \
-    extern "C" __global__ void __launch_bounds__(512, 2) softmax_v7_stream_##TN(                      \
-        KL_ARGS(T), int ctas_per_row, int rows_per_tile, int chunk, int stages, int lag,               \
-        SplitHeader* hdr, SplitSlot* slots) {                                                         \
-        softmax_v7_stream<T>(KL_PASS, ctas_per_row, rows_per_tile, chunk, stages, lag, hdr, slots); }
-
 // v8: one 1024-thread CTA an SM, all 64 registers (as v3 at K = 8).
 // softmax_v8_packed_*: rows with no scalar head or tail (the launcher's `vec` rows).
 #define KL_V8(TN, T)                                                                              \
@@ -1733,9 +1304,8 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
 // v9: 1024 or 512 threads (one or two CTAs an SM), 64 registers as v8. The ping-pong form and
 // the smpair form (ping-pong with SM-paired places) are built for sm_90 and later (for sm_80
 // ptxas spilled ping-pong at 64 registers; the launcher runs them from sm_90 on, and their
-// sm_80 symbols are the plain form). Kernels built without the peel, as
-// v8's packed one, ran level with these (H200, nineteenth and twentieth sessions) and were
-// dropped.
+// sm_80 symbols are the plain form). Kernels built without the peel, as v8's packed one,
+// measured no faster (docs/perf-notes.md, "softmax v9").
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define KL_V9_PP true
 #else
@@ -1752,12 +1322,6 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
         KL_ARGS(T), int ctas_per_row, SplitHeader* hdr, SplitSlot* slots) {                       \
         softmax_v9_gridsync<T, 8, KL_V9_PP, KL_V9_PP>(KL_PASS, ctas_per_row, hdr, slots); }
 
-// v10: 512-thread CTAs, two an SM (64 registers); U = 2 or 4 packs a thread a pass.
-#define KL_V10(TN, T, U)                                                                          \
-    extern "C" __global__ void __launch_bounds__(512, 2) softmax_v10_l2pass_u##U##_##TN(            \
-        KL_ARGS(T), int cpr, int lag, L2PassHeader* hdr, SplitSlot* part) {                        \
-        softmax_v10_l2pass<T, U>(KL_PASS, cpr, lag, hdr, part); }
-
 // v11: one CTA an SM: a producer warp, KL_V11_NA stats warps and KL_V11_NB write warps;
 // chunks of CP = 512, 1024 or 2048 16-byte packs (8, 16 or 32 KB).
 #define KL_V11(TN, T, CP)                                                                         \
@@ -1772,12 +1336,9 @@ __device__ void softmax_v11_deal(const T* __restrict__ x, T* __restrict__ y, int
     KL_V2W(TN, T, 4) KL_V2W(TN, T, 8) KL_V2W(TN, T, 16)                      \
     KL_V3(TN, T, 1) KL_V3(TN, T, 2) KL_V3(TN, T, 4) KL_V3(TN, T, 8)          \
     KL_V4(TN, T)                                                             \
-    KL_V5(TN, T, 2) KL_V5(TN, T, 4) KL_V5(TN, T, 8)                          \
     KL_V6(TN, T)                                                             \
-    KL_V7(TN, T)                                                             \
     KL_V8(TN, T)                                                             \
     KL_V9(TN, T)                                                             \
-    KL_V10(TN, T, 2) KL_V10(TN, T, 4)                                        \
     KL_V11(TN, T, 512) KL_V11(TN, T, 1024) KL_V11(TN, T, 2048)
 
 #define KL_HALF(TN, T) KL_V3S(TN, T, 1) KL_V3S(TN, T, 2) KL_V3S(TN, T, 4) KL_V3S(TN, T, 8)

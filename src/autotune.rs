@@ -50,64 +50,19 @@ pub fn cache_path() -> Option<PathBuf> {
     Some(nvrtc::cache_root()?.join("autotune.json"))
 }
 
-/// The device part of a key: model, arch, SM count and driver (a new driver tunes again),
-/// and whatever builds or steers the kernels another way: the `KERNLAB_NVRTC_DEFINES` they
-/// were compiled with and the experiment variables [`EXPERIMENT_VARS`] that are set. A choice
-/// tuned that way is kept apart and not used for the default build.
+/// The device part of a key: model, arch, SM count and driver (a new driver tunes again).
 pub fn device_key(d: &CudaDevice) -> String {
-    let vars: Vec<(&str, String)> = EXPERIMENT_VARS
-        .iter()
-        .filter_map(|v| Some((*v, std::env::var(v).ok()?)))
-        .collect();
     device_key_of(
         &d.props.name,
         &d.arch,
         d.props.sm_count,
         &d.props.driver_version,
-        &build_tags(nvrtc::extra_defines(), &vars),
     )
 }
 
-/// The environment variables that change how kernels run (experiments; docs/perf-notes.md).
-pub const EXPERIMENT_VARS: [&str; 6] = [
-    "KERNLAB_V2",
-    "KERNLAB_V3",
-    "KERNLAB_V7",
-    "KERNLAB_V8",
-    "KERNLAB_V9",
-    "KERNLAB_V10",
-];
-
-/// The key's build tags: `-D NAME[=VALUE]` for each define and `VAR=value` for each set
-/// variable, sorted, without repeats (so the order they were given in does not matter).
-pub fn build_tags(defines: &[String], vars: &[(&str, String)]) -> Vec<String> {
-    let mut tags: Vec<String> = defines
-        .iter()
-        .map(|d| format!("-D {d}"))
-        .chain(
-            vars.iter()
-                .filter(|(_, v)| !v.trim().is_empty())
-                .map(|(k, v)| format!("{k}={}", v.trim())),
-        )
-        .collect();
-    tags.sort();
-    tags.dedup();
-    tags
-}
-
 /// [`device_key`] from its parts.
-pub fn device_key_of(
-    name: &str,
-    arch: &str,
-    sm_count: u32,
-    driver: &str,
-    tags: &[String],
-) -> String {
-    let mut k = format!("{name} · {arch} · {sm_count} SMs · CUDA driver {driver}");
-    if !tags.is_empty() {
-        k += &format!(" · built/run with {}", tags.join(" "));
-    }
-    k
+pub fn device_key_of(name: &str, arch: &str, sm_count: u32, driver: &str) -> String {
+    format!("{name} · {arch} · {sm_count} SMs · CUDA driver {driver}")
 }
 
 fn pow2_bucket(n: usize) -> usize {
@@ -401,27 +356,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn kernels_built_or_run_another_way_tune_under_their_own_key() {
-        let plain = device_key_of("NVIDIA H200", "sm_90a", 132, "13.0", &[]);
-        assert_eq!(plain, "NVIDIA H200 · sm_90a · 132 SMs · CUDA driver 13.0");
+    fn the_device_key_names_model_arch_sms_and_driver() {
         assert_eq!(
-            build_tags(&[], &[("KERNLAB_V3", " ".into())]),
-            Vec::<String>::new()
-        );
-        let tags = build_tags(
-            &["X".into(), "KL_ROW_LOAD_HINT=0".into(), "X".into()],
-            &[("KERNLAB_V3", "k=2".into())],
-        );
-        assert_eq!(tags, ["-D KL_ROW_LOAD_HINT=0", "-D X", "KERNLAB_V3=k=2"]);
-        // The order the defines come in does not matter.
-        let swapped = build_tags(
-            &["KL_ROW_LOAD_HINT=0".into(), "X".into()],
-            &[("KERNLAB_V3", "k=2".into())],
-        );
-        assert_eq!(swapped, tags);
-        assert_eq!(
-            device_key_of("NVIDIA H200", "sm_90a", 132, "13.0", &tags),
-            format!("{plain} · built/run with -D KL_ROW_LOAD_HINT=0 -D X KERNLAB_V3=k=2")
+            device_key_of("NVIDIA H200", "sm_90a", 132, "13.0"),
+            "NVIDIA H200 · sm_90a · 132 SMs · CUDA driver 13.0"
         );
     }
 

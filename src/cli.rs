@@ -267,7 +267,7 @@ fn cmd_profile(a: ProfileArgs, out: &mut dyn Write) -> Result<()> {
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  kernlab autotune matmul --shape 8192x8192x8192 --dtype bf16\n  kernlab autotune linear --shape 4096x4096x1024 --variants v5_mma,v6_wgmma\n  kernlab autotune softmax --shape 4096x1280 --dtype f32\n\nmatmul/linear: every configuration (tiles, stages, warps, GROUP_M) of v3_regs, v4_grouped,\nv5_mma and v6_wgmma (sm_90). softmax: which numbered version (v2 to v10) `auto` should run. Entries are keyed\nby device, op, variant, dtype and shape bucket (each size rounded up to a power of two), kept in\nautotune.json in kernlab's cache folder (~/.cache/kernlab, or $KERNLAB_CACHE_DIR), written atomically."
+    after_help = "Examples:\n  kernlab autotune matmul --shape 8192x8192x8192 --dtype bf16\n  kernlab autotune linear --shape 4096x4096x1024 --variants v5_mma,v6_wgmma\n  kernlab autotune softmax --shape 4096x1280 --dtype f32\n\nmatmul/linear: every configuration (tiles, stages, warps, GROUP_M) of v3_regs, v4_grouped,\nv5_mma and v6_wgmma (sm_90). softmax: which version and configuration `auto` should run:\nv2_warp_row, v4_online and v6_split, and v3_block_regs, v8_onchip, v9_gridsync and (sm_90) v11_deal\nin each of their named configurations (default, k1..k8; fill, cluster4, ...; pingpong, smpair, ...;\nchunk8k, ...).\nEntries are keyed by device, op, variant, dtype and shape bucket (each size rounded up to a power\nof two), kept in autotune.json in kernlab's cache folder (~/.cache/kernlab, or $KERNLAB_CACHE_DIR), written atomically."
 )]
 struct AutotuneArgs {
     /// matmul, linear or softmax
@@ -376,16 +376,7 @@ fn cmd_autotune(a: AutotuneArgs, out: &mut dyn Write) -> Result<()> {
             let candidates = if op.is_gemm() {
                 crate::ops::matmul_auto::candidates(op, dt, &d, only.as_deref())?
             } else {
-                crate::ops::softmax::AUTO_CANDIDATES
-                    .iter()
-                    .filter(|v| only.as_ref().is_none_or(|o| o.iter().any(|n| n == *v)))
-                    .filter(|v| **v != "v5_cluster" || d.props.compute_capability.0 >= 9)
-                    .map(|&v| autotune::Candidate {
-                        variant: v,
-                        config: String::new(),
-                        run: Box::new(move |p, x, y| crate::ops::softmax::run_named(v, p, x[0], y)),
-                    })
-                    .collect()
+                crate::ops::softmax::candidates(&d, only.as_deref())?
             };
             let bar = progress_bar();
             let r = autotune::tune(

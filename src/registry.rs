@@ -42,7 +42,7 @@ pub struct Variant {
     /// Claims 16-byte global loads (CI checks the PTX for `ld.global*.v4`).
     pub vec16: bool,
     /// CUDA only: the oldest architecture on which all its kernels do real work (80 = sm_80;
-    /// 90 for v5's clusters, and for `auto`, which dispatches to them on sm_90+). CI checks
+    /// 90 for v11's bulk copies, and for `auto`, which dispatches to them on sm_90+). CI checks
     /// its PTX for that architecture and newer.
     pub min_arch: u32,
     /// Dispatching variants (`auto`): which variant they run for an input, shown by bench.
@@ -644,22 +644,6 @@ pub static VARIANTS: &[Variant] = &[
     },
     Variant {
         op: Op::Softmax,
-        name: "v5_cluster",
-        tier: Tier::Cuda,
-        device: DeviceKind::Cuda,
-        dtypes: ALL_DTYPES,
-        summary: "a thread-block cluster per row (sm_90): the row in registers across ≤ 16 CTAs, (max, sum) merged through DSMEM",
-        strided_rows: true,
-        source: Some(&SOFTMAX),
-        symbols: Some(softmax::symbols_v5),
-        vec16: true,
-        min_arch: 90,
-        picks: None,
-        ptx_claims: &[],
-        run: Kernel::Unary(softmax::run_v5_cluster),
-    },
-    Variant {
-        op: Op::Softmax,
         name: "v6_split",
         tier: Tier::Cuda,
         device: DeviceKind::Cuda,
@@ -673,26 +657,6 @@ pub static VARIANTS: &[Variant] = &[
         picks: None,
         ptx_claims: &["st.relaxed.gpu.global.v2.u64", "ld.relaxed.gpu.global.v2.u64"],
         run: Kernel::Unary(softmax::run_v6_split),
-    },
-    Variant {
-        op: Op::Softmax,
-        name: "v7_stream",
-        tier: Tier::Cuda,
-        device: DeviceKind::Cuda,
-        dtypes: ALL_DTYPES,
-        summary: "a persistent grid streams row tiles through shared memory, TMA bulk copies several tiles ahead (sm_90); split rows exchange (max, sum) as v6",
-        strided_rows: true,
-        source: Some(&SOFTMAX),
-        symbols: Some(softmax::symbols_v7),
-        vec16: true,
-        min_arch: 90,
-        picks: None,
-        ptx_claims: &[
-            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
-            "mbarrier.try_wait.parity",
-            "st.global.v4",
-        ],
-        run: Kernel::Unary(softmax::run_v7_stream),
     },
     Variant {
         op: Op::Softmax,
@@ -725,22 +689,6 @@ pub static VARIANTS: &[Variant] = &[
         picks: None,
         ptx_claims: &["cp.async.cg.shared.global", "st.relaxed.gpu.global.v2.u64"],
         run: Kernel::Unary(softmax::run_v9_gridsync),
-    },
-    Variant {
-        op: Op::Softmax,
-        name: "v10_l2pass",
-        tier: Tier::Cuda,
-        device: DeviceKind::Cuda,
-        dtypes: ALL_DTYPES,
-        summary: "rows cut into tiles dealt to a persistent co-resident grid: each tile reduced on a first read (evict_last), re-read from L2 and written once its row's (max, sum) is merged; one HBM read and one write while L2 holds the window",
-        strided_rows: true,
-        source: Some(&SOFTMAX),
-        symbols: Some(softmax::symbols_v10),
-        vec16: true,
-        min_arch: 80,
-        picks: None,
-        ptx_claims: &["createpolicy.fractional.L2::evict_first.b64", "atom.global.add.u32", "st.relaxed.gpu.global.v2.u64"],
-        run: Kernel::Unary(softmax::run_v10_l2pass),
     },
     Variant {
         op: Op::Softmax,

@@ -34,7 +34,6 @@ fn width_limit(v: &Variant, dt: DType, vec: bool, shift: bool) -> Option<usize> 
         (Op::Softmax, "v2_warp_row") => Some(softmax::v2_max_cols(dt, vec)),
         (Op::Softmax, "v3_block_regs") if !vec && shift => Some(softmax::v3_max_cols_shift(dt)),
         (Op::Softmax, "v3_block_regs") => Some(softmax::v3_max_cols(dt, vec)),
-        (Op::Softmax, "v5_cluster") => Some(softmax::v5_max_cols(dt, vec)),
         _ => None,
     }
 }
@@ -68,15 +67,9 @@ fn check(dev: &Device, v: &Variant, p: &Params, x_host: &Tensor, what: &str) -> 
                 cols % pack == 0 && ldx % pack == 0,
                 softmax::packs_layout_ok(&x),
             );
-            // v7 moves only 16-byte packs: it refuses rows x and y cannot both peel.
-            let packs_only = [
-                "v7_stream",
-                "v8_onchip",
-                "v9_gridsync",
-                "v10_l2pass",
-                "v11_deal",
-            ]
-            .contains(&v.name);
+            // v8, v9 and v11 move only 16-byte packs: they refuse rows x and y cannot both
+            // peel.
+            let packs_only = ["v8_onchip", "v9_gridsync", "v11_deal"].contains(&v.name);
             // v8 holds a row in at most 16 CTAs' registers and shared memory (one CTA's
             // before sm_90).
             let v8_limit = (v.name == "v8_onchip")
@@ -89,11 +82,16 @@ fn check(dev: &Device, v: &Variant, p: &Params, x_host: &Tensor, what: &str) -> 
             let v9_limit = (v.name == "v9_gridsync")
                 .then(|| dev.cuda().and_then(|d| softmax::v9_max_cols(d, x.dtype())))
                 .flatten();
+            // A version for a newer architecture than the device's (v11: sm_90).
+            let too_new = dev
+                .cuda()
+                .is_some_and(|d| v.min_arch / 10 > d.props.compute_capability.0 as u32);
             assert!(
                 (packs_only && !softmax::packs_layout_ok(&x))
                     || reg_limit.is_some_and(|l| cols > l)
                     || v8_limit.is_some_and(|l| cols > l)
-                    || v9_limit.is_some_and(|l| cols > l),
+                    || v9_limit.is_some_and(|l| cols > l)
+                    || (too_new && v.name != "auto"),
                 "{} refused {:?} {what}: {why}",
                 v.id(),
                 x.shape()
@@ -643,19 +641,16 @@ test_gpu!(
     super::cuda_launchers_refuse_an_output_of_another_dtype_or_size
 );
 
-/// The versions that split rows across CTAs: v6 (in registers), v7 (tiles streamed through
-/// shared memory by bulk copies), v8 (clusters of CTAs holding a row in registers and
-/// shared memory) and v9 (v8's parts across co-resident CTAs, exchanging as v6). The
-/// persistent ones (v6, v7, v9) walk many rows per CTA or group, reuse their
-/// exchange slots row after row (each state tagged with its row's number in the launch), and
-/// leave the slots zeroed for the next launch. Shapes with more rows than groups, tiles of
-/// several rows with a remainder, odd widths (a scalar head and tail, different in every
-/// row), a row split over most of the GPU (v8: clusters of 4 and 16 here, 2 and 8 in the
-/// reference test's widths; 4 and 8 of 512-thread CTAs at 16-bit by its 16-bit rule), and repeated
-/// launches (stale states from the previous launch must not pass for new ones) must all match
-/// the reference. v9's ping-pong form pairs groups that take turns to read, at widths where a
-/// row takes 16 CTAs or more, including grids with an odd group out; both of v9's forms are
-/// also run forced at every shape. GPU only.
+/// The versions that split rows across CTAs: v6 (in registers), v8 (clusters of CTAs holding a
+/// row in registers and shared memory), v9 (v8's parts across co-resident CTAs, exchanging as
+/// v6) and v11 (chunks dealt on demand). The persistent ones (v6, v9, v11) walk many rows per
+/// CTA or group, reuse their exchange slots row after row (each state tagged with its row's
+/// number in the launch), and leave the slots zeroed for the next launch. Shapes with more
+/// rows than groups, odd widths (a scalar head and tail, different in every row), rows split
+/// over many CTAs (v8: clusters of 4 and 8, and its 16-bit and f32 cluster rules), and a second
+/// launch (stale states from the first must not pass for new ones) must all match the
+/// reference. v9's plain and ping-pong forms are also run forced, where rows take many CTAs
+/// and groups walk several rows each. GPU only.
 fn softmax_split_rows_walk_many_rows(dev: &Device) {
     let p = Params::default();
     let init = Init::Normal {
@@ -663,40 +658,21 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
         std: 3.0,
     };
     let shapes: &[(&[usize], &[DType])] = &[
-        (&[700, 40000], &DType::ALL),
-        (&[2000, 4099], &[DType::F32, DType::BF16]),
-        (&[4097, 1024], &[DType::BF16]),
+        // Many rows a group (f32 and a 16-bit dtype); an odd width; narrow odd rows.
+        (&[300, 40000], &[DType::F32, DType::BF16]),
+        (&[2000, 4099], &[DType::F32]),
         (&[1001, 777], &[DType::F16]),
+        // Wide rows: v8 in clusters, v9 and v11 across the grid.
         (&[5, 1048576], &[DType::F32]),
-        (&[24, 2097155], &[DType::BF16]),
-        // v8: clusters of 4 CTAs, each holding part of its ~73 KB share in shared memory.
+        // v8: clusters of 4 CTAs, each holding part of its share in shared memory (odd).
         (&[40, 300001], &[DType::F32]),
-        // v8's 16-bit rule: 4 CTAs of 512 threads (an odd width, peeled), then 8.
+        // v8's 16-bit rule (an odd width, peeled) and its f32 rule (packed).
         (&[9, 262147], &[DType::BF16]),
-        (&[6, 524288], &[DType::F16]),
-        // v8's packed kernel in clusters of 8 (f32, its rule for rows of two CTAs' packs:
-        // 256-thread CTAs, four an SM) and 4 (bf16, the 16-bit rule); then the f32 rule with
-        // the peel (an odd width), and an odd width below the rule (two 1024-thread CTAs).
         (&[8, 131072], &[DType::F32]),
-        (&[7, 150001], &[DType::F32]),
-        (&[5, 100003], &[DType::F32]),
-        (&[9, 262144], &[DType::BF16]),
-        // v9: an odd 16 MB row across half the GPU (132 CTAs a row on the H200, two groups).
-        (&[3, 4194305], &[DType::F32]),
-        // v9's ping-pong form (from 16 CTAs a row): on the H200 five groups of 52 (two pairs
-        // taking turns and one group alone), two or three rows each; then three groups of
-        // 88, one row each.
+        // v9's ping-pong form (from 16 CTAs a row) with groups walking two or three rows.
         (&[12, 1600003], &[DType::F32]),
-        (&[3, 1048577], &[DType::F32]),
     ];
-    let split = [
-        "v6_split",
-        "v7_stream",
-        "v8_onchip",
-        "v9_gridsync",
-        "v10_l2pass",
-        "v11_deal",
-    ];
+    let split = ["v6_split", "v8_onchip", "v9_gridsync", "v11_deal"];
     let found: Vec<_> = variants(Op::Softmax, dev)
         .into_iter()
         .filter(|v| split.contains(&v.name))
@@ -710,21 +686,28 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
         for (i, (shape, dts)) in shapes.iter().enumerate() {
             for &dt in *dts {
                 let x = rand(shape, dt, init, 90 + i as u64);
-                for launch in 0..3 {
+                for launch in 0..2 {
                     check(dev, v, &p, &x, &format!("split rows, launch {launch}"));
                 }
             }
         }
     }
-    // v9's two forms, each forced wherever it can run: the plain one at the widths where the
-    // ping-pong form is the default, and the ping-pong one at small G with many groups (the
-    // default there is plain). Same shapes, two launches each.
-    for (form, run) in [
-        ("plain", softmax::run_v9_plain as registry::RunFn),
-        ("ping-pong", softmax::run_v9_pingpong),
-    ] {
+    // v9's two forms, each forced wherever it can run (its named configurations): the plain
+    // one where the ping-pong form is the default, and the ping-pong one at small G with many
+    // groups (the default there is plain).
+    fn plain(p: &Params, x: &Tensor, y: &mut Tensor) -> kernlab::Result<()> {
+        softmax::run_config("v9_gridsync", "no_pingpong", p, x, y)
+    }
+    fn pingpong(p: &Params, x: &Tensor, y: &mut Tensor) -> kernlab::Result<()> {
+        softmax::run_config("v9_gridsync", "pingpong", p, x, y)
+    }
+    for (form, run) in [("plain", plain as registry::RunFn), ("ping-pong", pingpong)] {
         let forced = forced_version(dev, "v9_gridsync", run);
-        for (i, (shape, dts)) in shapes.iter().enumerate() {
+        for (i, (shape, dts)) in shapes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| [0, 3, 7].contains(i))
+        {
             for &dt in *dts {
                 let x = rand(shape, dt, init, 190 + i as u64);
                 for launch in 0..2 {
@@ -740,14 +723,14 @@ test_gpu!(
 );
 
 /// v9's smpair form (each CTA's group and rank from its SM, so an SM's two CTAs are ping-pong
-/// partners) against f64: on the H200 8 groups of 33 (one row each, then 20 rows walked 2–3
-/// a group), 2 groups of 132, 6 of 44 (bf16) and 4 of 66 (f16), the last as log_softmax. Each
-/// shape runs three times (once unchecked, then twice on fresh inputs against f64), so later
-/// launches find the places the earlier ones took cleared (a ticket left over would trap or
-/// misplace). It refuses three rows of 1 Mi f32 (3 groups: an odd count has a group with no
-/// partner) and an odd width (built without the peel), as it refuses everything before
-/// sm_90. On a GPU of other than 132 SMs the groups differ: a shape it refuses there must say
-/// why in smpair's terms. GPU only.
+/// partners) against f64, wherever v9's own plan on this device says it runs: it takes a shape
+/// exactly when [`softmax::v9_plan`] gives the smpair form, and refuses the others saying why
+/// in smpair's terms (an odd width: built without the peel; before sm_90: the compute
+/// capability). Each shape it takes runs three times (once unchecked, then twice on fresh
+/// inputs against f64, with a ping-pong launch between), so later launches find the places the
+/// earlier ones took cleared (a ticket left over would trap or misplace). Two f32 rows of 4096
+/// packs for every SM give two groups of one 512-thread part an SM each, the form's home (two
+/// CTAs on every SM), on any GPU where the driver fits two such CTAs an SM. GPU only.
 fn softmax_v9_smpair_places_match(dev: &Device) {
     let cuda = dev.cuda().expect("a CUDA device");
     let init = Init::Normal {
@@ -755,6 +738,11 @@ fn softmax_v9_smpair_places_match(dev: &Device) {
         std: 3.0,
     };
     let p = Params::default();
+    let smpair_tuning = softmax::V9Tuning {
+        pingpong: Some(true),
+        smpair: Some(true),
+        ..softmax::V9Tuning::DEFAULT
+    };
     // Whether smpair takes this shape here; a refusal names the form and `because`.
     let takes = |shape: &[usize], dt: DType, because: &str| -> bool {
         let x = rand(shape, dt, init, 7).to_device(dev).unwrap();
@@ -768,28 +756,43 @@ fn softmax_v9_smpair_places_match(dev: &Device) {
             Err(e) => panic!("v9 smpair on {shape:?} {dt}: {e}"),
         }
     };
+    // An odd width never runs it (built without the peel), whatever the device.
+    assert!(!takes(&[8, 1048577], DType::F32, "scalars to peel"));
     if cuda.props.compute_capability.0 < 9 {
         assert!(!takes(&[8, 1048576], DType::F32, "compute capability"));
+        println!(
+            "skipped: v9's smpair form needs sm_90 (this device is {}); it refused, as it must",
+            cuda.arch
+        );
         return;
     }
-    let h200 = cuda.props.sm_count == 132;
     let smpair = forced_version(dev, "v9_gridsync", softmax::run_v9_smpair);
-    let pingpong = forced_version(dev, "v9_gridsync", softmax::run_v9_pingpong);
+    fn pingpong(p: &Params, x: &Tensor, y: &mut Tensor) -> kernlab::Result<()> {
+        softmax::run_config("v9_gridsync", "pingpong", p, x, y)
+    }
+    let pingpong = forced_version(dev, "v9_gridsync", pingpong);
+    let home = 4 * 4096 * cuda.props.sm_count as usize;
     let shapes: &[(&[usize], DType, bool)] = &[
+        (&[2, home], DType::F32, false),
         (&[8, 1048576], DType::F32, false),
-        (&[20, 1048576], DType::F32, false),
-        (&[2, 4194304], DType::F32, false),
-        (&[6, 2097152], DType::BF16, false),
+        (&[3, 1048576], DType::F32, false),
         (&[4, 2097152], DType::F16, true),
     ];
     let mut ran = 0;
     for (i, &(shape, dt, log)) in shapes.iter().enumerate() {
-        if !takes(shape, dt, "groups") {
-            assert!(!h200, "the H200 runs smpair on {shape:?} {dt}");
-            println!(
-                "v9 smpair refuses {shape:?} {dt} on {} SMs",
-                cuda.props.sm_count
-            );
+        let plan = softmax::v9_plan(cuda, dt, shape[0], shape[1], true, smpair_tuning).unwrap();
+        let c = plan.config;
+        let took = takes(shape, dt, "groups");
+        assert_eq!(
+            took,
+            plan.form == "smpair",
+            "{shape:?} {dt}: {} groups of {} CTAs on {} SMs, the plan's form {}",
+            c.groups,
+            c.g,
+            cuda.props.sm_count,
+            plan.form
+        );
+        if !took {
             continue;
         }
         ran += 1;
@@ -809,21 +812,27 @@ fn softmax_v9_smpair_places_match(dev: &Device) {
         let x = rand(shape, dt, init, 490 + i as u64);
         check(dev, &smpair, &p, &x, "v9 smpair, launch 1");
     }
-    if h200 {
-        assert_eq!(ran, shapes.len());
-        assert!(!takes(&[3, 1048576], DType::F32, "3 groups"));
+    // Two of its CTAs on every SM is the smpair form's condition; where the driver says so,
+    // the two-group shape is its home.
+    let home_plan = softmax::v9_plan(cuda, DType::F32, 2, home, true, smpair_tuning).unwrap();
+    if home_plan.smpair_per_sm == Some(2) {
+        assert_eq!(home_plan.form, "smpair", "{home_plan:?}");
     }
-    assert!(!takes(&[8, 1048577], DType::F32, "scalars to peel"));
+    println!(
+        "v9 smpair ran {ran} of {} shapes on {} SMs",
+        shapes.len(),
+        cuda.props.sm_count
+    );
 }
 test_gpu!(
     softmax_v9_smpair_places_match,
     super::softmax_v9_smpair_places_match
 );
 
-/// Three launches of `v` on fresh inputs of `shape` (seeds `seed`, `seed` + 1, `seed` + 2,
-/// spread as [`DEALT_INIT`]), the last as log_softmax, each checked against the reference: a state a launch leaves behind
-/// for the next (a count, a tag, a claim counter) shows as a wrong output.
-fn check_three_launches(
+/// Two launches of `v` on fresh inputs of `shape` (seeds `seed` and `seed` + 1, spread as
+/// [`DEALT_INIT`]), the second as log_softmax, each checked against the reference: a state a
+/// launch leaves behind for the next (a count, a tag, a claim counter) shows as a wrong output.
+fn check_two_launches(
     dev: &Device,
     v: &Variant,
     shape: &[usize],
@@ -831,7 +840,7 @@ fn check_three_launches(
     seed: u64,
     what: &str,
 ) {
-    for (launch, log) in [(0, false), (1, false), (2, true)] {
+    for (launch, log) in [(0, false), (1, true)] {
         let x = rand(shape, dt, DEALT_INIT, seed + launch);
         let p = Params {
             log_softmax: log,
@@ -860,69 +869,31 @@ fn forced_version(dev: &Device, name: &str, run: registry::RunFn) -> Variant {
     }
 }
 
-/// The shapes the v10 and v11 tests deal out (rows of one tile or chunk, partial and empty
-/// last ones, odd widths that peel, very wide rows; every dtype), and their inputs' spread.
+/// The shapes the v11 test deals out (rows of one chunk, partial and empty last ones, odd
+/// widths that peel, very wide rows, more rows than CTAs each of many chunks; every dtype),
+/// and their inputs' spread.
 const DEALT_SHAPES: &[(&[usize], DType)] = &[
     (&[4096, 1025], DType::F32),
     (&[4, 8197], DType::F32),
     (&[333, 65537], DType::BF16),
     (&[9, 1_000_003], DType::F16),
     (&[3, 4_194_305], DType::F32),
+    (&[150, 65536], DType::F32),
 ];
 const DEALT_INIT: Init = Init::Normal {
     mean: 0.0,
     std: 3.0,
 };
 
-/// v10 with each tile size, and with extra lag on a grid capped at 100 CTAs (a wider L2
-/// window, more tiles between a row's first pass and its second, many tiles a CTA), over shapes
-/// where rows take one tile, a partial last tile, an empty last tile (f32 8197 columns with
-/// u = 4: two tiles a row, but rows whose start is misaligned peel a head and keep only 2048
-/// packs), and more tiles than the grid has CTAs (f32 4194305: lag 3 on the H200's 264 CTAs,
-/// 10 on the capped grid with its extra 3); odd widths peel. Each shape runs three launches on
-/// three different inputs (a state left by the launch before, with the right tag rule broken,
-/// would give wrong outputs), the last as log_softmax. GPU only.
-fn softmax_v10_tilings_all_match(dev: &Device) {
-    use softmax::{run_v10_tuned, V10Tuning};
-    // v10 with u packs a thread, `LAG` iterations of extra lag and a grid of at most `GRID`
-    // CTAs (0: every resident one).
-    fn tuned<const U: usize, const LAG: usize, const GRID: usize>(
-        p: &Params,
-        x: &Tensor,
-        y: &mut Tensor,
-    ) -> kernlab::error::Result<()> {
-        let t = V10Tuning {
-            u: U,
-            extra_lag: LAG,
-            max_grid: (GRID > 0).then_some(GRID),
-        };
-        run_v10_tuned(p, x, y, t)
-    }
-    for (label, run) in [
-        ("u=2", tuned::<2, 0, 0> as registry::RunFn),
-        ("u=4", tuned::<4, 0, 0>),
-        ("u=4,lag=+3,grid=100", tuned::<4, 3, 100>),
-    ] {
-        let forced = forced_version(dev, "v10_l2pass", run);
-        for (i, &(shape, dt)) in DEALT_SHAPES.iter().enumerate() {
-            let seed = 290 + 10 * i as u64;
-            check_three_launches(dev, &forced, shape, dt, seed, &format!("v10 {label}"));
-        }
-    }
-}
-test_gpu!(
-    softmax_v10_tilings_all_match,
-    super::softmax_v10_tilings_all_match
-);
-
-/// v11 with each chunk size, and with two or three slots a CTA (so the slot ring wraps many
-/// times, a consumer warp's claims land in every slot, and a row of many chunks fills most of
-/// the grid's slots, near the launcher's deadlock rule; rows past the rule must be refused
-/// by it), over shapes whose rows take one chunk, a partial last chunk, an empty last
-/// chunk (odd widths whose misaligned rows peel a head and fill one pack fewer), many chunks
-/// (f32 4194305 at 8 KB: 2049 a row), and more rows than CTAs, each of many chunks. Each shape runs three
-/// launches on different inputs (a claim counter, row count or state left by the launch
-/// before would give wrong outputs or hang), the last as log_softmax. GPU only (sm_90).
+/// v11 in each of its chunk sizes (its named configurations), and with two or three slots a
+/// CTA (so the slot ring wraps many times, a consumer warp's claims land in every slot, and a
+/// row of many chunks fills most of the grid's slots, near the launcher's deadlock rule; rows
+/// past the rule must be refused by it), over shapes whose rows take one chunk, a partial last
+/// chunk, an empty last chunk (odd widths whose misaligned rows peel a head and fill one pack
+/// fewer), many chunks (f32 4194305 at 8 KB: 2049 a row), and more rows than CTAs, each of many
+/// chunks. Each shape runs two launches on different inputs (a claim counter, row count or
+/// state left by the first would give wrong outputs or hang), the second as log_softmax. GPU
+/// only (sm_90).
 fn softmax_v11_chunkings_all_match(dev: &Device) {
     use softmax::{run_v11_tuned, V11Tuning};
     fn tuned<const CHUNK: usize, const SLOTS: usize>(
@@ -938,45 +909,116 @@ fn softmax_v11_chunkings_all_match(dev: &Device) {
     }
     let cuda = dev.cuda().expect("a CUDA device");
     if cuda.props.compute_capability.0 < 9 {
-        println!("v11_deal needs sm_90: not run on this device");
+        println!(
+            "skipped: v11_deal needs sm_90, this device is {}",
+            cuda.arch
+        );
         return;
     }
-    // v10's shapes, and more rows than CTAs, each of many chunks.
-    let more: &[(&[usize], DType)] = &[(&[200, 262_144], DType::F32)];
-    // (label, chunk packs, slots at most, the run with those settings)
-    for (label, chunk, slots, run) in [
-        ("chunk=8", 512, 24, tuned::<512, 24> as registry::RunFn),
-        ("chunk=16", 1024, 24, tuned::<1024, 24>),
-        ("chunk=32", 2048, 24, tuned::<2048, 24>),
-        ("chunk=32,slots=3", 2048, 3, tuned::<2048, 3>),
-        ("chunk=8,slots=2", 512, 2, tuned::<512, 2>),
+    // (label, the tuning, the run with those settings)
+    let mut cases: Vec<(String, V11Tuning, registry::RunFn)> = Vec::new();
+    for c in softmax::V11_CONFIGS {
+        let softmax::Tuning::V11(t) = c.tuning else {
+            unreachable!("v11's configurations are v11 tunings")
+        };
+        let run = match (t.chunk, t.max_slots) {
+            (512, 24) => tuned::<512, 24> as registry::RunFn,
+            (1024, 24) => tuned::<1024, 24>,
+            (2048, 24) => tuned::<2048, 24>,
+            (1024, 8) => tuned::<1024, 8>,
+            other => panic!("{}: no run for {other:?}; add one here", c.name),
+        };
+        cases.push((c.name.to_string(), t, run));
+    }
+    for (chunk, slots, run) in [
+        (2048, 3, tuned::<2048, 3> as registry::RunFn),
+        (512, 2, tuned::<512, 2>),
     ] {
+        let t = V11Tuning {
+            chunk,
+            max_slots: slots,
+        };
+        cases.push((format!("chunk {chunk} packs, {slots} slots"), t, run));
+    }
+    for (label, t, run) in cases {
         let forced = forced_version(dev, "v11_deal", run);
-        for (i, &(shape, dt)) in DEALT_SHAPES.iter().chain(more).enumerate() {
+        for (i, &(shape, dt)) in DEALT_SHAPES.iter().enumerate() {
             // A row of more chunks than the grid's slots hold is refused (the deadlock rule):
             // check the refusal names it, and skip the shape for this setting.
-            let name = softmax::v11_kernel(chunk, dt);
-            let t = V11Tuning {
-                chunk,
-                max_slots: slots,
-            };
+            let name = softmax::v11_kernel(t.chunk, dt);
             let packs = shape[1] / (16 / dt.size());
             if let Err(e) = softmax::v11_plan(cuda, &name, packs, shape[0], t) {
                 assert!(
                     e.to_string().contains("more than all"),
                     "{label} {shape:?}: {e}"
                 );
-                println!("v11 {label} refuses {dt} {shape:?}, as its rule says: {e}");
                 continue;
             }
             let seed = 390 + 10 * i as u64;
-            check_three_launches(dev, &forced, shape, dt, seed, &format!("v11 {label}"));
+            check_two_launches(dev, &forced, shape, dt, seed, &format!("v11 {label}"));
         }
     }
 }
 test_gpu!(
     softmax_v11_chunkings_all_match,
     super::softmax_v11_chunkings_all_match
+);
+
+/// Every named configuration of every tunable version (the candidates `kernlab autotune
+/// softmax` measures, and what `auto` runs once the cache names one) against f64, on a few
+/// shapes where the configurations differ: each validates, or refuses the shape
+/// (UnsupportedShape) where its version's own limits say so. An unknown name is an error.
+/// GPU only.
+fn softmax_named_configurations_match(dev: &Device) {
+    let p = Params::default();
+    let cases: &[(&str, &[usize], DType)] = &[
+        ("v3_block_regs", &[64, 4096], DType::F32),
+        ("v3_block_regs", &[33, 1001], DType::BF16),
+        ("v8_onchip", &[6, 131072], DType::F32),
+        ("v8_onchip", &[4, 262147], DType::BF16),
+        ("v9_gridsync", &[6, 1048576], DType::F32),
+        ("v11_deal", &[20, 262144], DType::F32),
+    ];
+    let hopper = dev.cuda().unwrap().props.compute_capability.0 >= 9;
+    for (i, &(version, shape, dt)) in cases.iter().enumerate() {
+        let x = rand(shape, dt, DEALT_INIT, 600 + i as u64);
+        let x_dev = x.to_device(dev).unwrap();
+        let reference = reference(Op::Softmax, &p, &x);
+        for name in softmax::config_names(version) {
+            let mut y = Tensor::empty(shape, dt, dev).unwrap();
+            y.poison_nan().unwrap();
+            match softmax::run_config(version, name, &p, &x_dev, &mut y) {
+                Ok(()) => {
+                    let got = y.to_f64_vec().unwrap();
+                    let c = kernlab::validate::compare(&got, &reference, shape[1], dt);
+                    assert!(
+                        c.passed,
+                        "{version} {name} {dt} {shape:?}: {}",
+                        c.describe()
+                    );
+                }
+                // v11 needs sm_90 (bulk copies); the others take these shapes anywhere.
+                // v11 needs sm_90 (bulk copies), v8 clusters for rows past one CTA; the
+                // others take these shapes anywhere.
+                Err(Error::UnsupportedShape { why, .. })
+                    if !hopper && ["v8_onchip", "v11_deal"].contains(&version) =>
+                {
+                    assert!(why.contains("sm_90") || why.contains("clusters"), "{why}")
+                }
+                Err(e) => panic!("{version} {name} {dt} {shape:?}: {e}"),
+            }
+        }
+    }
+    let x = rand(&[2, 64], DType::F32, DEALT_INIT, 1)
+        .to_device(dev)
+        .unwrap();
+    let mut y = Tensor::empty(&[2, 64], DType::F32, dev).unwrap();
+    let e = softmax::run_config("v3_block_regs", "k3", &p, &x, &mut y).unwrap_err();
+    assert!(e.to_string().contains("no configuration 'k3'"), "{e}");
+}
+test_gpu!(
+    softmax_named_configurations_match,
+    super::softmax_named_configurations_match
 );
 
 /// A 2×8 input of `dt` on `dev`, uniform on [−1, 1).
@@ -1264,16 +1306,21 @@ test_device!(
     super::log_softmax_matches_reference
 );
 
-/// `auto`'s width heuristic for packed rows past 16384 columns: on sm_90, v8 for 16-bit rows up
-/// to v3's reach (65536) and f32 rows below `V8_F32_PACKED_BELOW`, where it led v3 on the H200;
-/// v3 (four or eight slots a thread) for the f32 rows from there to 32768, and before sm_90;
-/// on sm_90 past one CTA's reach: v8, then v11 for rows to `V11_ROW_BYTES`, then v9.
+/// `auto`'s width heuristic for packed rows past 16384 columns, computed from the device's own
+/// limits through the versions' public planning functions: on sm_90, v8 for 16-bit rows up to
+/// v3's reach (65536) and f32 rows below `V8_F32_PACKED_BELOW`, where it led v3; v3 (four or
+/// eight slots a thread) for the f32 rows from there to 32768, and before sm_90; past one
+/// block's reach, on sm_90: v8 where its clusters hold the row (eight CTAs at f32, two at
+/// 16-bit, four or eight by its 16-bit rule), then v11 for rows to `V11_ROW_BYTES` that v9 and
+/// v11 hold, then v9, v6 and v4.
 #[test]
 fn softmax_auto_sends_wide_packed_rows_to_v8_on_hopper() {
     let Some(dev) = crate::common::cuda() else {
         return;
     };
-    let hopper = dev.cuda().unwrap().props.compute_capability.0 >= 9;
+    let cuda = dev.cuda().unwrap();
+    let hopper = cuda.props.compute_capability.0 >= 9;
+    let optin = cuda.props.max_smem_per_block_optin;
     let pick = |cols: usize, dt: DType| {
         let x = Tensor::empty(&[4, cols], dt, &dev).unwrap();
         softmax::heuristic_choice(&x)
@@ -1293,28 +1340,61 @@ fn softmax_auto_sends_wide_packed_rows_to_v8_on_hopper() {
     for cols in [below, 32_768] {
         assert_eq!(pick(cols, DType::F32), "v3_block_regs", "f32 {cols}");
     }
-    // Past one CTA's reach, on sm_90: v8 for f32 rows to eight CTAs, for 16-bit rows to two and
-    // where its 16-bit rule sizes four or eight CTAs for two an SM; v11 past that for rows of
-    // at most V11_ROW_BYTES (8 MB); v9 for longer rows.
-    assert_eq!(softmax::V11_ROW_BYTES, 8 << 20);
-    if hopper {
-        for (cols, dt, want) in [
-            (262_144, DType::F32, "v8_onchip"),
-            (524_288, DType::F32, "v8_onchip"),
-            (1_048_576, DType::F32, "v11_deal"),
-            (2_097_152, DType::F32, "v11_deal"),
-            (2_097_156, DType::F32, "v9_gridsync"),
-            (4_194_304, DType::F32, "v9_gridsync"),
-            (262_144, DType::BF16, "v8_onchip"),
-            (300_008, DType::BF16, "v8_onchip"),
-            (393_216, DType::F16, "v8_onchip"),
-            (524_288, DType::BF16, "v8_onchip"),
-            (786_432, DType::BF16, "v11_deal"),
-            (4_194_304, DType::BF16, "v11_deal"),
-            (4_194_312, DType::F16, "v9_gridsync"),
-        ] {
-            assert_eq!(pick(cols, dt), want, "{dt} {cols}");
+    // Past one block's reach: the order of the rules, each asked with this device's limits.
+    let expect = |cols: usize, dt: DType| -> &'static str {
+        let pack = 16 / dt.size();
+        let packs = cols / pack;
+        let v8_takes = hopper
+            && (softmax::v8_config(packs, optin, if dt == DType::F32 { 8 } else { 2 }).is_some()
+                || (dt != DType::F32
+                    && softmax::v8_config(packs, optin, 16)
+                        .and_then(|(c, _, _)| softmax::v8_wide16_cluster(packs, c))
+                        .is_some()));
+        let v9_holds = hopper && softmax::v9_max_cols(cuda, dt).is_some_and(|m| cols <= m);
+        let t = softmax::V11Tuning::DEFAULT;
+        let v11_holds = hopper
+            && softmax::v11_plan(cuda, &softmax::v11_kernel(t.chunk, dt), packs, 4, t).is_ok();
+        let v6_fits = softmax::v6_max_cols(cuda, dt, true).is_some_and(|m| cols <= m);
+        if v8_takes {
+            "v8_onchip"
+        } else if cols * dt.size() <= softmax::V11_ROW_BYTES && v9_holds && v11_holds {
+            "v11_deal"
+        } else if v9_holds {
+            "v9_gridsync"
+        } else if v6_fits
+            && (hopper || cols * dt.size() <= 2 << 20 || 4 < cuda.props.sm_count as usize)
+        {
+            "v6_split"
+        } else {
+            "v4_online"
         }
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for (cols, dt) in [
+        (262_144, DType::F32),
+        (524_288, DType::F32),
+        (1_048_576, DType::F32),
+        (2_097_156, DType::F32),
+        (4_194_304, DType::F32),
+        (262_144, DType::BF16),
+        (393_216, DType::F16),
+        (786_432, DType::BF16),
+        (4_194_312, DType::F16),
+    ] {
+        let want = expect(cols, dt);
+        assert_eq!(pick(cols, dt), want, "{dt} {cols}");
+        seen.insert(want);
+    }
+    // On sm_90 the wide rows reach v8, v11 and v9 each (every sm_90 GPU's limits hold these
+    // widths so); before it none of them.
+    let hopper_versions = ["v8_onchip", "v9_gridsync", "v11_deal"];
+    if hopper {
+        assert!(hopper_versions.iter().all(|v| seen.contains(v)), "{seen:?}");
+    } else {
+        assert!(
+            !hopper_versions.iter().any(|v| seen.contains(v)),
+            "{seen:?}"
+        );
     }
 }
 
@@ -1408,8 +1488,8 @@ fn softmax_auto_sends_odd_widths_to_v8_on_hopper() {
 /// `bench --torch` replays `auto`'s one launch in PyTorch's process (`kernlab_do_bench`): what
 /// `record_row_launch` notes must be all that launch needs. Replayed here by name, with the
 /// noted launch shape and arguments, into a fresh NaN-poisoned output, it writes what `auto`
-/// wrote, value for value (v2, v3 and v8's one-CTA rows, aligned and odd widths); a row split
-/// across a cluster or a cooperative grid is not replayable, and says so.
+/// wrote, value for value (v2 and v3 everywhere, v8's one-CTA rows on sm_90; aligned and odd
+/// widths); a row split across a cluster or a cooperative grid is not replayable, and says so.
 fn softmax_auto_launch_replays_exactly(dev: &Device) {
     use kernlab::ops::softmax::record_row_launch;
     let p = Params::default();
@@ -1428,15 +1508,33 @@ fn softmax_auto_launch_replays_exactly(dev: &Device) {
         )
         .unwrap()
     };
+    // Whether `auto` ran a version that splits rows across CTAs for this input (its pick,
+    // after the run, names what ran).
+    let split = |x: &Tensor| {
+        let ran = softmax::auto_label(x);
+        ["v6_split", "v9_gridsync", "v11_deal", "v8_onchip"]
+            .iter()
+            .any(|v| ran.starts_with(v))
+    };
     let mut kernels = std::collections::BTreeSet::new();
     for dt in [DType::F32, DType::BF16] {
         for (rows, cols) in [(4096, 64), (33, 1000), (64, 4096), (5, 4097), (7, 65536)] {
             let what = format!("{dt} {rows}x{cols}");
             let x = input(dt, rows, cols);
             let mut y = Tensor::empty(&[rows, cols], dt, dev).unwrap();
-            let l = record_row_launch(|| auto.run(&p, &[&x], &mut y))
-                .unwrap()
-                .unwrap_or_else(|why| panic!("{what}: {why}"));
+            let l = match record_row_launch(|| auto.run(&p, &[&x], &mut y)).unwrap() {
+                Ok(l) => l,
+                Err(why) => {
+                    // Not one plain launch: a cluster or a cooperative grid, nothing else.
+                    assert!(why.contains("0 of them a row kernel"), "{what}: {why}");
+                    assert!(
+                        split(&x),
+                        "{what}: {} is not replayable: {why}",
+                        softmax::auto_label(&x)
+                    );
+                    continue;
+                }
+            };
             assert_eq!(
                 (l.rows, l.cols, l.lg),
                 (rows as i32, cols as i32, 0),
@@ -1489,33 +1587,40 @@ fn softmax_auto_launch_replays_exactly(dev: &Device) {
             );
         }
     }
-    // The three forms were replayed: v2's, v3's and v8's one-CTA rows.
-    for form in ["softmax_v2_", "softmax_v3_", "softmax_v8_"] {
+    // The forms replayed: v2's and v3's (narrow and medium rows take them on every device),
+    // and on sm_90 v8's one-CTA rows (odd widths past 640 columns and 65536-column rows).
+    let hopper = dev.cuda().unwrap().props.compute_capability.0 >= 9;
+    let mut forms = vec!["softmax_v2_", "softmax_v3_"];
+    if hopper {
+        forms.push("softmax_v8_");
+    }
+    for form in forms {
         assert!(
             kernels.iter().any(|k| k.starts_with(form)),
             "no {form}: {kernels:?}"
         );
     }
-    // A row split across CTAs (a cluster, or v9's cooperative grid) is no single plain launch.
+    // A row split across CTAs (a cluster, or a cooperative grid) is no single plain launch.
     let x = input(DType::F32, 2, 1 << 20);
     let mut y = Tensor::empty(&[2, 1 << 20], DType::F32, dev).unwrap();
-    let why = record_row_launch(|| auto.run(&p, &[&x], &mut y))
-        .unwrap()
-        .unwrap_err();
-    assert!(why.contains("0 of them a row kernel"), "{why}");
+    let got = record_row_launch(|| auto.run(&p, &[&x], &mut y)).unwrap();
+    if split(&x) {
+        let why = got.unwrap_err();
+        assert!(why.contains("0 of them a row kernel"), "{why}");
+    } else {
+        assert!(got.is_ok(), "{}: {got:?}", softmax::auto_label(&x));
+    }
 }
 test_gpu!(
     softmax_auto_launch_replays_exactly,
     super::softmax_auto_launch_replays_exactly
 );
 
-/// Every source of device buffers (`KERNLAB_ALLOC`'s pool, pool2m and malloc2m, opened here by
-/// `CudaDevice::open_with`) gives a buffer of the length asked for, even where it rounds the
-/// allocation up to 2 MiB, and kernels on it pass the reference (GeLU and softmax, an odd width).
-fn every_buffer_source_gives_the_length_asked(dev: &Device) {
-    use kernlab::device::cuda::{AllocKind, StreamKind};
-    use kernlab::device::CudaDevice;
-    let Device::Cuda(d0) = dev else {
+/// The device's buffers (the stream-ordered pool's, at the size asked) have the length asked
+/// for, round-trip through the host, and kernels on them pass the reference (GeLU and
+/// softmax, an odd width).
+fn device_buffers_have_the_length_asked(dev: &Device) {
+    let Device::Cuda(d) = dev else {
         unreachable!("test_gpu! runs on CUDA only")
     };
     let p = Params::default();
@@ -1524,24 +1629,19 @@ fn every_buffer_source_gives_the_length_asked(dev: &Device) {
         std: 2.0,
     };
     let x = Tensor::random(&[3, 1001], DType::BF16, init, 5, None, &Device::Cpu).unwrap();
-    for kind in [AllocKind::Pool, AllocKind::Pool2M, AllocKind::Malloc2M] {
-        let d = CudaDevice::open_with(d0.ordinal, kind, StreamKind::Created).unwrap();
-        for n in [1usize, 3001, (2 << 20) + 16] {
-            let b = d.alloc_bytes(n, "a test buffer").unwrap();
-            assert_eq!(b.len(), n, "{kind:?}: a buffer of {n} bytes");
-        }
-        let bytes: Vec<u8> = (0..5000u32).map(|i| (i * 7 % 251) as u8).collect();
-        let back = d.dtoh(&d.htod(&bytes, "a test copy").unwrap(), bytes.len());
-        assert_eq!(back.unwrap(), bytes, "{kind:?}: a round trip");
-        let on = Device::Cuda(d);
-        for (op, name) in [(Op::Softmax, "v3_block_regs"), (Op::Gelu, "v2_vec16")] {
-            let v = registry::find(op, name, on.kind()).unwrap();
-            check(&on, v, &p, &x, &format!("{kind:?}"))
-                .unwrap_or_else(|| panic!("{kind:?}: {name} refused 3x1001"));
-        }
+    for n in [1usize, 3001, (2 << 20) + 16] {
+        let b = d.alloc_bytes(n, "a test buffer").unwrap();
+        assert_eq!(b.len(), n, "a buffer of {n} bytes");
+    }
+    let bytes: Vec<u8> = (0..5000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let back = d.dtoh(&d.htod(&bytes, "a test copy").unwrap(), bytes.len());
+    assert_eq!(back.unwrap(), bytes, "a round trip");
+    for (op, name) in [(Op::Softmax, "v3_block_regs"), (Op::Gelu, "v2_vec16")] {
+        let v = registry::find(op, name, dev.kind()).unwrap();
+        check(dev, v, &p, &x, "device buffers").unwrap_or_else(|| panic!("{name} refused 3x1001"));
     }
 }
 test_gpu!(
-    every_buffer_source_gives_the_length_asked,
-    super::every_buffer_source_gives_the_length_asked
+    device_buffers_have_the_length_asked,
+    super::device_buffers_have_the_length_asked
 );

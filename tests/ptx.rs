@@ -166,17 +166,11 @@ fn softmax_sm90a() -> nvrtc::Compiled {
 
 /// softmax.cu (alone) compiled for `arch`.
 fn softmax_for(arch: &str) -> nvrtc::Compiled {
-    softmax_with(arch, None)
-}
-
-/// softmax.cu (alone) compiled for `arch`, with one more define (a trace's macro) if given.
-fn softmax_with(arch: &str, define: Option<&str>) -> nvrtc::Compiled {
     let src = kernels::ALL
         .iter()
         .find(|s| s.file == "softmax.cu")
         .unwrap();
-    let mut opts = nvrtc::base_options(arch);
-    opts.extend(define.map(String::from));
+    let opts = nvrtc::base_options(arch);
     nvrtc::compile(src, arch, &opts, "(all)").unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -214,7 +208,6 @@ fn softmax_16_bit_rows_take_the_packed_max_and_the_folded_exponent() {
             (format!("softmax_v2_warp_row_vec_k4_{dt}"), 32),
             (format!("softmax_v3_block_regs_vec_k4_{dt}"), 32),
             (format!("softmax_v3_block_regs_vec_k8_{dt}"), 64),
-            (format!("softmax_v5_cluster_vec_k8_{dt}"), 64),
             (format!("softmax_v6_split_vec_{dt}"), 64),
             (format!("softmax_v8_onchip_{dt}"), 64),
             (format!("softmax_v8_packed_{dt}"), 64),
@@ -276,7 +269,7 @@ fn softmax_v8_uses_cp_async_and_the_cluster_exchange_on_sm_90() {
         }
         if packed {
             // The kernel for rows with no scalar head or tail has no scalar code at all, and
-            // takes its row as blockIdx.x / csize (perf-notes, nineteenth session).
+            // takes its row as blockIdx.x / csize (docs/perf-notes.md, "softmax v8").
             for scalar in [
                 "cp.async.ca.shared.global",
                 "ld.global.u16",
@@ -287,11 +280,11 @@ fn softmax_v8_uses_cp_async_and_the_cluster_exchange_on_sm_90() {
             }
             continue;
         }
-        // The row is the cluster's index, not blockIdx.x / csize (perf-notes, seventeenth
-        // session).
+        // The row is the cluster's index, not blockIdx.x / csize (docs/perf-notes.md,
+        // "softmax v8").
         assert!(body.contains("%clusterid.x"), "{sym} has no %clusterid.x");
         // The scalar head and tail: ptxas issued a plain load of them only once the packs had
-        // landed (perf-notes, sixteenth and seventeenth sessions). 16-bit rows copy them by
+        // landed (docs/perf-notes.md, "softmax v8"). 16-bit rows copy them by
         // 4-byte cp.async with the packs and load none plainly; f32 rows load them plainly
         // (the load seeds the register max) and copy none.
         let copies = body.contains("cp.async.ca.shared.global");
@@ -308,9 +301,8 @@ fn softmax_v8_uses_cp_async_and_the_cluster_exchange_on_sm_90() {
     }
 }
 
-/// The kernels that hold rows on chip (v2, v3, v5, v6, v8, v9) load their 16-byte packs with
-/// an L2 evict_last cache policy (ld16_row), on sm_90a and on sm_80 (compiled without
-/// KERNLAB_NVRTC_DEFINES, where KL_ROW_LOAD_HINT=0 would make them plain loads).
+/// The kernels that hold rows on chip (v2, v3, v6, v8, v9) load their 16-byte packs with an
+/// L2 evict_last cache policy (ld16_row), on sm_90a and on sm_80.
 #[test]
 fn softmax_row_loads_carry_the_evict_last_policy() {
     if !nvrtc_or_skip() {
@@ -330,9 +322,6 @@ fn softmax_row_loads_carry_the_evict_last_policy() {
                 format!("softmax_v8_packed_{dt}"),
                 format!("softmax_v9_gridsync_{dt}"),
             ];
-            if c.arch == "sm_90a" {
-                syms.push(format!("softmax_v5_cluster_vec_k8_{dt}"));
-            }
             if dt != "f32" {
                 syms.push(format!("softmax_v3_block_regs_shiftsplit_k4_{dt}"));
                 syms.push(format!("softmax_v3_block_regs_shiftsplit_k8_{dt}"));
@@ -415,82 +404,6 @@ fn softmax_v9_uses_cp_async_and_the_global_exchange() {
             pp > plain,
             "softmax_v9_pingpong_{dt} has {pp} polls, the plain form {plain}: no turn-taking"
         );
-    }
-}
-
-/// Kernel `sym` of a traced build reads %globaltimer `stamps` times and %smid `smid` times
-/// (without spilling, if `no_spill`); the default build's reads neither clock.
-fn check_stamps(
-    traced: &nvrtc::Compiled,
-    plain: &nvrtc::Compiled,
-    sym: &str,
-    stamps: usize,
-    smid: usize,
-    no_spill: bool,
-) {
-    let body = ptx_entry_body(&traced.ptx, sym).unwrap();
-    assert_eq!(body.matches("%globaltimer").count(), stamps, "{sym}");
-    assert_eq!(body.matches("%smid").count(), smid, "{sym}");
-    let info = traced.ptxas_info(sym).unwrap();
-    if no_spill {
-        assert_eq!(
-            (info.spill_store_bytes, info.spill_load_bytes),
-            (0, 0),
-            "{sym} spills when traced: {info:?}"
-        );
-    }
-    let body = ptx_entry_body(&plain.ptx, sym).unwrap();
-    assert!(
-        !body.contains("%globaltimer"),
-        "{sym} is stamped by default"
-    );
-}
-
-/// `KL_V9_TRACE=1` (examples/v9_trace.rs) gives every v9 kernel its five %globaltimer stamps,
-/// and the ping-pong forms (what `auto` runs from 16 CTAs a row, the rows worth tracing) keep
-/// them with no spill; the default build has none.
-#[test]
-fn softmax_v9_carries_its_trace_stamps_only_when_asked() {
-    if !nvrtc_or_skip() {
-        return;
-    }
-    let traced = softmax_with("sm_90a", Some("-DKL_V9_TRACE=1"));
-    let plain = softmax_sm90a();
-    assert!(
-        traced.ptx.contains(".global .align 8 .b8 kl_v9_trace["),
-        "no trace buffer"
-    );
-    assert!(
-        !plain.ptx.contains("kl_v9_trace"),
-        "the default build has a trace buffer"
-    );
-    for sym in ["f32", "bf16", "f16"].iter().flat_map(|dt| {
-        ["gridsync", "pingpong", "smpair"].map(|form| format!("softmax_v9_{form}_{dt}"))
-    }) {
-        // Each CTA records its SM (the smpair form also reads it to take its place).
-        let smid = if sym.contains("smpair") { 2 } else { 1 };
-        check_stamps(&traced, &plain, &sym, 5, smid, !sym.contains("gridsync"));
-    }
-}
-
-/// `KL_V11_TRACE=1` (examples/v11_trace.rs) gives every v11 kernel its chunk stamps (nine a
-/// chunk, one a row) and each chunk's SM, with no spill; the default build has none.
-#[test]
-fn softmax_v11_carries_its_trace_stamps_only_when_asked() {
-    if !nvrtc_or_skip() {
-        return;
-    }
-    let traced = softmax_with("sm_90a", Some("-DKL_V11_TRACE=1"));
-    let plain = softmax_sm90a();
-    for g in ["kl_v11_trace[", "kl_v11_row[", "kl_v11_sm["] {
-        assert!(traced.ptx.contains(g), "no {g}");
-        assert!(!plain.ptx.contains(g), "the default build has {g}");
-    }
-    for sym in ["f32", "bf16", "f16"]
-        .iter()
-        .flat_map(|dt| [512, 1024, 2048].map(|c| format!("softmax_v11_deal_c{c}_{dt}")))
-    {
-        check_stamps(&traced, &plain, &sym, 10, 1, true);
     }
 }
 

@@ -13,7 +13,7 @@
 //! that spread is noise.
 
 use crate::device::CudaDevice;
-use crate::error::{Error, Knob, Result};
+use crate::error::{Error, Result};
 use cudarc::driver::{sys, CudaEvent, CudaSlice, PinnedHostSlice};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -239,22 +239,6 @@ pub fn flush_bytes(l2_bytes: usize) -> usize {
     (2 * l2_bytes).max(256 << 20)
 }
 
-/// How the GPU timer writes its flush buffer: the driver's memset (the default), or a
-/// kernel of 16-byte stores, as do_bench's `cache.zero_()` runs PyTorch's fill kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FlushForm {
-    Memset,
-    Kernel,
-}
-
-/// `KERNLAB_FLUSH=memset|kernel` (experiments: whether the flush's form moves the µs-sized
-/// calls); unset or empty is `memset`.
-impl Knob for FlushForm {
-    const VAR: &'static str = "KERNLAB_FLUSH";
-    const CHOICES: &'static [(&'static str, Self)] =
-        &[("memset", FlushForm::Memset), ("kernel", FlushForm::Kernel)];
-}
-
 /// Calls a settled median is taken over ([`CudaTimer::settled`]).
 pub const SETTLED_CALLS: usize = 200;
 /// Calls whose median is under this many ms get a settled median beside it.
@@ -405,46 +389,26 @@ pub struct CudaTimer<'a> {
     dev: &'a CudaDevice,
     flush: CudaSlice<u8>,
     pub flush_bytes: usize,
-    pub flush_form: FlushForm,
     /// The settled form's gate, made (and checked) at its first use.
     gate: Option<Gate>,
 }
 
 impl<'a> CudaTimer<'a> {
     pub fn new(dev: &'a CudaDevice) -> Result<Self> {
-        let flush_form = FlushForm::from_env()?;
         let bytes = flush_bytes(dev.props.l2_bytes);
         let flush = dev.alloc_bytes(bytes, "the L2 flush buffer")?;
         Ok(CudaTimer {
             dev,
             flush,
             flush_bytes: bytes,
-            flush_form,
             gate: None,
         })
     }
 
-    /// Write the flush buffer once, in the timer's form (what precedes each timed call).
+    /// Write the flush buffer once, by the driver's memset (what precedes each timed call).
     pub fn flush_l2(&mut self) -> Result<()> {
-        match self.flush_form {
-            FlushForm::Memset => self
-                .dev
-                .memset_pattern(&mut self.flush, 1, 0, self.flush_bytes),
-            FlushForm::Kernel => {
-                // flush_bytes is a multiple of 16 (256 MiB, or twice an L2 of whole KiB).
-                let words = (self.flush_bytes / 16) as i64;
-                let cfg = crate::ops::launch::cfg_1d(words as u64, 256)?;
-                let zero = 0u32;
-                crate::launch!(
-                    self.dev,
-                    &crate::kernels::ELEMENTWISE,
-                    "fill_u32x4",
-                    cfg,
-                    [&mut self.flush, &zero, &words]
-                );
-                Ok(())
-            }
-        }
+        self.dev
+            .memset_pattern(&mut self.flush, 1, 0, self.flush_bytes)
     }
 
     /// The flush buffer's bytes (tests: what a flush wrote).
@@ -520,9 +484,9 @@ impl<'a> CudaTimer<'a> {
     /// word (`cuStreamWaitValue32`) while the host enqueues the events and the call; once the
     /// flush has finished, the host frees the stream. The GPU then runs the events and the call
     /// as one batch, idle before them, and no host time falls between the events, whatever the
-    /// host's pace. On an H200 the same kernel read 0.5–1.2 µs more with every launch queued
-    /// ahead than with the GPU idle before its events, by 0 µs or 100 alike (docs/perf-notes.md,
-    /// thirtieth session), and do_bench's own loop queues as far ahead as its host keeps up, so
+    /// host's pace. The same kernel reads up to about a µs more with every launch queued ahead
+    /// than with the GPU idle before its events (docs/perf-notes.md, "timing"), and do_bench's
+    /// own loop queues as far ahead as its host keeps up, so
     /// callers whose hosts run at different paces are not timed alike by it. The settled form
     /// times every caller alike. `f` must only enqueue: a call that waits on the GPU from the
     /// host could never end while the stream is parked (a watchdog frees it after 0.5 s and the
@@ -770,18 +734,6 @@ impl CpuTimer {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_flush_form_parses_its_two_names_and_refuses_others() {
-        assert_eq!(FlushForm::parse("").unwrap(), FlushForm::Memset);
-        assert_eq!(FlushForm::parse(" memset ").unwrap(), FlushForm::Memset);
-        assert_eq!(FlushForm::parse("kernel").unwrap(), FlushForm::Kernel);
-        let e = FlushForm::parse("kernels").unwrap_err().to_string();
-        assert!(
-            e.contains("KERNLAB_FLUSH=kernels") && e.contains("memset"),
-            "{e}"
-        );
-    }
 
     #[test]
     fn quantiles_interpolate_like_numpy() {

@@ -892,11 +892,9 @@ enum Form {
     Settled,
 }
 
-/// A settled time behind a rival's by less than this (µs) counts as level: in one process the
-/// settled form's medians of one call moved by up to 0.07 µs between rounds on the H200 (run
-/// 136, thirtieth session). Across kernlab's processes they moved by up to 0.4 µs (run 141), and
-/// the same kernel read 0.0–0.7 µs higher in kernlab's process than replayed in PyTorch's (run
-/// 137): docs/perf-notes.md.
+/// A settled time behind a rival's by less than this (µs) counts as level: within one process
+/// the settled form's medians of one call move by less than that between rounds
+/// (docs/perf-notes.md, "timing").
 pub const SETTLED_LEVEL_US: f64 = 0.1;
 
 /// µs with two decimals below 100, whole µs above.

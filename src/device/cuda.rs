@@ -4,7 +4,7 @@
 //! loaded once per source file, and looked up by name under a lock (as candle does).
 
 use super::nvrtc::{self, Compiled};
-use crate::error::{Error, Knob, Result};
+use crate::error::{Error, Result};
 use crate::kernels::KernelSource;
 use cudarc::driver::{
     sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
@@ -62,47 +62,6 @@ pub struct CudaDevice {
     /// Device buffers kept for the device's lifetime, zeroed when made (by name; the last is
     /// the one in use, earlier ones are kept for graphs captured with them).
     workspaces: Mutex<HashMap<&'static str, Vec<CudaSlice<u8>>>>,
-    /// Where device buffers come from (`KERNLAB_ALLOC`).
-    alloc: AllocKind,
-}
-
-/// Where kernlab's device buffers come from: the stream-ordered pool at the size asked
-/// (`pool`, the default), the pool at the size rounded up to 2 MiB (`pool2m`), or cuMemAlloc
-/// at the size rounded up to 2 MiB (`malloc2m`: PyTorch's caching allocator gets its memory
-/// from cudaMalloc in segments of 2 MiB and up). For experiments: whether where a buffer comes
-/// from moves the time of µs-sized calls (docs/perf-notes.md, thirty-second session).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AllocKind {
-    Pool,
-    Pool2M,
-    Malloc2M,
-}
-
-impl Knob for AllocKind {
-    const VAR: &'static str = "KERNLAB_ALLOC";
-    const CHOICES: &'static [(&'static str, Self)] = &[
-        ("pool", AllocKind::Pool),
-        ("pool2m", AllocKind::Pool2M),
-        ("malloc2m", AllocKind::Malloc2M),
-    ];
-}
-
-/// Which stream kernlab enqueues its work on: a stream of its own (the default), or the
-/// context's legacy NULL stream, as PyTorch uses by default (`KERNLAB_STREAM=legacy`, for
-/// experiments: whether the stream's kind moves the time of µs-sized calls; CUDA graphs cannot be
-/// captured on it, so `--graph` fails there).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StreamKind {
-    Created,
-    Legacy,
-}
-
-impl Knob for StreamKind {
-    const VAR: &'static str = "KERNLAB_STREAM";
-    const CHOICES: &'static [(&'static str, Self)] = &[
-        ("created", StreamKind::Created),
-        ("legacy", StreamKind::Legacy),
-    ];
 }
 
 thread_local! {
@@ -131,20 +90,9 @@ pub fn arch_for(cc: (i32, i32)) -> String {
 }
 
 impl CudaDevice {
-    /// Open device `ordinal`: a clear error when the driver or the device is missing. Its
-    /// buffers and stream are as `KERNLAB_ALLOC` and `KERNLAB_STREAM` say (an unknown value is
-    /// an error).
+    /// Open device `ordinal`: a clear error when the driver or the device is missing. Its work
+    /// goes to a stream of its own, its buffers come from the stream-ordered pool.
     pub fn open(ordinal: usize) -> Result<Arc<CudaDevice>> {
-        Self::open_with(ordinal, AllocKind::from_env()?, StreamKind::from_env()?)
-    }
-
-    /// [`CudaDevice::open`] with the buffers' source and the stream given rather than read
-    /// from the environment (tests and experiments).
-    pub fn open_with(
-        ordinal: usize,
-        alloc: AllocKind,
-        stream: StreamKind,
-    ) -> Result<Arc<CudaDevice>> {
         super::require_cuda(ordinal)?;
         let ctx =
             CudaContext::new(ordinal).map_err(drv("cuCtxCreate / cuDevicePrimaryCtxRetain"))?;
@@ -152,10 +100,7 @@ impl CudaDevice {
         // event record on every launch) is pure overhead in timed loops: turn it off before
         // any buffer exists.
         unsafe { ctx.disable_event_tracking() };
-        let stream = match stream {
-            StreamKind::Created => ctx.new_stream().map_err(drv("cuStreamCreate"))?,
-            StreamKind::Legacy => ctx.default_stream(),
-        };
+        let stream = ctx.new_stream().map_err(drv("cuStreamCreate"))?;
         let attr = |a: sys::CUdevice_attribute| -> Result<i32> {
             ctx.attribute(a).map_err(drv("cuDeviceGetAttribute"))
         };
@@ -196,7 +141,6 @@ impl CudaDevice {
             modules: Mutex::new(HashMap::new()),
             functions: Mutex::new(HashMap::new()),
             workspaces: Mutex::new(HashMap::new()),
-            alloc,
             sync_each_launch: std::sync::atomic::AtomicBool::new(
                 std::env::var("KERNLAB_LAUNCH_BLOCKING").is_ok_and(|v| v == "1"),
             ),
@@ -299,7 +243,7 @@ impl CudaDevice {
 
     /// Run `f` with the workspace `name`: at least `bytes` of device memory that stays
     /// allocated between calls and was zeroed when it was made. Kernels that keep state there
-    /// (softmax v6's and v7's done count and exchange slots, zeroed again by the last CTA of
+    /// (softmax v6's and v9's done count and exchange slots, zeroed again by the last CTA of
     /// each launch) rely on it being theirs alone: kernlab runs one stream per device, and
     /// the lock is held while `f` enqueues.
     ///
@@ -355,30 +299,10 @@ impl CudaDevice {
         f(bufs.map(|b| b.and_then(|v| v.last_mut()).expect("made above")))
     }
 
-    /// Allocate `bytes` of device memory, with a clear out-of-memory error.
+    /// Allocate `bytes` of device memory (from the stream-ordered pool, at the size asked), with
+    /// a clear out-of-memory error.
     pub fn alloc_bytes(&self, bytes: usize, what: &str) -> Result<CudaSlice<u8>> {
-        let n = bytes.max(1);
-        const TWO_MIB: usize = 2 << 20;
-        let rounded = n.div_ceil(TWO_MIB) * TWO_MIB;
-        let made = match self.alloc {
-            AllocKind::Pool => unsafe { self.stream.alloc::<u8>(n) },
-            // The pool's block at the rounded size, as a slice of the n bytes asked for (as
-            // malloc2m's): the free is by pointer, whatever the slice's length.
-            AllocKind::Pool2M => unsafe {
-                self.stream
-                    .alloc::<u8>(rounded)
-                    .map(|s| self.stream.upgrade_device_ptr::<u8>(s.leak(), n))
-            },
-            AllocKind::Malloc2M => unsafe {
-                self.ctx.bind_to_thread().map_err(drv("cuCtxSetCurrent"))?;
-                let mut ptr: sys::CUdeviceptr = 0;
-                sys::cuMemAlloc_v2(&mut ptr, rounded)
-                    .result()
-                    // SAFETY: ptr is a fresh allocation of at least n bytes; the slice frees it
-                    // stream-ordered on drop, as the pool's.
-                    .map(|()| self.stream.upgrade_device_ptr::<u8>(ptr, n))
-            },
-        };
+        let made = unsafe { self.stream.alloc::<u8>(bytes.max(1)) };
         match made {
             Ok(s) => Ok(s),
             Err(e) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
@@ -461,32 +385,5 @@ pub fn launch_err(kernel: &str) -> impl FnOnce(DriverError) -> Error + '_ {
     move |e| Error::Launch {
         kernel: kernel.to_string(),
         err: format!("{e:?}"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{AllocKind, Knob, StreamKind};
-
-    #[test]
-    fn the_stream_kind_parses_its_two_names_and_refuses_others() {
-        assert_eq!(StreamKind::parse("created").unwrap(), StreamKind::Created);
-        assert_eq!(StreamKind::parse("").unwrap(), StreamKind::Created);
-        assert_eq!(StreamKind::parse(" legacy ").unwrap(), StreamKind::Legacy);
-        let e = StreamKind::parse("null").unwrap_err().to_string();
-        assert!(e.contains("KERNLAB_STREAM") && e.contains("legacy"), "{e}");
-    }
-
-    #[test]
-    fn the_alloc_kind_parses_its_three_names_and_refuses_others() {
-        assert_eq!(AllocKind::parse("").unwrap(), AllocKind::Pool);
-        assert_eq!(AllocKind::parse("pool").unwrap(), AllocKind::Pool);
-        assert_eq!(AllocKind::parse("pool2m").unwrap(), AllocKind::Pool2M);
-        assert_eq!(AllocKind::parse(" malloc2m ").unwrap(), AllocKind::Malloc2M);
-        let e = AllocKind::parse("malloc").unwrap_err().to_string();
-        assert!(
-            e.contains("KERNLAB_ALLOC") && e.contains("pool2m") && e.contains("malloc2m"),
-            "{e}"
-        );
     }
 }

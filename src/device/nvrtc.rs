@@ -154,17 +154,8 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
     Ok((major, minor))
 }
 
-/// The options kernlab compiles every kernel with, for one architecture such as `sm_90a`:
-/// [`base_options`], then one `-D` for each of [`extra_defines`] (part of the kernel cache's
-/// key, and of the autotune cache's: `autotune::device_key`).
-pub fn default_options(arch: &str) -> Vec<String> {
-    let mut o = base_options(arch);
-    o.extend(extra_defines().iter().map(|d| format!("-D{d}")));
-    o
-}
-
-/// The options without `KERNLAB_NVRTC_DEFINES`: what the kernels are when nobody experiments
-/// (the PTX tests check these, whatever the environment says).
+/// The options kernlab compiles every kernel with, for one architecture such as `sm_90a` (part
+/// of the kernel cache's key; the PTX tests check what they make).
 pub fn base_options(arch: &str) -> Vec<String> {
     vec![
         format!("--gpu-architecture={arch}"),
@@ -172,42 +163,6 @@ pub fn base_options(arch: &str) -> Vec<String> {
         "-Xptxas=-v".into(),
         "-lineinfo".into(),
     ]
-}
-
-/// `KERNLAB_NVRTC_DEFINES` (experiments): macros, `NAME` or `NAME=VALUE`, separated by commas or
-/// white space, defined for every kernel NVRTC compiles. A kernel form chosen at compile time (a
-/// cache hint, say) can then be compared with the default in one binary, run by run. Entries
-/// that are not a C identifier, optionally with `=` and a value of letters, digits, `_`, `.`
-/// or `-`, are ignored with a warning.
-pub fn extra_defines() -> &'static [String] {
-    static D: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    D.get_or_init(|| {
-        let raw = std::env::var("KERNLAB_NVRTC_DEFINES").unwrap_or_default();
-        let (ok, bad): (Vec<String>, Vec<String>) = raw
-            .split([',', ' ', '\t'])
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .partition(|d| valid_define(d));
-        if !bad.is_empty() {
-            warn_once(&format!(
-                "kernlab: KERNLAB_NVRTC_DEFINES: ignoring {} (expected NAME or NAME=VALUE)",
-                bad.join(", ")
-            ));
-        }
-        ok
-    })
-}
-
-fn valid_define(d: &str) -> bool {
-    let (name, value) = d.split_once('=').unwrap_or((d, "1"));
-    let mut n = name.chars();
-    n.next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && n.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !value.is_empty()
-        && value
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
 }
 
 /// Compile one source for one architecture, through the disk cache when one is usable.
@@ -222,7 +177,7 @@ pub fn compile_cached_in(
     arch: &str,
     kernel_for_errors: &str,
 ) -> Result<Compiled> {
-    let options = default_options(arch);
+    let options = base_options(arch);
     let version = nvrtc_version()?;
     let key = cache_key(src, &options, arch, version);
     if let Some(dir) = dir {
@@ -444,16 +399,6 @@ fn warn_once(msg: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn extra_defines_take_identifiers_with_plain_values_only() {
-        for ok in ["KL_LD_HINT", "KL_LD_HINT=2", "_X=1.5", "A1=-3", "B=sm_90a"] {
-            assert!(valid_define(ok), "{ok}");
-        }
-        for bad in ["1X", "X-Y=1", "X=", "=1", "X=a;b", "X=\"s\"", "X=$(rm)", ""] {
-            assert!(!valid_define(bad), "{bad}");
-        }
-    }
 
     #[test]
     fn parses_a_ptxas_report() {

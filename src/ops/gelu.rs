@@ -304,9 +304,8 @@ super::cpu_prims::avx2_twin!(avx2_only
 );
 
 /// A chunk of the fused CPU GeLU in the form that runs it fastest: 16-bit rows in AVX2 without
-/// FMA. With FMA their loops ran 20–45% slower (bf16 and f16 2048×1024, tanh and erf; in one
-/// build LLVM's loop took 8 elements an iteration with it, 16 without; 2-thread EPYC,
-/// thirty-eighth session), where f32 gained 16–20%.
+/// FMA, where LLVM's loop with FMA took half the elements an iteration and ran slower; f32 rows
+/// with FMA, which they gain from (docs/perf-notes.md, "gelu cpu").
 fn gelu_chunk<T: Element>(y: &mut [T], x: &[T], a: GeluApprox) {
     if T::DTYPE == crate::dtype::DType::F32 {
         gelu_chunk_fma(y, x, a)

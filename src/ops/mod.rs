@@ -9,7 +9,6 @@ pub mod matmul_cuda;
 pub mod matmul_sm90;
 pub mod matmul_vendor;
 pub mod softmax;
-pub mod softmax_trace;
 
 use serde::Serialize;
 use std::fmt;

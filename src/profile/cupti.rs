@@ -3,7 +3,7 @@
 //! CUPTI hands records over in buffers that it asks kernlab for (`buffer_requested`) and gives
 //! back full (`buffer_completed`, on a CUPTI thread or inside `cuptiActivityFlushAll`); each
 //! record is converted at once into kernlab's plain records ([`parse_record`]) and kept in a
-//! process-wide sink until [`Session::stop`] takes them.
+//! process-wide sink until [`Subscription::stop`] takes them.
 //!
 //! Record layouts are versioned. The CUDA 13.0 bindings' current ones are
 //! `CUpti_ActivityKernel10`, `CUpti_ActivityMemcpy6`, `CUpti_ActivityMemset4` and
@@ -199,10 +199,10 @@ unsafe fn walk(buffer: *mut u8, valid: usize, out: &mut Recording) {
     }
 }
 
-/// Records from completed buffers, until a session takes them.
+/// Records from completed buffers, until a subscription takes them.
 static SINK: Mutex<Option<Recording>> = Mutex::new(None);
-/// One session at a time: CUPTI's activity state is process-wide.
-static SESSION: Mutex<()> = Mutex::new(());
+/// One subscription at a time: CUPTI's activity state is process-wide.
+static SUBSCRIPTION: Mutex<()> = Mutex::new(());
 /// Callbacks are registered once per process.
 static REGISTERED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
 
@@ -299,19 +299,19 @@ const KINDS: [sys::CUpti_ActivityKind; 4] = [
 
 /// A recording in progress: kernels (concurrent), memcpy, memset and driver-API activity.
 /// Only one exists at a time in a process; a second waits for the first to stop.
-pub struct Session {
+pub struct Subscription {
     _one: MutexGuard<'static, ()>,
     stopped: bool,
 }
 
-impl Session {
+impl Subscription {
     /// Register the buffer callbacks (once per process) and enable the activity kinds.
-    pub fn start() -> Result<Session> {
+    pub fn start() -> Result<Subscription> {
         available().map_err(|why| Error::MissingLibrary {
             lib: "CUPTI",
             why: format!("CUPTI not found: {why}"),
         })?;
-        let one = SESSION.lock().unwrap_or_else(|e| e.into_inner());
+        let one = SUBSCRIPTION.lock().unwrap_or_else(|e| e.into_inner());
         REGISTERED
             .get_or_init(|| {
                 activity::register_callbacks(Some(buffer_requested), Some(buffer_completed))
@@ -322,10 +322,10 @@ impl Session {
                 call: "cuptiActivityRegisterCallbacks".into(),
                 err,
             })?;
-        // Whatever an earlier session left behind is not this session's.
+        // Whatever an earlier subscription left behind is not this one's.
         let _ = activity::flush_all(1);
         *sink() = Some(Recording::default());
-        let mut s = Session {
+        let mut s = Subscription {
             _one: one,
             stopped: false,
         };
@@ -359,7 +359,7 @@ impl Session {
     }
 }
 
-impl Drop for Session {
+impl Drop for Subscription {
     fn drop(&mut self) {
         if !self.stopped {
             self.disable();

@@ -360,7 +360,7 @@ pub fn run(req: &ProfileRequest, note: &mut dyn FnMut(&str)) -> Result<ProfileRe
     note(&format!("{workload}: {} plain iterations", req.iters));
     let (plain_wall_ms, plain_gpu_ms) = timed(&mut |_, _| {})?;
     note(&format!("{workload}: {} iterations under CUPTI", req.iters));
-    let session = cupti::Session::start()?;
+    let subscription = cupti::Subscription::start()?;
     let mut ranges = Vec::with_capacity(req.iters + 1);
     let mut open = 0u64;
     let whole = nvtx::range(&workload);
@@ -385,7 +385,7 @@ pub fn run(req: &ProfileRequest, note: &mut dyn FnMut(&str)) -> Result<ProfileRe
     drop(iter_range);
     whole.end();
     dev.set_sync_each_launch(false);
-    let mut recording = session.stop()?;
+    let mut recording = subscription.stop()?;
     let (profiled_wall_ms, profiled_gpu_ms) = result?;
     ranges.insert(
         0,

@@ -14,9 +14,8 @@ use super::*;
 pub const CPU_CHUNK: usize = 4096;
 
 /// Rows wider than this take the split form: a whole row's x and f32 buffer (8 bytes a column
-/// at f32) no longer share the last-level cache with the other threads' rows. Measured on a
-/// 2-thread EPYC with 8 MB of L3 (docs/perf-notes.md, thirty-eighth session): the whole form
-/// led by 7–12% at 32×524288 and the split form by 10–23% at 16×1048576.
+/// at f32) no longer share the last-level cache with the other threads' rows: the whole form
+/// led up to 524288 columns and the split form past it (docs/perf-notes.md, "softmax cpu").
 pub const CPU_SPLIT_FROM: usize = 524_288;
 
 /// The output bytes a batch of the split form covers: its exponentials are still in the

@@ -18,9 +18,9 @@ const V11_STATIC_SMEM: usize = 2048;
 /// v11's header (kernels/softmax.cu's DealHeader).
 const V11_HEADER: usize = 16;
 
-/// v11's tuning, from `KERNLAB_V11` ("chunk=8|16|32,slots=N", chunk in KiB) for experiments:
-/// the chunk a claim takes (default 16 KB) and at most N slots a CTA (default: as many as
-/// shared memory holds).
+/// v11's tuning (its named configurations: [`V11_CONFIGS`]): the chunk a claim takes, in
+/// 16-byte packs (one of [`V11_CHUNKS`]; default 1024, 16 KB), and at most `max_slots` chunk
+/// slots a CTA (2 to 24; default: as many as shared memory holds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct V11Tuning {
     /// 16-byte packs a chunk.
@@ -30,36 +30,16 @@ pub struct V11Tuning {
 
 impl Default for V11Tuning {
     fn default() -> Self {
-        V11Tuning {
-            chunk: 1024,
-            max_slots: V11_MAX_SLOTS,
-        }
+        V11Tuning::DEFAULT
     }
 }
 
 impl V11Tuning {
-    pub fn parse(spec: &str) -> Self {
-        let mut t = V11Tuning::default();
-        for (k, _, n) in tuning_pairs(spec) {
-            match (k, n) {
-                ("chunk", Some(kb)) => {
-                    t.chunk = match kb {
-                        0..=8 => 512,
-                        9..=16 => 1024,
-                        _ => 2048,
-                    }
-                }
-                ("slots", Some(n)) => t.max_slots = n.clamp(2, V11_MAX_SLOTS),
-                _ => {}
-            }
-        }
-        t
-    }
-    /// `KERNLAB_V11`'s settings, read once per process.
-    pub fn from_env() -> Self {
-        static T: std::sync::OnceLock<V11Tuning> = std::sync::OnceLock::new();
-        tuning_from_env(&T, "KERNLAB_V11", V11Tuning::parse)
-    }
+    /// 16 KB chunks, as many slots as shared memory holds.
+    pub const DEFAULT: V11Tuning = V11Tuning {
+        chunk: 1024,
+        max_slots: V11_MAX_SLOTS,
+    };
 }
 
 /// v11's shape: `grid` CTAs (one an SM), `cpr` chunks a row, `slots` chunk slots a CTA.
@@ -118,7 +98,8 @@ pub fn v11_config(
 
 /// v11's shape on `dev` for `rows` rows of at most `packs` 16-byte packs, with kernel `name`
 /// (its chunk size the tuning's): as many slots as shared memory holds (at most the tuning's
-/// cap) with one CTA on every SM, then [`v11_config`]'s rule; its refusal as an error.
+/// cap, itself at most 24) with one CTA on every SM, then [`v11_config`]'s rule; its refusal
+/// as an error.
 pub fn v11_plan(
     dev: &crate::device::CudaDevice,
     name: &str,
@@ -133,7 +114,7 @@ pub fn v11_plan(
         .max_smem_per_block_optin
         .saturating_sub(V11_STATIC_SMEM)
         / chunk_bytes;
-    let mut slots = room.min(tuning.max_slots);
+    let mut slots = room.min(tuning.max_slots.min(V11_MAX_SLOTS));
     // The cooperative launch needs a CTA on every SM: take fewer slots if the driver says
     // this many do not fit.
     while slots >= 2 && smem_blocks_per_sm(dev, &f, name, V11_THREADS, slots * chunk_bytes)? < 1 {
@@ -151,17 +132,27 @@ pub fn v11_plan(
 
 /// v11: chunks of rows dealt on demand to one CTA an SM (cooperative launch), each read once
 /// by a bulk copy into shared memory, reduced and published, and written once its row's
-/// chunks have all been published.
+/// chunks have all been published. The default run: the configuration `kernlab autotune`
+/// cached for this input's bucket, else [`V11Tuning::DEFAULT`].
 pub fn run_v11_deal(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    run_v11_tuned(p, x, y, V11Tuning::from_env())
+    match cached_tuning("v11_deal", x) {
+        Some(Tuning::V11(t)) => run_v11_tuned(p, x, y, t),
+        _ => run_v11_tuned(p, x, y, V11Tuning::DEFAULT),
+    }
 }
 
-/// v11 with the tuning given rather than `KERNLAB_V11`'s (for tests and experiments).
+/// v11 in the tuning given; a chunk size it was not built for is refused.
 pub fn run_v11_tuned(p: &Params, x: &Tensor, y: &mut Tensor, tuning: V11Tuning) -> Result<()> {
     check_rows(x)?;
     let (io, r) = rows_io(x, y)?;
     require_bulk_copies("v11_deal", &io)?;
     require_peelable("v11_deal", &r, &io)?;
+    if !V11_CHUNKS.contains(&tuning.chunk) {
+        return Err(Error::Invalid(format!(
+            "v11_deal has no kernel for chunks of {} packs (built: {V11_CHUNKS:?})",
+            tuning.chunk
+        )));
+    }
     let name = v11_kernel(tuning.chunk, x.dtype());
     let c = v11_plan(&io.dev, &name, r.cols / r.pack, r.rows, tuning)?;
     let chunk_bytes = c.chunk * 16;
@@ -233,11 +224,15 @@ mod tests {
     }
 
     #[test]
-    fn v11_tuning_reads_its_settings() {
-        assert_eq!(V11Tuning::parse(""), V11Tuning::default());
-        let t = V11Tuning::parse("chunk=8,slots=6");
-        assert_eq!((t.chunk, t.max_slots), (512, 6));
-        assert_eq!(V11Tuning::parse("chunk=32").chunk, 2048);
-        assert_eq!(V11Tuning::parse("slots=1000").max_slots, V11_MAX_SLOTS);
+    fn v11_configs_name_built_chunks_and_slot_caps_it_holds() {
+        assert_eq!(V11Tuning::default(), V11Tuning::DEFAULT);
+        assert!(V11_CHUNKS.contains(&V11Tuning::DEFAULT.chunk));
+        for c in V11_CONFIGS {
+            let Tuning::V11(t) = c.tuning else {
+                panic!("{}: not a v11 tuning", c.name)
+            };
+            assert!(V11_CHUNKS.contains(&t.chunk), "{}", c.name);
+            assert!((2..=V11_MAX_SLOTS).contains(&t.max_slots), "{}", c.name);
+        }
     }
 }

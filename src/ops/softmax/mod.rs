@@ -4,8 +4,9 @@
 //!
 //! Variants: `reference` (f64), `manual` (the lecture's `manual_softmax`: row max, subtract,
 //! exp, row sum, divide — one launch or pass each), `cuda/v1_block_row` … `cuda/v11_deal`,
-//! `cuda/auto` (the autotuned choice where `kernlab autotune softmax` cached one, else the
-//! width heuristic, [`heuristic_choice`]), `cpu/fused`.
+//! `cuda/auto` (the autotuned (version, configuration) where `kernlab autotune softmax` cached
+//! one, else the width heuristic, [`heuristic_choice`]), `cpu/fused`. v3, v8, v9 and v11 have
+//! named launch configurations ([`configs`]) that autotune measures.
 
 use super::cpu_prims::{self as prim};
 use super::launch::{aligned16, cfg_1d, cuda_io, CudaIo};
@@ -21,11 +22,11 @@ use rayon::prelude::*;
 mod cpu;
 mod deal;
 mod onchip;
-mod stream;
+mod tune;
 pub use cpu::*;
 pub use deal::*;
 pub use onchip::*;
-pub use stream::*;
+pub use tune::*;
 
 /// The oracle: softmax (or log_softmax) of one row in f64, three passes exactly as the
 /// definition reads: m = max, s = Σ e^(x−m), then e^(x−m)/s or (x − m) − ln s.
@@ -280,7 +281,7 @@ fn too_wide(variant: &str, cols: usize, max: usize) -> Error {
     )
 }
 
-/// The versions fed by TMA bulk copies (v7, v11) run on sm_90 and later; they refuse older
+/// The versions fed by TMA bulk copies (v11) run on sm_90 and later; they refuse older
 /// devices, naming the device's arch.
 fn require_bulk_copies(variant: &str, io: &CudaIo) -> Result<()> {
     let (major, minor) = io.dev.props.compute_capability;
@@ -293,7 +294,7 @@ fn require_bulk_copies(variant: &str, io: &CudaIo) -> Result<()> {
     ))
 }
 
-/// The versions that move only 16-byte packs (v7's bulk copies, v8's and v9's cp.async) take
+/// The versions that move only 16-byte packs (v8's and v9's cp.async, v11's bulk copies) take
 /// rows that are packs, or that x and y misalign alike (peeled); they refuse the rest.
 fn require_peelable(variant: &str, r: &Rows, io: &CudaIo) -> Result<()> {
     if peelable(r, io) {
@@ -322,8 +323,8 @@ fn launch_rows(io: CudaIo, r: &Rows, p: &Params, name: String, cfg: LaunchConfig
 /// One launch of a row kernel, with all a replay needs: the kernel's name, its launch shape
 /// and the arguments after (x, y). `bench --torch` replays `auto`'s launch in the PyTorch
 /// baselines' process (their `kernlab_do_bench` column), so that at µs-sized calls kernlab's
-/// kernel and PyTorch's are timed by one harness in one process (docs/perf-notes.md,
-/// twenty-sixth session: across processes a call's time moved by up to 1.2 µs).
+/// kernel and PyTorch's are timed by one harness in one process (across processes the same
+/// call's time moves by about a µs; docs/perf-notes.md, "softmax against PyTorch").
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct RowLaunch {
     pub kernel: String,
@@ -465,66 +466,18 @@ fn kind(vec: bool) -> &'static str {
 /// v2: one warp per row, 4 rows per block; K = the fewest slots per lane that hold the row.
 pub fn run_v2_warp_row(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
-    let (io, mut r) = rows_io(x, y)?;
-    // The forced scalar form only where it holds the row (≤ 256 columns); wider rows keep packs.
-    r.vec &= !(v2_forced_scalar() && v2_shape(r.cols).is_some());
+    let (io, r) = rows_io(x, y)?;
     let width = if r.vec { r.pack } else { 1 };
     let (lanes, shape) = v2_shape(r.cols.div_ceil(width))
         .ok_or_else(|| too_wide("v2_warp_row", r.cols, v2_max_cols(x.dtype(), r.vec)))?;
-    let threads = v2_threads();
-    let cfg = cfg_1d(r.rows as u64 * lanes as u64, threads)?;
+    let cfg = cfg_1d(r.rows as u64 * lanes as u64, V2_THREADS)?;
     let name = format!("softmax_v2_warp_row_{}_{shape}_{}", kind(r.vec), x.dtype());
-    if threads != V2_THREADS {
-        // The kernels' launch bounds are KL_V2_THREADS (128 unless defined otherwise).
-        let f = io.dev.function(&SOFTMAX, &name)?;
-        let most = f
-            .get_attribute(
-                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-            )
-            .map_err(|e| crate::error::Error::driver("cuFuncGetAttribute", e))?;
-        if threads as i32 > most {
-            return Err(unsupported(
-                "v2_warp_row",
-                format!(
-                    "KERNLAB_V2=threads={threads}, but {name} was compiled for at most {most} \
-                     threads a block: set KERNLAB_NVRTC_DEFINES=KL_V2_THREADS={threads} too"
-                ),
-            ));
-        }
-    }
     launch_rows(io, &r, p, name, cfg)
 }
 
-/// v2's threads a block: 128 (four rows of a warp, or more of W lanes).
+/// v2's threads a block: 128 (four rows of a warp, or more of W lanes); kernels/softmax.cu's
+/// KL_V2_THREADS, its kernels' launch bound.
 pub const V2_THREADS: u32 = 128;
-
-/// v2's threads a block, from `KERNLAB_V2`'s `threads=N` (experiments: N a power of two from
-/// 32 to 1024, with the kernels compiled for it by `KERNLAB_NVRTC_DEFINES=KL_V2_THREADS=N`);
-/// [`V2_THREADS`] unset, or for any other value (with a warning).
-fn v2_threads() -> u32 {
-    static THREADS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    tuning_from_env(&THREADS, "KERNLAB_V2", |spec| {
-        match tuning_pairs(spec).find(|&(k, _, _)| k == "threads") {
-            None => V2_THREADS,
-            Some((_, _, Some(n))) if (32..=1024).contains(&n) && n.is_power_of_two() => n as u32,
-            Some((_, v, _)) => {
-                stderr_line!(
-                    "kernlab: KERNLAB_V2: ignoring threads={v} (expected a power of two from 32 to 1024)"
-                );
-                V2_THREADS
-            }
-        }
-    })
-}
-
-/// `KERNLAB_V2=scalar` (experiments): v2 takes its scalar form (one element a slot, more lanes
-/// a row) also for rows that move 16-byte packs, where that form holds them (≤ 256 columns).
-fn v2_forced_scalar() -> bool {
-    static FORCED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    tuning_from_env(&FORCED, "KERNLAB_V2", |spec| {
-        spec.split(',').any(|kv| kv.trim() == "scalar")
-    })
-}
 
 /// v2's lanes per row and kernel suffix for rows of `slots` slots: W = 4, 8 or 16 lanes of
 /// one slot for rows of up to 16 slots (several rows per warp), else a warp of K slots a lane.
@@ -541,14 +494,26 @@ pub fn v2_shape(slots: usize) -> Option<(usize, String)> {
 
 /// v3: one block per row. K slots per thread by [`v3_slots_per_thread`] (1 or 2 for rows of
 /// at most 64 slots, 4 — four 16-byte loads in flight — when that needs at most 1024 threads,
-/// else 8); threads = the slots the row needs / K, rounded up to a warp. Small blocks let several rows share an SM, so one row's loads overlap another's
-/// reductions (one 1024-thread block per row with a slot each reached only 2.9 TB/s at
-/// 8192×4096 f32: see docs/perf-notes.md).
+/// else 8; [`V3Tuning`] may force another K); threads = the slots the row needs / K, rounded
+/// up to a warp. Small blocks let several rows share an SM, so one row's loads overlap
+/// another's reductions (one 1024-thread block a row with a slot each ran far slower;
+/// docs/perf-notes.md, "softmax v3").
 ///
 /// Rows that are not pack-aligned but equally misaligned in x and y (contiguous rows of an odd
 /// width) take the shifted form: the same 16-byte packs, aligned to memory, each row's first and
 /// last moved lane by lane; one slot more a row at most ([`v3_max_cols_shift`]).
+///
+/// The default run: the configuration `kernlab autotune` cached for this input's bucket, else
+/// [`V3Tuning::DEFAULT`].
 pub fn run_v3_block_regs(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    match cached_tuning("v3_block_regs", x) {
+        Some(Tuning::V3(t)) => run_v3_tuned(p, x, y, t),
+        _ => run_v3_tuned(p, x, y, V3Tuning::DEFAULT),
+    }
+}
+
+/// v3 in the tuning given.
+pub fn run_v3_tuned(p: &Params, x: &Tensor, y: &mut Tensor, tuning: V3Tuning) -> Result<()> {
     check_rows(x)?;
     let (io, r) = rows_io(x, y)?;
     let shift = !r.vec && peelable(&r, &io);
@@ -560,7 +525,7 @@ pub fn run_v3_block_regs(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
         (r.cols, v3_max_cols(x.dtype(), false))
     };
     let k = v3_slots_per_thread(slots).ok_or_else(|| too_wide("v3_block_regs", r.cols, most))?;
-    let k = v3_forced_k(slots).unwrap_or(k);
+    let k = tuning.slots_per_thread(slots).unwrap_or(k);
     let threads = (slots.div_ceil(k).div_ceil(32) * 32).clamp(32, 1024) as u32;
     let cfg = LaunchConfig {
         grid_dim: (r.rows as u32, 1, 1),
@@ -580,30 +545,6 @@ pub fn run_v3_block_regs(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 /// elements past a 16-byte boundary: enough for the worst start.
 pub fn v3_shift_slots(cols: usize, pack: usize) -> usize {
     (cols + pack - 1).div_ceil(pack)
-}
-
-/// `KERNLAB_V3=k=N` (experiments): v3 takes N slots a thread (1, 2, 4 or 8) wherever that
-/// needs at most 1024 threads; elsewhere, or unset, [`v3_slots_per_thread`]'s choice. Any other
-/// value is ignored with a warning.
-fn v3_forced_k(slots: usize) -> Option<usize> {
-    static FORCED: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-    let forced = *FORCED.get_or_init(|| {
-        match v3_parse_k(&std::env::var("KERNLAB_V3").unwrap_or_default())? {
-            Ok(k) => Some(k),
-            Err(v) => {
-                stderr_line!("kernlab: KERNLAB_V3: ignoring k={v} (expected 1, 2, 4 or 8)");
-                None
-            }
-        }
-    });
-    forced.filter(|&k| slots.div_ceil(k) <= 1024)
-}
-
-/// `KERNLAB_V3`'s `k=N`: `None` without a `k` setting, else N where it is 1, 2, 4 or 8, or the
-/// value given where it is not.
-fn v3_parse_k(spec: &str) -> Option<std::result::Result<usize, String>> {
-    let (_, v, k) = tuning_pairs(spec).find(|&(k, _, _)| k == "k")?;
-    Some(k.filter(|k| KS.contains(k)).ok_or_else(|| v.to_string()))
 }
 
 /// K (slots per thread) for v3: 4 — four loads in flight — unless the row is so short that
@@ -645,80 +586,8 @@ pub fn run_v4_online(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     launch_rows(io, &r, p, name, cfg)
 }
 
-/// v5's shape for a row of `slots` packs: (cluster size C, threads per CTA, K slots per
-/// thread). The smallest power-of-two cluster whose CTAs hold their share in 256 threads × 8
-/// slots (32 KB of packs: small CTAs, several rows per SM); past C = 16, CTAs of up to 1024
-/// threads. (Clusters of 8 larger CTAs before 16 small ones measured no better: f32
-/// 1024×262144 2221 against 2156 GB/s, bf16 2849 against 2953.) `None` when a row is wider
-/// than 16 CTAs × 1024 threads × 8 slots.
-pub fn v5_config(slots: usize) -> Option<(usize, usize, usize)> {
-    let pick = |per: usize, max_threads: usize| -> Option<(usize, usize)> {
-        let k = if per > 1024 {
-            8
-        } else if per > 256 {
-            4
-        } else {
-            2
-        };
-        let threads = (per.div_ceil(k).div_ceil(32) * 32).max(32);
-        (threads <= max_threads).then_some((threads, k))
-    };
-    for c in [1usize, 2, 4, 8, 16] {
-        if let Some((t, k)) = pick(slots.div_ceil(c), 256) {
-            return Some((c, t, k));
-        }
-    }
-    pick(slots.div_ceil(16), 1024).map(|(t, k)| (16, t, k))
-}
-
-/// Widest row v5 holds on chip (elements).
-pub fn v5_max_cols(dt: DType, vec: bool) -> usize {
-    16 * 1024 * 8 * if vec { 16 / dt.size() } else { 1 }
-}
-
-/// v5: a thread-block cluster per row (Hopper), the row in the cluster's registers.
-pub fn run_v5_cluster(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    check_rows(x)?;
-    let (io, r) = rows_io(x, y)?;
-    if io.dev.props.compute_capability.0 < 9 {
-        return Err(unsupported(
-            "v5_cluster",
-            format!(
-                "thread-block clusters need sm_90 or newer (this is {})",
-                io.dev.arch
-            ),
-        ));
-    }
-    let width = if r.vec { r.pack } else { 1 };
-    let (c, threads, k) = v5_config(r.cols.div_ceil(width))
-        .ok_or_else(|| too_wide("v5_cluster", r.cols, v5_max_cols(x.dtype(), r.vec)))?;
-    let name = format!("softmax_v5_cluster_{}_k{k}_{}", kind(r.vec), x.dtype());
-    let f = io.dev.function(&SOFTMAX, &name)?;
-    let grid = (r.rows as u64) * c as u64;
-    if grid > i32::MAX as u64 {
-        return Err(unsupported(
-            "v5_cluster",
-            format!("{} rows × {c} CTAs a row: over the grid limit", r.rows),
-        ));
-    }
-    let cfg = LaunchConfig {
-        grid_dim: (grid as u32, 1, 1),
-        block_dim: (threads as u32, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    if c > 1 && super::launch::max_active_clusters(&io.dev, &f, &name, cfg, c as u32)? == 0 {
-        return Err(unsupported(
-            "v5_cluster",
-            format!(
-                "this GPU cannot place a cluster of {c} CTAs of {threads} threads (use v8_onchip or auto)"
-            ),
-        ));
-    }
-    launch_rows_cluster(&io, &r, p, &f, &name, cfg, c)
-}
-
 /// Launch a row kernel that takes a cluster size after the (x, y, rows, cols, ldx, ldy, lg)
-/// arguments (v5, v8) in clusters of `c` CTAs.
+/// arguments (v8) in clusters of `c` CTAs.
 fn launch_rows_cluster(
     io: &CudaIo,
     r: &Rows,
@@ -751,13 +620,6 @@ fn launch_rows_cluster(
         &mut cs as *mut _ as *mut _,
     ];
     super::launch::launch_cluster(&io.dev, f, name, cfg, c as u32, &mut args)
-}
-
-pub fn symbols_v5(dt: DType) -> Vec<String> {
-    [2, 4, 8]
-        .iter()
-        .flat_map(|k| ["vec", "scalar"].map(|v| format!("softmax_v5_cluster_{v}_k{k}_{dt}")))
-        .collect()
 }
 
 /// v6's CTAs have at most this many threads, each holding [`V6_K`] slots: 64 KB of a row
@@ -855,38 +717,7 @@ pub fn symbols_v6(dt: DType) -> Vec<String> {
     [true, false].iter().map(|&p| v6_symbol(dt, p)).collect()
 }
 
-/// An experiment's tuning from the environment variable `var`, parsed by `parse` once per
-/// process and kept in `cell` (the launchers ask on every call).
-fn tuning_from_env<T: Copy>(
-    cell: &'static std::sync::OnceLock<T>,
-    var: &str,
-    parse: fn(&str) -> T,
-) -> T {
-    *cell.get_or_init(|| parse(&std::env::var(var).unwrap_or_default()))
-}
-
-/// A tuning spec's comma-separated `key=value` settings (`KERNLAB_V3`, `_V7` to `_V10`): each key and value
-/// trimmed (a bare key has the value ""), with the value as a count where it is one.
-fn tuning_pairs(spec: &str) -> impl Iterator<Item = (&str, &str, Option<usize>)> {
-    spec.split(',').map(|kv| {
-        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-        let v = v.trim();
-        (k.trim(), v, v.parse().ok())
-    })
-}
-
-/// A tuning setting's on/off value: a count (0 is off), or true|false, on|off, yes|no in any
-/// case; `None` for anything else.
-fn switch(v: &str, n: Option<usize>) -> Option<bool> {
-    match (n, v.to_ascii_lowercase().as_str()) {
-        (Some(n), _) => Some(n != 0),
-        (None, "true" | "on" | "yes") => Some(true),
-        (None, "false" | "off" | "no") => Some(false),
-        _ => None,
-    }
-}
-
-/// Whether the packed kernels that peel (v4's and v6's peeled kernels, v7–v11) can move this
+/// Whether the packed kernels that peel (v4's and v6's peeled kernels, v8, v9, v11) can move this
 /// call's rows in 16-byte packs: x's and y's row strides equal modulo the pack, so that their
 /// rows are equally misaligned, and both bases aligned. [`packs_layout_ok`] is the same test for the
 /// contiguous output the registry's callers pass.
@@ -921,34 +752,33 @@ pub fn dispatch(dt: DType, cols: usize, vec: bool) -> &'static str {
     }
 }
 
-/// The versions `auto` chooses among (and `kernlab autotune softmax` measures).
-pub const AUTO_CANDIDATES: [&str; 10] = [
+/// The versions `auto` chooses among (and `kernlab autotune softmax` measures, each in its
+/// named configurations: [`config_names`]).
+pub const AUTO_CANDIDATES: [&str; 7] = [
     "v2_warp_row",
     "v3_block_regs",
     "v4_online",
-    "v5_cluster",
     "v6_split",
-    "v7_stream",
     "v8_onchip",
     "v9_gridsync",
-    "v10_l2pass",
     "v11_deal",
 ];
 
-/// Run one of [`AUTO_CANDIDATES`] by name.
+/// Run one of [`AUTO_CANDIDATES`] by name, in its default run (a tunable version in its
+/// cached configuration, else its default).
 pub fn run_named(name: &str, p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     match name {
         "v2_warp_row" => run_v2_warp_row(p, x, y),
         "v3_block_regs" => run_v3_block_regs(p, x, y),
-        "v5_cluster" => run_v5_cluster(p, x, y),
         "v4_online" => run_v4_online(p, x, y),
         "v6_split" => run_v6_split(p, x, y),
-        "v7_stream" => run_v7_stream(p, x, y),
         "v8_onchip" => run_v8_onchip(p, x, y),
         "v9_gridsync" => run_v9_gridsync(p, x, y),
-        "v10_l2pass" => run_v10_l2pass(p, x, y),
         "v11_deal" => run_v11_deal(p, x, y),
-        other => Err(Error::Invalid(format!("softmax has no version '{other}'"))),
+        other => Err(Error::Invalid(format!(
+            "softmax has no version '{other}' (versions: {})",
+            AUTO_CANDIDATES.join(", ")
+        ))),
     }
 }
 
@@ -959,18 +789,22 @@ pub fn auto_choice(x: &Tensor) -> &'static str {
     auto_decision(x).0
 }
 
-/// [`auto_choice`], and whether the autotune cache made it.
-fn auto_decision(x: &Tensor) -> (&'static str, bool) {
+/// What `auto` runs first for this input: (version, configuration, whether the autotune cache
+/// chose them). The cached winner where its version and configuration are known here, else
+/// the heuristic's version in its default run (configuration "").
+pub fn auto_decision(x: &Tensor) -> (&'static str, &'static str, bool) {
     if let Some(d) = x.device().cuda() {
         if let Some(e) =
             crate::autotune::lookup(d, super::Op::Softmax, "auto", x.dtype(), x.shape())
         {
             if let Some(v) = AUTO_CANDIDATES.iter().find(|v| **v == e.variant) {
-                return (v, true);
+                if let Some(c) = known_config(v, &e.config) {
+                    return (v, c, true);
+                }
             }
         }
     }
-    (heuristic_choice(x), false)
+    (heuristic_choice(x), "", false)
 }
 
 /// The layout `run_auto` ran on: dtype, rows, columns, row stride (plain numbers: `run_auto`
@@ -993,30 +827,36 @@ thread_local! {
 /// thread), else its first choice; marked where the autotune cache chose it or where the choice
 /// refused the shape and a fallback ran.
 pub fn auto_label(x: &Tensor) -> String {
-    let (choice, tuned) = auto_decision(x);
+    let (choice, config, tuned) = auto_decision(x);
     let key = auto_key(x);
     let ran = AUTO_RAN.get().filter(|(k, _)| *k == key).map(|(_, v)| v);
-    pick_label(choice, tuned, ran)
+    pick_label(choice, config, tuned, ran)
 }
 
-/// `auto`'s label for its first `choice` (from the autotune cache where `tuned`) and the version
-/// that `ran`, where known.
-fn pick_label(choice: &str, tuned: bool, ran: Option<&str>) -> String {
+/// `auto`'s label for its first `choice` in `config` (from the autotune cache where `tuned`)
+/// and the version that `ran`, where known.
+fn pick_label(choice: &str, config: &str, tuned: bool, ran: Option<&str>) -> String {
     let by = if tuned { ", autotuned," } else { "" };
+    let first = if config.is_empty() {
+        choice.to_string()
+    } else {
+        format!("{choice} {config}")
+    };
     match ran {
-        Some(v) if v != choice => format!("{v} ({choice}{by} refused the shape)"),
-        _ if tuned => format!("{choice} (autotuned)"),
-        _ => choice.to_string(),
+        Some(v) if v != choice => format!("{v} ({first}{by} refused the shape)"),
+        _ if tuned => format!("{first} (autotuned)"),
+        _ => first,
     }
 }
 
-/// The widest row (bytes) `auto` sends to v11 rather than v9 on sm_90 (measurements at
-/// [`heuristic_choice`]: ahead from 2 to 8 MB, far behind at 16 MB).
+/// The widest row (bytes) `auto` sends to v11 rather than v9 on sm_90: v11 led v9 from 2 to
+/// 8 MB rows and fell far behind at 16 MB, where one row holds most of the grid's slots and
+/// rows barely overlap (docs/perf-notes.md, "softmax v11").
 pub const V11_ROW_BYTES: usize = 8 << 20;
 
 /// The narrowest odd (unpackable) width `auto` sends to v8 on sm_90 rather than v3: the
-/// narrowest measured where v8 led v3's scalar path (H200, measurements at
-/// [`heuristic_choice`]); 16-bit rows go past [`V3_SHIFT_16_UPTO`].
+/// narrowest where v8 led v3's scalar path (docs/perf-notes.md, "softmax auto"); 16-bit rows
+/// go past [`V3_SHIFT_16_UPTO`].
 pub const V8_ODD_FROM: usize = 641;
 
 /// The widest 16-bit odd row `auto` keeps on v3's shifted form on sm_90 rather than v8: its
@@ -1025,10 +865,9 @@ pub const V3_SHIFT_16_UPTO: usize = 32 * 4 * 8 - 7;
 
 /// 16-bit rows from this width that v3 shifts take its split kernels
 /// (`softmax_v3_block_regs_shiftsplit_*`: every whole pack's load sent before the partial
-/// packs' lanes are read): their shifted packs fill more than one warp at four a thread.
-/// Measured on the H200 (thirty-second session, runs 155-156, 4096 rows, two rounds): +1-8%
-/// over the one-loop kernel at bf16 and f16 1025-12345 columns, level or 3-9% behind at
-/// 257-1001 (and up to 15% behind at f32, which has no split kernels).
+/// packs' lanes are read): their shifted packs fill more than one warp at four a thread, where
+/// the split kernels led the one-loop ones (narrower 16-bit rows, and f32 rows, which have no
+/// split kernels, ran level or behind; docs/perf-notes.md, "softmax v3").
 pub const V3_SPLIT_16_FROM: usize = V3_SHIFT_16_UPTO + 1;
 
 /// Whether v3's shifted form takes its split kernel for a row of `cols` columns of `dt`.
@@ -1038,15 +877,9 @@ pub fn v3_split_16(dt: DType, cols: usize) -> bool {
 
 /// 16-bit odd widths past [`V3_SHIFT_16_UPTO`] that `auto` also keeps on v3's shifted form
 /// (its split kernels) on sm_90 rather than v8. From 2057 columns v8's row no longer fits 32
-/// threads of [`V8_K`] packs (256 packs), so it takes 64 threads holding 4–7 packs each: 16
-/// CTAs an SM, not 32, and two waves of 4096 rows, not one (ncu, run 160: bf16 2049 11.2 µs,
-/// 2177 14.7 µs). v3 led there until v8's threads filled toward eight packs. H200, thirty-third
-/// session, `scripts/gpu-band-159.sh` and `gpu-edges-163.sh` (runs 159 and 163), 4096 rows, two
-/// rounds, GB/s, v3 against v8 (bf16; f16 alike): 2049 2209 / 2107 against 2256 / 2374 (v8
-/// ahead), 2057 2128 / 2158 against 1987 / 2002, 2177 2275 / 2169 against 2027 / 2023, 2433
-/// 2294 / 2286 against 2151 / 2144, 2817 2618 / 2517 against 2445 / 2361, 3329 2684 / 2672
-/// against 2622 / 2710, 3457 2832 / 2832 against 2801 / 2809; 3489–3553 level within about 4% (bf16
-/// toward v3, f16 toward v8), 3585 2785 / 2777 against 2859 / 2855 (v8 ahead).
+/// threads of [`V8_K`] packs (256 packs), so it takes 64 threads holding 4–7 packs each: half
+/// the CTAs an SM, and two waves of rows; v3 leads there until v8's threads fill toward eight
+/// packs (docs/perf-notes.md, "softmax auto").
 pub const V3_SPLIT_16_BAND: std::ops::RangeInclusive<usize> = 2057..=3457;
 
 /// Whether a 16-bit row of `cols` columns (odd: not a pack multiple; one v8 takes, so its x and
@@ -1057,20 +890,23 @@ fn v3_shift_16(dt: DType, cols: usize) -> bool {
 }
 
 /// Packed f32 rows from 16385 columns up to (not including) this many go to v8 on sm_90
-/// rather than v3 (H200, measurements at [`heuristic_choice`]).
+/// rather than v3, which holds them eight slots a thread slowly there; level at 28672, v3
+/// ahead past it (docs/perf-notes.md, "softmax auto").
 pub const V8_F32_PACKED_BELOW: usize = 28_672;
 
-/// The width heuristic, from the H200 measurements in docs/perf-notes.md: v2 for rows a
+/// The width heuristic (its measurements: docs/perf-notes.md, "softmax auto"): v2 for rows a
 /// warp holds, v3 for rows a block holds; on sm_90, v8 (a row per CTA in registers and shared
 /// memory, clusters of up to 8 past that for f32, up to 2 for 16-bit rows and up to 8 where
 /// [`v8_wide16_cluster`] sizes them) for odd widths from
 /// [`V8_ODD_FROM`] (16-bit ones past [`V3_SHIFT_16_UPTO`] and outside [`V3_SPLIT_16_BAND`]), for 16-bit rows of 16385–65536 and f32 rows of 16385 to
 /// [`V8_F32_PACKED_BELOW`] − 1 (where v3 runs four or eight slots a thread slowly) and for
 /// every wider row it holds;
-/// then v9 (v8's parts across co-resident CTAs) for the rows all resident CTAs hold; v6 (rows
-/// split across CTAs, in registers, where its resident CTAs hold the row) for odd widths past
-/// 4096 that peel, and on sm_90 for the rows v9 does not take, before sm_90 for rows of at
-/// most 2 MB or fewer rows than SMs; v4 beyond.
+/// then v11 (chunks dealt on demand) for rows of whole packs up to [`V11_ROW_BYTES`] that v9
+/// and v11 hold; v9 (v8's parts across co-resident CTAs) for the rows all resident CTAs hold;
+/// v6 (rows split across CTAs, in registers, where its resident CTAs hold the row) for odd
+/// widths past 4096 that peel, and on sm_90 for the rows v9 does not take, before sm_90 for
+/// rows of at most 2 MB or fewer rows than SMs; v4 beyond. Each version then runs in its
+/// default configuration.
 pub fn heuristic_choice(x: &Tensor) -> &'static str {
     let (rows, cols, ldx) = x.rows_cols();
     let dt = x.dtype();
@@ -1084,14 +920,9 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
     let hopper = cuda
         .as_ref()
         .is_some_and(|d| d.props.compute_capability.0 >= 9);
-    // v8 in clusters of at most 8 for f32: at 16 (1 Mi f32, 2 Mi bf16) it measured no better
-    // than v6 (f32 256×1048576: 2928 against 2898 GB/s; bf16 128×2097152: 2556 against 2661).
-    // 16-bit rows in clusters of at most 2: past that v9 led v8 in two sessions' runs (bf16
-    // 512×524288: 3359 / 3377 against 3314 / 3299 GB/s; 256×1048576: 3241 / 3216 against
-    // 3179 / 3164), while f32 stayed with v8 (512×524288: 3632 against 3488).
-    // Past two CTAs, 16-bit rows take v8 where its 16-bit cluster rule sizes eight CTAs for two
-    // an SM (`v8_wide16_cluster`: bf16 393216–524288 columns, level with v9 to 4% ahead of it,
-    // fifteenth session).
+    // v8 in clusters of at most 8 for f32 (at 16 it ran no better than v6), and of at most 2
+    // for 16-bit rows (past that v9 led it), except where its 16-bit cluster rule
+    // (`v8_wide16_cluster`) sizes four or eight CTAs for two an SM.
     let v8_max_c = if dt == DType::F32 { 8 } else { 2 };
     let v8_takes = hopper
         && peelable
@@ -1099,7 +930,7 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
             let (packs, optin) = (cols / pack, d.props.max_smem_per_block_optin);
             v8_config(packs, optin, v8_max_c).is_some()
                 || (dt != DType::F32
-                    && V8Tuning::from_env().wide16_rule()
+                    && V8Tuning::DEFAULT.wide16_rule()
                     && v8_config(packs, optin, 16)
                         .and_then(|(c, _, _)| v8_wide16_cluster(packs, c))
                         .is_some())
@@ -1122,7 +953,7 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
         hopper
             && peelable
             && cuda.as_ref().is_some_and(|d| {
-                let t = V11Tuning::from_env();
+                let t = V11Tuning::DEFAULT;
                 v11_plan(d, &v11_kernel(t.chunk, dt), cols / pack, rows, t).is_ok()
             })
     };
@@ -1136,32 +967,16 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
         })
     };
     match dispatch(dt, cols, vec) {
-        // Odd widths past v2's reach (from V8_ODD_FROM columns on sm_90): v3 took its scalar
-        // path when these were measured (it shifts its packs since the thirty-first session,
-        // below); v8 and v6 peel a scalar head and tail around 16-byte packs. v8 led v6
-        // at every odd width measured past 4096 (4096×16385: f32 3876 against 3119 GB/s, bf16
-        // 3544 against 3067; 4096×4097: f32 3433 against 2885, bf16 2669 against 2057), and
-        // v3's scalar path below it down to 641 columns (4096×3001: f32 3201 against 2053,
-        // bf16 2557 against 1156; 4096×1025: f32 2499 against 2018, bf16 1535 against 1096;
-        // 4096×641: f32 1919 against 1705, bf16 1010 against 935), but not at 511 (f32 1521
-        // against 1571, bf16 798 against 938) or 385 (tenth session).
-        // 16-bit odd widths up to V3_SHIFT_16_UPTO stay on v3's shifted form (its packs fill
-        // one warp at four a thread), which led v8 there (thirty-first session,
-        // `scripts/gpu-shift-148.sh 150`, two rounds, H200, 4096 rows, GB/s: bf16 641 1013 /
-        // 1083 against 940 / 998, 781 1234 / 1315 against 1176 / 1105, 901 1437 / 1437 against
-        // 1257 / 1329, 1001 1477 / 1577 against 1385 / 1381; f16 alike, level at 1001). At
-        // 1025 (a second warp, mostly idle) v8 led, 1504 / 1415 against 1256 / 1322. f32 stays
-        // on v8 (`… 149`, one round: 781 2167 against 2234). 16-bit odd widths in
-        // V3_SPLIT_16_BAND stay on v3's split kernels too (its doc has the figures).
+        // Odd widths past v2's reach (from V8_ODD_FROM columns on sm_90): v8 and v6 peel a
+        // scalar head and tail around 16-byte packs, and v8 led both v6 and v3's scalar path
+        // there. 16-bit odd widths up to V3_SHIFT_16_UPTO (v3's shifted packs in one warp) and
+        // in V3_SPLIT_16_BAND stay on v3, which led v8 there; f32 stays on v8.
         "v3_block_regs" if !vec && cols >= V8_ODD_FROM && v8_takes && !v3_shift_16(dt, cols) => {
             "v8_onchip"
         }
         "v3_block_regs" if !vec && cols > 4096 && peelable && v6_fits(true) => "v6_split",
-        // 16-bit rows of 16385–65536 columns: v3 holds them four or eight slots a thread and
-        // ran bf16 4096×32768 at 3014 GB/s, v6 at 3573, v8 (512 threads of eight) at 3845.
-        // Twelfth session (`scripts/gpu-softmax-b16wide53.sh`, two repeats each): v8 led v3 at
-        // every 16-bit width from 32768 to 65536, bf16 4033 / 3999 / 4037 / 3998 against
-        // 2967 / 3324 / 3512 / 3724 GB/s at 32768 / 40960 / 49152 / 65536 (f16 alike).
+        // 16-bit rows of 16385–65536 columns: v3 holds them four or eight slots a thread, and
+        // v8 (512 threads of eight) and v6 both led it.
         "v3_block_regs" if vec && dt != DType::F32 && (16_385..=65_536).contains(&cols) => {
             if v8_takes {
                 "v8_onchip"
@@ -1171,10 +986,8 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
                 "v3_block_regs"
             }
         }
-        // Packed f32 rows of 16385 to V8_F32_PACKED_BELOW − 1 columns: v3 runs them eight slots
-        // a thread in blocks of 544–896 threads, and v8 led it (twelfth session,
-        // `scripts/gpu-softmax-f32mid55.sh`, two repeats: 18432 4067 against 3527 GB/s, 22528
-        // 4094 / 3769, 26624 4071 / 3977); level at 16384 and 28672, v3 ahead from 30720.
+        // Packed f32 rows of 16385 to V8_F32_PACKED_BELOW − 1 columns: v3 runs them eight
+        // slots a thread in blocks of 544–896 threads, and v8 led it.
         "v3_block_regs"
             if vec
                 && dt == DType::F32
@@ -1183,33 +996,20 @@ pub fn heuristic_choice(x: &Tensor) -> &'static str {
         {
             "v8_onchip"
         }
-        // Past what a block's registers hold: v8 led v6 and v5 at every width to 1 Mi bf16
-        // (2048×131072: f32 3947 against 3420 GB/s, bf16 3768 against 3220; 1024×262144 f32
-        // 3800 against 3237; 256×1048576 bf16 3161 against 2810).
+        // Past what a block's registers hold: v8 led v6 wherever it holds the row.
         "v4_online" if v8_takes => "v8_onchip",
         // Past that, on sm_90, rows of whole packs of at most V11_ROW_BYTES: v11 (chunks
-        // dealt on demand), which led v9 there (thirty-fifth session, H200, one round each,
-        // GB/s, v11 against v9; `scripts/gpu-v11-173.sh`, run 173: f32 341×786432 3736 /
-        // 3493, 256×1048576 3695 / 3461, 170×1572864 3560 / 3319, 128×2097152 3410 / 3372;
-        // bf16 256×1048576 3544 / 3231, 128×2097152 3395 / 3173, 96×3145728 3367 / 3044,
-        // 64×4194304 3201 / 3121) and lost to it at f32 64×4194304 (run 172: 2393 against
-        // 3263; a 16 MB row holds most of the grid's slots, so rows barely overlap). Odd widths
-        // stay on v9: f32 256×1048577 3265 against 3408, bf16 3212 against 3181 (run 173).
-        // It asks v11's own capacity too (a row it cannot hold takes v9's rule next).
+        // dealt on demand), which led v9 there; odd widths stay on v9. It asks v11's own
+        // capacity too (a row it cannot hold takes v9's rule next).
         "v4_online" if vec && cols * dt.size() <= V11_ROW_BYTES && v9_holds() && v11_holds() => {
             "v11_deal"
         }
         // Past that, on sm_90, v9 (v8's parts split across co-resident CTAs) wherever every
-        // resident CTA together holds the row: it led v6 and v8 (clusters of 16) at every
-        // width measured past v8's eight CTAs (H200, two CTAs an SM, parts at most half in
-        // shared memory: f32 256×1048576 3322 against v6's 2927 GB/s (v8: 2900, seventh
-        // session); 64×4194304 2892 against 2512; bf16 128×2097152 3139 against 2658 and
-        // v8's 2566).
+        // resident CTA together holds the row: it led v6 and v8's clusters of 16 there.
         "v4_online" if v9_holds() => "v9_gridsync",
         // Then v6 wherever its resident CTAs hold the row: with the tagged exchange it beats
-        // v4 from 65536 to 4 Mi f32 columns on the H200 (256×1048576: 2844 against 2697 GB/s;
-        // 64×4194304: 2443 against 1686). Elsewhere (not measured) the earlier rule: rows up
-        // to 2 MB, or fewer rows than SMs.
+        // v4 on sm_90 (docs/perf-notes.md, "softmax v6"). Elsewhere (not measured) the earlier
+        // rule: rows up to 2 MB, or fewer rows than SMs.
         "v4_online"
             if v6_fits(peelable)
                 && (hopper
@@ -1266,7 +1066,7 @@ fn smem_blocks_per_sm(
     blocks_per_sm(f, threads, smem)
 }
 
-/// Run `f` with the split-row kernels' (v6, v7, v9) workspace, laid out as kernels/softmax.cu's
+/// Run `f` with the split-row kernels' (v6, v9) workspace, laid out as kernels/softmax.cu's
 /// SplitHeader (16 bytes: the done count) and then `slots` 16-byte SplitSlots (so many a CTA,
 /// and for v9's smpair form its places after them); `f` gets (header, slots). Zero when made,
 /// and each kernel's last CTA clears what it used.
@@ -1280,9 +1080,10 @@ fn with_split_workspace(
     dev.with_workspace(name, bytes, |ws| f(&ws.slice(0..16), &ws.slice(16..bytes)))
 }
 
-/// auto: runs what [`auto_choice`] picks. A tuned choice that cannot take this exact shape
-/// (a bucket spans widths) falls back to the heuristic, and anything refused to v4, which
-/// takes every width.
+/// auto: runs what [`auto_decision`] picks (a version, in its cached configuration where the
+/// autotune cache chose it). A tuned choice that cannot take this exact shape (a bucket spans
+/// widths) falls back to the heuristic's version in its default run, and anything refused to
+/// v4, which takes every width.
 pub fn run_auto(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     AUTO_RAN.set(None);
     let ran = run_auto_steps(p, x, y)?;
@@ -1292,15 +1093,16 @@ pub fn run_auto(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 
 /// [`run_auto`]'s steps; the version that ran.
 fn run_auto_steps(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<&'static str> {
-    let choice = auto_choice(x);
+    let (choice, config, _) = auto_decision(x);
     if choice != "v4_online" {
-        match run_named(choice, p, x, y) {
+        match run_config(choice, config, p, x, y) {
             Err(Error::UnsupportedShape { .. }) => {}
             r => return r.map(|_| choice),
         }
         // Only now the heuristic (a call costs host time, and tiny problems are launch-bound).
+        // A named configuration that refused the shape leaves its version's default run to try.
         let h = heuristic_choice(x);
-        if h != choice && h != "v4_online" {
+        if h != "v4_online" && (h != choice || !config.is_empty()) {
             match run_named(h, p, x, y) {
                 Err(Error::UnsupportedShape { .. }) => {}
                 r => return r.map(|_| h),
@@ -1345,12 +1147,9 @@ pub fn symbols_auto(dt: DType) -> Vec<String> {
     let mut v = symbols_v2(dt);
     v.extend(symbols_v3(dt));
     v.extend(symbols_v4(dt));
-    v.extend(symbols_v5(dt));
     v.extend(symbols_v6(dt));
-    v.extend(symbols_v7(dt));
     v.extend(symbols_v8(dt));
     v.extend(symbols_v9(dt));
-    v.extend(symbols_v10(dt));
     v.extend(symbols_v11(dt));
     v
 }
@@ -1510,7 +1309,7 @@ mod tests {
         assert_eq!(auto_choice(&t(512, DType::F32)), "v2_warp_row");
         assert_eq!(auto_choice(&t(4096, DType::F32)), "v3_block_regs");
         assert_eq!(auto_choice(&t(65536, DType::BF16)), "v3_block_regs");
-        // Without a Hopper GPU (here: a CPU tensor) wide rows go to v4, never to v5.
+        // Without a Hopper GPU (here: a CPU tensor) wide rows go to v4.
         assert_eq!(auto_choice(&t(100_000, DType::BF16)), "v4_online");
         // Odd: the scalar v2 holds 256 columns.
         assert_eq!(auto_choice(&t(1001, DType::F32)), "v3_block_regs");
@@ -1520,35 +1319,28 @@ mod tests {
 
     #[test]
     fn auto_labels_what_ran_and_who_chose_it() {
-        assert_eq!(pick_label("v8_onchip", false, None), "v8_onchip");
+        assert_eq!(pick_label("v8_onchip", "", false, None), "v8_onchip");
         assert_eq!(
-            pick_label("v8_onchip", false, Some("v8_onchip")),
+            pick_label("v8_onchip", "", false, Some("v8_onchip")),
             "v8_onchip"
         );
         assert_eq!(
-            pick_label("v8_onchip", true, Some("v8_onchip")),
-            "v8_onchip (autotuned)"
+            pick_label("v8_onchip", "fill", true, Some("v8_onchip")),
+            "v8_onchip fill (autotuned)"
         );
-        assert_eq!(pick_label("v6_split", true, None), "v6_split (autotuned)");
+        assert_eq!(
+            pick_label("v6_split", "", true, None),
+            "v6_split (autotuned)"
+        );
         // A choice that refused the shape: the fallback that ran is named first.
         assert_eq!(
-            pick_label("v9_gridsync", true, Some("v4_online")),
-            "v4_online (v9_gridsync, autotuned, refused the shape)"
+            pick_label("v9_gridsync", "pingpong", true, Some("v4_online")),
+            "v4_online (v9_gridsync pingpong, autotuned, refused the shape)"
         );
         assert_eq!(
-            pick_label("v8_onchip", false, Some("v6_split")),
+            pick_label("v8_onchip", "", false, Some("v6_split")),
             "v6_split (v8_onchip refused the shape)"
         );
-    }
-
-    #[test]
-    fn v3_reads_k_and_names_a_value_it_ignores() {
-        assert_eq!(v3_parse_k(""), None);
-        assert_eq!(v3_parse_k("scalar"), None);
-        assert_eq!(v3_parse_k("k=2"), Some(Ok(2)));
-        assert_eq!(v3_parse_k(" k = 4 "), Some(Ok(4)));
-        assert_eq!(v3_parse_k("k=3"), Some(Err("3".into())));
-        assert_eq!(v3_parse_k("k"), Some(Err(String::new())));
     }
 
     #[test]
@@ -1564,15 +1356,5 @@ mod tests {
         assert_eq!(v6_config(32768, 1, 264), Some((128, 32)));
         // A short row is never split below one warp's slots.
         assert_eq!(v6_config(100, 1, 264), Some((1, 32)));
-    }
-
-    #[test]
-    fn v5_picks_small_ctas_and_the_smallest_cluster() {
-        assert_eq!(v5_config(1024), Some((1, 256, 4))); // 4096 f32: one CTA of 256 × 4
-        assert_eq!(v5_config(8192), Some((4, 256, 8))); // 32768 f32: 4 CTAs of 256 × 8
-        assert_eq!(v5_config(32768), Some((16, 256, 8))); // 131072 f32
-        assert_eq!(v5_config(131072), Some((16, 1024, 8))); // 1 M bf16
-        assert_eq!(v5_config(131073), None);
-        assert_eq!(v5_config(100), Some((1, 64, 2)));
     }
 }

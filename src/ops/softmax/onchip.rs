@@ -9,7 +9,8 @@ use super::*;
 /// threads, and [`v8_fill_cta`] sizes CTAs for two or more an SM).
 pub const V8_THREADS: usize = 1024;
 pub const V8_K: usize = 8;
-/// Cluster sizes v8 tries, smallest first (past 8 they are non-portable; the H200 runs 16).
+/// Cluster sizes v8 tries, smallest first (past 8 they are non-portable: the launcher asks the
+/// driver whether the GPU places them).
 const V8_CLUSTERS: [usize; 5] = [1, 2, 4, 8, 16];
 
 /// The 16-byte packs one v8 CTA holds: its registers' and what fits in `smem_optin` bytes of
@@ -113,15 +114,9 @@ pub const V8_WIDE16_SHARES: std::ops::RangeInclusive<usize> = 6144..=8192;
 
 /// v8's cluster for 16-bit rows that need two or more CTAs (`needed`, the smallest cluster
 /// that holds the row): 4 or 8 CTAs, the first whose share is in [`V8_WIDE16_SHARES`], sized
-/// by [`v8_fill_cta`] for two CTAs an SM; `None` (the default shape) elsewhere. Measured on
-/// the H200 (fifteenth session, `scripts/gpu-w16-68.sh`, 2^28 elements, two interleaved runs,
-/// GB/s, against the same binary with the rule off): bf16 196608 (C = 4) 3668 / 3674 against
-/// 3583 / 3584 (v8, C = 2), 262144 (C = 4) 3687 / 3678 against 3624 / 3617, 393216 (C = 8)
-/// 3428 / 3428 against 3414 / 3425 (v9), 458752 (C = 8) 3509 / 3491 against 3369 / 3364 (v9),
-/// 524288 (C = 8) 3512 / 3530 against 3418 / 3404 (v9); f16 262144 +1.6%, 524288 +4.3%.
-/// Smaller shares lost (fourteenth session: 262144 at C = 8, a share of 4096, 3442 / 3433
-/// against 3606 / 3604), as did 786432 at C = 8 (a share of 12288, one CTA an SM: 3192 against
-/// v9's 3375); f32 gained nothing beyond 1.5% and keeps the default shape.
+/// by [`v8_fill_cta`] for two CTAs an SM; `None` (the default shape) elsewhere. Those shares
+/// led the default shape and v9; smaller shares, and shares of one CTA an SM, lost, and f32
+/// gained too little to take the rule (docs/perf-notes.md, "softmax v8").
 pub fn v8_wide16_cluster(packs: usize, needed: usize) -> Option<usize> {
     if needed < 2 {
         return None;
@@ -135,8 +130,7 @@ pub fn v8_wide16_cluster(packs: usize, needed: usize) -> Option<usize> {
 pub const V8_F32_THREADS: usize = 256;
 /// The smallest share (16-byte packs a CTA of eight) [`v8_f32_cluster`] takes: rows from
 /// 8 × 3840 = 30720 packs (122880 f32 columns, up to 122883 with a peeled head and tail).
-/// Below it the rule measured behind (twenty-fifth session, 2048 rows: 98304 3732
-/// against 3996 GB/s, 100003 3660 against 3799, 90625 level).
+/// Below it the rule measured behind the default shape (docs/perf-notes.md, "softmax v8").
 pub const V8_F32_MIN_SHARE: usize = 3840;
 
 /// v8's shape for f32 rows of `packs` 16-byte packs that need two CTAs (`needed`, the smallest
@@ -146,14 +140,8 @@ pub const V8_F32_MIN_SHARE: usize = 3840;
 /// CTAs, each with eight packs a thread in registers and the rest of its share in shared
 /// memory: (8, threads, dynamic shared memory bytes). `None` (the default shape) elsewhere,
 /// and where four such CTAs do not fit an SM (past 44800 packs, 179200 f32 columns, on the
-/// H200).
-///
-/// Measured on the H200 (twenty-fifth session, 2048 rows, one process a setting, GB/s, against
-/// the default shape in the same run; docs/perf-notes.md): 131072 3949 against 3876 (and
-/// 3932 / 3846, 3952 / 3890 in two other runs), 132096 3966 / 3852, 147456 3991 / 3936,
-/// 163840 3914 / 3940, 179200 3929 / 3754; 1024×131072 3882 / 3820. Sized by [`v8_fill_cta`]
-/// instead (three or five CTAs an SM where it differs, so a cluster spans three SMs) it ran
-/// 2–7% behind outside 122880–131072.
+/// H200). It led the default shape across that band; sized by [`v8_fill_cta`] instead (a
+/// cluster then spans three SMs) it fell behind (docs/perf-notes.md, "softmax v8").
 pub fn v8_f32_cluster(packs: usize, needed: usize, sm: SmLimits) -> Option<(usize, usize, usize)> {
     if needed != 2 || packs < 8 * V8_F32_MIN_SHARE {
         return None;
@@ -164,13 +152,13 @@ pub fn v8_f32_cluster(packs: usize, needed: usize, sm: SmLimits) -> Option<(usiz
     (sm.v8_ctas(t, smem) >= 4 && smem + 1024 <= sm.smem_optin).then_some((8, t, smem))
 }
 
-/// v8's tuning, from `KERNLAB_V8` ("fill=0|1,cluster=N,threads=T,wide16=0|1,f32c8=0|1") for experiments: `fill`,
-/// whether a CTA's threads are chosen by [`v8_fill_cta`] (the most CTAs an SM) instead of the
-/// fewest that hold its share in registers — forced off or on, and with `fill=1` for clusters
-/// too (by default only for one-CTA rows past 512 threads, [`V8Tuning::fill_for`]); `cluster`,
-/// the cluster size forced up to N (a power of two, 2–16) where the row's smallest is below
-/// it; `wide16=0` turns off the 16-bit cluster rule ([`v8_wide16_cluster`]) and `f32c8=0` the
-/// f32 one ([`v8_f32_cluster`]), which either of the first two also overrides.
+/// v8's tuning (its named configurations: [`V8_CONFIGS`]): `fill`, whether a CTA's threads are
+/// chosen by [`v8_fill_cta`] (the most CTAs an SM) instead of the fewest that hold its share in
+/// registers — forced off or on, and when on for clusters too (by default only for one-CTA
+/// rows past 512 threads, [`V8Tuning::fill_for`]); `cluster`, the cluster size forced up to N
+/// (a power of two, 2–16) where the row's smallest is below it; `wide16: Some(false)` turns off
+/// the 16-bit cluster rule ([`v8_wide16_cluster`]) and `f32c8: Some(false)` the f32 one
+/// ([`v8_f32_cluster`]), which a forced `fill` or `cluster` also overrides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct V8Tuning {
     pub fill: Option<bool>,
@@ -183,46 +171,42 @@ pub struct V8Tuning {
 }
 
 impl V8Tuning {
-    pub fn parse(spec: &str) -> Self {
-        let mut t = V8Tuning::default();
-        for (k, _, n) in tuning_pairs(spec) {
-            match (k, n) {
-                ("fill", Some(n @ (0 | 1))) => t.fill = Some(n == 1),
-                ("cluster", Some(n)) if V8_CLUSTERS[1..].contains(&n) => t.cluster = Some(n),
-                ("wide16", Some(n @ (0 | 1))) => t.wide16 = Some(n == 1),
-                ("f32c8", Some(n @ (0 | 1))) => t.f32c8 = Some(n == 1),
-                ("threads", Some(n)) if n % 32 == 0 && (32..=V8_THREADS).contains(&n) => {
-                    t.threads = Some(n)
-                }
-                _ => {}
-            }
+    /// No setting forced: v8's default shapes.
+    pub const DEFAULT: V8Tuning = V8Tuning {
+        fill: None,
+        cluster: None,
+        wide16: None,
+        f32c8: None,
+        threads: None,
+    };
+    /// The tuning with the settings v8 cannot launch dropped: a cluster size other than 2, 4,
+    /// 8 or 16, threads that are not a warp's multiple from 32 to 1024.
+    pub fn checked(self) -> V8Tuning {
+        V8Tuning {
+            cluster: self.cluster.filter(|n| V8_CLUSTERS[1..].contains(n)),
+            threads: self
+                .threads
+                .filter(|t| t % 32 == 0 && (32..=V8_THREADS).contains(t)),
+            ..self
         }
-        t
-    }
-    /// `KERNLAB_V8`'s settings, read once per process.
-    pub fn from_env() -> Self {
-        static T: std::sync::OnceLock<V8Tuning> = std::sync::OnceLock::new();
-        tuning_from_env(&T, "KERNLAB_V8", V8Tuning::parse)
     }
     /// Whether v8 sizes the CTAs of a `c`-CTA row by [`v8_fill_cta`], where the fewest threads
     /// that hold a share in registers are `threads`: by default for one-CTA rows past 512 threads
-    /// (one CTA an SM). Measured on the H200 (4096 rows, tenth session, first of two interleaved
-    /// runs, GB/s): f32 24577 3448 → 3924, 32769 3694 → 3901, 40001 3783 → 3790, bf16 40001
-    /// 3282 → 3834. Where two or more CTAs an SM already fit it was mostly slower (f32 16385
-    /// 3915 → 3803, bf16 4097 2930 → 2506), though f32 12345 gained (3543 → 3761).
+    /// (one CTA an SM), where it ran faster; where two or more CTAs an SM already fit it was
+    /// mostly slower (docs/perf-notes.md, "softmax v8").
     pub fn fill_for(&self, c: usize, threads: usize) -> bool {
         match self.fill {
             Some(f) => f,
             None => c == 1 && threads > 512,
         }
     }
-    /// Whether the 16-bit cluster rule ([`v8_wide16_cluster`]) applies: unless `wide16=0`, or
-    /// `fill` or `cluster` is set.
+    /// Whether the 16-bit cluster rule ([`v8_wide16_cluster`]) applies: unless `wide16` is
+    /// `Some(false)`, or `fill` or `cluster` is set.
     pub fn wide16_rule(&self) -> bool {
         self.wide16 != Some(false) && self.fill.is_none() && self.cluster.is_none()
     }
-    /// Whether the f32 cluster rule ([`v8_f32_cluster`]) applies: unless `f32c8=0`, or `fill`
-    /// or `cluster` is set.
+    /// Whether the f32 cluster rule ([`v8_f32_cluster`]) applies: unless `f32c8` is
+    /// `Some(false)`, or `fill` or `cluster` is set.
     pub fn f32_rule(&self) -> bool {
         self.f32c8 != Some(false) && self.fill.is_none() && self.cluster.is_none()
     }
@@ -233,8 +217,8 @@ impl V8Tuning {
 /// CTA, dynamic shared memory bytes a CTA). [`v8_config`]'s, with the 16-bit cluster rule
 /// ([`v8_wide16_cluster`]) or the f32 one ([`v8_f32_cluster`]) where `tuning` leaves them on,
 /// else `tuning`'s forced cluster size (where larger than the row needs), its fill rule
-/// ([`V8Tuning::fill_for`]) and, with a forced size, its threads. `None` when the row is wider
-/// than the largest cluster holds.
+/// ([`V8Tuning::fill_for`]) and, with a forced size, its threads ([`V8Tuning::checked`]'s
+/// settings only). `None` when the row is wider than the largest cluster holds.
 pub fn v8_shape(
     packs: usize,
     sm: SmLimits,
@@ -242,6 +226,7 @@ pub fn v8_shape(
     sixteen: bool,
     tuning: V8Tuning,
 ) -> Option<(usize, usize, usize)> {
+    let tuning = tuning.checked();
     let (c, threads, smem) = v8_config(packs, sm.smem_optin, if hopper { 16 } else { 1 })?;
     if hopper && sixteen && tuning.wide16_rule() {
         if let Some(c) = v8_wide16_cluster(packs, c) {
@@ -265,8 +250,8 @@ pub fn v8_shape(
     } else {
         (threads, smem)
     };
-    // `threads=N` with a forced cluster that took effect: N threads a CTA, where the rest of
-    // the share fits in shared memory (threads past the share hold nothing).
+    // Forced threads with a forced cluster that took effect: that many threads a CTA, where the
+    // rest of the share fits in shared memory (threads past the share hold nothing).
     if let (Some(t), true) = (tuning.threads, tuning.cluster == Some(c)) {
         let m = packs.div_ceil(c).saturating_sub(t * V8_K) * 16;
         if hopper && m + 1024 <= sm.smem_optin {
@@ -288,8 +273,17 @@ pub fn v8_max_cols(dt: DType, props: &crate::device::cuda::DeviceProps) -> usize
 }
 
 /// v8: a row per CTA (or per cluster of C CTAs on sm_90), held in registers and shared
-/// memory; clusters merge (max, sum) through DSMEM.
+/// memory; clusters merge (max, sum) through DSMEM. The default run: the configuration
+/// `kernlab autotune` cached for this input's bucket, else [`V8Tuning::DEFAULT`].
 pub fn run_v8_onchip(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    match cached_tuning("v8_onchip", x) {
+        Some(Tuning::V8(t)) => run_v8_tuned(p, x, y, t),
+        _ => run_v8_tuned(p, x, y, V8Tuning::DEFAULT),
+    }
+}
+
+/// v8 in the tuning given.
+pub fn run_v8_tuned(p: &Params, x: &Tensor, y: &mut Tensor, tuning: V8Tuning) -> Result<()> {
     check_rows(x)?;
     let (io, r) = rows_io(x, y)?;
     let refuse = |why: String| unsupported("v8_onchip", why);
@@ -299,7 +293,6 @@ pub fn run_v8_onchip(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let packs = r.cols / r.pack;
     let sm = SmLimits::of(props);
     let sixteen = x.dtype().size() == 2;
-    let tuning = V8Tuning::from_env();
     let (c, threads, smem) = v8_shape(packs, sm, hopper, sixteen, tuning).ok_or_else(|| {
         refuse(format!(
             "rows of {} columns are wider than the {} it holds on chip{}",
@@ -319,9 +312,8 @@ pub fn run_v8_onchip(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
             r.rows
         )));
     }
-    // Rows with no scalar head or tail run the kernel built without that code (PEEL = false):
-    // with it, bf16 4096×65536 and ×131072 ran 2.3% and 3.6% slower (docs/perf-notes.md,
-    // nineteenth session).
+    // Rows with no scalar head or tail run the kernel built without that code (PEEL = false),
+    // which ran faster on them (docs/perf-notes.md, "softmax v8").
     let name = if r.vec {
         format!("softmax_v8_packed_{}", x.dtype())
     } else {
@@ -366,8 +358,9 @@ pub fn symbols_v8(dt: DType) -> Vec<String> {
 /// registers, the rest of their part in shared memory; one or two CTAs an SM.
 pub const V9_THREADS: usize = 1024;
 pub const V9_K: usize = 8;
-/// v9 runs its ping-pong form (sm_90 and later) from this many CTAs a row (H200: +3% at f32
-/// 1 Mi, G = 33, and +10% at 4 Mi, G = 132; −3% at 262144, G = 8; docs/perf-notes.md).
+/// v9 runs its ping-pong form (sm_90 and later) from this many CTAs a row: it gains where few
+/// groups of many CTAs walk the rows, and loses a little at small G (docs/perf-notes.md,
+/// "softmax v9").
 pub const V9_PINGPONG_MIN_G: usize = 16;
 /// The fewest packs a v9 CTA is given when rows are split finer to fill the GPU (4 KB).
 const V9_MIN_PART: usize = 256;
@@ -385,7 +378,7 @@ pub struct V9Config {
 /// v9's shape for `rows` rows of `packs` 16-byte packs, CTAs of at most `threads` threads and
 /// `smem` bytes of dynamic shared memory, `resident` of them on the GPU at once. A part keeps
 /// at most `pref` bytes in shared memory while the row fits that way (parts at most half in
-/// shared memory measured faster on the H200, docs/perf-notes.md), else up to `smem`. G starts
+/// shared memory measured faster; docs/perf-notes.md, "softmax v9"), else up to `smem`. G starts
 /// as the fewest CTAs that hold a row; the groups of G that fit are then given the whole GPU
 /// (G raised to `resident / groups`, parts of at least `V9_MIN_PART` packs), so no SM
 /// idles for want of a whole row's worth of CTAs. A part that fits in registers takes only the
@@ -425,14 +418,12 @@ pub fn v9_config(
     })
 }
 
-/// v9's tuning, from `KERNLAB_V9` ("per_sm=N,smem_kb=M,pp=0|1") for experiments:
-/// `per_sm` CTAs an SM (1 or 2, each with its share of the SM's shared memory; default 2: one
-/// 1024-thread CTA an SM measured 10–25% slower on the H200); `smem_kb`, the shared memory a
-/// part prefers (KiB; 0: all it can have; default: as much as its registers hold, 64 KiB at
-/// two an SM); `pp`, the ping-pong form forced on or off (default: by G; besides 0|1 it
-/// takes off|on, false|true and no|yes); `smpair`, the ping-pong form with SM-paired places
-/// forced on wherever it can run or off (default: by the groups, [`V9Tuning::smpair_for`];
-/// the same on/off words).
+/// v9's tuning (its named configurations: [`V9_CONFIGS`]): `per_sm` CTAs an SM (1 or 2, each
+/// with its share of the SM's shared memory; default 2: one 1024-thread CTA an SM measured
+/// slower); `smem_kb`, the shared memory a part prefers (KiB; 0: all it can have; default: as
+/// much as its registers hold, 64 KiB at two an SM); `pingpong`, the ping-pong form forced on
+/// or off (default: by G); `smpair`, the ping-pong form with SM-paired places forced on
+/// wherever it can run, or off (default: by the groups, [`V9Tuning::smpair_for`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct V9Tuning {
     pub per_sm: usize,
@@ -448,36 +439,16 @@ pub struct V9Tuning {
 }
 
 impl V9Tuning {
-    pub fn parse(spec: &str) -> Self {
-        let mut t = V9Tuning {
-            per_sm: 2,
-            smem_kb: None,
-            pingpong: None,
-            smpair: None,
-        };
-        for (k, v, n) in tuning_pairs(spec) {
-            match (k, n) {
-                ("per_sm", Some(n)) => t.per_sm = n.clamp(1, 2),
-                ("smem_kb", Some(n)) => t.smem_kb = Some(n),
-                ("pp", _) => {
-                    if let Some(b) = switch(v, n) {
-                        t.pingpong = Some(b);
-                    }
-                }
-                ("smpair", _) => {
-                    if let Some(b) = switch(v, n) {
-                        t.smpair = Some(b);
-                    }
-                }
-                _ => {}
-            }
-        }
-        t
-    }
-    /// `KERNLAB_V9`'s settings, read once per process.
-    pub fn from_env() -> Self {
-        static T: std::sync::OnceLock<V9Tuning> = std::sync::OnceLock::new();
-        tuning_from_env(&T, "KERNLAB_V9", V9Tuning::parse)
+    /// Two CTAs an SM, parts at most half in shared memory, the forms chosen by the shape.
+    pub const DEFAULT: V9Tuning = V9Tuning {
+        per_sm: 2,
+        smem_kb: None,
+        pingpong: None,
+        smpair: None,
+    };
+    /// CTAs an SM: 1 or 2.
+    fn ctas_per_sm(&self) -> usize {
+        self.per_sm.clamp(1, 2)
     }
     /// Whether groups of `g` CTAs, `groups` of them, run v9's ping-pong form: only where
     /// there is a pair of groups to alternate and rows are split; by default from
@@ -486,10 +457,9 @@ impl V9Tuning {
         g > 1 && groups >= 2 && self.pingpong.unwrap_or(g >= V9_PINGPONG_MIN_G)
     }
     /// Whether the ping-pong form of `groups` groups asks for the smpair form (which the
-    /// launcher then runs where the grid allows): by default with two groups only. On the
-    /// H200 (twenty-third session, docs/perf-notes.md), against plain ping-pong, it ran +1–3%
-    /// at f32 4 Mi columns (2 groups of 132) in three runs, level at 8 groups (f32 and bf16
-    /// 1 Mi, bf16 2 Mi) and at f32 2 Mi (4 groups), and 1.6% slower at bf16 4 Mi (4 groups).
+    /// launcher then runs where the grid allows): by default with two groups only, where it
+    /// led plain ping-pong; with more groups it ran level or slower (docs/perf-notes.md,
+    /// "softmax v9").
     pub fn smpair_for(&self, groups: usize) -> bool {
         self.smpair.unwrap_or(groups == 2)
     }
@@ -504,8 +474,8 @@ impl V9Tuning {
 }
 
 /// The dynamic shared memory a v9 CTA asks for with `per_sm` CTAs an SM, on a device whose
-/// block opt-in maximum is `optin` bytes (as v7: a share, less 3 KB for what the kernel and
-/// the driver keep, with one an SM 1 KB).
+/// block opt-in maximum is `optin` bytes (a share, less 3 KB for what the kernel and the
+/// driver keep, with one an SM 1 KB).
 pub fn v9_smem(optin: usize, per_sm: usize) -> usize {
     if per_sm <= 1 {
         optin.saturating_sub(1024)
@@ -514,13 +484,16 @@ pub fn v9_smem(optin: usize, per_sm: usize) -> usize {
     }
 }
 
-/// v9's largest CTA (threads, dynamic shared memory) and how many of those the GPU holds at
-/// once (the driver's occupancy figure × SMs, for its plain kernel), with the shared-memory
-/// opt-in set.
-fn v9_resident(dev: &crate::device::CudaDevice, dt: DType) -> Result<(usize, usize, usize)> {
+/// v9's largest CTA (threads, dynamic shared memory) at `per_sm` CTAs an SM (1 or 2) and how
+/// many of those the GPU holds at once (the driver's occupancy figure × SMs, for its plain
+/// kernel), with the shared-memory opt-in set.
+fn v9_resident(
+    dev: &crate::device::CudaDevice,
+    dt: DType,
+    per_sm: usize,
+) -> Result<(usize, usize, usize)> {
     let name = format!("softmax_v9_gridsync_{dt}");
     let f = dev.function(&SOFTMAX, &name)?;
-    let per_sm = V9Tuning::from_env().per_sm;
     let (threads, smem) = (
         V9_THREADS / per_sm,
         v9_smem(dev.props.max_smem_per_block_optin, per_sm),
@@ -530,10 +503,11 @@ fn v9_resident(dev: &crate::device::CudaDevice, dt: DType) -> Result<(usize, usi
     Ok((threads, smem, n))
 }
 
-/// The widest row v9 holds on this device (elements): every resident CTA's registers and
-/// shared memory. `None` when the kernel cannot be loaded or the occupancy query fails.
+/// The widest row v9 holds on this device in its default tuning (elements): every resident
+/// CTA's registers and shared memory. `None` when the kernel cannot be loaded or the occupancy
+/// query fails.
 pub fn v9_max_cols(dev: &crate::device::CudaDevice, dt: DType) -> Option<usize> {
-    let (threads, smem, n) = v9_resident(dev, dt).ok()?;
+    let (threads, smem, n) = v9_resident(dev, dt, V9Tuning::DEFAULT.ctas_per_sm()).ok()?;
     Some(v9_cols_held(n, threads, smem, 16 / dt.size()))
 }
 
@@ -545,92 +519,87 @@ fn v9_cols_held(resident: usize, threads: usize, smem: usize, pack: usize) -> us
 
 /// v9: a row split across G co-resident CTAs (cooperative launch), each holding its part in
 /// registers and shared memory as v8 does; (max, sum) exchanged through global memory as v6
-/// does; a persistent grid of groups of G CTAs walks the rows.
+/// does; a persistent grid of groups of G CTAs walks the rows. The default run: the
+/// configuration `kernlab autotune` cached for this input's bucket, else
+/// [`V9Tuning::DEFAULT`].
 pub fn run_v9_gridsync(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    run_v9_tuned(p, x, y, V9Tuning::from_env(), false)
+    match cached_tuning("v9_gridsync", x) {
+        Some(Tuning::V9(t)) => run_v9_tuned(p, x, y, t),
+        _ => run_v9_tuned(p, x, y, V9Tuning::DEFAULT),
+    }
 }
 
-/// v9 in its plain form wherever it runs (for tests and experiments).
-pub fn run_v9_plain(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    run_v9_form(p, x, y, false)
-}
-
-/// v9 in its ping-pong form wherever that can run: sm_90 or later, rows split across CTAs,
-/// two groups or more (for tests and experiments).
-pub fn run_v9_pingpong(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    run_v9_form(p, x, y, true)
+/// v9 in the tuning given (a forced form runs wherever it can, else the plain form).
+pub fn run_v9_tuned(p: &Params, x: &Tensor, y: &mut Tensor, tuning: V9Tuning) -> Result<()> {
+    run_v9_form(p, x, y, tuning, false)
 }
 
 /// v9's smpair form (ping-pong with SM-paired places), refused where it cannot run: before
 /// sm_90, rows with a scalar head or tail (odd widths), rows in one CTA, an odd number of
-/// groups, or a grid that is not two CTAs on every SM (for tests and experiments).
+/// groups, or a grid that is not two CTAs on every SM.
 pub fn run_v9_smpair(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let t = V9Tuning {
         pingpong: Some(true),
         smpair: Some(true),
-        ..V9Tuning::from_env()
+        ..V9Tuning::DEFAULT
     };
-    run_v9_tuned(p, x, y, t, true)
+    run_v9_form(p, x, y, t, true)
 }
 
-/// v9 with its ping-pong form forced on or off. A forced form is that form: KERNLAB_V9's
-/// `smpair` applies only where the launcher chooses (run_v9_gridsync).
-fn run_v9_form(p: &Params, x: &Tensor, y: &mut Tensor, pingpong: bool) -> Result<()> {
-    let tuning = V9Tuning {
-        pingpong: Some(pingpong),
-        smpair: Some(false),
-        ..V9Tuning::from_env()
-    };
-    run_v9_tuned(p, x, y, tuning, false)
+/// v9's launch plan: its shape and the form it runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct V9Plan {
+    pub config: V9Config,
+    /// "gridsync" (the plain form), "pingpong" or "smpair".
+    pub form: &'static str,
+    /// The driver's count of the smpair kernel's CTAs an SM at this size, where the tuning
+    /// and the rows ask for the smpair form (`None` elsewhere, or where it cannot be asked).
+    pub smpair_per_sm: Option<usize>,
 }
 
-/// v9 as `tuning` has it; with `only_smpair`, refused unless that is the smpair form.
-fn run_v9_tuned(
-    p: &Params,
-    x: &Tensor,
-    y: &mut Tensor,
+/// v9's plan on `dev` for `rows` rows of `cols` columns of `dt` in `tuning`; `whole_packs`:
+/// rows of whole 16-byte packs on 16-byte boundaries (no scalar head or tail). Refused
+/// (UnsupportedShape) where every resident CTA together cannot hold a row.
+pub fn v9_plan(
+    dev: &crate::device::CudaDevice,
+    dt: DType,
+    rows: usize,
+    cols: usize,
+    whole_packs: bool,
     tuning: V9Tuning,
-    only_smpair: bool,
-) -> Result<()> {
-    check_rows(x)?;
-    let (io, r) = rows_io(x, y)?;
-    let refuse = |why: String| unsupported("v9_gridsync", why);
-    require_peelable("v9_gridsync", &r, &io)?;
-    let (threads, smem, resident) = v9_resident(&io.dev, x.dtype())?;
+) -> Result<V9Plan> {
+    let pack = 16 / dt.size();
+    let (threads, smem, resident) = v9_resident(dev, dt, tuning.ctas_per_sm())?;
     let pref = tuning.pref_bytes(threads);
-    let c = v9_config(r.cols / r.pack, r.rows, threads, smem, pref, resident).ok_or_else(|| {
-        refuse(format!(
-            "rows of {} columns are wider than the {} all {resident} resident CTAs hold in registers and shared memory (use v4_online or auto)",
-            r.cols,
-            v9_cols_held(resident, threads, smem, r.pack)
-        ))
+    let c = v9_config(cols / pack, rows, threads, smem, pref, resident).ok_or_else(|| {
+        unsupported(
+            "v9_gridsync",
+            format!(
+                "rows of {cols} columns are wider than the {} all {resident} resident CTAs hold in registers and shared memory (use v4_online or auto)",
+                v9_cols_held(resident, threads, smem, pack)
+            ),
+        )
     })?;
     let grid = c.groups * c.g;
-    let cfg = LaunchConfig {
-        grid_dim: (grid as u32, 1, 1),
-        block_dim: (c.threads as u32, 1, 1),
-        shared_mem_bytes: c.smem as u32,
-    };
     // The driver's count of kernel `sym`'s CTAs an SM holds at this size; `None` if it cannot
     // be loaded or asked.
     let per_sm = |sym: &str| -> Option<usize> {
-        let f = io.dev.function(&SOFTMAX, sym).ok()?;
-        smem_blocks_per_sm(&io.dev, &f, sym, c.threads, c.smem).ok()
+        let f = dev.function(&SOFTMAX, sym).ok()?;
+        smem_blocks_per_sm(dev, &f, sym, c.threads, c.smem).ok()
     };
-    let sms = io.dev.props.sm_count as usize;
+    let sms = dev.props.sm_count as usize;
     // Whether the driver confirms the whole grid resident with kernel `sym` (the grid waits on
     // itself); false if it cannot be loaded or asked.
     let resident_with = |sym: &str| per_sm(sym).is_some_and(|n| n * sms >= grid);
-    let dt = x.dtype();
-    // The ping-pong form (built for sm_90 and later; measured on the H200) has the same launch
-    // bounds. It runs only where the driver confirms the same grid is resident with it; if it
-    // cannot be loaded or set up, the plain form runs.
-    let pp = io.dev.props.compute_capability.0 >= 9 && tuning.pingpong_for(c.g, c.groups);
+    // The ping-pong form (built for sm_90 and later) has the same launch bounds. It runs only
+    // where the driver confirms the same grid is resident with it; if it cannot be loaded or
+    // set up, the plain form runs.
+    let pp = dev.props.compute_capability.0 >= 9 && tuning.pingpong_for(c.g, c.groups);
     // The smpair form also needs rows with no scalar (it is built without the peel: aligned
     // rows of whole packs), exactly two CTAs on every SM (a grid of twice the SMs that the
     // driver holds at two an SM and no more, so the cooperative launch puts two on each) and an
     // even number of groups (each lower place's partner in the upper half).
-    let wanted = pp && tuning.smpair_for(c.groups) && r.vec;
+    let wanted = pp && tuning.smpair_for(c.groups) && whole_packs;
     let occupancy = wanted
         .then(|| per_sm(&format!("softmax_v9_smpair_{dt}")))
         .flatten();
@@ -641,26 +610,56 @@ fn run_v9_tuned(
     } else {
         "gridsync"
     };
+    Ok(V9Plan {
+        config: c,
+        form,
+        smpair_per_sm: occupancy,
+    })
+}
+
+/// v9 as `tuning` has it; with `only_smpair`, refused unless that is the smpair form.
+fn run_v9_form(
+    p: &Params,
+    x: &Tensor,
+    y: &mut Tensor,
+    tuning: V9Tuning,
+    only_smpair: bool,
+) -> Result<()> {
+    check_rows(x)?;
+    let (io, r) = rows_io(x, y)?;
+    require_peelable("v9_gridsync", &r, &io)?;
+    let dt = x.dtype();
+    let plan = v9_plan(&io.dev, dt, r.rows, r.cols, r.vec, tuning)?;
+    let (c, form) = (plan.config, plan.form);
+    let cfg = LaunchConfig {
+        grid_dim: ((c.groups * c.g) as u32, 1, 1),
+        block_dim: (c.threads as u32, 1, 1),
+        shared_mem_bytes: c.smem as u32,
+    };
     if only_smpair && form != "smpair" {
-        return Err(refuse(format!(
-            "the smpair form needs sm_90 or later, aligned rows of whole 16-byte packs split \
-             across CTAs in an even number of groups, and two CTAs on every SM; here {} rows \
-             of {} columns ({}) in {} groups of {} CTAs on {} SMs, {} CTAs an SM at most \
-             (compute capability {}.{}), take the {form} form",
-            r.rows,
-            r.cols,
-            if r.vec {
-                "whole packs"
-            } else {
-                "scalars to peel"
-            },
-            c.groups,
-            c.g,
-            io.dev.props.sm_count,
-            occupancy.map_or("unknown".into(), |n| n.to_string()),
-            io.dev.props.compute_capability.0,
-            io.dev.props.compute_capability.1
-        )));
+        return Err(unsupported(
+            "v9_gridsync",
+            format!(
+                "the smpair form needs sm_90 or later, aligned rows of whole 16-byte packs split \
+                 across CTAs in an even number of groups, and two CTAs on every SM; here {} rows \
+                 of {} columns ({}) in {} groups of {} CTAs on {} SMs, {} CTAs an SM at most \
+                 (compute capability {}.{}), take the {form} form",
+                r.rows,
+                r.cols,
+                if r.vec {
+                    "whole packs"
+                } else {
+                    "scalars to peel"
+                },
+                c.groups,
+                c.g,
+                io.dev.props.sm_count,
+                plan.smpair_per_sm
+                    .map_or("unknown".into(), |n| n.to_string()),
+                io.dev.props.compute_capability.0,
+                io.dev.props.compute_capability.1
+            ),
+        ));
     }
     let name = format!("softmax_v9_{form}_{dt}");
     let extra = if form == "smpair" {
@@ -750,103 +749,125 @@ mod tests {
         assert_eq!(v8_fill_cta(6144, tiny), None);
     }
 
+    /// v8's tunings with one or two settings forced.
+    fn fill(on: bool) -> V8Tuning {
+        V8Tuning {
+            fill: Some(on),
+            ..V8Tuning::DEFAULT
+        }
+    }
+    fn cluster(n: usize) -> V8Tuning {
+        V8Tuning {
+            cluster: Some(n),
+            ..V8Tuning::DEFAULT
+        }
+    }
+    fn cluster_threads(n: usize, t: usize) -> V8Tuning {
+        V8Tuning {
+            threads: Some(t),
+            ..cluster(n)
+        }
+    }
+    const NO_WIDE16: V8Tuning = V8Tuning {
+        wide16: Some(false),
+        ..V8Tuning::DEFAULT
+    };
+    const NO_F32C8: V8Tuning = V8Tuning {
+        f32c8: Some(false),
+        ..V8Tuning::DEFAULT
+    };
+
     #[test]
     fn v8_tuning_forces_clusters_and_fill_only_where_asked() {
-        let d = V8Tuning::parse("");
+        let d = V8Tuning::DEFAULT;
         assert_eq!(d, V8Tuning::default());
-        assert_eq!(
-            V8Tuning::parse(" fill=1 , cluster=8"),
-            V8Tuning {
-                fill: Some(true),
-                cluster: Some(8),
-                wide16: None,
-                f32c8: None,
-                threads: None
-            }
-        );
-        // Cluster sizes are the powers of two v8 launches, 2–16; anything else is ignored.
-        for bad in [
-            "cluster=1",
-            "cluster=3",
-            "cluster=32",
-            "cluster=x",
-            "cluster",
-        ] {
-            assert_eq!(V8Tuning::parse(bad).cluster, None, "{bad}");
+        // Cluster sizes are the powers of two v8 launches, 2–16; threads a warp's multiple up
+        // to 1024; anything else is dropped before v8 sizes its CTAs.
+        for bad in [1, 3, 32] {
+            assert_eq!(cluster(bad).checked().cluster, None, "{bad}");
         }
-        assert_eq!(V8Tuning::parse("fill=0").fill, Some(false));
-        assert_eq!(V8Tuning::parse("fill=2").fill, None);
+        assert_eq!(cluster(8).checked(), cluster(8));
+        for bad in [100, 2048, 0] {
+            assert_eq!(cluster_threads(8, bad).checked(), cluster(8), "{bad}");
+        }
         // By default only one-CTA rows past 512 threads are filled.
         assert!(d.fill_for(1, 544) && !d.fill_for(1, 512) && !d.fill_for(2, 1024));
-        assert!(V8Tuning::parse("fill=1").fill_for(4, 64));
-        assert!(!V8Tuning::parse("fill=0").fill_for(1, 1024));
+        assert!(fill(true).fill_for(4, 64));
+        assert!(!fill(false).fill_for(1, 1024));
 
         let sm = SmLimits::H200;
-        let shape = |packs, spec: &str| v8_shape(packs, sm, true, false, V8Tuning::parse(spec));
+        let shape = |packs, t: V8Tuning| v8_shape(packs, sm, true, false, t);
         // f32 131072 columns: eight 256-thread CTAs, four an SM (the f32 rule), or without
         // the rule two 1024-thread CTAs, 128 KB of each in shared memory.
-        assert_eq!(shape(32768, ""), Some((8, 256, 2048 * 16)));
-        assert_eq!(shape(32768, "f32c8=0"), Some((2, 1024, 8192 * 16)));
+        assert_eq!(shape(32768, d), Some((8, 256, 2048 * 16)));
+        assert_eq!(shape(32768, NO_F32C8), Some((2, 1024, 8192 * 16)));
         // Forced to four CTAs sized for two an SM: 512 threads, half in shared memory.
-        assert_eq!(shape(32768, "cluster=4,fill=1"), Some((4, 512, 4096 * 16)));
+        let c4_fill = V8Tuning {
+            fill: Some(true),
+            ..cluster(4)
+        };
+        assert_eq!(shape(32768, c4_fill), Some((4, 512, 4096 * 16)));
         // Forced to four, not filled: the fewest threads that hold a quarter in registers.
-        assert_eq!(shape(32768, "cluster=4"), Some((4, 1024, 0)));
+        assert_eq!(shape(32768, cluster(4)), Some((4, 1024, 0)));
         // Threads forced with the cluster size: the rest of each share in shared memory; not
         // without a forced cluster, nor where the rest would not fit.
-        assert_eq!(shape(32768, "cluster=16,threads=256"), Some((16, 256, 0)));
+        assert_eq!(shape(32768, cluster_threads(16, 256)), Some((16, 256, 0)));
         assert_eq!(
-            shape(32768, "cluster=8,threads=128"),
+            shape(32768, cluster_threads(8, 128)),
             Some((8, 128, 3072 * 16))
         );
-        assert_eq!(shape(32768, "threads=256"), shape(32768, ""));
-        assert_eq!(
-            shape(32768, "cluster=2,threads=32"),
-            shape(32768, "f32c8=0")
-        );
-        assert_eq!(V8Tuning::parse("threads=100").threads, None);
-        assert_eq!(V8Tuning::parse("threads=2048").threads, None);
+        let threads_alone = V8Tuning {
+            threads: Some(256),
+            ..d
+        };
+        assert_eq!(shape(32768, threads_alone), shape(32768, d));
+        assert_eq!(shape(32768, cluster_threads(2, 32)), shape(32768, NO_F32C8));
         // A forced size no larger than what the row needs changes nothing but the rule.
-        assert_eq!(shape(32768, "cluster=2"), shape(32768, "f32c8=0"));
-        assert_eq!(shape(8 * 32768, "cluster=4"), shape(8 * 32768, ""));
-        // One-CTA rows past 512 threads are filled by default; fill=0 keeps the fewest threads.
+        assert_eq!(shape(32768, cluster(2)), shape(32768, NO_F32C8));
+        assert_eq!(shape(8 * 32768, cluster(4)), shape(8 * 32768, d));
+        // One-CTA rows past 512 threads are filled by default; fill off keeps the fewest threads.
         let (t, m) = v8_fill_cta(6144, sm).unwrap();
-        assert_eq!(shape(6144, ""), Some((1, t, m)));
-        assert_eq!(shape(6144, "fill=0"), Some((1, 768, 0)));
+        assert_eq!(shape(6144, d), Some((1, t, m)));
+        assert_eq!(shape(6144, fill(false)), Some((1, 768, 0)));
         assert_ne!((t, m), (768, 0));
         // Without clusters (before sm_90) the forced size is ignored, and wide rows refused.
-        let pre = |packs, spec: &str| v8_shape(packs, sm, false, false, V8Tuning::parse(spec));
-        assert_eq!(pre(4096, "cluster=4"), pre(4096, ""));
-        assert_eq!(pre(32768, ""), None);
-        assert_eq!(shape(17 * v8_cta_packs(sm.smem_optin), ""), None);
+        let pre = |packs, t: V8Tuning| v8_shape(packs, sm, false, false, t);
+        assert_eq!(pre(4096, cluster(4)), pre(4096, d));
+        assert_eq!(pre(32768, d), None);
+        assert_eq!(shape(17 * v8_cta_packs(sm.smem_optin), d), None);
     }
 
     #[test]
     fn v8_sizes_16_bit_clusters_for_two_ctas_an_sm_where_measured_ahead() {
         let sm = SmLimits::H200;
-        let s16 = |packs, spec: &str| v8_shape(packs, sm, true, true, V8Tuning::parse(spec));
+        let d = V8Tuning::DEFAULT;
+        let s16 = |packs, t: V8Tuning| v8_shape(packs, sm, true, true, t);
         // f32 rows without their own rule (v8_f32_cluster), to compare shapes with.
-        let f32_default = |packs| v8_shape(packs, sm, true, false, V8Tuning::parse("f32c8=0"));
+        let f32_default = |packs| v8_shape(packs, sm, true, false, NO_F32C8);
         let cols = |bf16_cols: usize| bf16_cols / 8;
         // bf16 262144: four CTAs of 512 threads, half of each share in shared memory.
-        assert_eq!(s16(cols(262_144), ""), Some((4, 512, 4096 * 16)));
+        assert_eq!(s16(cols(262_144), d), Some((4, 512, 4096 * 16)));
         // bf16 393216 and 524288: eight such CTAs (shares of 6144 and 8192 packs).
-        assert_eq!(s16(cols(393_216), ""), Some((8, 512, 2048 * 16)));
-        assert_eq!(s16(cols(524_288), ""), Some((8, 512, 4096 * 16)));
+        assert_eq!(s16(cols(393_216), d), Some((8, 512, 2048 * 16)));
+        assert_eq!(s16(cols(524_288), d), Some((8, 512, 4096 * 16)));
         // Outside the shares measured ahead, the default shape: one CTA a row (131072), a
         // share of 9376 at C = 4 and 4688 at C = 8 (300007), more than eight CTAs' (786432).
         for c in [131_072, 300_008, 786_432] {
-            assert_eq!(s16(cols(c), ""), f32_default(cols(c)), "bf16 {c}");
+            assert_eq!(s16(cols(c), d), f32_default(cols(c)), "bf16 {c}");
         }
-        assert_eq!(s16(cols(300_008), "").map(|s| s.0), Some(2));
+        assert_eq!(s16(cols(300_008), d).map(|s| s.0), Some(2));
         assert_eq!(f32_default(32_768), Some((2, 1024, 8192 * 16)));
-        // wide16=0, fill or cluster turn the rule off.
-        assert_eq!(s16(32_768, "wide16=0"), f32_default(32_768));
-        assert_eq!(s16(32_768, "fill=0").map(|s| s.0), Some(2));
+        // The rule off, fill or cluster forced turn it off.
+        assert_eq!(s16(32_768, NO_WIDE16), f32_default(32_768));
+        assert_eq!(s16(32_768, fill(false)).map(|s| s.0), Some(2));
         let (t, m) = v8_fill_cta(4096, sm).unwrap();
-        assert_eq!(s16(32_768, "cluster=8,fill=1"), Some((8, t, m)));
-        assert!(V8Tuning::parse("").wide16_rule());
-        assert!(!V8Tuning::parse("wide16=0").wide16_rule());
-        assert_eq!(V8Tuning::parse("wide16=2").wide16, None);
+        let c8_fill = V8Tuning {
+            fill: Some(true),
+            ..cluster(8)
+        };
+        assert_eq!(s16(32_768, c8_fill), Some((8, t, m)));
+        assert!(d.wide16_rule());
+        assert!(!NO_WIDE16.wide16_rule());
         // The rule itself: only where the row needs two or more CTAs, never fewer CTAs.
         assert_eq!(v8_wide16_cluster(32_768, 1), None);
         assert_eq!(v8_wide16_cluster(32_768, 2), Some(4));
@@ -858,27 +879,28 @@ mod tests {
     #[test]
     fn v8_spreads_two_cta_f32_rows_over_eight_ctas() {
         let sm = SmLimits::H200;
-        let s32 = |packs, spec: &str| v8_shape(packs, sm, true, false, V8Tuning::parse(spec));
+        let d = V8Tuning::DEFAULT;
+        let s32 = |packs, t: V8Tuning| v8_shape(packs, sm, true, false, t);
         let cap = v8_cta_packs(sm.smem_optin);
         // The band: rows of two CTAs' packs with shares from V8_F32_MIN_SHARE, up to where
         // four 256-thread CTAs an SM hold a two-SM row (f32 122880–179200 columns): 2048 packs
         // a CTA in registers, the rest of its eighth in shared memory.
         for packs in [8 * V8_F32_MIN_SHARE, 32_768, 33_024, 37_501, 40_960, 44_800] {
             let smem = (packs.div_ceil(8) - 2048) * 16;
-            assert_eq!(s32(packs, ""), Some((8, 256, smem)), "{packs} packs");
+            assert_eq!(s32(packs, d), Some((8, 256, smem)), "{packs} packs");
             assert!(
                 4 * (smem + 1024 + 512) <= sm.smem_optin + 1024,
                 "{packs}: {smem} B"
             );
-            // f32c8=0, fill or cluster turn the rule off; 16-bit rows never take it.
-            assert_eq!(s32(packs, "f32c8=0").map(|s| s.0), Some(2));
-            assert_eq!(s32(packs, "fill=0").map(|s| s.0), Some(2));
-            assert_eq!(s32(packs, "cluster=4").map(|s| s.0), Some(4));
-            let s16 = v8_shape(packs, sm, true, true, V8Tuning::parse("wide16=0"));
-            assert_eq!(s16, s32(packs, "f32c8=0"));
+            // The rule off, fill or cluster forced turn it off; 16-bit rows never take it.
+            assert_eq!(s32(packs, NO_F32C8).map(|s| s.0), Some(2));
+            assert_eq!(s32(packs, fill(false)).map(|s| s.0), Some(2));
+            assert_eq!(s32(packs, cluster(4)).map(|s| s.0), Some(4));
+            let s16 = v8_shape(packs, sm, true, true, NO_WIDE16);
+            assert_eq!(s16, s32(packs, NO_F32C8));
         }
         // f32 131072 columns: 32 KB of each CTA's 64 KB in shared memory.
-        assert_eq!(s32(32_768, ""), Some((8, 256, 2048 * 16)));
+        assert_eq!(s32(32_768, d), Some((8, 256, 2048 * 16)));
         // Outside the band the default shape: one CTA (cap); two below the least share
         // (98304 and 100003 columns) and where four CTAs an SM no longer fit (past 44800
         // packs); four or more (2 cap + 1).
@@ -893,19 +915,18 @@ mod tests {
             2 * cap,
             2 * cap + 1,
         ] {
-            assert_eq!(s32(packs, ""), s32(packs, "f32c8=0"), "{packs} packs");
+            assert_eq!(s32(packs, d), s32(packs, NO_F32C8), "{packs} packs");
         }
-        assert_eq!(s32(2 * cap, "").map(|s| s.0), Some(2));
-        assert_eq!(s32(below, "").map(|s| s.0), Some(2));
-        assert_eq!(s32(2 * cap + 1, "").map(|s| s.0), Some(4));
+        assert_eq!(s32(2 * cap, d).map(|s| s.0), Some(2));
+        assert_eq!(s32(below, d).map(|s| s.0), Some(2));
+        assert_eq!(s32(2 * cap + 1, d).map(|s| s.0), Some(4));
         // Before sm_90 (no clusters) nothing changes.
         assert_eq!(
-            v8_shape(cap + 1, sm, false, false, V8Tuning::default()),
-            v8_shape(cap + 1, sm, false, false, V8Tuning::parse("f32c8=0"))
+            v8_shape(cap + 1, sm, false, false, d),
+            v8_shape(cap + 1, sm, false, false, NO_F32C8)
         );
-        assert!(V8Tuning::parse("").f32_rule());
-        assert!(!V8Tuning::parse("f32c8=0").f32_rule() && !V8Tuning::parse("fill=1").f32_rule());
-        assert_eq!(V8Tuning::parse("f32c8=2").f32c8, None);
+        assert!(d.f32_rule());
+        assert!(!NO_F32C8.f32_rule() && !fill(true).f32_rule());
         assert_eq!(v8_f32_cluster(32_768, 1, sm), None);
         assert_eq!(v8_f32_cluster(32_768 * 2, 4, sm), None);
         // An SM with half the registers holds two such CTAs, not four: no rule.
@@ -914,33 +935,43 @@ mod tests {
     }
 
     #[test]
-    fn v9_tuning_reads_its_settings_else_two_ctas_an_sm_and_half_parts() {
-        let d = V9Tuning::parse("");
-        assert_eq!((d.per_sm, d.smem_kb), (2, None));
+    fn v9_tuning_defaults_to_two_ctas_an_sm_and_half_parts() {
+        let d = V9Tuning::DEFAULT;
+        assert_eq!((d.ctas_per_sm(), d.smem_kb), (2, None));
         assert_eq!(d.pref_bytes(512), 64 << 10);
-        let t = V9Tuning::parse("x=3, per_sm=1,smem_kb=128");
-        assert_eq!((t.per_sm, t.pref_bytes(1024)), (1, 128 << 10));
-        assert_eq!(V9Tuning::parse("smem_kb=0").pref_bytes(512), usize::MAX);
-        assert_eq!(V9Tuning::parse("per_sm=7").per_sm, 2);
-        assert_eq!(V9Tuning::parse("per_sm=0").per_sm, 1);
-        assert_eq!(V9Tuning::parse("per_sm=-1,per_sm").per_sm, 2);
+        let t = V9Tuning {
+            per_sm: 1,
+            smem_kb: Some(128),
+            ..d
+        };
+        assert_eq!((t.ctas_per_sm(), t.pref_bytes(1024)), (1, 128 << 10));
+        let all = V9Tuning {
+            smem_kb: Some(0),
+            ..d
+        };
+        assert_eq!(all.pref_bytes(512), usize::MAX);
+        // CTAs an SM are one or two whatever is asked.
+        for (asked, got) in [(0, 1), (7, 2)] {
+            assert_eq!(V9Tuning { per_sm: asked, ..d }.ctas_per_sm(), got);
+        }
         // Ping-pong from 16 CTAs a row by default, where there are two groups to alternate.
         assert!(!d.pingpong_for(15, 17) && d.pingpong_for(16, 16) && d.pingpong_for(132, 2));
         assert!(!d.pingpong_for(264, 1));
-        let on = V9Tuning::parse("pp=1");
-        assert!(on.pingpong_for(2, 132) && !on.pingpong_for(1, 264) && !on.pingpong_for(8, 1));
-        assert!(!V9Tuning::parse("pp=0").pingpong_for(132, 2));
-        assert_eq!(V9Tuning::parse("pp=true").pingpong, Some(true));
-        assert_eq!(V9Tuning::parse("pp=Off").pingpong, Some(false));
-        assert_eq!(V9Tuning::parse("pp=maybe").pingpong, None);
-        // The smpair form with two groups by default; forced on or off; a setting it cannot
-        // read leaves the default.
+        let pp = |on: bool| V9Tuning {
+            pingpong: Some(on),
+            ..d
+        };
+        assert!(pp(true).pingpong_for(2, 132));
+        assert!(!pp(true).pingpong_for(1, 264) && !pp(true).pingpong_for(8, 1));
+        assert!(!pp(false).pingpong_for(132, 2));
+        // The smpair form with two groups by default; forced on or off.
         assert!(d.smpair_for(2) && !d.smpair_for(4) && !d.smpair_for(8));
-        let on = V9Tuning::parse("pp=1, smpair=on");
-        assert!(on.smpair_for(8) && V9Tuning::parse("smpair=1").smpair_for(4));
-        assert!(!V9Tuning::parse("smpair=no").smpair_for(2));
-        assert!(!V9Tuning::parse("smpair=0").smpair_for(2));
-        assert_eq!(V9Tuning::parse("smpair=2x").smpair, None);
+        let smpair = |on: bool| V9Tuning {
+            smpair: Some(on),
+            ..d
+        };
+        assert!(smpair(true).smpair_for(8) && smpair(true).smpair_for(4));
+        assert!(!smpair(false).smpair_for(2));
     }
 
     #[test]
