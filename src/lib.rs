@@ -1,6 +1,11 @@
-//! kernlab: a laboratory for GPU kernels — fused GeLU and softmax (and more to come) in every
+//! kernlab: a laboratory for GPU kernels — GeLU, softmax, matmul, linear and rmsnorm in every
 //! tier of the CS336 kernels lecture, validated against an f64 reference, then timed against
 //! ceilings measured on the same device.
+//!
+//! The layers, from the bottom: [`runtime`] (devices, tensors, kernel sources, launches, the
+//! tuning cache's lookup); [`ops`] (each op's descriptor, kernels, launchers and registry
+//! rows); [`check`] (inputs, the f64 reference, validation); [`tools`] (bench, sweep, profile,
+//! inspect, autotune); [`cli`]. Nothing imports a layer above its own.
 
 /// `eprintln!` that lets a closed stderr go (`kernlab … 2>&1 | head`), where `eprintln!`
 /// panics: kernlab's notes and progress lines are best-effort.
@@ -11,22 +16,14 @@ macro_rules! stderr_line {
     }};
 }
 
-pub mod autotune;
-pub mod bench;
+pub mod check;
 pub mod cli;
-pub mod device;
-pub mod dtype;
-pub mod error;
-pub mod inspect;
-pub mod kernels;
 pub mod ops;
-pub mod profile;
-pub mod registry;
-pub mod tensor;
-pub mod validate;
+pub mod runtime;
+pub mod tools;
 
-pub use device::{Device, DeviceKind, DeviceSpec};
-pub use dtype::DType;
-pub use error::{Error, Result};
-pub use ops::{GeluApprox, Op, Params, Tier};
-pub use tensor::{Init, Tensor};
+pub use ops::{Op, Params, Tier};
+pub use runtime::device::{Device, DeviceKind, DeviceSpec};
+pub use runtime::dtype::DType;
+pub use runtime::error::{Error, Result};
+pub use runtime::tensor::{Init, Tensor};

@@ -1,9 +1,12 @@
 //! The bench harness and its reports: statistics, byte/FLOP accounting, the JSON and CSV
 //! shapes, sweeps end to end on the CPU with their plots.
 
-use kernlab::bench::harness::{flush_bytes, quantile, within_noise, Stats};
-use kernlab::bench::report::CSV_COLUMNS;
-use kernlab::bench::{self, sweep, BenchConfig, Event};
+use kernlab::check;
+use kernlab::ops::{gelu, linear, matmul, softmax};
+use kernlab::tools::bench::harness::{flush_bytes, quantile, within_noise, Stats};
+use kernlab::tools::bench::report::CSV_COLUMNS;
+use kernlab::tools::bench::{self, BenchConfig, Event};
+use kernlab::tools::sweep;
 use kernlab::{DType, Device, Op};
 
 use crate::common::run_cli;
@@ -61,7 +64,7 @@ fn the_l2_flush_writes_at_least_twice_the_cache() {
 
 #[test]
 fn rotate_auto_makes_the_copies_four_times_the_cache() {
-    use kernlab::bench::harness::Rotate;
+    use kernlab::tools::bench::harness::Rotate;
     let l2 = 60 << 20; // the H200's
                        // A call's inputs and output: 4096 × 128 f32 softmax touches 4 MiB, 4096 × 2048 64 MiB.
     assert_eq!(Rotate::Auto.copies(4 << 20, l2), 60);
@@ -95,32 +98,26 @@ fn bytes_and_flops_are_counted_per_op() {
     for dt in DType::ALL {
         // GeLU and softmax read the input once and write the output once.
         assert_eq!(
-            bench::min_bytes(Op::Gelu, &[1024, 4096], dt),
+            gelu::OP.min_bytes(&[1024, 4096], dt),
             2 * 1024 * 4096 * dt.size()
         );
         assert_eq!(
-            bench::min_bytes(Op::Softmax, &[4096, 256], dt),
+            softmax::OP.min_bytes(&[4096, 256], dt),
             2 * 4096 * 256 * dt.size()
         );
         assert_eq!(
-            bench::min_bytes(Op::Gelu, &[1 << 20], dt),
+            gelu::OP.min_bytes(&[1 << 20], dt),
             2 * (1 << 20) * dt.size()
         );
     }
-    assert_eq!(
-        bench::flops(Op::Gelu, &[10, 10]),
-        100.0 * Op::Gelu.flops_per_element()
-    );
-    assert_eq!(
-        bench::flops(Op::Softmax, &[4, 8]),
-        32.0 * Op::Softmax.flops_per_element()
-    );
+    assert_eq!(gelu::OP.flops(&[10, 10]), 900.0);
+    assert_eq!(softmax::OP.flops(&[4, 8]), 160.0);
 }
 
 #[test]
 fn a_run_measures_every_point_and_reports_its_steps() {
     let mut cfg = BenchConfig::new(
-        vec![Op::Softmax],
+        vec![softmax::OP],
         vec![vec![8, 64], vec![8, 200]],
         vec![DType::F32, DType::BF16],
     );
@@ -195,7 +192,7 @@ fn a_run_measures_every_point_and_reports_its_steps() {
 
 #[test]
 fn graph_timing_on_the_cpu_is_a_clear_error() {
-    let mut cfg = BenchConfig::new(vec![Op::Gelu], vec![vec![64]], vec![DType::F32]);
+    let mut cfg = BenchConfig::new(vec![gelu::OP], vec![vec![64]], vec![DType::F32]);
     cfg.timing.graph = Some(10);
     let e = bench::run(&cfg, &Device::Cpu, &mut |_| {}).unwrap_err();
     assert!(e.to_string().contains("needs a CUDA device"), "{e}");
@@ -206,7 +203,7 @@ fn graph_timing_on_the_cpu_is_a_clear_error() {
 #[test]
 fn a_bad_point_is_refused_before_any_point_runs() {
     let cfg = BenchConfig::new(
-        vec![Op::Softmax],
+        vec![softmax::OP],
         vec![vec![64, 64], vec![4, 1 << 36]],
         vec![DType::F32],
     );
@@ -381,7 +378,7 @@ fn the_torch_baselines_json_contract_parses_into_torch_records() {
     let doc = bench::torch::parse(TORCH_SAMPLE).unwrap();
     assert!(doc.available);
     assert_eq!(doc.torch_version.as_deref(), Some("2.11.0+cu130"));
-    let params = kernlab::Params::default();
+    let params = softmax::OP.default_params();
     let recs = bench::torch::to_records(&doc, &sample_shapes(), &params, 4000.0).unwrap();
     assert_eq!(recs.len(), 8);
     let variants: Vec<&str> = recs[..4].iter().map(|r| r.variant.as_str()).collect();
@@ -391,7 +388,7 @@ fn the_torch_baselines_json_contract_parses_into_torch_records() {
     );
     for (r, raw) in recs.iter().zip(doc.records.iter()) {
         assert_eq!(r.tier, bench::RecordTier::Torch);
-        assert_eq!((r.op, r.dtype), (Op::Softmax, DType::F32));
+        assert_eq!((r.op, r.dtype), (softmax::OP, DType::F32));
         assert_eq!(r.status, bench::Status::Ok);
         assert!(r.validated && r.max_rel_err.unwrap() < 1e-4);
         // Bytes are kernlab's count (the script agrees here); GB/s and % copy are derived.
@@ -447,16 +444,15 @@ fn the_torch_baselines_script_is_run_with_the_run_s_op_shapes_and_dtype() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let params = kernlab::Params::default();
     let mut timing = bench::harness::TimingOpts::default();
     let l2 = 60 << 20;
     let run = |t: &TorchConfig, timing: &bench::harness::TimingOpts| {
         run_script(
             t,
-            Op::Softmax,
+            softmax::OP,
+            &[],
             DType::F32,
             &sample_shapes(),
-            &params,
             timing,
             42,
             0,
@@ -539,9 +535,9 @@ fn the_torch_baselines_script_is_run_with_the_run_s_op_shapes_and_dtype() {
 #[test]
 fn launch_plans_written_by_kernlab_are_read_back_by_the_script() {
     use bench::torch::{run_script, write_replays, Outcome, Replay};
-    use kernlab::ops::softmax::RowLaunch;
+    use kernlab::runtime::launch::{LaunchArg::*, RecordedLaunch};
     let module = |cubin: Vec<u8>| {
-        std::sync::Arc::new(kernlab::device::nvrtc::Compiled {
+        std::sync::Arc::new(kernlab::runtime::device::nvrtc::Compiled {
             file: "softmax.cu".into(),
             arch: "sm_90a".into(),
             options: vec![],
@@ -551,29 +547,21 @@ fn launch_plans_written_by_kernlab_are_read_back_by_the_script() {
             from_cache: false,
         })
     };
-    let v2 = RowLaunch {
+    let v2 = RecordedLaunch {
+        source: &softmax::SOURCE,
         kernel: "softmax_v2_warp_row_vec_w16_f32".into(),
         grid: [512, 1, 1],
         block: [128, 1, 1],
         smem: 0,
-        rows: 4096,
-        cols: 64,
-        ldx: 64,
-        ldy: 64,
-        lg: 0,
-        csize: None,
+        args: vec![I32(4096), I32(64), I64(64), I64(64), I32(0)],
     };
-    let v8 = RowLaunch {
+    let v8 = RecordedLaunch {
+        source: &softmax::SOURCE,
         kernel: "softmax_v8_packed_f32".into(),
         grid: [7, 1, 1],
         block: [1024, 1, 1],
         smem: 120_000,
-        rows: 7,
-        cols: 65536,
-        ldx: 65536,
-        ldy: 65536,
-        lg: 0,
-        csize: Some(1),
+        args: vec![I32(7), I32(65536), I64(65536), I64(65536), I32(0), I32(1)],
     };
     let replays = vec![
         Replay {
@@ -596,7 +584,7 @@ fn launch_plans_written_by_kernlab_are_read_back_by_the_script() {
         .cloned()
         .chain([replays[0].clone()])
         .collect();
-    let path = write_replays(dir.path(), Op::Softmax, DType::F32, &twice).unwrap();
+    let path = write_replays(dir.path(), softmax::OP, DType::F32, &twice).unwrap();
     // One image for both (the same module), written as cuModuleLoadData takes it.
     let images: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
@@ -610,7 +598,7 @@ fn launch_plans_written_by_kernlab_are_read_back_by_the_script() {
         ..replays[0].clone()
     }];
     let ptx_dir = tempfile::tempdir().unwrap();
-    write_replays(ptx_dir.path(), Op::Softmax, DType::F32, &ptx_only).unwrap();
+    write_replays(ptx_dir.path(), softmax::OP, DType::F32, &ptx_only).unwrap();
     let ptx = std::fs::read(ptx_dir.path().join("softmax_cu-sm_90a.ptx")).unwrap();
     assert_eq!(ptx, b".version 8.8\n\0");
     let code = format!(
@@ -637,15 +625,15 @@ fn launch_plans_written_by_kernlab_are_read_back_by_the_script() {
     );
     assert_ne!(sample, TORCH_SAMPLE, "the sample has a torch_native record");
     let stub = stub_script(dir.path(), &sample, 0);
-    let params = kernlab::Params::default();
+    let params = softmax::OP.default_params();
     let timing = bench::harness::TimingOpts::default();
     let shapes = sample_shapes();
     match run_script(
         &stub,
-        Op::Softmax,
+        softmax::OP,
+        &[],
         DType::F32,
         &shapes,
-        &params,
         &timing,
         1,
         0,
@@ -676,14 +664,14 @@ fn launch_plans_written_by_kernlab_are_read_back_by_the_script() {
 fn the_baselines_script_rotates_as_many_copies_as_kernlab() {
     use bench::harness::Rotate;
     let cases: Vec<(Op, DType, Vec<usize>)> = vec![
-        (Op::Softmax, DType::BF16, vec![4096, 32]),
-        (Op::Softmax, DType::F32, vec![4096, 256]),
-        (Op::Softmax, DType::F32, vec![7, 1000]),
-        (Op::Gelu, DType::F16, vec![1024, 4097]),
-        (Op::Softmax, DType::F32, vec![256, 1 << 20]),
-        (Op::Matmul, DType::BF16, vec![128, 192, 64]),
-        (Op::Linear, DType::F32, vec![1000, 300, 77]),
-        (Op::Linear, DType::BF16, vec![8192, 8192, 8192]),
+        (softmax::OP, DType::BF16, vec![4096, 32]),
+        (softmax::OP, DType::F32, vec![4096, 256]),
+        (softmax::OP, DType::F32, vec![7, 1000]),
+        (gelu::OP, DType::F16, vec![1024, 4097]),
+        (softmax::OP, DType::F32, vec![256, 1 << 20]),
+        (matmul::OP, DType::BF16, vec![128, 192, 64]),
+        (linear::OP, DType::F32, vec![1000, 300, 77]),
+        (linear::OP, DType::BF16, vec![8192, 8192, 8192]),
     ];
     let l2 = 60usize << 20;
     let calls = cases
@@ -708,7 +696,7 @@ fn the_baselines_script_rotates_as_many_copies_as_kernlab() {
     let got: Vec<usize> = stdout.lines().map(|l| l.trim().parse().unwrap()).collect();
     let want: Vec<usize> = cases
         .iter()
-        .map(|(op, dt, s)| Rotate::Auto.copies(bench::min_bytes(*op, s, *dt), l2))
+        .map(|(op, dt, s)| Rotate::Auto.copies(op.min_bytes(s, *dt), l2))
         .collect();
     assert_eq!(got, want);
     // The cases cover the rule's range: at most 1024, exactly 1 past 4x L2, and between.
@@ -717,7 +705,7 @@ fn the_baselines_script_rotates_as_many_copies_as_kernlab() {
 
 #[test]
 fn torch_records_merge_into_the_same_table_and_plot() {
-    let mut cfg = BenchConfig::new(vec![Op::Softmax], sample_shapes(), vec![DType::F32]);
+    let mut cfg = BenchConfig::new(vec![softmax::OP], sample_shapes(), vec![DType::F32]);
     cfg.timing.warmup_ms = 0.5;
     cfg.timing.rep_ms = 2.0;
     cfg.timing.max_calls = 10;
@@ -736,8 +724,13 @@ fn torch_records_merge_into_the_same_table_and_plot() {
     );
     // The GPU path appends the parsed records, then fills speedups: do the same here.
     let doc = bench::torch::parse(TORCH_SAMPLE).unwrap();
-    let recs =
-        bench::torch::to_records(&doc, &sample_shapes(), &cfg.params, report.copy.gbps).unwrap();
+    let recs = bench::torch::to_records(
+        &doc,
+        &sample_shapes(),
+        &cfg.params(softmax::OP).unwrap(),
+        report.copy.gbps,
+    )
+    .unwrap();
     report.records.extend(recs);
     report.fill_speedups();
     // A failed baseline is a note, not kernlab's failure.
@@ -773,22 +766,23 @@ fn the_real_baselines_script_runs_or_says_why_not() {
         repeat: 2,
         ..Default::default()
     };
-    let params = kernlab::Params::default();
     let l2 = 60 << 20;
     // A softmax (its four variants), on contiguous rows and on rows 1008 apart (the gaps NaN:
     // a variant reading past a row fails), then a GEMM, whose a, w and bias rotate too.
     for (op, shape, variants, ld) in [
-        (Op::Softmax, vec![256, 1000], Some(4), None),
-        (Op::Softmax, vec![256, 1000], Some(4), Some(1008)),
-        (Op::Linear, vec![128, 192, 64], None, None),
+        (softmax::OP, vec![256, 1000], Some(4), None),
+        (softmax::OP, vec![256, 1000], Some(4), Some(1008)),
+        (linear::OP, vec![128, 192, 64], None, None),
     ] {
         let shapes = vec![shape.clone()];
+        let params = op.default_params();
+        let args = (op.torch().unwrap().args)(&params).unwrap();
         match bench::torch::run_script(
             &t,
             op,
+            &args,
             DType::F32,
             &shapes,
-            &params,
             &timing,
             1,
             0,
@@ -802,7 +796,11 @@ fn the_real_baselines_script_runs_or_says_why_not() {
                 if let Some(n) = variants {
                     assert_eq!(recs.len(), n, "{op}");
                 }
-                let rounds = if op.is_gemm() { 1 } else { 2 };
+                let rounds = if op.grammar() == kernlab::ops::Grammar::Gemm {
+                    1
+                } else {
+                    2
+                };
                 assert_eq!(doc.repeat, Some(rounds), "{op}");
                 for r in &recs {
                     assert_eq!(r.shape, shape, "{r:?}");
@@ -822,7 +820,7 @@ fn the_real_baselines_script_runs_or_says_why_not() {
                 }
             }
             // Without torch the first call says so, and there is nothing more to run.
-            bench::torch::Outcome::Unavailable(why) if op == Op::Softmax => {
+            bench::torch::Outcome::Unavailable(why) if op == softmax::OP => {
                 println!("skipped: the PyTorch baselines are unavailable ({why})");
                 return;
             }
@@ -837,7 +835,7 @@ fn cuda_graph_replays_rotation_and_repeats_time_every_variant() {
         return;
     };
     let mut cfg = BenchConfig::new(
-        vec![Op::Gelu, Op::Softmax],
+        vec![gelu::OP, softmax::OP],
         vec![vec![512, 1000]],
         vec![DType::F32, DType::BF16],
     );
@@ -857,7 +855,7 @@ fn cuda_graph_replays_rotation_and_repeats_time_every_variant() {
     );
     assert!(!report.records.is_empty());
     // Every op had something timed, not only refusals.
-    for op in [Op::Gelu, Op::Softmax] {
+    for op in [gelu::OP, softmax::OP] {
         assert!(
             report
                 .records
@@ -903,20 +901,18 @@ const TORCH_MATMUL_SAMPLE: &str = include_str!("data/torch_matmul_sample.json");
 fn the_torch_baselines_gemm_records_map_to_kernlab_shapes_and_flops() {
     let doc = bench::torch::parse(TORCH_MATMUL_SAMPLE).unwrap();
     let shapes = vec![vec![8192, 8192, 8192], vec![127, 255, 63]];
-    let params = kernlab::Params {
-        act: kernlab::ops::matmul::Activation::GeluTanh,
-        ..kernlab::Params::default()
-    };
+    let params = linear::OP.default_params();
     let recs = bench::torch::to_records(&doc, &shapes, &params, 4000.0).unwrap();
     assert!(!recs.is_empty());
     for (r, raw) in recs.iter().zip(doc.records.iter()) {
-        assert_eq!(r.op, Op::Linear);
+        assert_eq!(r.op, linear::OP);
         assert_eq!(r.shape, raw.shape, "M×N×K kept as kernlab's shape");
         assert!(shapes.contains(&r.shape));
         let [m, n, k] = [r.shape[0], r.shape[1], r.shape[2]];
         assert_eq!(r.flops, 2.0 * (m * n * k) as f64);
         assert_eq!(r.bytes, raw.bytes, "bytes agree with the script's count");
-        assert_eq!(r.params.act, kernlab::ops::matmul::Activation::GeluTanh);
+        assert_eq!(r.params, params);
+        assert_eq!(r.params.form().as_deref(), Some("bias + gelu-tanh"));
         assert_eq!(raw.error_metric.as_deref(), Some("max_row_rel_l2"));
         if let (Some(ms), Some(t)) = (r.median_ms, r.tflops) {
             assert!((t - r.flops / (ms * 1e-3) / 1e12).abs() < 1e-9 * t);
@@ -930,25 +926,23 @@ fn the_torch_baselines_gemm_records_map_to_kernlab_shapes_and_flops() {
 /// does a wrong value inside it; indices in the failure are the output's.
 #[test]
 fn a_sampled_reference_checks_its_rows_and_every_row_for_nan() {
-    use kernlab::ops::softmax;
-    use kernlab::tensor::Tensor;
-    use kernlab::Params;
-    let p = Params::default();
+    use kernlab::runtime::tensor::Tensor;
     let cases: [(Op, &[usize], Option<usize>, usize); 4] = [
-        (Op::Softmax, &[300, 33], None, 33),
-        (Op::Softmax, &[300, 33], Some(40), 33),
-        (Op::Gelu, &[300, 33], None, 4096),
-        (Op::Gelu, &[300 * 4096 + 5], None, 4096), // 1-D, the last block short
+        (softmax::OP, &[300, 33], None, 33),
+        (softmax::OP, &[300, 33], Some(40), 33),
+        (gelu::OP, &[300, 33], None, 4096),
+        (gelu::OP, &[300 * 4096 + 5], None, 4096), // 1-D, the last block short
     ];
     for (op, shape, row_stride, width) in cases {
         let what = format!("{op} {shape:?} {row_stride:?}");
         let numel: usize = shape.iter().product();
         let blocks = numel.div_ceil(width);
-        let host = bench::make_inputs(op, shape, DType::F32, 5, row_stride).unwrap();
-        let full = bench::make_reference(op, &host, &p, 5).unwrap();
+        let p = op.default_params();
+        let host = check::make_inputs(op, shape, DType::F32, 5, row_stride).unwrap();
+        let full = check::make_reference(op, shape, &host, &p, 5).unwrap();
         assert!(full.rows.is_none());
         // 20 blocks' worth of elements; a smaller problem (the 2-D GeLU) is checked in full.
-        let r = bench::make_reference_within(op, &host, &p, 5, 20 * width).unwrap();
+        let r = check::Reference::make(op, shape, &host, &p, 5, 20 * width).unwrap();
         if numel <= 20 * width {
             assert!(r.rows.is_none(), "{what}");
             continue;
@@ -969,7 +963,7 @@ fn a_sampled_reference_checks_its_rows_and_every_row_for_nan() {
         assert_eq!(r.values, pick, "{what}");
         // An output made from the full reference passes; the description says what was checked.
         let out = |v: &[f64]| Tensor::from_f64(v, shape, DType::F32).unwrap();
-        let c = r.check(&out(&full.values), false).unwrap();
+        let c = r.check(&out(&full.values)).unwrap();
         assert!(c.passed, "{what}: {}", c.describe());
         assert!(r
             .describe(numel)
@@ -978,7 +972,7 @@ fn a_sampled_reference_checks_its_rows_and_every_row_for_nan() {
         let outside = (0..blocks).find(|b| !sampled.contains(b)).unwrap();
         let mut v = full.values.clone();
         v[outside * width + 7] = f64::INFINITY;
-        let c = r.check(&out(&v), false).unwrap();
+        let c = r.check(&out(&v)).unwrap();
         assert!(
             !c.passed && c.special_mismatches == 1,
             "{what}: {}",
@@ -989,7 +983,7 @@ fn a_sampled_reference_checks_its_rows_and_every_row_for_nan() {
         // A NaN inside the sample is counted once, at its index in the output.
         let mut v = full.values.clone();
         v[sampled[1] * width + 3] = f64::NAN;
-        let c = r.check(&out(&v), false).unwrap();
+        let c = r.check(&out(&v)).unwrap();
         assert!(
             !c.passed && c.special_mismatches == 1,
             "{what}: {}",
@@ -999,13 +993,22 @@ fn a_sampled_reference_checks_its_rows_and_every_row_for_nan() {
         // A wrong value inside the sample fails, at its index in the output.
         let mut v = full.values.clone();
         v[sampled[2] * width + 5] += 0.25;
-        let c = r.check(&out(&v), false).unwrap();
+        let c = r.check(&out(&v)).unwrap();
         assert!(!c.passed, "{what}: {}", c.describe());
         assert_eq!(c.worst.map(|w| w.0), Some(sampled[2] * width + 5));
     }
     // Softmax's sampled reference is the softmax of those rows.
-    let host = bench::make_inputs(Op::Softmax, &[64, 9], DType::F32, 3, None).unwrap();
-    let r = bench::make_reference_within(Op::Softmax, &host, &p, 3, 16 * 9).unwrap();
+    let p = softmax::SoftmaxParams::default();
+    let host = check::make_inputs(softmax::OP, &[64, 9], DType::F32, 3, None).unwrap();
+    let r = check::Reference::make(
+        softmax::OP,
+        &[64, 9],
+        &host,
+        &kernlab::Params::new(p),
+        3,
+        16 * 9,
+    )
+    .unwrap();
     let rows = r.rows.clone().unwrap();
     assert_eq!(rows.len(), 16);
     let x = host[0].blocks_f64(9, &rows).unwrap();
@@ -1016,11 +1019,17 @@ fn a_sampled_reference_checks_its_rows_and_every_row_for_nan() {
 /// every other row for NaN/inf.
 #[test]
 fn a_sampled_gemm_reference_checks_rows_and_scans_the_rest() {
-    use kernlab::tensor::Tensor;
-    use kernlab::Params;
+    use kernlab::runtime::tensor::Tensor;
     let (m, n, k) = (4096, 512, 2048); // 2^32 multiply-adds: half the rows sampled
-    let host = bench::make_inputs(Op::Matmul, &[m, n, k], DType::F32, 9, None).unwrap();
-    let r = bench::make_reference(Op::Matmul, &host, &Params::default(), 9).unwrap();
+    let host = check::make_inputs(matmul::OP, &[m, n, k], DType::F32, 9, None).unwrap();
+    let r = check::make_reference(
+        matmul::OP,
+        &[m, n, k],
+        &host,
+        &matmul::OP.default_params(),
+        9,
+    )
+    .unwrap();
     let rows = r.rows.clone().expect("sampled rows");
     assert_eq!((rows.len(), r.cols), (2048, n));
     // The sampled rows' values in place, zeros elsewhere: passes (zeros are finite).
@@ -1029,7 +1038,7 @@ fn a_sampled_gemm_reference_checks_rows_and_scans_the_rest() {
         y[row * n..(row + 1) * n].copy_from_slice(&r.values[i * n..(i + 1) * n]);
     }
     let out = |v: &[f64]| Tensor::from_f64(v, &[m, n], DType::F32).unwrap();
-    let c = r.check(&out(&y), true).unwrap();
+    let c = r.check(&out(&y)).unwrap();
     assert!(c.passed, "{}", c.describe());
     // A row of the sample off by 1% fails.
     let mut bad = y.clone();
@@ -1037,12 +1046,12 @@ fn a_sampled_gemm_reference_checks_rows_and_scans_the_rest() {
     bad[row * n..(row + 1) * n]
         .iter_mut()
         .for_each(|v| *v *= 1.01);
-    assert!(!r.check(&out(&bad), true).unwrap().passed);
+    assert!(!r.check(&out(&bad)).unwrap().passed);
     // A NaN in a row outside the sample fails.
     let outside = (0..m).find(|i| rows.binary_search(i).is_err()).unwrap();
     let mut bad = y;
     bad[outside * n + 1] = f64::NAN;
-    let c = r.check(&out(&bad), true).unwrap();
+    let c = r.check(&out(&bad)).unwrap();
     assert!(!c.passed && c.outside_sample.map(|o| o.0) == Some(outside * n + 1));
 }
 
@@ -1054,11 +1063,11 @@ fn cuda_the_flush_overwrites_the_whole_buffer() {
     let Device::Cuda(d) = &dev else {
         unreachable!("common::cuda returns a CUDA device")
     };
-    use kernlab::bench::harness::CudaTimer;
+    use kernlab::tools::bench::harness::CudaTimer;
     let mut t = CudaTimer::new(d).unwrap();
     assert_eq!(
         t.flush_bytes,
-        kernlab::bench::harness::flush_bytes(d.props.l2_bytes)
+        kernlab::tools::bench::harness::flush_bytes(d.props.l2_bytes)
     );
     // Zeros over a buffer filled with 0xa5 first.
     t.fill_flush(0xa5).unwrap();
@@ -1081,7 +1090,7 @@ fn cuda_settled_timing_times_what_enqueues_and_refuses_what_waits() {
     let Device::Cuda(d) = &dev else {
         unreachable!("common::cuda returns a CUDA device")
     };
-    use kernlab::bench::harness::CudaTimer;
+    use kernlab::tools::bench::harness::CudaTimer;
     let mut t = CudaTimer::new(d).unwrap();
     let mut buf = d.alloc_bytes(1 << 20, "a test buffer").unwrap();
     let s = t
@@ -1126,7 +1135,7 @@ fn cuda_settled_timing_times_what_enqueues_and_refuses_what_waits() {
     assert!(again.median_ms > 0.0, "{again:?}");
     assert_eq!(d.dtoh(&buf, 4).unwrap(), [3, 3, 3, 3]);
 
-    let mut cfg = BenchConfig::new(vec![Op::Softmax], vec![vec![4096, 64]], vec![DType::BF16]);
+    let mut cfg = BenchConfig::new(vec![softmax::OP], vec![vec![4096, 64]], vec![DType::BF16]);
     cfg.variants = Some(vec!["auto".into()]);
     cfg.timing = bench::harness::TimingOpts {
         warmup_ms: 2.0,
@@ -1158,7 +1167,7 @@ fn kernlab_do_bench_replays_auto_in_pytorch_s_process() {
     };
     let shapes = [vec![256, 1000], vec![64, 4097], vec![2, 1 << 20]];
     let mut cfg = BenchConfig::new(
-        vec![Op::Softmax],
+        vec![softmax::OP],
         shapes.to_vec(),
         vec![DType::F32, DType::BF16],
     );

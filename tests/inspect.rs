@@ -1,9 +1,10 @@
 use crate::common::nvrtc_or_skip;
-use kernlab::device::nvrtc::{self, ptx_entry_body};
-use kernlab::inspect::{
+use kernlab::ops::{gelu, matmul, softmax};
+use kernlab::runtime::device::nvrtc::{self, ptx_entry_body};
+use kernlab::runtime::kernels::KernelSource;
+use kernlab::tools::inspect::{
     find_sass_tool, inspect, parse_sass, Category, Census, InspectRequest, Level, Occupancy,
 };
-use kernlab::kernels::KernelSource;
 use kernlab::{DType, DeviceSpec, Error, Op};
 
 /// Real `cuobjdump -sass` output (CUDA 13.2) of two GeLU kernels NVRTC 13.0 built for sm_90a.
@@ -30,7 +31,7 @@ fn naive_gelu_loads_4_bytes_a_thread_and_v3_loads_16() {
     if !nvrtc_or_skip() {
         return;
     }
-    let mut req = request(Op::Gelu, "v1_naive", DType::F32);
+    let mut req = request(gelu::OP, "v1_naive", DType::F32);
     req.variants.push("v3_vec16_ilp".into());
     let r = inspect(&req).unwrap();
     assert_eq!(r.kernels.len(), 2, "one tanh f32 kernel per variant");
@@ -89,7 +90,7 @@ fn the_manual_and_primitive_kernels_have_no_barriers_but_row_reductions_do() {
     if !nvrtc_or_skip() {
         return;
     }
-    let r = inspect(&request(Op::Gelu, "manual", DType::BF16)).unwrap();
+    let r = inspect(&request(gelu::OP, "manual", DType::BF16)).unwrap();
     let names: Vec<&str> = r.kernels.iter().map(|k| k.kernel.as_str()).collect();
     assert!(names.contains(&"tanh_f32") && names.contains(&"cast_to_f32_bf16"));
     assert!(
@@ -104,7 +105,7 @@ fn the_manual_and_primitive_kernels_have_no_barriers_but_row_reductions_do() {
             k.kernel
         );
     }
-    let r = inspect(&request(Op::Softmax, "manual", DType::F32)).unwrap();
+    let r = inspect(&request(softmax::OP, "manual", DType::F32)).unwrap();
     let row_max = r
         .kernels
         .iter()
@@ -118,7 +119,7 @@ fn softmax_v2_reduces_a_row_with_warp_shuffles_and_no_barrier() {
     if !nvrtc_or_skip() {
         return;
     }
-    let r = inspect(&request(Op::Softmax, "v2_warp_row", DType::F32)).unwrap();
+    let r = inspect(&request(softmax::OP, "v2_warp_row", DType::F32)).unwrap();
     assert_eq!(
         r.kernels.len(),
         14,
@@ -149,7 +150,7 @@ fn softmax_v2_reduces_a_row_with_warp_shuffles_and_no_barrier() {
         }
     }
     // One kernel on its own, with its PTX in the report.
-    let mut req = request(Op::Softmax, "softmax/v1_block_row", DType::F32);
+    let mut req = request(softmax::OP, "softmax/v1_block_row", DType::F32);
     req.kernel = Some("softmax_v1_block_row_f32".into());
     req.show_ptx = true;
     let r = inspect(&req).unwrap();
@@ -168,7 +169,7 @@ fn softmax_v2_reduces_a_row_with_warp_shuffles_and_no_barrier() {
 #[test]
 fn unknown_variants_kernels_and_dtypes_are_clear_errors() {
     // These fail before NVRTC is needed.
-    let e = inspect(&request(Op::Gelu, "v9_warp_speed", DType::F32)).unwrap_err();
+    let e = inspect(&request(gelu::OP, "v9_warp_speed", DType::F32)).unwrap_err();
     assert!(matches!(e, Error::UnknownVariant { .. }), "{e}");
     let msg = e.to_string();
     assert!(
@@ -179,18 +180,18 @@ fn unknown_variants_kernels_and_dtypes_are_clear_errors() {
         !msg.contains("fused"),
         "only CUDA variants are offered: {msg}"
     );
-    let msg = inspect(&request(Op::Gelu, "fused", DType::F32))
+    let msg = inspect(&request(gelu::OP, "fused", DType::F32))
         .unwrap_err()
         .to_string();
     assert!(msg.contains("runs on the CPU"), "{msg}");
-    let mut req = request(Op::Gelu, "v1_naive", DType::F32);
+    let mut req = request(gelu::OP, "v1_naive", DType::F32);
     req.kernel = Some("gelu_v1_naive_tanh_bf16".into());
     let msg = inspect(&req).unwrap_err().to_string();
     assert!(
         msg.contains("gelu_v1_naive_tanh_bf16") && msg.contains("gelu_v1_naive_tanh_f32"),
         "{msg}"
     );
-    let mut req = request(Op::Gelu, "v1_naive", DType::F32);
+    let mut req = request(gelu::OP, "v1_naive", DType::F32);
     req.arch = Some("hopper".into());
     let msg = inspect(&req).unwrap_err().to_string();
     assert!(msg.contains("hopper") && msg.contains("sm_90a"), "{msg}");
@@ -288,7 +289,7 @@ fn sass_census_from_the_disassembler_when_one_is_here() {
     }
     let Some(tool) = find_sass_tool() else {
         println!("skipped: neither cuobjdump nor nvdisasm is on PATH");
-        let mut req = request(Op::Gelu, "v1_naive", DType::F32);
+        let mut req = request(gelu::OP, "v1_naive", DType::F32);
         req.sass = true;
         let r = inspect(&req).unwrap();
         assert!(r
@@ -299,7 +300,7 @@ fn sass_census_from_the_disassembler_when_one_is_here() {
         assert!(r.kernels[0].sass.is_none());
         return;
     };
-    let mut req = request(Op::Gelu, "v1_naive", DType::F32);
+    let mut req = request(gelu::OP, "v1_naive", DType::F32);
     req.variants.push("v3_vec16_ilp".into());
     req.sass = true;
     req.show_sass = true;
@@ -323,7 +324,7 @@ fn every_cuda_variant_of_an_op_when_none_is_named() {
         return;
     }
     // The defaults: device auto, the GPU's architecture if there is one, else sm_90a.
-    let mut req = InspectRequest::new(Op::Gelu, "v1_naive");
+    let mut req = InspectRequest::new(gelu::OP, "v1_naive");
     req.variants.clear();
     let r = inspect(&req).unwrap();
     if r.device.is_none() {
@@ -352,7 +353,7 @@ fn occupancy_comes_from_the_driver_on_a_gpu() {
         return;
     };
     let gpu = dev.cuda().unwrap();
-    let mut req = InspectRequest::new(Op::Softmax, "v2_warp_row");
+    let mut req = InspectRequest::new(softmax::OP, "v2_warp_row");
     req.kernel = Some("softmax_v2_warp_row_vec_k1_f32".into());
     req.device = DeviceSpec::Cuda(gpu.ordinal);
     req.block_size = Some(128);
@@ -398,7 +399,7 @@ fn with_no_variant_named_inspect_takes_those_that_have_the_dtype() {
     }
     // matmul's tensor-core versions take 16-bit inputs only: an f32 inspect of every matmul
     // variant leaves them out instead of failing on the first.
-    let mut req = request(Op::Matmul, "", DType::F32);
+    let mut req = request(matmul::OP, "", DType::F32);
     req.variants.clear();
     let r = inspect(&req).unwrap();
     assert!(r.kernels.iter().any(|k| k.variant == "matmul/v1_naive"));
@@ -407,6 +408,6 @@ fn with_no_variant_named_inspect_takes_those_that_have_the_dtype() {
         "v5_mma has no f32 kernel"
     );
     // Named, it is still an error.
-    let e = inspect(&request(Op::Matmul, "v5_mma", DType::F32)).unwrap_err();
+    let e = inspect(&request(matmul::OP, "v5_mma", DType::F32)).unwrap_err();
     assert!(e.to_string().contains("does not support dtype f32"), "{e}");
 }

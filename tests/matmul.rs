@@ -3,15 +3,15 @@
 //! errors a caller can hit. One body per behaviour; `test_device!` makes a CPU and a CUDA test.
 
 use crate::{test_device, test_gpu};
-use kernlab::bench::{self, validate_inputs};
-use kernlab::error::Error;
-use kernlab::ops::matmul::{self, Activation};
-use kernlab::registry::{self, Variant};
-use kernlab::tensor::Tensor;
+use kernlab::check;
+use kernlab::ops::matmul::{self, Activation, GemmParams};
+use kernlab::ops::{self, linear, Variant};
+use kernlab::runtime::error::Error;
+use kernlab::runtime::tensor::Tensor;
 use kernlab::{DType, Device, Init, Op, Params, Tier};
 
 fn variants(op: Op, dev: &Device) -> Vec<&'static Variant> {
-    registry::variants_for(op, dev.kind())
+    ops::variants_for(op, dev.kind())
         .filter(|v| v.tier != Tier::Reference)
         .collect()
 }
@@ -47,20 +47,17 @@ fn may_refuse(dev: &Device, v: &Variant, k: usize, dt: DType, act: Activation, e
 
 /// Validate `v` on fresh inputs of shape `m×n×k` (bias dropped when `bias` is false).
 fn check(dev: &Device, v: &Variant, dt: DType, shape: [usize; 3], act: Activation, bias: bool) {
-    let p = Params {
-        act,
-        ..Params::default()
-    };
+    let p = Params::new(GemmParams { act, bias });
     let seed = 7 + shape.iter().sum::<usize>() as u64;
-    let mut host = bench::make_inputs(v.op, &shape, dt, seed, None).unwrap();
+    let mut host = check::make_inputs(v.op, &shape, dt, seed, None).unwrap();
     if !bias {
         host.truncate(2);
     }
-    let reference = bench::make_reference(v.op, &host, &p, seed).unwrap();
+    let reference = check::make_reference(v.op, &shape, &host, &p, seed).unwrap();
     let inputs: Vec<Tensor> = host.iter().map(|t| t.to_device(dev).unwrap()).collect();
     let x: Vec<&Tensor> = inputs.iter().collect();
     let what = format!("{} {dt} {:?} act {} bias {bias}", v.id(), shape, act.name());
-    match validate_inputs(v, &p, &x, &reference) {
+    match check::validate(v, &p, &x, &reference) {
         Ok((c, _)) => assert!(c.passed, "{what}: {}", c.describe()),
         Err(e) if may_refuse(dev, v, shape[2], dt, act, &e) => {}
         Err(e) => panic!("{what}: {e}"),
@@ -68,7 +65,7 @@ fn check(dev: &Device, v: &Variant, dt: DType, shape: [usize; 3], act: Activatio
 }
 
 fn matmul_matches_reference(dev: &Device) {
-    for v in variants(Op::Matmul, dev) {
+    for v in variants(matmul::OP, dev) {
         for &dt in v.dtypes {
             for &s in SHAPES {
                 check(dev, v, dt, s, Activation::None, false);
@@ -80,7 +77,7 @@ test_device!(matmul_matches_reference, super::matmul_matches_reference);
 
 fn linear_matches_reference_for_every_epilogue(dev: &Device) {
     let acts = [Activation::None, Activation::GeluTanh, Activation::GeluErf];
-    for v in variants(Op::Linear, dev) {
+    for v in variants(linear::OP, dev) {
         for &dt in v.dtypes {
             for (i, &s) in SHAPES.iter().enumerate() {
                 // Every (bias, activation) pair on a few shapes; one pair on the rest.
@@ -103,7 +100,7 @@ test_device!(
 /// The tensor-core versions on a shape with many tiles in each direction and a deep K, where
 /// a pipeline or tile-order mistake would show; bf16 and f16.
 fn tensor_core_versions_on_a_large_shape(dev: &Device) {
-    for v in variants(Op::Linear, dev) {
+    for v in variants(linear::OP, dev) {
         for &dt in v.dtypes {
             check(dev, v, dt, [1024, 768, 2048], Activation::GeluTanh, true);
         }
@@ -120,8 +117,8 @@ fn rand(shape: &[usize], dt: DType, dev: &Device) -> Tensor {
 
 /// Bad operands get a clear error, never a panic or a wrong answer.
 fn bad_operands_get_clear_errors(dev: &Device) {
-    for op in [Op::Matmul, Op::Linear] {
-        let p = Params::default();
+    for op in [matmul::OP, linear::OP] {
+        let p = op.default_params();
         for v in variants(op, dev) {
             let dt = v.dtypes[0];
             let a = rand(&[4, 8], dt, dev);
@@ -161,12 +158,12 @@ fn bad_operands_get_clear_errors(dev: &Device) {
             // the wrong number of operands
             let e = v.run(&p, &[&a], &mut c).unwrap_err();
             assert!(e.to_string().contains("[a, w]"), "{}: {e}", v.id());
-            match op {
-                Op::Matmul => {
+            match op == matmul::OP {
+                true => {
                     let e = v.run(&p, &[&a, &w, &b], &mut c).unwrap_err();
                     assert!(e.to_string().contains("no bias"), "{}: {e}", v.id());
                 }
-                _ => {
+                false => {
                     let b_bad = rand(&[5], dt, dev);
                     let e = v.run(&p, &[&a, &w, &b_bad], &mut c).unwrap_err();
                     assert!(
@@ -229,16 +226,16 @@ fn the_f64_epilogue_is_pytorchs() {
 fn gemm_accounting() {
     // bytes: a, w, c (and the bias for linear), each once; FLOPs 2·M·N·K
     assert_eq!(
-        bench::min_bytes(Op::Matmul, &[2, 3, 4], DType::BF16),
+        matmul::OP.min_bytes(&[2, 3, 4], DType::BF16),
         (2 * 4 + 3 * 4 + 2 * 3) * 2
     );
     assert_eq!(
-        bench::min_bytes(Op::Linear, &[2, 3, 4], DType::F32),
+        linear::OP.min_bytes(&[2, 3, 4], DType::F32),
         (2 * 4 + 3 * 4 + 2 * 3 + 3) * 4
     );
-    assert_eq!(bench::flops(Op::Matmul, &[2, 3, 4]), 48.0);
-    assert_eq!(bench::out_shape(Op::Linear, &[2, 3, 4]), vec![2, 3]);
-    let e = match bench::make_inputs(Op::Matmul, &[4, 4], DType::F32, 1, None) {
+    assert_eq!(matmul::OP.flops(&[2, 3, 4]), 48.0);
+    assert_eq!(linear::OP.out_shape(&[2, 3, 4]), vec![2, 3]);
+    let e = match check::make_inputs(matmul::OP, &[4, 4], DType::F32, 1, None) {
         Err(e) => e,
         Ok(_) => panic!("a 2-D shape for matmul must be refused"),
     };

@@ -3,37 +3,69 @@
 //! test and a CUDA test.
 
 use crate::{test_device, test_gpu};
-use kernlab::bench::validate_variant;
-use kernlab::error::Error;
-use kernlab::ops::{gelu, softmax};
-use kernlab::registry::{self, Variant};
-use kernlab::tensor::Tensor;
-use kernlab::{DType, Device, GeluApprox, Init, Op, Params, Tier};
+use kernlab::check::{self, Reference};
+use kernlab::ops::gelu::{GeluApprox, GeluParams};
+use kernlab::ops::softmax::SoftmaxParams;
+use kernlab::ops::{self, gelu, softmax, Variant};
+use kernlab::runtime::error::Error;
+use kernlab::runtime::launch::record_launch;
+use kernlab::runtime::tensor::Tensor;
+use kernlab::{DType, Device, Init, Op, Params, Tier};
 
 fn variants(op: Op, dev: &Device) -> Vec<&'static Variant> {
-    registry::variants_for(op, dev.kind())
+    ops::variants_for(op, dev.kind())
         .filter(|v| v.tier != Tier::Reference)
         .collect()
 }
 
+/// The op's f64 oracle on all of `x` (a one-input op).
 fn reference(op: Op, p: &Params, x: &Tensor) -> Vec<f64> {
-    let x64 = x.to_f64_vec().unwrap();
+    let host = x.to_cpu().unwrap();
+    op.reference(std::slice::from_ref(&host), None, p).unwrap()
+}
+
+/// A softmax launcher (taking softmax's own parameters and one input) as a registry row's run.
+macro_rules! as_run {
+    ($f:path) => {
+        (|p: &Params, x: &[&Tensor], y: &mut Tensor| $f(p.get()?, x[0], y)) as kernlab::ops::RunFn
+    };
+}
+
+/// Softmax's parameters, erased as the registry takes them.
+fn softmax_params(log_softmax: bool) -> Params {
+    Params::new(SoftmaxParams { log_softmax })
+}
+
+/// Run a one-input variant once into a NaN-poisoned output and compare it, row by row, with
+/// `reference`.
+fn validate_variant(
+    v: &Variant,
+    p: &Params,
+    x: &Tensor,
+    reference: &[f64],
+) -> kernlab::Result<(kernlab::check::Check, Tensor)> {
     let (_, cols, _) = x.rows_cols();
-    match op {
-        Op::Gelu => gelu::reference(&x64, p),
-        Op::Softmax => softmax::reference(&x64, cols, p),
-        Op::Matmul | Op::Linear => unreachable!("GEMMs are checked in tests/matmul.rs"),
-    }
+    let r = Reference {
+        op: v.op,
+        values: reference.to_vec(),
+        rows: None,
+        cols,
+        unit: "rows",
+    };
+    check::validate(v, p, &[x], &r)
 }
 
 /// Widest row a register-resident softmax version holds, if it has a limit: with 16-byte packs
 /// where `vec` (rows whose width and stride are pack multiples), else one element a slot, or
 /// for v3 its shifted packs where `shift` (rows misaligned alike in x and y).
 fn width_limit(v: &Variant, dt: DType, vec: bool, shift: bool) -> Option<usize> {
-    match (v.op, v.name) {
-        (Op::Softmax, "v2_warp_row") => Some(softmax::v2_max_cols(dt, vec)),
-        (Op::Softmax, "v3_block_regs") if !vec && shift => Some(softmax::v3_max_cols_shift(dt)),
-        (Op::Softmax, "v3_block_regs") => Some(softmax::v3_max_cols(dt, vec)),
+    if v.op != softmax::OP {
+        return None;
+    }
+    match v.name {
+        "v2_warp_row" => Some(softmax::v2_max_cols(dt, vec)),
+        "v3_block_regs" if !vec && shift => Some(softmax::v3_max_cols_shift(dt)),
+        "v3_block_regs" => Some(softmax::v3_max_cols(dt, vec)),
         _ => None,
     }
 }
@@ -139,11 +171,8 @@ const GELU_SHAPES: &[&[usize]] = &[
 
 fn gelu_matches_reference_on_awkward_shapes(dev: &Device) {
     for approx in [GeluApprox::Tanh, GeluApprox::Erf] {
-        let p = Params {
-            gelu: approx,
-            ..Params::default()
-        };
-        for v in variants(Op::Gelu, dev) {
+        let p = Params::new(GeluParams { gelu: approx });
+        for v in variants(gelu::OP, dev) {
             for dt in DType::ALL {
                 for (i, shape) in GELU_SHAPES.iter().enumerate() {
                     let x = rand(
@@ -187,11 +216,8 @@ fn gelu_handles_extreme_and_special_inputs(dev: &Device) {
         3.0,
     ];
     for approx in [GeluApprox::Tanh, GeluApprox::Erf] {
-        let p = Params {
-            gelu: approx,
-            ..Params::default()
-        };
-        for v in variants(Op::Gelu, dev) {
+        let p = Params::new(GeluParams { gelu: approx });
+        for v in variants(gelu::OP, dev) {
             for dt in DType::ALL {
                 let x = Tensor::from_f64(&vals, &[1, vals.len()], dt).unwrap();
                 let y = check(dev, v, &p, &x, "special values").unwrap();
@@ -226,13 +252,13 @@ fn softmax_shapes() -> Vec<Vec<usize>> {
 }
 
 fn softmax_matches_reference_on_awkward_shapes(dev: &Device) {
-    let p = Params::default();
+    let p = softmax::OP.default_params();
     let init = Init::NormalWithOutliers {
         std: 2.0,
         every: 50,
         scale: 20.0,
     };
-    for v in variants(Op::Softmax, dev) {
+    for v in variants(softmax::OP, dev) {
         for dt in DType::ALL {
             for (i, shape) in softmax_shapes().iter().enumerate() {
                 let x = rand(shape, dt, init, 7 + i as u64);
@@ -267,7 +293,7 @@ test_device!(
 /// split row's parts that hold only −inf), at widths that take each kernel path (warp row
 /// with packs, scalar, block row, online, split).
 fn softmax_special_values_follow_pytorch(dev: &Device) {
-    let p = Params::default();
+    let p = softmax::OP.default_params();
     let ninf = f64::NEG_INFINITY;
     for cols in [4usize, 33, 2048, 70000] {
         let mut vals = Vec::new();
@@ -280,7 +306,7 @@ fn softmax_special_values_follow_pytorch(dev: &Device) {
         row(&|c| (c as f64 * 0.37).sin() * 5.0); // ordinary
         row(&|c| if c < cols / 2 { ninf } else { (c % 5) as f64 }); // split rows: parts of −inf
         let x64 = vals;
-        for v in variants(Op::Softmax, dev) {
+        for v in variants(softmax::OP, dev) {
             for dt in DType::ALL {
                 let x = Tensor::from_f64(&x64, &[7, cols], dt).unwrap();
                 if check(dev, v, &p, &x, "special values").is_none() {
@@ -342,9 +368,9 @@ test_device!(
 /// reference, with no NaN. (The fold's rounding at ±3000 would stay within the 16-bit
 /// tolerances; the rows past 2.3e38 are what a missing guard fails.)
 fn softmax_large_logits_match_the_reference(dev: &Device) {
-    let p = Params::default();
+    let p = softmax::OP.default_params();
     for cols in [4usize, 33, 2048, 70000] {
-        for v in variants(Op::Softmax, dev) {
+        for v in variants(softmax::OP, dev) {
             for dt in DType::ALL {
                 let top = if dt == DType::F16 { 60000.0 } else { 3.0e38 };
                 let mut vals = Vec::new();
@@ -374,8 +400,8 @@ test_device!(
 /// Rows with a stride larger than the width (the gap holds NaN): variants that accept strided
 /// rows must read only the row; the others must refuse with a clear error.
 fn softmax_strided_rows(dev: &Device) {
-    let p = Params::default();
-    for v in variants(Op::Softmax, dev) {
+    let p = softmax::OP.default_params();
+    for v in variants(softmax::OP, dev) {
         for dt in DType::ALL {
             for (rows, cols, ld) in [(5, 31, 40), (4, 64, 72), (3, 1000, 1008), (2, 5000, 5003)] {
                 let xh = Tensor::random(
@@ -429,8 +455,8 @@ test_device!(softmax_strided_rows, super::softmax_strided_rows);
 /// is refused), 16-bit rows from [`softmax::V3_SPLIT_16_FROM`] columns on the split kernels
 /// (f32 rows never), and its scalar path where x's rows are misaligned unlike y's.
 fn softmax_v3_shifts_odd_rows(dev: &Device) {
-    let p = Params::default();
-    let v3 = registry::find(Op::Softmax, "v3_block_regs", dev.kind()).unwrap();
+    let p = softmax::OP.default_params();
+    let v3 = ops::find(softmax::OP, "v3_block_regs", dev.kind()).unwrap();
     let init = Init::Normal {
         mean: 0.0,
         std: 2.0,
@@ -467,7 +493,7 @@ fn softmax_v3_shifts_odd_rows(dev: &Device) {
             check(dev, v3, &p, &xh, &what).unwrap_or_else(|| panic!("{what}: refused"));
             let x = xh.to_device(dev).unwrap();
             let mut y = Tensor::empty(&[rows, cols], dt, dev).unwrap();
-            let l = softmax::record_row_launch(|| v3.run(&p, &[&x], &mut y))
+            let l = record_launch(|| v3.run(&p, &[&x], &mut y))
                 .unwrap()
                 .unwrap_or_else(|why| panic!("{what}: {why}"));
             assert_eq!(
@@ -491,7 +517,7 @@ test_gpu!(
     super::softmax_v3_shifts_odd_rows
 );
 
-type UnaryFn = fn(&Params, &Tensor, &mut Tensor) -> kernlab::Result<()>;
+type UnaryFn = kernlab::ops::RunFn;
 
 /// The CUDA launchers (the library's unchecked entry points, the registry's `run` functions) write each
 /// row at y's own row stride and nothing in the gaps: an output laid out as rows apart by more
@@ -500,14 +526,11 @@ type UnaryFn = fn(&Params, &Tensor, &mut Tensor) -> kernlab::Result<()>;
 /// multiple, and unlike otherwise. A version may refuse a layout it does not take
 /// (UnsupportedShape), never write it wrong; an output of another shape is refused.
 fn softmax_cuda_writes_rows_at_the_output_stride(dev: &Device) {
-    let p = Params::default();
-    let cuda: Vec<(&str, UnaryFn)> = variants(Op::Softmax, dev)
+    let p = softmax::OP.default_params();
+    let cuda: Vec<(&str, UnaryFn)> = variants(softmax::OP, dev)
         .iter()
         .filter(|v| v.device == kernlab::DeviceKind::Cuda && v.name != "manual")
-        .map(|v| match v.run {
-            registry::Kernel::Unary(f) => (v.name, f),
-            _ => unreachable!("softmax is unary"),
-        })
+        .map(|v| (v.name, v.run))
         .collect();
     let names: Vec<&str> = cuda.iter().map(|c| c.0).collect();
     assert!(
@@ -534,17 +557,17 @@ fn softmax_cuda_writes_rows_at_the_output_stride(dev: &Device) {
                 std: 2.0,
             };
             let x = Tensor::random(&[rows, cols], dt, init, 5, Some(ldx), dev).unwrap();
-            let want = reference(Op::Softmax, &p, &x);
+            let want = reference(softmax::OP, &p, &x);
             for &(name, run) in &cuda {
                 let mut y = Tensor::empty_strided(&[rows, cols], &[ldy, 1], dt, dev).unwrap();
                 y.poison_nan().unwrap();
-                match run(&p, &x, &mut y) {
+                match run(&p, &[&x], &mut y) {
                     Ok(()) => {}
                     Err(Error::UnsupportedShape { .. }) => continue,
                     Err(e) => panic!("{name} {dt} {rows}×{cols} ld {ldx}/{ldy}: {e}"),
                 }
                 let got = y.to_f64_vec().unwrap();
-                let c = kernlab::validate::compare(&got, &want, cols, dt);
+                let c = kernlab::check::compare::compare(&got, &want, cols, dt);
                 assert!(
                     c.passed,
                     "{name} {dt} {rows}×{cols} ld {ldx}/{ldy}: {}",
@@ -591,7 +614,7 @@ fn softmax_cuda_writes_rows_at_the_output_stride(dev: &Device) {
     )
     .unwrap();
     let mut y = Tensor::empty(&[4, 32], DType::F32, dev).unwrap();
-    let e = softmax::run_named("v3_block_regs", &p, &x, &mut y).unwrap_err();
+    let e = softmax::run_named("v3_block_regs", &SoftmaxParams::default(), &x, &mut y).unwrap_err();
     assert!(matches!(e, Error::ShapeMismatch { .. }), "{e}");
 }
 test_gpu!(
@@ -603,12 +626,10 @@ test_gpu!(
 /// with an output of another dtype or size, each refuses it (a kernel would write out of
 /// bounds, or only part of it) and leaves the output as it was; an empty input is refused.
 fn cuda_launchers_refuse_an_output_of_another_dtype_or_size(dev: &Device) {
-    let p = Params::default();
-    for op in [Op::Gelu, Op::Softmax] {
+    for op in [gelu::OP, softmax::OP] {
+        let p = op.default_params();
         for v in variants(op, dev) {
-            let kernlab::registry::Kernel::Unary(run) = v.run else {
-                continue;
-            };
+            let run = v.run;
             let x = small_input(DType::F32, dev);
             for (dt, shape) in [
                 (DType::BF16, [2, 8]),
@@ -619,7 +640,7 @@ fn cuda_launchers_refuse_an_output_of_another_dtype_or_size(dev: &Device) {
                     .unwrap()
                     .to_device(dev)
                     .unwrap();
-                let e = run(&p, &x, &mut y).expect_err(&format!("{}: {dt} {shape:?}", v.id()));
+                let e = run(&p, &[&x], &mut y).expect_err(&format!("{}: {dt} {shape:?}", v.id()));
                 assert!(matches!(e, Error::ShapeMismatch { .. }), "{}: {e}", v.id());
                 let back = y.to_f64_vec().unwrap();
                 assert!(
@@ -631,7 +652,7 @@ fn cuda_launchers_refuse_an_output_of_another_dtype_or_size(dev: &Device) {
             // An empty tensor is refused, not launched with an empty grid.
             let x0 = Tensor::empty(&[0, 64], DType::F32, dev).unwrap();
             let mut y0 = Tensor::empty(&[0, 64], DType::F32, dev).unwrap();
-            let e = run(&p, &x0, &mut y0).unwrap_err();
+            let e = run(&p, &[&x0], &mut y0).unwrap_err();
             assert!(matches!(e, Error::EmptyTensor { .. }), "{}: {e}", v.id());
         }
     }
@@ -652,7 +673,7 @@ test_gpu!(
 /// reference. v9's plain and ping-pong forms are also run forced, where rows take many CTAs
 /// and groups walk several rows each. GPU only.
 fn softmax_split_rows_walk_many_rows(dev: &Device) {
-    let p = Params::default();
+    let p = softmax::OP.default_params();
     let init = Init::Normal {
         mean: 0.0,
         std: 3.0,
@@ -673,7 +694,7 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
         (&[12, 1600003], &[DType::F32]),
     ];
     let split = ["v6_split", "v8_onchip", "v9_gridsync", "v11_deal"];
-    let found: Vec<_> = variants(Op::Softmax, dev)
+    let found: Vec<_> = variants(softmax::OP, dev)
         .into_iter()
         .filter(|v| split.contains(&v.name))
         .collect();
@@ -695,13 +716,13 @@ fn softmax_split_rows_walk_many_rows(dev: &Device) {
     // v9's two forms, each forced wherever it can run (its named configurations): the plain
     // one where the ping-pong form is the default, and the ping-pong one at small G with many
     // groups (the default there is plain).
-    fn plain(p: &Params, x: &Tensor, y: &mut Tensor) -> kernlab::Result<()> {
+    fn plain(p: &SoftmaxParams, x: &Tensor, y: &mut Tensor) -> kernlab::Result<()> {
         softmax::run_config("v9_gridsync", "no_pingpong", p, x, y)
     }
-    fn pingpong(p: &Params, x: &Tensor, y: &mut Tensor) -> kernlab::Result<()> {
+    fn pingpong(p: &SoftmaxParams, x: &Tensor, y: &mut Tensor) -> kernlab::Result<()> {
         softmax::run_config("v9_gridsync", "pingpong", p, x, y)
     }
-    for (form, run) in [("plain", plain as registry::RunFn), ("ping-pong", pingpong)] {
+    for (form, run) in [("plain", as_run!(plain)), ("ping-pong", as_run!(pingpong))] {
         let forced = forced_version(dev, "v9_gridsync", run);
         for (i, (shape, dts)) in shapes
             .iter()
@@ -737,7 +758,6 @@ fn softmax_v9_smpair_places_match(dev: &Device) {
         mean: 0.0,
         std: 3.0,
     };
-    let p = Params::default();
     let smpair_tuning = softmax::V9Tuning {
         pingpong: Some(true),
         smpair: Some(true),
@@ -747,7 +767,7 @@ fn softmax_v9_smpair_places_match(dev: &Device) {
     let takes = |shape: &[usize], dt: DType, because: &str| -> bool {
         let x = rand(shape, dt, init, 7).to_device(dev).unwrap();
         let mut y = Tensor::empty(shape, dt, dev).unwrap();
-        match softmax::run_v9_smpair(&p, &x, &mut y) {
+        match softmax::run_v9_smpair(&SoftmaxParams::default(), &x, &mut y) {
             Ok(()) => true,
             Err(Error::UnsupportedShape { why, .. }) => {
                 assert!(why.contains("smpair") && why.contains(because), "{why}");
@@ -766,11 +786,11 @@ fn softmax_v9_smpair_places_match(dev: &Device) {
         );
         return;
     }
-    let smpair = forced_version(dev, "v9_gridsync", softmax::run_v9_smpair);
-    fn pingpong(p: &Params, x: &Tensor, y: &mut Tensor) -> kernlab::Result<()> {
+    let smpair = forced_version(dev, "v9_gridsync", as_run!(softmax::run_v9_smpair));
+    fn pingpong(p: &SoftmaxParams, x: &Tensor, y: &mut Tensor) -> kernlab::Result<()> {
         softmax::run_config("v9_gridsync", "pingpong", p, x, y)
     }
-    let pingpong = forced_version(dev, "v9_gridsync", pingpong);
+    let pingpong = forced_version(dev, "v9_gridsync", as_run!(pingpong));
     let home = 4 * 4096 * cuda.props.sm_count as usize;
     let shapes: &[(&[usize], DType, bool)] = &[
         (&[2, home], DType::F32, false),
@@ -796,10 +816,7 @@ fn softmax_v9_smpair_places_match(dev: &Device) {
             continue;
         }
         ran += 1;
-        let p = Params {
-            log_softmax: log,
-            ..Params::default()
-        };
+        let p = softmax_params(log);
         let x = rand(shape, dt, init, 390 + i as u64);
         check(dev, &smpair, &p, &x, "v9 smpair, launch 0");
         check(
@@ -842,10 +859,7 @@ fn check_two_launches(
 ) {
     for (launch, log) in [(0, false), (1, true)] {
         let x = rand(shape, dt, DEALT_INIT, seed + launch);
-        let p = Params {
-            log_softmax: log,
-            ..Params::default()
-        };
+        let p = softmax_params(log);
         check(
             dev,
             v,
@@ -858,15 +872,12 @@ fn check_two_launches(
 
 /// The registered softmax version `name` with its launch replaced by `run` (one of its
 /// forms or settings, forced).
-fn forced_version(dev: &Device, name: &str, run: registry::RunFn) -> Variant {
-    let v = variants(Op::Softmax, dev)
+fn forced_version(dev: &Device, name: &str, run: kernlab::ops::RunFn) -> Variant {
+    let v = variants(softmax::OP, dev)
         .into_iter()
         .find(|v| v.name == name)
         .unwrap_or_else(|| panic!("{name} is registered"));
-    Variant {
-        run: registry::Kernel::Unary(run),
-        ..*v
-    }
+    Variant { run, ..*v }
 }
 
 /// The shapes the v11 test deals out (rows of one chunk, partial and empty last ones, odd
@@ -898,14 +909,14 @@ fn softmax_v11_chunkings_all_match(dev: &Device) {
     use softmax::{run_v11_tuned, V11Tuning};
     fn tuned<const CHUNK: usize, const SLOTS: usize>(
         p: &Params,
-        x: &Tensor,
+        x: &[&Tensor],
         y: &mut Tensor,
-    ) -> kernlab::error::Result<()> {
+    ) -> kernlab::runtime::error::Result<()> {
         let t = V11Tuning {
             chunk: CHUNK,
             max_slots: SLOTS,
         };
-        run_v11_tuned(p, x, y, t)
+        run_v11_tuned(p.get()?, x[0], y, t)
     }
     let cuda = dev.cuda().expect("a CUDA device");
     if cuda.props.compute_capability.0 < 9 {
@@ -916,13 +927,13 @@ fn softmax_v11_chunkings_all_match(dev: &Device) {
         return;
     }
     // (label, the tuning, the run with those settings)
-    let mut cases: Vec<(String, V11Tuning, registry::RunFn)> = Vec::new();
+    let mut cases: Vec<(String, V11Tuning, kernlab::ops::RunFn)> = Vec::new();
     for c in softmax::V11_CONFIGS {
         let softmax::Tuning::V11(t) = c.tuning else {
             unreachable!("v11's configurations are v11 tunings")
         };
         let run = match (t.chunk, t.max_slots) {
-            (512, 24) => tuned::<512, 24> as registry::RunFn,
+            (512, 24) => tuned::<512, 24> as kernlab::ops::RunFn,
             (1024, 24) => tuned::<1024, 24>,
             (2048, 24) => tuned::<2048, 24>,
             (1024, 8) => tuned::<1024, 8>,
@@ -931,7 +942,7 @@ fn softmax_v11_chunkings_all_match(dev: &Device) {
         cases.push((c.name.to_string(), t, run));
     }
     for (chunk, slots, run) in [
-        (2048, 3, tuned::<2048, 3> as registry::RunFn),
+        (2048, 3, tuned::<2048, 3> as kernlab::ops::RunFn),
         (512, 2, tuned::<512, 2>),
     ] {
         let t = V11Tuning {
@@ -970,7 +981,7 @@ test_gpu!(
 /// (UnsupportedShape) where its version's own limits say so. An unknown name is an error.
 /// GPU only.
 fn softmax_named_configurations_match(dev: &Device) {
-    let p = Params::default();
+    let p = softmax::OP.default_params();
     let cases: &[(&str, &[usize], DType)] = &[
         ("v3_block_regs", &[64, 4096], DType::F32),
         ("v3_block_regs", &[33, 1001], DType::BF16),
@@ -983,14 +994,14 @@ fn softmax_named_configurations_match(dev: &Device) {
     for (i, &(version, shape, dt)) in cases.iter().enumerate() {
         let x = rand(shape, dt, DEALT_INIT, 600 + i as u64);
         let x_dev = x.to_device(dev).unwrap();
-        let reference = reference(Op::Softmax, &p, &x);
+        let reference = reference(softmax::OP, &p, &x);
         for name in softmax::config_names(version) {
             let mut y = Tensor::empty(shape, dt, dev).unwrap();
             y.poison_nan().unwrap();
-            match softmax::run_config(version, name, &p, &x_dev, &mut y) {
+            match softmax::run_config(version, name, &SoftmaxParams::default(), &x_dev, &mut y) {
                 Ok(()) => {
                     let got = y.to_f64_vec().unwrap();
-                    let c = kernlab::validate::compare(&got, &reference, shape[1], dt);
+                    let c = kernlab::check::compare::compare(&got, &reference, shape[1], dt);
                     assert!(
                         c.passed,
                         "{version} {name} {dt} {shape:?}: {}",
@@ -1013,7 +1024,8 @@ fn softmax_named_configurations_match(dev: &Device) {
         .to_device(dev)
         .unwrap();
     let mut y = Tensor::empty(&[2, 64], DType::F32, dev).unwrap();
-    let e = softmax::run_config("v3_block_regs", "k3", &p, &x, &mut y).unwrap_err();
+    let e = softmax::run_config("v3_block_regs", "k3", &SoftmaxParams::default(), &x, &mut y)
+        .unwrap_err();
     assert!(e.to_string().contains("no configuration 'k3'"), "{e}");
 }
 test_gpu!(
@@ -1036,8 +1048,8 @@ fn small_input(dt: DType, dev: &Device) -> Tensor {
 
 /// Bad input gets a clear error, never a panic or a silent wrong answer.
 fn bad_inputs_get_clear_errors(dev: &Device) {
-    let p = Params::default();
-    for op in [Op::Gelu, Op::Softmax] {
+    let p = softmax::OP.default_params();
+    for op in [gelu::OP, softmax::OP] {
         for v in variants(op, dev) {
             // empty tensor
             let x = Tensor::empty(&[0, 4], DType::F32, dev).unwrap();
@@ -1077,9 +1089,11 @@ fn bad_inputs_get_clear_errors(dev: &Device) {
         }
     }
     // A variant for the other device refuses these tensors.
-    for v in registry::all()
-        .filter(|v| v.device != dev.kind() && v.tier != Tier::Reference && !v.op.is_gemm())
-    {
+    for v in ops::all().filter(|v| {
+        v.device != dev.kind()
+            && v.tier != Tier::Reference
+            && [gelu::OP, softmax::OP].contains(&v.op)
+    }) {
         let x = small_input(DType::F32, dev);
         let mut y = Tensor::empty(&[2, 8], DType::F32, dev).unwrap();
         let e = v.run(&p, &[&x], &mut y).unwrap_err();
@@ -1093,7 +1107,7 @@ test_device!(
 
 #[test]
 fn asking_for_a_missing_cuda_device_is_a_clear_error() {
-    use kernlab::device::DeviceSpec;
+    use kernlab::runtime::device::DeviceSpec;
     let e = Device::open(DeviceSpec::Cuda(99)).unwrap_err();
     let msg = e.to_string();
     assert!(matches!(e, Error::NoCuda(_)), "{msg}");
@@ -1101,7 +1115,7 @@ fn asking_for_a_missing_cuda_device_is_a_clear_error() {
     // auto never fails: it falls back to the CPU and says why.
     let (d, line) = Device::open(DeviceSpec::Auto).unwrap();
     assert!(line.starts_with("device: "), "{line}");
-    if kernlab::device::cuda_probe().is_err() {
+    if kernlab::runtime::device::cuda_probe().is_err() {
         assert_eq!(d.kind(), kernlab::DeviceKind::Cpu);
         assert!(line.contains("no CUDA GPU"), "{line}");
     }
@@ -1129,7 +1143,7 @@ fn workspaces_are_kept_grown_and_refused_where_they_must_be() {
     }
     // A device of its own: the capture below must not catch other tests' work on a shared
     // stream.
-    let dev = kernlab::device::CudaDevice::open(0).unwrap();
+    let dev = kernlab::runtime::device::CudaDevice::open(0).unwrap();
     let ptr = |b: &cudarc::driver::CudaSlice<u8>| b.device_ptr(&dev.stream).0;
     let e = dev
         .with_workspaces([("test ws a", 64), ("test ws a", 64)], |_| Ok(()))
@@ -1208,8 +1222,9 @@ fn tensors_round_trip_through_the_device() {
 /// A kernel that skips its last element must fail validation (NaN poison), not pass.
 #[test]
 fn an_unwritten_element_fails_validation() {
-    fn skip_last(p: &Params, x: &Tensor, y: &mut Tensor) -> kernlab::error::Result<()> {
-        let mut vals = gelu::reference(&x.to_f64_vec()?, p);
+    fn skip_last(p: &Params, x: &[&Tensor], y: &mut Tensor) -> kernlab::runtime::error::Result<()> {
+        let x = x[0];
+        let mut vals = gelu::reference(&x.to_f64_vec()?, p.get()?);
         let mut full = y.to_f64_vec()?;
         let n = vals.len();
         full[..n - 1].copy_from_slice(&vals[..n - 1]);
@@ -1217,12 +1232,12 @@ fn an_unwritten_element_fails_validation() {
         *y = Tensor::from_f64(&full, x.shape(), x.dtype())?;
         Ok(())
     }
-    let base = registry::find(Op::Gelu, "fused", kernlab::DeviceKind::Cpu).unwrap();
+    let base = ops::find(gelu::OP, "fused", kernlab::DeviceKind::Cpu).unwrap();
     let v = Variant {
-        run: kernlab::registry::Kernel::Unary(skip_last),
+        run: skip_last,
         ..*base
     };
-    let p = Params::default();
+    let p = gelu::OP.default_params();
     let x = rand(
         &[4, 10],
         DType::F32,
@@ -1232,7 +1247,7 @@ fn an_unwritten_element_fails_validation() {
         },
         5,
     );
-    let r = reference(Op::Gelu, &p, &x);
+    let r = reference(gelu::OP, &p, &x);
     let (c, _) = validate_variant(&v, &p, &x, &r).unwrap();
     assert!(!c.passed && c.special_mismatches == 1, "{}", c.describe());
 }
@@ -1241,10 +1256,7 @@ fn an_unwritten_element_fails_validation() {
 /// properties (logsumexp of each output row is 0, every output ≤ 0), and the special values
 /// (−inf entries stay −inf, a row of all −inf or holding NaN gives NaN).
 fn log_softmax_matches_reference(dev: &Device) {
-    let p = Params {
-        log_softmax: true,
-        ..Params::default()
-    };
+    let p = softmax_params(true);
     let init = Init::NormalWithOutliers {
         std: 2.0,
         every: 50,
@@ -1259,7 +1271,7 @@ fn log_softmax_matches_reference(dev: &Device) {
         &[2, 70000],
         &[1823, 781],
     ];
-    for v in variants(Op::Softmax, dev) {
+    for v in variants(softmax::OP, dev) {
         for dt in DType::ALL {
             for (i, shape) in shapes.iter().enumerate() {
                 let x = rand(shape, dt, init, 50 + i as u64);
@@ -1486,14 +1498,20 @@ fn softmax_auto_sends_odd_widths_to_v8_on_hopper() {
 }
 
 /// `bench --torch` replays `auto`'s one launch in PyTorch's process (`kernlab_do_bench`): what
-/// `record_row_launch` notes must be all that launch needs. Replayed here by name, with the
+/// `record_launch` notes must be all that launch needs. Replayed here by name, with the
 /// noted launch shape and arguments, into a fresh NaN-poisoned output, it writes what `auto`
 /// wrote, value for value (v2 and v3 everywhere, v8's one-CTA rows on sm_90; aligned and odd
 /// widths); a row split across a cluster or a cooperative grid is not replayable, and says so.
 fn softmax_auto_launch_replays_exactly(dev: &Device) {
-    use kernlab::ops::softmax::record_row_launch;
-    let p = Params::default();
-    let auto = registry::find(Op::Softmax, "auto", dev.kind()).unwrap();
+    // v8's cluster size, the argument after the row arguments where its kernel takes one.
+    fn args_csize(args: &[kernlab::runtime::launch::LaunchArg]) -> Option<i32> {
+        match args.get(5) {
+            Some(kernlab::runtime::launch::LaunchArg::I32(c)) => Some(*c),
+            _ => None,
+        }
+    }
+    let p = softmax::OP.default_params();
+    let auto = ops::find(softmax::OP, "auto", dev.kind()).unwrap();
     let input = |dt, rows, cols| {
         Tensor::random(
             &[rows, cols],
@@ -1522,11 +1540,11 @@ fn softmax_auto_launch_replays_exactly(dev: &Device) {
             let what = format!("{dt} {rows}x{cols}");
             let x = input(dt, rows, cols);
             let mut y = Tensor::empty(&[rows, cols], dt, dev).unwrap();
-            let l = match record_row_launch(|| auto.run(&p, &[&x], &mut y)).unwrap() {
+            let l = match record_launch(|| auto.run(&p, &[&x], &mut y)).unwrap() {
                 Ok(l) => l,
                 Err(why) => {
                     // Not one plain launch: a cluster or a cooperative grid, nothing else.
-                    assert!(why.contains("0 of them a row kernel"), "{what}: {why}");
+                    assert!(why.contains("0 of them a plain"), "{what}: {why}");
                     assert!(
                         split(&x),
                         "{what}: {} is not replayable: {why}",
@@ -1535,27 +1553,34 @@ fn softmax_auto_launch_replays_exactly(dev: &Device) {
                     continue;
                 }
             };
+            use kernlab::runtime::launch::LaunchArg::{I32, I64};
+            let (rows_i, cols_i) = (rows as i32, cols as i32);
+            let (cols_l, args) = (cols as i64, l.args.as_slice());
             assert_eq!(
-                (l.rows, l.cols, l.lg),
-                (rows as i32, cols as i32, 0),
+                &args[..5],
+                &[I32(rows_i), I32(cols_i), I64(cols_l), I64(cols_l), I32(0)],
                 "{what}"
             );
-            assert_eq!((l.ldx, l.ldy), (cols as i64, cols as i64), "{what}");
             kernels.insert(l.kernel.clone());
             let mut y2 = Tensor::empty(&[rows, cols], dt, dev).unwrap();
             y2.poison_nan().unwrap();
-            let io = kernlab::ops::launch::cuda_io(&x, &mut y2).unwrap();
+            let io = kernlab::runtime::launch::cuda_io(&x, &mut y2).unwrap();
             let cfg = cudarc::driver::LaunchConfig {
                 grid_dim: (l.grid[0], l.grid[1], l.grid[2]),
                 block_dim: (l.block[0], l.block[1], l.block[2]),
                 shared_mem_bytes: l.smem,
             };
-            let src = &kernlab::kernels::SOFTMAX;
+            let src = l.source;
             let replay = || -> kernlab::Result<()> {
                 let f = io.dev.function(src, &l.kernel)?;
-                kernlab::ops::launch::allow_dynamic_smem(&io.dev, &f, &l.kernel, l.smem as usize)?;
-                let args = (l.rows, l.cols, l.ldx, l.ldy, l.lg);
-                match l.csize {
+                kernlab::runtime::launch::allow_dynamic_smem(
+                    &io.dev,
+                    &f,
+                    &l.kernel,
+                    l.smem as usize,
+                )?;
+                let args = (rows_i, cols_i, cols_l, cols_l, 0i32);
+                match args_csize(&l.args) {
                     None => kernlab::launch!(
                         io.dev,
                         src,
@@ -1603,10 +1628,10 @@ fn softmax_auto_launch_replays_exactly(dev: &Device) {
     // A row split across CTAs (a cluster, or a cooperative grid) is no single plain launch.
     let x = input(DType::F32, 2, 1 << 20);
     let mut y = Tensor::empty(&[2, 1 << 20], DType::F32, dev).unwrap();
-    let got = record_row_launch(|| auto.run(&p, &[&x], &mut y)).unwrap();
+    let got = record_launch(|| auto.run(&p, &[&x], &mut y)).unwrap();
     if split(&x) {
         let why = got.unwrap_err();
-        assert!(why.contains("0 of them a row kernel"), "{why}");
+        assert!(why.contains("0 of them a plain"), "{why}");
     } else {
         assert!(got.is_ok(), "{}: {got:?}", softmax::auto_label(&x));
     }
@@ -1623,7 +1648,7 @@ fn device_buffers_have_the_length_asked(dev: &Device) {
     let Device::Cuda(d) = dev else {
         unreachable!("test_gpu! runs on CUDA only")
     };
-    let p = Params::default();
+    let p = softmax::OP.default_params();
     let init = Init::Normal {
         mean: 0.0,
         std: 2.0,
@@ -1636,8 +1661,8 @@ fn device_buffers_have_the_length_asked(dev: &Device) {
     let bytes: Vec<u8> = (0..5000u32).map(|i| (i * 7 % 251) as u8).collect();
     let back = d.dtoh(&d.htod(&bytes, "a test copy").unwrap(), bytes.len());
     assert_eq!(back.unwrap(), bytes, "a round trip");
-    for (op, name) in [(Op::Softmax, "v3_block_regs"), (Op::Gelu, "v2_vec16")] {
-        let v = registry::find(op, name, dev.kind()).unwrap();
+    for (op, name) in [(softmax::OP, "v3_block_regs"), (gelu::OP, "v2_vec16")] {
+        let v = ops::find(op, name, dev.kind()).unwrap();
         check(dev, v, &p, &x, "device buffers").unwrap_or_else(|| panic!("{name} refused 3x1001"));
     }
 }

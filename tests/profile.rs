@@ -3,9 +3,9 @@
 //! of 9 elementwise kernels at 8192x8192 f32, with their cuLaunchKernel calls), and on the GPU
 //! the lecture's observation: manual GeLU launches 9 kernels per call, the fused one 1.
 
-use kernlab::profile::cupti::{parse_record, Parsed};
-use kernlab::profile::summary::{self, RowKind};
-use kernlab::profile::{self, trace, MemKind, Recording};
+use kernlab::tools::profile::cupti::{parse_record, Parsed};
+use kernlab::tools::profile::summary::{self, RowKind};
+use kernlab::tools::profile::{self, trace, MemKind, Recording};
 use std::collections::{HashMap, HashSet};
 
 fn fixture() -> Recording {
@@ -356,11 +356,11 @@ mod raw {
         assert_eq!((a.start_ns, a.end_ns), (5, 9));
         // kernlab's own names for the launch calls, without CUPTI.
         assert_eq!(
-            kernlab::profile::cupti::known_driver_api(307),
+            kernlab::tools::profile::cupti::known_driver_api(307),
             Some("cuLaunchKernel")
         );
         assert_eq!(
-            kernlab::profile::cupti::known_driver_api(652),
+            kernlab::tools::profile::cupti::known_driver_api(652),
             Some("cuLaunchKernelEx")
         );
 
@@ -400,14 +400,16 @@ fn profile_without_a_gpu_is_a_clear_error() {
 /// On the GPU: the lecture's observation as assertions.
 mod gpu {
     use super::*;
-    use kernlab::{DType, DeviceSpec, GeluApprox, Op, Params};
+    use kernlab::ops::gelu;
+    use kernlab::ops::gelu::{GeluApprox, GeluParams};
+    use kernlab::ops::softmax::{self, SoftmaxParams};
+    use kernlab::{DType, DeviceSpec, Op, Params};
 
     fn profile(variant: &str, sync_each_launch: bool) -> Option<profile::ProfileReport> {
-        let tanh = Params {
+        let tanh = Params::new(GeluParams {
             gelu: GeluApprox::Tanh,
-            ..Params::default()
-        };
-        profile_op(Op::Gelu, variant, tanh, sync_each_launch)
+        });
+        profile_op(gelu::OP, variant, tanh, sync_each_launch)
     }
 
     fn profile_op(
@@ -511,11 +513,8 @@ mod gpu {
 
         // log_softmax, validated against its own f64 reference before the recording, is
         // named in the workload and runs softmax's one kernel a call.
-        let log = Params {
-            log_softmax: true,
-            ..Params::default()
-        };
-        let lsm = profile_op(Op::Softmax, "v3_block_regs", log, false).unwrap();
+        let log = Params::new(SoftmaxParams { log_softmax: true });
+        let lsm = profile_op(softmax::OP, "v3_block_regs", log, false).unwrap();
         assert!(lsm.workload.contains("(log_softmax)"), "{}", lsm.workload);
         let per = lsm.recording.kernels_per_iteration();
         assert_eq!(per.len(), 4);

@@ -1,14 +1,14 @@
 use crate::common::nvrtc_or_skip;
-use kernlab::device::nvrtc::{self, ptx_entry_body};
-use kernlab::kernels;
-use kernlab::registry;
+use kernlab::ops;
+use kernlab::runtime::device::nvrtc::{self, ptx_entry_body};
+use kernlab::runtime::kernels;
 use kernlab::DType;
 
 const ARCHS: [&str; 2] = ["sm_80", "sm_90a"];
 
 /// The GPU, when there is one and `arch` is its own architecture.
-fn gpu_for(arch: &str) -> Option<std::sync::Arc<kernlab::device::CudaDevice>> {
-    kernlab::device::cuda_probe().ok()?;
+fn gpu_for(arch: &str) -> Option<std::sync::Arc<kernlab::runtime::device::CudaDevice>> {
+    kernlab::runtime::device::cuda_probe().ok()?;
     crate::common::cuda()?
         .cuda()
         .filter(|d| d.arch == arch)
@@ -16,8 +16,8 @@ fn gpu_for(arch: &str) -> Option<std::sync::Arc<kernlab::device::CudaDevice>> {
 }
 
 fn compile_all(arch: &str) -> Vec<nvrtc::Compiled> {
-    kernels::ALL
-        .iter()
+    ops::kernel_sources()
+        .into_iter()
         .map(|src| {
             let opts = nvrtc::base_options(arch);
             nvrtc::compile(src, arch, &opts, "(all)").unwrap_or_else(|e| panic!("{e}"))
@@ -34,7 +34,7 @@ fn every_registered_kernel_compiles_for_sm80_and_sm90a_with_no_spills() {
         let compiled = compile_all(arch);
         let mut checked = 0;
         let mut log_missing = 0;
-        for v in registry::all() {
+        for v in ops::all() {
             let (Some(src), Some(symbols)) = (v.source, v.symbols) else {
                 continue;
             };
@@ -50,7 +50,7 @@ fn every_registered_kernel_compiles_for_sm80_and_sm90a_with_no_spills() {
             let c = compiled
                 .iter()
                 .find(|c| c.file == src.file)
-                .expect("every variant's source is in kernels::ALL");
+                .expect("every variant's source is among ops::kernel_sources()");
             assert!(
                 !c.cubin.is_empty(),
                 "{} for {arch}: NVRTC returned no CUBIN",
@@ -141,8 +141,8 @@ fn the_naive_gelu_really_is_scalar_and_the_vec16_one_is_not() {
     if !nvrtc_or_skip() {
         return;
     }
-    let c = &compile_all("sm_90a")[0];
-    assert_eq!(c.file, "gelu.cu");
+    let all = compile_all("sm_90a");
+    let c = all.iter().find(|c| c.file == "gelu.cu").unwrap();
     let v1 = ptx_entry_body(&c.ptx, "gelu_v1_naive_tanh_f32").unwrap();
     assert!(v1
         .lines()
@@ -166,10 +166,7 @@ fn softmax_sm90a() -> nvrtc::Compiled {
 
 /// softmax.cu (alone) compiled for `arch`.
 fn softmax_for(arch: &str) -> nvrtc::Compiled {
-    let src = kernels::ALL
-        .iter()
-        .find(|s| s.file == "softmax.cu")
-        .unwrap();
+    let src = &ops::softmax::SOURCE;
     let opts = nvrtc::base_options(arch);
     nvrtc::compile(src, arch, &opts, "(all)").unwrap_or_else(|e| panic!("{e}"))
 }
@@ -445,8 +442,8 @@ fn the_disk_cache_returns_what_nvrtc_compiled() {
     // The cache folder is passed in, not set through KERNLAB_CACHE_DIR: tests that compile
     // at the same time (inspect, the CLI) would write theirs into this folder.
     let kdir = dir.path().join("kernels");
-    let first = nvrtc::compile_cached_in(Some(&kdir), &kernels::GELU, "sm_80", "x").unwrap();
-    let second = nvrtc::compile_cached_in(Some(&kdir), &kernels::GELU, "sm_80", "x").unwrap();
+    let first = nvrtc::compile_cached_in(Some(&kdir), &ops::gelu::SOURCE, "sm_80", "x").unwrap();
+    let second = nvrtc::compile_cached_in(Some(&kdir), &ops::gelu::SOURCE, "sm_80", "x").unwrap();
     assert!(!first.from_cache && second.from_cache);
     assert_eq!(first.ptx, second.ptx);
     assert_eq!(first.cubin, second.cubin);

@@ -1,9 +1,9 @@
 //! CPU building blocks: one parallel pass per primitive (the `manual` tier on the CPU), and
 //! conversions between storage dtypes and f32 working buffers.
 
-use crate::dtype::Element;
-use crate::error::{Error, Result};
-use crate::tensor::{CpuData, Tensor};
+use crate::runtime::dtype::Element;
+use crate::runtime::error::{Error, Result};
+use crate::runtime::tensor::{CpuData, Tensor};
 use rayon::prelude::*;
 
 /// Elements per rayon task: large enough that scheduling costs nothing next to the work.

@@ -5,14 +5,202 @@
 //! primitive), `cuda/v1_naive`, `cuda/v2_vec16`, `cuda/v3_vec16_ilp`, `cpu/fused`.
 
 use super::cpu_prims::{self as prim, GRAIN};
-use super::launch::{aligned16, cfg_1d, cuda_io};
-use super::{GeluApprox, Params};
-use crate::dtype::{DType, Element};
-use crate::error::{Error, Result};
-use crate::kernels::{ELEMENTWISE, GELU};
+use super::primitives::{manual_x_f32, with_casts, ELEMENTWISE};
+use super::{
+    Flag, FlagKind, FlagValues, Grammar, Op, OpDef, OpParams, Params, SweepDefault, Tier,
+    TorchCases, Variant,
+};
 use crate::launch;
-use crate::tensor::Tensor;
+use crate::runtime::device::{Device, DeviceKind};
+use crate::runtime::dtype::{DType, Element};
+use crate::runtime::error::{Error, Result};
+use crate::runtime::kernels::KernelSource;
+use crate::runtime::launch::{aligned16, cfg_1d, cuda_io};
+use crate::runtime::tensor::{row_strided_layout, Init, Tensor};
 use rayon::prelude::*;
+use serde::Serialize;
+use std::str::FromStr;
+
+/// The op's handle.
+pub const OP: Op = Op(&Gelu);
+
+/// The CUDA source of every numbered version.
+pub static SOURCE: KernelSource = KernelSource {
+    file: "gelu.cu",
+    src: include_str!("../../kernels/gelu.cu"),
+};
+const GELU: &KernelSource = &SOURCE;
+
+/// Which GeLU: the tanh approximation (PyTorch's `approximate="tanh"`) or the exact erf form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum GeluApprox {
+    #[default]
+    Tanh,
+    Erf,
+}
+
+impl GeluApprox {
+    pub fn name(self) -> &'static str {
+        match self {
+            GeluApprox::Tanh => "tanh",
+            GeluApprox::Erf => "erf",
+        }
+    }
+}
+
+impl FromStr for GeluApprox {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "tanh" => Ok(GeluApprox::Tanh),
+            "erf" | "exact" | "none" => Ok(GeluApprox::Erf),
+            o => Err(format!(
+                "unknown GeLU approximation '{o}' (use tanh or erf)"
+            )),
+        }
+    }
+}
+
+/// GeLU's parameter: its form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct GeluParams {
+    pub gelu: GeluApprox,
+}
+
+impl OpParams for GeluParams {
+    fn form(&self) -> Option<String> {
+        Some(self.gelu.name().to_string())
+    }
+}
+
+/// GeLU is judged in blocks of this many elements whatever its shape (it is element-wise):
+/// rows of a few columns would shrink the error measure's 1e-3 · block-max term to nothing,
+/// and the same values would pass or fail by how they were shaped.
+pub const CHECK_BLOCK: usize = 4096;
+
+struct Gelu;
+
+static FLAGS: [Flag; 1] = [Flag {
+    name: "gelu",
+    help: "GeLU form: tanh (PyTorch's approximate=\"tanh\") or erf (exact); linear's \
+           epilogue takes --activation",
+    kind: FlagKind::Value {
+        value_name: "FORM",
+        default: "tanh",
+        values: Some(&["tanh", "erf"]),
+    },
+}];
+
+impl OpDef for Gelu {
+    fn name(&self) -> &'static str {
+        "gelu"
+    }
+    fn about(&self) -> &'static str {
+        "GeLU, element-wise: the tanh approximation or the exact erf form"
+    }
+    fn grammar(&self) -> Grammar {
+        Grammar::Rows
+    }
+    fn default_shape(&self, device: DeviceKind) -> Vec<usize> {
+        match device {
+            DeviceKind::Cuda => vec![16384, 16384],
+            DeviceKind::Cpu => vec![2048, 2048],
+        }
+    }
+    fn default_sweep(&self, device: DeviceKind) -> SweepDefault {
+        match device {
+            DeviceKind::Cuda => SweepDefault::Numel("2^20..2^28:x2"),
+            DeviceKind::Cpu => SweepDefault::Numel("2^16..2^22:x2"),
+        }
+    }
+    fn flags(&self) -> &'static [Flag] {
+        &FLAGS
+    }
+    fn params(&self, flags: &FlagValues) -> Result<Params> {
+        let gelu = match flags.get("gelu") {
+            Some(s) => s.parse().map_err(Error::Invalid)?,
+            None => GeluApprox::default(),
+        };
+        Ok(Params::new(GeluParams { gelu }))
+    }
+    fn check_shape(&self, shape: &[usize], row_stride: Option<usize>) -> Result<()> {
+        row_strided_layout(shape, row_stride).map(|_| ())
+    }
+    fn input_shapes(&self, shape: &[usize]) -> Vec<Vec<usize>> {
+        vec![shape.to_vec()]
+    }
+    /// x ~ N(0, 2): both tails of GeLU, and the region near −3 where the manual form's
+    /// 1 + tanh cancels.
+    fn inputs(
+        &self,
+        shape: &[usize],
+        dtype: DType,
+        seed: u64,
+        row_stride: Option<usize>,
+    ) -> Result<Vec<Tensor>> {
+        let init = Init::Normal {
+            mean: 0.0,
+            std: 2.0,
+        };
+        Ok(vec![Tensor::random(
+            shape,
+            dtype,
+            init,
+            seed,
+            row_stride,
+            &Device::Cpu,
+        )?])
+    }
+    fn out_shape(&self, shape: &[usize]) -> Vec<usize> {
+        shape.to_vec()
+    }
+    fn check_block(&self, _out_shape: &[usize]) -> (usize, &'static str) {
+        (CHECK_BLOCK, "blocks of 4096 elements")
+    }
+    fn reference(
+        &self,
+        inputs: &[Tensor],
+        blocks: Option<&[usize]>,
+        p: &Params,
+    ) -> Result<Vec<f64>> {
+        let x = match blocks {
+            Some(b) => inputs[0].blocks_f64(CHECK_BLOCK, b)?,
+            None => inputs[0].to_f64_vec()?,
+        };
+        Ok(reference(&x, p.get()?))
+    }
+    fn min_bytes(&self, shape: &[usize], dtype: DType) -> usize {
+        2 * shape.iter().product::<usize>() * dtype.size()
+    }
+    /// 0.5·x·(1 + tanh(k·(x + 0.044715·x³))): 3 mul, 1 add, 1 mul, tanh, 1 add, 2 mul.
+    fn flops(&self, shape: &[usize]) -> f64 {
+        9.0 * shape.iter().product::<usize>() as f64
+    }
+    fn variants(&self) -> &'static [Variant] {
+        &VARIANTS
+    }
+    fn torch(&self) -> Option<TorchCases> {
+        Some(TorchCases {
+            op: "gelu",
+            args: |p| {
+                let g = p.get::<GeluParams>().map_err(|e| e.to_string())?;
+                Ok(vec!["--gelu".into(), g.gelu.name().into()])
+            },
+        })
+    }
+    /// The kernels of the form asked for (`gelu_v2_vec16_tanh_f32`, not `…_erf_…`).
+    fn kernel_in_form(&self, symbol: &str, p: &Params) -> bool {
+        let Ok(g) = p.get::<GeluParams>() else {
+            return true;
+        };
+        let other = match g.gelu {
+            GeluApprox::Tanh => "erf",
+            GeluApprox::Erf => "tanh",
+        };
+        !symbol.split('_').any(|part| part == other)
+    }
+}
 
 const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
 
@@ -30,7 +218,7 @@ pub fn reference_f64(x: f64, approx: GeluApprox) -> f64 {
     }
 }
 
-pub fn reference(x: &[f64], p: &Params) -> Vec<f64> {
+pub fn reference(x: &[f64], p: &GeluParams) -> Vec<f64> {
     x.par_iter().map(|&v| reference_f64(v, p.gelu)).collect()
 }
 
@@ -52,8 +240,7 @@ pub fn gelu_f32<const FMA: bool>(x: f32, approx: GeluApprox) -> f32 {
 }
 
 // ---- reference ------------------------------------------------------------------------
-/// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
-pub(crate) fn run_reference(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+fn run_reference(p: &GeluParams, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let r = reference(&x.to_f64_vec()?, p);
     let t = Tensor::from_f64(&r, x.shape(), y.dtype())?;
     *y = t;
@@ -63,8 +250,7 @@ pub(crate) fn run_reference(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()
 // ---- manual: one pass per PyTorch op ------------------------------------------------------
 /// CPU: `0.5 * x * (1 + tanh(0.79788456 * (x + 0.044715 * x * x * x)))`, one parallel pass
 /// (and one f32 temporary) per op; the erf form is `0.5 * x * (1 + erf(x * 0.70710678))`.
-/// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
-pub(crate) fn run_manual_cpu(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+fn run_manual_cpu(p: &GeluParams, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let x = prim::to_f32(x)?;
     let out = match p.gelu {
         GeluApprox::Tanh => manual_tanh_f32(&x),
@@ -97,7 +283,7 @@ pub fn manual_erf_f32(x: &[f32]) -> Vec<f32> {
 
 /// CUDA: the same ops, one kernel launch each, f32 intermediates (a cast in and a cast out
 /// for 16-bit inputs). Tanh form: 9 launches, ~12 passes over n·4 bytes.
-pub fn run_manual_cuda(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+pub fn run_manual_cuda(p: &GeluParams, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let n = x.numel() as i64;
     let dt = x.dtype();
     let io = cuda_io(x, y)?;
@@ -105,7 +291,7 @@ pub fn run_manual_cuda(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let cfg = cfg_1d(n as u64, 256)?;
     let tmp = |what: &str| dev.alloc_bytes(n as usize * 4, what);
     // xf: x as f32 (a cast for 16-bit inputs, as `.float()` would be)
-    let xf_own = super::manual_x_f32(&dev, io.x, dt, n, cfg, "manual gelu: x as f32")?;
+    let xf_own = manual_x_f32(&dev, io.x, dt, n, cfg, "manual gelu: x as f32")?;
     let xf = xf_own.as_ref().unwrap_or(io.x);
     let mut a = tmp("manual gelu temporary")?;
     let mut b = tmp("manual gelu temporary")?;
@@ -184,7 +370,7 @@ pub fn run_manual_cuda(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 
 /// Every kernel symbol the manual CUDA GeLU may launch for a dtype.
 pub fn manual_symbols(dt: DType) -> Vec<String> {
-    super::with_casts(
+    with_casts(
         &[
             "mul_f32",
             "add_f32",
@@ -198,7 +384,7 @@ pub fn manual_symbols(dt: DType) -> Vec<String> {
 }
 
 // ---- hand-written CUDA ----------------------------------------------------------------------
-fn symbol(version: &str, p: &Params, dt: DType) -> String {
+fn symbol(version: &str, p: &GeluParams, dt: DType) -> String {
     format!("gelu_{version}_{}_{dt}", p.gelu.name())
 }
 
@@ -212,13 +398,13 @@ pub fn cuda_symbols(version: &'static str) -> impl Fn(DType) -> Vec<String> {
 }
 
 /// v1: one thread per element, 256 threads per block (the lecture's launch).
-pub fn run_v1_naive(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+pub fn run_v1_naive(p: &GeluParams, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let n = x.numel() as i64;
     let io = cuda_io(x, y)?;
     let cfg = cfg_1d(n as u64, 256)?;
     launch!(
         io.dev,
-        &GELU,
+        GELU,
         symbol("v1_naive", p, x.dtype()),
         cfg,
         [io.x, io.y, &n]
@@ -226,7 +412,7 @@ pub fn run_v1_naive(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     Ok(())
 }
 
-fn require_aligned(io: &super::launch::CudaIo, variant: &str) -> Result<()> {
+fn require_aligned(io: &crate::runtime::launch::CudaIo, variant: &str) -> Result<()> {
     if !aligned16(&io.dev, io.x) || !aligned16(&io.dev, io.y) {
         return Err(Error::UnsupportedShape {
             op: "gelu".into(),
@@ -238,7 +424,7 @@ fn require_aligned(io: &super::launch::CudaIo, variant: &str) -> Result<()> {
 }
 
 /// v2: one 16-byte pack per thread, 256 threads per block.
-pub fn run_v2_vec16(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+pub fn run_v2_vec16(p: &GeluParams, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let n = x.numel() as i64;
     let per_pack = (16 / x.dtype().size()) as u64;
     let io = cuda_io(x, y)?;
@@ -247,7 +433,7 @@ pub fn run_v2_vec16(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let cfg = cfg_1d(packs, 256)?;
     launch!(
         io.dev,
-        &GELU,
+        GELU,
         symbol("v2_vec16", p, x.dtype()),
         cfg,
         [io.x, io.y, &n]
@@ -256,7 +442,7 @@ pub fn run_v2_vec16(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 }
 
 /// v3: 256-thread blocks, each a contiguous tile of 4 packs per thread.
-pub fn run_v3_vec16_ilp(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+pub fn run_v3_vec16_ilp(p: &GeluParams, x: &Tensor, y: &mut Tensor) -> Result<()> {
     const UNROLL: u64 = 4;
     let n = x.numel() as i64;
     let per_pack = (16 / x.dtype().size()) as u64;
@@ -268,7 +454,7 @@ pub fn run_v3_vec16_ilp(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let cfg = cfg_1d(blocks * block as u64, block)?;
     launch!(
         io.dev,
-        &GELU,
+        GELU,
         symbol("v3_vec16_ilp", p, x.dtype()),
         cfg,
         [io.x, io.y, &n]
@@ -307,7 +493,7 @@ super::cpu_prims::avx2_twin!(avx2_only
 /// FMA, where LLVM's loop with FMA took half the elements an iteration and ran slower; f32 rows
 /// with FMA, which they gain from (docs/perf-notes.md, "gelu cpu").
 fn gelu_chunk<T: Element>(y: &mut [T], x: &[T], a: GeluApprox) {
-    if T::DTYPE == crate::dtype::DType::F32 {
+    if T::DTYPE == crate::runtime::dtype::DType::F32 {
         gelu_chunk_fma(y, x, a)
     } else {
         gelu_chunk_avx2(y, x, a)
@@ -315,8 +501,7 @@ fn gelu_chunk<T: Element>(y: &mut [T], x: &[T], a: GeluApprox) {
 }
 
 /// One parallel pass: read, convert to f32, GeLU, round, store.
-/// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
-pub(crate) fn run_cpu_fused(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+fn run_cpu_fused(p: &GeluParams, x: &Tensor, y: &mut Tensor) -> Result<()> {
     struct Fused(GeluApprox, usize);
     impl super::cpu_prims::SameTypeMap for Fused {
         fn map<T: Element>(&self, x: &[T], y: &mut [T]) {
@@ -329,6 +514,73 @@ pub(crate) fn run_cpu_fused(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()
     }
     super::cpu_prims::map_same_type("cpu/fused", x, y, Fused(p.gelu, x.numel()))
 }
+
+// ---- the registry's rows ------------------------------------------------------------------
+static VARIANTS: [Variant; 7] = [
+    Variant::new(
+        OP,
+        "reference",
+        Tier::Reference,
+        DeviceKind::Cpu,
+        "f64 on the CPU, PyTorch's formula: the oracle",
+        |p, x, y| run_reference(p.get()?, x[0], y),
+    )
+    .strided(),
+    Variant::new(
+        OP,
+        "manual",
+        Tier::Manual,
+        DeviceKind::Cpu,
+        "the lecture's manual_gelu: one parallel pass per primitive op, f32 temporaries",
+        |p, x, y| run_manual_cpu(p.get()?, x[0], y),
+    ),
+    Variant::new(
+        OP,
+        "manual",
+        Tier::Manual,
+        DeviceKind::Cuda,
+        "the lecture's manual_gelu: one kernel launch per primitive op (9 for tanh)",
+        |p, x, y| run_manual_cuda(p.get()?, x[0], y),
+    )
+    .kernels(&ELEMENTWISE, manual_symbols),
+    Variant::new(
+        OP,
+        "v1_naive",
+        Tier::Cuda,
+        DeviceKind::Cuda,
+        "the lecture's kernel: one thread per element, scalar loads",
+        |p, x, y| run_v1_naive(p.get()?, x[0], y),
+    )
+    .kernels(&SOURCE, |dt| cuda_symbols("v1_naive")(dt)),
+    Variant::new(
+        OP,
+        "v2_vec16",
+        Tier::Cuda,
+        DeviceKind::Cuda,
+        "one 16-byte pack per thread (ld/st.global.v4)",
+        |p, x, y| run_v2_vec16(p.get()?, x[0], y),
+    )
+    .kernels(&SOURCE, |dt| cuda_symbols("v2_vec16")(dt))
+    .vec16(),
+    Variant::new(
+        OP,
+        "v3_vec16_ilp",
+        Tier::Cuda,
+        DeviceKind::Cuda,
+        "a contiguous tile of 4 packs per thread, all loads in flight first",
+        |p, x, y| run_v3_vec16_ilp(p.get()?, x[0], y),
+    )
+    .kernels(&SOURCE, |dt| cuda_symbols("v3_vec16_ilp")(dt))
+    .vec16(),
+    Variant::new(
+        OP,
+        "fused",
+        Tier::Cpu,
+        DeviceKind::Cpu,
+        "one multi-threaded pass (rayon), f32 arithmetic",
+        |p, x, y| run_cpu_fused(p.get()?, x[0], y),
+    ),
+];
 
 #[cfg(test)]
 mod tests {

@@ -1,184 +1,49 @@
-//! The ops kernlab implements, one module each, every variant of an op in its module.
+//! The ops kernlab implements, one module each. Each module describes its op once (an
+//! [`OpDef`]: shapes, flags, inputs, reference, cost, sweep, PyTorch cases) and lists its
+//! variants (the registry's rows) beside their launchers; [`OPS`] registers them. The tools
+//! above iterate over these descriptors.
 
 pub mod cpu_prims;
 pub mod gelu;
-pub mod launch;
+pub mod linear;
 pub mod matmul;
-pub mod matmul_auto;
-pub mod matmul_cuda;
-pub mod matmul_sm90;
-pub mod matmul_vendor;
+mod op;
+pub mod primitives;
 pub mod softmax;
+mod variant;
 
-use serde::Serialize;
-use std::fmt;
-use std::str::FromStr;
+pub use op::*;
+pub use variant::*;
 
-/// An op family.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
-#[serde(rename_all = "lowercase")]
-pub enum Op {
-    Gelu,
-    Softmax,
-    /// `c = a·b` with `b = wᵀ` (w `[N, K]`, a Linear weight's layout): shape `M×N×K`.
-    Matmul,
-    /// `y = act(x·wᵀ + bias)`, the fused epilogue: shape `M×N×K`.
-    Linear,
-}
+/// Every op, in the lecture's order: the one registration list.
+pub static OPS: &[Op] = &[gelu::OP, softmax::OP, matmul::OP, linear::OP];
 
-impl Op {
-    pub const ALL: [Op; 4] = [Op::Gelu, Op::Softmax, Op::Matmul, Op::Linear];
-    pub fn name(self) -> &'static str {
-        match self {
-            Op::Gelu => "gelu",
-            Op::Softmax => "softmax",
-            Op::Matmul => "matmul",
-            Op::Linear => "linear",
-        }
+/// Rows (or blocks) of an `m`-row output for a sampled f64 reference: min(`want`, `m`)
+/// distinct rows, the first and the last among them where `want ≥ 2`, the rest spread over
+/// [0, m) from `seed`; sorted.
+pub fn sample_rows(m: usize, want: usize, seed: u64) -> Vec<usize> {
+    let want = want.min(m);
+    if want == m {
+        return (0..m).collect();
     }
-    /// Matmul and linear: inputs `[a, w(, bias)]`, shape `M×N×K`, compute-bound.
-    pub fn is_gemm(self) -> bool {
-        matches!(self, Op::Matmul | Op::Linear)
+    let mut rows = std::collections::BTreeSet::new();
+    if want >= 1 {
+        rows.insert(0);
     }
-    /// FLOPs per element, counted as PyTorch's formula spells them (for TFLOP/s figures).
-    pub fn flops_per_element(self) -> f64 {
-        match self {
-            // 0.5·x·(1 + tanh(k·(x + 0.044715·x³))): 3 mul, 1 add, 1 mul, tanh, 1 add, 2 mul
-            Op::Gelu => 9.0,
-            // max, subtract, exp, sum, divide
-            Op::Softmax => 5.0,
-            // GEMMs count 2·M·N·K (see bench::flops), not per element.
-            Op::Matmul | Op::Linear => 0.0,
-        }
+    if want >= 2 {
+        rows.insert(m - 1);
     }
-}
-
-impl fmt::Display for Op {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+    // xorshift64* from the seed (a zero state would stay zero): deterministic, spread over
+    // [0, m).
+    let mut s = seed ^ 0x9e37_79b9_7f4a_7c15;
+    if s == 0 {
+        s = 1;
     }
-}
-
-impl FromStr for Op {
-    type Err = crate::error::Error;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_lowercase().as_str() {
-            "gelu" => Ok(Op::Gelu),
-            "softmax" => Ok(Op::Softmax),
-            "matmul" | "gemm" => Ok(Op::Matmul),
-            "linear" => Ok(Op::Linear),
-            other => Err(crate::error::Error::UnknownOp(
-                other.to_string(),
-                Op::ALL
-                    .iter()
-                    .map(|o| o.name())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            )),
-        }
+    while rows.len() < want {
+        s ^= s >> 12;
+        s ^= s << 25;
+        s ^= s >> 27;
+        rows.insert((s.wrapping_mul(0x2545_f491_4f6c_dd1d) % m as u64) as usize);
     }
-}
-
-/// The lecture's tiers: five ways to write one function (plus the f64 oracle and the CPU).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
-#[serde(rename_all = "lowercase")]
-pub enum Tier {
-    /// f64 on the CPU: the oracle every test and bench run compares against.
-    Reference,
-    /// Composed from primitive kernels, one launch (or pass) per op, as eager PyTorch runs.
-    Manual,
-    /// Hand-written CUDA C, numbered versions.
-    Cuda,
-    /// The vendor's library (cuBLAS, cuBLASLt).
-    Vendor,
-    /// Fused, multi-threaded CPU loops.
-    Cpu,
-}
-
-impl fmt::Display for Tier {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Tier::Reference => "reference",
-            Tier::Manual => "manual",
-            Tier::Cuda => "cuda",
-            Tier::Vendor => "vendor",
-            Tier::Cpu => "cpu",
-        })
-    }
-}
-
-/// Which GeLU: the tanh approximation (PyTorch's `approximate="tanh"`) or the exact erf form.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum GeluApprox {
-    #[default]
-    Tanh,
-    Erf,
-}
-
-impl GeluApprox {
-    pub fn name(self) -> &'static str {
-        match self {
-            GeluApprox::Tanh => "tanh",
-            GeluApprox::Erf => "erf",
-        }
-    }
-}
-
-impl FromStr for GeluApprox {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "tanh" => Ok(GeluApprox::Tanh),
-            "erf" | "exact" | "none" => Ok(GeluApprox::Erf),
-            o => Err(format!(
-                "unknown GeLU approximation '{o}' (use tanh or erf)"
-            )),
-        }
-    }
-}
-
-/// The `manual` tier's kernel names, plus the casts in and out of f32 a 16-bit input needs.
-pub fn with_casts(names: &[&str], dt: crate::DType) -> Vec<String> {
-    let mut v: Vec<String> = names.iter().map(|s| s.to_string()).collect();
-    if dt != crate::DType::F32 {
-        v.push(format!("cast_to_f32_{dt}"));
-        v.push(format!("cast_from_f32_{dt}"));
-    }
-    v
-}
-
-/// The `manual` tier's x as f32, as `.float()` makes it: for a 16-bit x, a copy written by
-/// `cast_to_f32_{dt}` (one of [`with_casts`]; `what` names it in an out-of-memory error);
-/// `None` for an f32 x, which the caller reads as it is.
-pub(crate) fn manual_x_f32(
-    dev: &crate::device::CudaDevice,
-    x: &cudarc::driver::CudaSlice<u8>,
-    dt: crate::DType,
-    n: i64,
-    cfg: cudarc::driver::LaunchConfig,
-    what: &str,
-) -> crate::error::Result<Option<cudarc::driver::CudaSlice<u8>>> {
-    if dt == crate::DType::F32 {
-        return Ok(None);
-    }
-    let xf = dev.alloc_bytes(n as usize * 4, what)?;
-    crate::launch!(
-        dev,
-        &crate::kernels::ELEMENTWISE,
-        format!("cast_to_f32_{dt}"),
-        cfg,
-        [x, &xf, &n]
-    );
-    Ok(Some(xf))
-}
-
-/// Op parameters that are not tensors.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
-pub struct Params {
-    pub gelu: GeluApprox,
-    /// Softmax: write log_softmax (x − max − log Σ e^(x−max)) instead, from the same kernels.
-    pub log_softmax: bool,
-    /// Linear: the epilogue's activation after the bias (matmul ignores it).
-    pub act: matmul::Activation,
+    rows.into_iter().collect()
 }

@@ -1,6 +1,6 @@
 //! Shared test helpers: the device under test, or a one-line skip.
 
-use kernlab::device::{self, nvrtc, CudaDevice};
+use kernlab::runtime::device::{self, nvrtc, CudaDevice};
 use kernlab::Device;
 use std::sync::{Arc, OnceLock};
 

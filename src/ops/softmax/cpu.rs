@@ -199,7 +199,7 @@ fn rows_split<T: Element>(x: &[T], y: &mut [T], cols: usize, ldx: usize, log: bo
 /// The fused CPU softmax (log_softmax with `p.log_softmax`), every row of `x` into the
 /// contiguous `y`. Outputs under ~1.2e-38 come out 0 ([`prim::exp_f32`]).
 /// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
-pub(crate) fn run_cpu_fused(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+pub(crate) fn run_cpu_fused(p: &SoftmaxParams, x: &Tensor, y: &mut Tensor) -> Result<()> {
     struct Fused {
         rows: usize,
         cols: usize,
@@ -322,10 +322,7 @@ mod tests {
             let xs: Vec<f64> = (0..rows)
                 .flat_map(|r| x[r * ldx..r * ldx + cols].iter().map(|v| v.to_f64()))
                 .collect();
-            let p = Params {
-                log_softmax: log,
-                ..Params::default()
-            };
+            let p = SoftmaxParams { log_softmax: log };
             let want = reference(&xs, cols, &p);
             for split in [false, true] {
                 let mut y = vec![T::from_f64(f64::NAN); rows * cols];
@@ -335,7 +332,7 @@ mod tests {
                     rows_whole(&x, &mut y, cols, ldx, log)
                 }
                 let got: Vec<f64> = y.iter().map(|v| v.to_f64()).collect();
-                let c = crate::validate::compare(&got, &want, cols, T::DTYPE);
+                let c = crate::check::compare::compare(&got, &want, cols, T::DTYPE);
                 assert!(
                     c.passed,
                     "{} {cols} cols (ldx {ldx}) log {log} split {split}: {c:?}",

@@ -101,13 +101,13 @@ pub fn v11_config(
 /// cap, itself at most 24) with one CTA on every SM, then [`v11_config`]'s rule; its refusal
 /// as an error.
 pub fn v11_plan(
-    dev: &crate::device::CudaDevice,
+    dev: &crate::runtime::device::CudaDevice,
     name: &str,
     packs: usize,
     rows: usize,
     tuning: V11Tuning,
 ) -> Result<V11Config> {
-    let f = dev.function(&SOFTMAX, name)?;
+    let f = dev.function(&SOURCE, name)?;
     let chunk_bytes = tuning.chunk * 16;
     let room = dev
         .props
@@ -134,7 +134,7 @@ pub fn v11_plan(
 /// by a bulk copy into shared memory, reduced and published, and written once its row's
 /// chunks have all been published. The default run: the configuration `kernlab autotune`
 /// cached for this input's bucket, else [`V11Tuning::DEFAULT`].
-pub fn run_v11_deal(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+pub fn run_v11_deal(p: &SoftmaxParams, x: &Tensor, y: &mut Tensor) -> Result<()> {
     match cached_tuning("v11_deal", x) {
         Some(Tuning::V11(t)) => run_v11_tuned(p, x, y, t),
         _ => run_v11_tuned(p, x, y, V11Tuning::DEFAULT),
@@ -142,7 +142,12 @@ pub fn run_v11_deal(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 }
 
 /// v11 in the tuning given; a chunk size it was not built for is refused.
-pub fn run_v11_tuned(p: &Params, x: &Tensor, y: &mut Tensor, tuning: V11Tuning) -> Result<()> {
+pub fn run_v11_tuned(
+    p: &SoftmaxParams,
+    x: &Tensor,
+    y: &mut Tensor,
+    tuning: V11Tuning,
+) -> Result<()> {
     check_rows(x)?;
     let (io, r) = rows_io(x, y)?;
     require_bulk_copies("v11_deal", &io)?;
@@ -177,7 +182,7 @@ pub fn run_v11_tuned(p: &Params, x: &Tensor, y: &mut Tensor, tuning: V11Tuning) 
             let (hdr, cnt, states, rowst) = (&*hdr, &*cnt, &*states, &*rowst);
             crate::launch_cooperative!(
                 io.dev,
-                &SOFTMAX,
+                &SOURCE,
                 name,
                 cfg,
                 [

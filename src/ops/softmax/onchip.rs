@@ -57,7 +57,7 @@ impl SmLimits {
         smem_optin: 232_448,
     };
 
-    pub fn of(props: &crate::device::cuda::DeviceProps) -> SmLimits {
+    pub fn of(props: &crate::runtime::device::cuda::DeviceProps) -> SmLimits {
         SmLimits {
             regs: props.regs_per_sm as usize,
             threads: props.max_threads_per_sm as usize,
@@ -263,7 +263,7 @@ pub fn v8_shape(
 
 /// The widest row v8 holds on a device (elements): 16 CTAs' worth on sm_90 (clusters), one
 /// CTA's elsewhere.
-pub fn v8_max_cols(dt: DType, props: &crate::device::cuda::DeviceProps) -> usize {
+pub fn v8_max_cols(dt: DType, props: &crate::runtime::device::cuda::DeviceProps) -> usize {
     let c = if props.compute_capability.0 >= 9 {
         16
     } else {
@@ -275,7 +275,7 @@ pub fn v8_max_cols(dt: DType, props: &crate::device::cuda::DeviceProps) -> usize
 /// v8: a row per CTA (or per cluster of C CTAs on sm_90), held in registers and shared
 /// memory; clusters merge (max, sum) through DSMEM. The default run: the configuration
 /// `kernlab autotune` cached for this input's bucket, else [`V8Tuning::DEFAULT`].
-pub fn run_v8_onchip(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+pub fn run_v8_onchip(p: &SoftmaxParams, x: &Tensor, y: &mut Tensor) -> Result<()> {
     match cached_tuning("v8_onchip", x) {
         Some(Tuning::V8(t)) => run_v8_tuned(p, x, y, t),
         _ => run_v8_tuned(p, x, y, V8Tuning::DEFAULT),
@@ -283,7 +283,7 @@ pub fn run_v8_onchip(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 }
 
 /// v8 in the tuning given.
-pub fn run_v8_tuned(p: &Params, x: &Tensor, y: &mut Tensor, tuning: V8Tuning) -> Result<()> {
+pub fn run_v8_tuned(p: &SoftmaxParams, x: &Tensor, y: &mut Tensor, tuning: V8Tuning) -> Result<()> {
     check_rows(x)?;
     let (io, r) = rows_io(x, y)?;
     let refuse = |why: String| unsupported("v8_onchip", why);
@@ -319,8 +319,8 @@ pub fn run_v8_tuned(p: &Params, x: &Tensor, y: &mut Tensor, tuning: V8Tuning) ->
     } else {
         format!("softmax_v8_onchip_{}", x.dtype())
     };
-    let f = io.dev.function(&SOFTMAX, &name)?;
-    crate::ops::launch::allow_dynamic_smem(&io.dev, &f, &name, smem)?;
+    let f = io.dev.function(&SOURCE, &name)?;
+    crate::runtime::launch::allow_dynamic_smem(&io.dev, &f, &name, smem)?;
     let cfg = LaunchConfig {
         grid_dim: (grid as u32, 1, 1),
         block_dim: (threads as u32, 1, 1),
@@ -328,17 +328,17 @@ pub fn run_v8_tuned(p: &Params, x: &Tensor, y: &mut Tensor, tuning: V8Tuning) ->
     };
     if c == 1 {
         let (rows, cols, lg, cs) = (r.rows as i32, r.cols as i32, p.log_softmax as i32, 1i32);
-        note_row_launch(|| RowLaunch::new(&name, cfg, &r, lg, Some(cs)));
+        note_launch(|| row_launch(&name, cfg, &r, lg, Some(cs)));
         launch!(
             io.dev,
-            &SOFTMAX,
+            &SOURCE,
             name,
             cfg,
             [io.x, io.y, &rows, &cols, &r.ldx, &r.ldy, &lg, &cs]
         );
         return Ok(());
     }
-    if crate::ops::launch::max_active_clusters(&io.dev, &f, &name, cfg, c as u32)? == 0 {
+    if crate::runtime::launch::max_active_clusters(&io.dev, &f, &name, cfg, c as u32)? == 0 {
         return Err(refuse(format!(
             "this GPU cannot place a cluster of {c} CTAs of {threads} threads and {} KB of shared memory each (use v6_split or auto)",
             smem >> 10
@@ -488,12 +488,12 @@ pub fn v9_smem(optin: usize, per_sm: usize) -> usize {
 /// many of those the GPU holds at once (the driver's occupancy figure × SMs, for its plain
 /// kernel), with the shared-memory opt-in set.
 fn v9_resident(
-    dev: &crate::device::CudaDevice,
+    dev: &crate::runtime::device::CudaDevice,
     dt: DType,
     per_sm: usize,
 ) -> Result<(usize, usize, usize)> {
     let name = format!("softmax_v9_gridsync_{dt}");
-    let f = dev.function(&SOFTMAX, &name)?;
+    let f = dev.function(&SOURCE, &name)?;
     let (threads, smem) = (
         V9_THREADS / per_sm,
         v9_smem(dev.props.max_smem_per_block_optin, per_sm),
@@ -506,7 +506,7 @@ fn v9_resident(
 /// The widest row v9 holds on this device in its default tuning (elements): every resident
 /// CTA's registers and shared memory. `None` when the kernel cannot be loaded or the occupancy
 /// query fails.
-pub fn v9_max_cols(dev: &crate::device::CudaDevice, dt: DType) -> Option<usize> {
+pub fn v9_max_cols(dev: &crate::runtime::device::CudaDevice, dt: DType) -> Option<usize> {
     let (threads, smem, n) = v9_resident(dev, dt, V9Tuning::DEFAULT.ctas_per_sm()).ok()?;
     Some(v9_cols_held(n, threads, smem, 16 / dt.size()))
 }
@@ -522,7 +522,7 @@ fn v9_cols_held(resident: usize, threads: usize, smem: usize, pack: usize) -> us
 /// does; a persistent grid of groups of G CTAs walks the rows. The default run: the
 /// configuration `kernlab autotune` cached for this input's bucket, else
 /// [`V9Tuning::DEFAULT`].
-pub fn run_v9_gridsync(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+pub fn run_v9_gridsync(p: &SoftmaxParams, x: &Tensor, y: &mut Tensor) -> Result<()> {
     match cached_tuning("v9_gridsync", x) {
         Some(Tuning::V9(t)) => run_v9_tuned(p, x, y, t),
         _ => run_v9_tuned(p, x, y, V9Tuning::DEFAULT),
@@ -530,14 +530,14 @@ pub fn run_v9_gridsync(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
 }
 
 /// v9 in the tuning given (a forced form runs wherever it can, else the plain form).
-pub fn run_v9_tuned(p: &Params, x: &Tensor, y: &mut Tensor, tuning: V9Tuning) -> Result<()> {
+pub fn run_v9_tuned(p: &SoftmaxParams, x: &Tensor, y: &mut Tensor, tuning: V9Tuning) -> Result<()> {
     run_v9_form(p, x, y, tuning, false)
 }
 
 /// v9's smpair form (ping-pong with SM-paired places), refused where it cannot run: before
 /// sm_90, rows with a scalar head or tail (odd widths), rows in one CTA, an odd number of
 /// groups, or a grid that is not two CTAs on every SM.
-pub fn run_v9_smpair(p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+pub fn run_v9_smpair(p: &SoftmaxParams, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let t = V9Tuning {
         pingpong: Some(true),
         smpair: Some(true),
@@ -561,7 +561,7 @@ pub struct V9Plan {
 /// rows of whole 16-byte packs on 16-byte boundaries (no scalar head or tail). Refused
 /// (UnsupportedShape) where every resident CTA together cannot hold a row.
 pub fn v9_plan(
-    dev: &crate::device::CudaDevice,
+    dev: &crate::runtime::device::CudaDevice,
     dt: DType,
     rows: usize,
     cols: usize,
@@ -584,7 +584,7 @@ pub fn v9_plan(
     // The driver's count of kernel `sym`'s CTAs an SM holds at this size; `None` if it cannot
     // be loaded or asked.
     let per_sm = |sym: &str| -> Option<usize> {
-        let f = dev.function(&SOFTMAX, sym).ok()?;
+        let f = dev.function(&SOURCE, sym).ok()?;
         smem_blocks_per_sm(dev, &f, sym, c.threads, c.smem).ok()
     };
     let sms = dev.props.sm_count as usize;
@@ -619,7 +619,7 @@ pub fn v9_plan(
 
 /// v9 as `tuning` has it; with `only_smpair`, refused unless that is the smpair form.
 fn run_v9_form(
-    p: &Params,
+    p: &SoftmaxParams,
     x: &Tensor,
     y: &mut Tensor,
     tuning: V9Tuning,
@@ -997,7 +997,7 @@ mod tests {
     fn v9_s_pairing_slots_match_the_kernel_s() {
         // kernels/softmax.cu: KL_V9_PAIRING_SLOTS = (KL_V9_PAIRING_WORDS · 4 + 15) / 16 with
         // KL_V9_PAIRING_WORDS = 1 + 2 · KL_V9_SMS.
-        let src = crate::kernels::SOFTMAX.src;
+        let src = super::SOURCE.src;
         let define = |name: &str| -> usize {
             let line = src
                 .lines()

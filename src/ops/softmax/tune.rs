@@ -6,8 +6,9 @@
 //! `auto` runs the cached overall winner in its configuration.
 
 use super::*;
-use crate::autotune::{self, Candidate};
-use crate::device::CudaDevice;
+use crate::ops::Candidate;
+use crate::runtime::device::CudaDevice;
+use crate::runtime::tuning;
 
 /// v3's tuning: K, the slots (16-byte packs, or elements) a thread holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -212,7 +213,7 @@ pub fn known_config(variant: &str, config: &str) -> Option<&'static str> {
 }
 
 /// Run a version in a tuning.
-pub fn run_tuning(t: Tuning, p: &Params, x: &Tensor, y: &mut Tensor) -> Result<()> {
+pub fn run_tuning(t: Tuning, p: &SoftmaxParams, x: &Tensor, y: &mut Tensor) -> Result<()> {
     match t {
         Tuning::V3(t) => run_v3_tuned(p, x, y, t),
         Tuning::V8(t) => run_v8_tuned(p, x, y, t),
@@ -227,7 +228,7 @@ pub fn run_tuning(t: Tuning, p: &Params, x: &Tensor, y: &mut Tensor) -> Result<(
 pub fn run_config(
     variant: &str,
     config: &str,
-    p: &Params,
+    p: &SoftmaxParams,
     x: &Tensor,
     y: &mut Tensor,
 ) -> Result<()> {
@@ -247,12 +248,12 @@ pub fn run_config(
 /// shape bucket, where the cache names one of the version's configurations.
 pub(super) fn cached_tuning(variant: &str, x: &Tensor) -> Option<Tuning> {
     let dev = x.device();
-    let e = autotune::lookup(
+    let e = tuning::lookup(
         dev.cuda()?,
-        crate::ops::Op::Softmax,
+        "softmax",
         variant,
         x.dtype(),
-        x.shape(),
+        &OP.bucket(x.shape()),
     )?;
     configs(variant)
         .iter()
@@ -263,14 +264,17 @@ pub(super) fn cached_tuning(variant: &str, x: &Tensor) -> Option<Tuning> {
 /// Every (version, configuration) `kernlab autotune softmax` measures on this device, as
 /// candidates the tuner can run (`only`: restrict to these versions). A version that needs a
 /// newer architecture than the device's is left out.
-pub fn candidates(dev: &CudaDevice, only: Option<&[String]>) -> Result<Vec<Candidate>> {
-    let op = crate::ops::Op::Softmax;
+pub fn candidates(
+    dev: &std::sync::Arc<CudaDevice>,
+    _dtype: DType,
+    only: Option<&[String]>,
+) -> Result<Vec<Candidate>> {
     let mut out = Vec::new();
     for v in AUTO_CANDIDATES {
         if only.is_some_and(|o| !o.iter().any(|n| n == v)) {
             continue;
         }
-        let variant = crate::registry::find(op, v, crate::DeviceKind::Cuda)?;
+        let variant = crate::ops::find(OP, v, DeviceKind::Cuda)?;
         if variant.min_arch / 10 > dev.props.compute_capability.0 as u32 {
             continue;
         }
@@ -278,7 +282,7 @@ pub fn candidates(dev: &CudaDevice, only: Option<&[String]>) -> Result<Vec<Candi
             out.push(Candidate {
                 variant: v,
                 config: name.to_string(),
-                run: Box::new(move |p, x, y| run_config(v, name, p, x[0], y)),
+                run: Box::new(move |p, x, y| run_config(v, name, p.get()?, x[0], y)),
             });
         }
     }
@@ -344,7 +348,7 @@ mod tests {
         assert_eq!(known_config("v2_warp_row", "default"), None);
         let x = Tensor::empty(&[2, 8], DType::F32, &crate::Device::Cpu).unwrap();
         let mut y = Tensor::empty(&[2, 8], DType::F32, &crate::Device::Cpu).unwrap();
-        let e = run_config("v8_onchip", "k4", &Params::default(), &x, &mut y).unwrap_err();
+        let e = run_config("v8_onchip", "k4", &SoftmaxParams::default(), &x, &mut y).unwrap_err();
         assert!(
             e.to_string().contains("no configuration 'k4'") && e.to_string().contains("no_fill"),
             "{e}"

@@ -1,0 +1,243 @@
+//! Linear: `y = act(x·wᵀ + bias)`, the fused epilogue of the lecture's MLP layer — x `[M, K]`,
+//! w `[N, K]` (a Linear weight), bias `[N]`, shape `M×N×K`. Every matmul kernel runs it, the
+//! bias and the activation applied to the f32 accumulator before the single store (see
+//! `ops::matmul`); `manual` composes it as eager PyTorch does.
+
+use super::matmul::{auto, cuda, sm90};
+use super::matmul::{
+    auto_symbols, def, faer_f32, gemm_args, gemm_call, gemm_rows, run_cpu_faer, run_reference,
+    vendor, Activation, Gemm, GemmParams,
+};
+use super::primitives::ELEMENTWISE;
+use super::{
+    Compare, Flag, FlagKind, FlagValues, Grammar, Op, OpDef, Params, SweepDefault, Tier,
+    TorchCases, Tuning, Variant, HALF_DTYPES,
+};
+use crate::runtime::device::DeviceKind;
+use crate::runtime::dtype::DType;
+use crate::runtime::error::{Error, Result};
+use crate::runtime::tensor::Tensor;
+
+/// The op's handle.
+pub const OP: Op = Op(&Linear);
+
+struct Linear;
+
+static FLAGS: [Flag; 1] = [Flag {
+    name: "activation",
+    help:
+        "Linear: the activation after the bias in the fused epilogue: gelu-tanh, gelu-erf or none",
+    kind: FlagKind::Value {
+        value_name: "ACT",
+        default: "gelu-tanh",
+        values: Some(&["gelu-tanh", "gelu-erf", "none"]),
+    },
+}];
+
+impl OpDef for Linear {
+    fn name(&self) -> &'static str {
+        "linear"
+    }
+    fn about(&self) -> &'static str {
+        "y = act(x·wᵀ + bias), the fused epilogue: shape M×N×K"
+    }
+    fn grammar(&self) -> Grammar {
+        Grammar::Gemm
+    }
+    fn default_shape(&self, device: DeviceKind) -> Vec<usize> {
+        def::default_shape(device)
+    }
+    fn default_sweep(&self, device: DeviceKind) -> SweepDefault {
+        def::default_sweep(device)
+    }
+    fn flags(&self) -> &'static [Flag] {
+        &FLAGS
+    }
+    fn params(&self, flags: &FlagValues) -> Result<Params> {
+        let act = match flags.get("activation") {
+            Some(s) => s.parse().map_err(Error::Invalid)?,
+            None => Activation::GeluTanh,
+        };
+        Ok(Params::new(GemmParams { act, bias: true }))
+    }
+    fn check_shape(&self, shape: &[usize], row_stride: Option<usize>) -> Result<()> {
+        def::check_shape("linear", shape, row_stride)
+    }
+    fn input_shapes(&self, shape: &[usize]) -> Vec<Vec<usize>> {
+        def::input_shapes(shape, true)
+    }
+    fn inputs(
+        &self,
+        shape: &[usize],
+        dtype: DType,
+        seed: u64,
+        _: Option<usize>,
+    ) -> Result<Vec<Tensor>> {
+        def::inputs("linear", shape, dtype, seed, true)
+    }
+    fn out_shape(&self, shape: &[usize]) -> Vec<usize> {
+        def::out_shape(shape)
+    }
+    fn call_out_shape(&self, inputs: &[&Tensor]) -> Vec<usize> {
+        vec![
+            inputs[0].shape()[0],
+            inputs.get(1).map_or(0, |w| w.shape()[0]),
+        ]
+    }
+    fn reference_block_count(&self, shape: &[usize], _: usize) -> usize {
+        def::reference_block_count(shape)
+    }
+    fn reference_blocks(&self, shape: &[usize], seed: u64, _: usize) -> Option<Vec<usize>> {
+        def::reference_blocks(shape, seed)
+    }
+    fn reference_input_elems(&self, shape: &[usize], rows: usize) -> usize {
+        def::reference_input_elems(shape, rows)
+    }
+    fn reference(&self, inputs: &[Tensor], rows: Option<&[usize]>, p: &Params) -> Result<Vec<f64>> {
+        def::reference(inputs, rows, p)
+    }
+    fn compare(&self) -> Compare {
+        Compare::RowsL2
+    }
+    fn min_bytes(&self, shape: &[usize], dtype: DType) -> usize {
+        def::min_bytes(shape, dtype, true)
+    }
+    fn flops(&self, shape: &[usize]) -> f64 {
+        def::flops(shape)
+    }
+    fn variants(&self) -> &'static [Variant] {
+        &VARIANTS
+    }
+    fn check_call(&self, v: &Variant, p: &Params, inputs: &[&Tensor], y: &Tensor) -> Result<()> {
+        gemm_args(v, p, inputs, y).map(|_| ())
+    }
+    fn vendor_variant(&self) -> Option<&'static str> {
+        Some("cublaslt")
+    }
+    fn torch(&self) -> Option<TorchCases> {
+        Some(TorchCases {
+            op: "linear",
+            args: |p| {
+                let g = p.get::<GemmParams>().map_err(|e| e.to_string())?;
+                Ok(vec!["--activation".into(), g.act.name().into()])
+            },
+        })
+    }
+    fn tuning(&self) -> Option<Tuning> {
+        Some(def::tuning(|d, dt, only| auto::candidates(OP, dt, d, only)))
+    }
+}
+
+/// `manual` on the CPU: the lecture's eager composition — the product (faer), then the bias
+/// add, then the manual GeLU (one parallel pass per primitive op, f32 temporaries).
+fn run_manual_cpu(g: &Gemm, c: &mut Tensor) -> Result<()> {
+    use crate::ops::cpu_prims as prim;
+    let a = prim::to_f32(g.a)?;
+    let w = prim::to_f32(g.w)?;
+    let mut y = faer_f32(&a, &w, g.m, g.n, g.k);
+    if let Some(b) = g.bias {
+        let b = prim::to_f32(b)?;
+        y = prim::broadcast_cols(&y, &b, g.n, |x, b| x + b);
+    }
+    let y = match g.act {
+        Activation::None => y,
+        Activation::GeluTanh => crate::ops::gelu::manual_tanh_f32(&y),
+        Activation::GeluErf => crate::ops::gelu::manual_erf_f32(&y),
+    };
+    prim::store_f32(c, &y)
+}
+
+// ---- manual on CUDA ----------------------------------------------------------------------
+
+/// `manual` on CUDA, as eager PyTorch runs `gelu(x @ w.t() + b)`: the product (cuBLAS, one
+/// launch), the bias add (one launch, in the dtype), then the lecture's manual GeLU (one
+/// launch per primitive op, f32 intermediates). Each step writes its result to memory.
+fn run_manual_cuda(g: &Gemm, c: &mut Tensor) -> Result<()> {
+    use crate::ops::gelu::{self, GeluApprox, GeluParams};
+    let dev =
+        g.a.device()
+            .cuda()
+            .cloned()
+            .ok_or_else(|| Error::Invalid("manual CUDA linear was handed CPU tensors".into()))?;
+    let device = g.a.device();
+    let plain = Gemm {
+        bias: None,
+        act: Activation::None,
+        ..*g
+    };
+    let approx = match g.act {
+        Activation::None => None,
+        Activation::GeluTanh => Some(GeluApprox::Tanh),
+        Activation::GeluErf => Some(GeluApprox::Erf),
+    };
+    if g.bias.is_none() && approx.is_none() {
+        return vendor::run_cublas(&plain, c);
+    }
+    let mut prod = Tensor::empty(&[g.m, g.n], g.dtype(), &device)?;
+    vendor::run_cublas(&plain, &mut prod)?;
+    let biased = match g.bias {
+        None => prod,
+        Some(b) => {
+            let mut out = if approx.is_none() {
+                None
+            } else {
+                Some(Tensor::empty(&[g.m, g.n], g.dtype(), &device)?)
+            };
+            {
+                let dst = out.as_mut().unwrap_or(c);
+                let n = (g.m * g.n) as i64;
+                let cols = g.n as i32;
+                let cfg = crate::runtime::launch::cfg_1d(n as u64, 256)?;
+                let (x, bb) = (
+                    prod.cuda_buf()
+                        .ok_or_else(|| Error::Invalid("not on CUDA".into()))?,
+                    b.cuda_buf()
+                        .ok_or_else(|| Error::Invalid("bias not on CUDA".into()))?,
+                );
+                let y = dst
+                    .cuda_buf_mut()
+                    .ok_or_else(|| Error::Invalid("output not on CUDA".into()))?;
+                crate::launch!(
+                    dev,
+                    &ELEMENTWISE,
+                    format!("add_bias_{}", g.dtype()),
+                    cfg,
+                    [x, bb, y, &n, &cols]
+                );
+            }
+            match out {
+                None => return Ok(()),
+                Some(t) => t,
+            }
+        }
+    };
+    let p = GeluParams {
+        gelu: approx.unwrap_or_default(),
+    };
+    gelu::run_manual_cuda(&p, &biased, c)
+}
+
+/// The kernels `manual` on CUDA launches besides cuBLAS's own: the bias add and the manual
+/// GeLU's primitives (both GeLU forms).
+fn manual_symbols(dt: DType) -> Vec<String> {
+    let mut v = vec![format!("add_bias_{dt}")];
+    v.extend(crate::ops::gelu::manual_symbols(dt));
+    v
+}
+
+// ---- the registry's rows ------------------------------------------------------------------
+/// Linear's rows: the manual composition, then the rows every GEMM op has.
+static VARIANTS: [Variant; 13] = {
+    let rows = gemm_rows!(OP);
+    [
+        Variant::new(OP, "manual", Tier::Manual, DeviceKind::Cpu,
+            "eager composition: faer product, then the bias add, then the manual GeLU, one pass each",
+            |p, x, y| gemm_call(run_manual_cpu, p, x, y)),
+        Variant::new(OP, "manual", Tier::Manual, DeviceKind::Cuda,
+            "eager composition: cuBLAS product, bias-add kernel, then the manual GeLU's launches",
+            |p, x, y| gemm_call(run_manual_cuda, p, x, y))
+            .kernels(&ELEMENTWISE, manual_symbols),
+        rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], rows[6], rows[7], rows[8], rows[9],
+        rows[10],
+    ]
+};

@@ -1,0 +1,776 @@
+//! Matmul and linear: `c[M,N] = act(a[M,K] · w[N,K]ᵀ + bias[N])`.
+//!
+//! One layout everywhere: `a` row-major (K contiguous), `w` stored as PyTorch stores a Linear
+//! weight (out × in, K contiguous), `c` row-major. `matmul(a, b)` is the same computation with
+//! `b = wᵀ` (so `b` is a `[K, N]` column-major view of a contiguous `[N, K]` tensor, as
+//! `w.t()` is in PyTorch); `linear(x, w, bias, act)` adds the fused epilogue. Every hand
+//! kernel shares one epilogue (bias, then GeLU tanh / erf / none), applied to the f32
+//! accumulator before the single store.
+
+pub mod auto;
+pub mod cuda;
+pub mod sm90;
+pub mod vendor;
+
+use super::{
+    Compare, FlagValues, Grammar, Op, OpDef, OpParams, Params, SweepDefault, Tier, TorchCases,
+    Tuning, Variant, HALF_DTYPES,
+};
+use crate::runtime::device::{Device, DeviceKind};
+use crate::runtime::dtype::DType;
+use crate::runtime::error::{Error, Result};
+use crate::runtime::tensor::{shape_str, Init, Tensor};
+use serde::Serialize;
+use std::str::FromStr;
+
+/// The op's handle.
+pub const OP: Op = Op(&Matmul);
+
+/// The epilogue's activation. Kernels receive it as an `int` (`code`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Activation {
+    #[default]
+    None,
+    /// PyTorch's `gelu(approximate="tanh")`.
+    GeluTanh,
+    /// PyTorch's exact `gelu` (erf).
+    GeluErf,
+}
+
+impl Activation {
+    /// The value the kernels' `act` parameter takes: 0 none, 1 GeLU tanh, 2 GeLU erf.
+    pub fn code(self) -> i32 {
+        match self {
+            Activation::None => 0,
+            Activation::GeluTanh => 1,
+            Activation::GeluErf => 2,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Activation::None => "none",
+            Activation::GeluTanh => "gelu-tanh",
+            Activation::GeluErf => "gelu-erf",
+        }
+    }
+}
+
+impl FromStr for Activation {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "none" | "identity" => Ok(Activation::None),
+            "gelu" | "gelu-tanh" | "tanh" => Ok(Activation::GeluTanh),
+            "gelu-erf" | "erf" => Ok(Activation::GeluErf),
+            o => Err(format!(
+                "unknown activation '{o}' (use none, gelu-tanh or gelu-erf)"
+            )),
+        }
+    }
+}
+
+/// The operands of one call, already checked: `a` `[M, K]` row-major, `w` `[N, K]` row-major
+/// (contiguous), `bias` `[N]` or none, all of one dtype on one device; `c` is `[M, N]`.
+#[derive(Clone, Copy)]
+pub struct Gemm<'a> {
+    pub a: &'a Tensor,
+    pub w: &'a Tensor,
+    pub bias: Option<&'a Tensor>,
+    pub act: Activation,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+}
+
+impl<'a> Gemm<'a> {
+    pub fn dtype(&self) -> DType {
+        self.a.dtype()
+    }
+}
+
+/// A hand variant's launcher: compute `c = act(a·wᵀ + bias)` into the contiguous `c`.
+pub type GemmFn = fn(&Gemm, &mut Tensor) -> Result<()>;
+
+/// The GEMM ops' parameters: whether the epilogue adds a bias, and its activation after it
+/// (linear's; matmul has neither).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct GemmParams {
+    pub act: Activation,
+    pub bias: bool,
+}
+
+impl OpParams for GemmParams {
+    fn form(&self) -> Option<String> {
+        self.bias.then(|| format!("bias + {}", self.act.name()))
+    }
+}
+
+/// The checked GEMM operands of a call: `[a, w]` or `[a, w, bias]`: a `[M, K]`, w `[N, K]` (a
+/// Linear weight), bias `[N]`, y `[M, N]`, one dtype, one device, all contiguous; matmul
+/// takes no bias.
+pub fn gemm_args<'a>(
+    v: &Variant,
+    p: &Params,
+    inputs: &[&'a Tensor],
+    y: &Tensor,
+) -> Result<Gemm<'a>> {
+    let op = v.op.to_string();
+    let (a, w, bias) = match inputs {
+        [a, w] => (*a, *w, None),
+        [a, w, b] => (*a, *w, Some(*b)),
+        _ => {
+            return Err(Error::Invalid(format!(
+                "{} takes [a, w] or [a, w, bias], got {} tensors",
+                v.id(),
+                inputs.len()
+            )))
+        }
+    };
+    let act = p.get::<GemmParams>()?.act;
+    if v.op == OP && bias.is_some() {
+        return Err(Error::Invalid(
+            "matmul takes no bias; use linear for a fused bias (and activation)".into(),
+        ));
+    }
+    let (m, n, k) = dims(&op, a, w)?;
+    if let Some(b) = bias {
+        if b.shape() != [n] {
+            return Err(Error::ShapeMismatch {
+                op,
+                why: format!("bias must be [N] = [{n}], got {:?}", b.shape()),
+            });
+        }
+    }
+    if m == 0 || n == 0 || k == 0 {
+        return Err(Error::EmptyTensor {
+            op,
+            shape: vec![m, n, k],
+        });
+    }
+    let operands = [
+        ("operand a", Some(a)),
+        ("operand w", Some(w)),
+        ("bias", bias),
+        ("output", Some(y)),
+    ];
+    for (name, t) in operands.into_iter().filter_map(|(n, t)| Some((n, t?))) {
+        v.check_dtype_device(t)?;
+        if t.dtype() != a.dtype() {
+            return Err(Error::ShapeMismatch {
+                op,
+                why: format!(
+                    "every operand must have one dtype: a is {}, {name} is {}",
+                    a.dtype(),
+                    t.dtype()
+                ),
+            });
+        }
+        if !t.is_contiguous() {
+            return Err(v.not_contiguous(t, name));
+        }
+    }
+    if y.shape() != [m, n] {
+        return Err(Error::ShapeMismatch {
+            op,
+            why: format!("output must be [M, N] = [{m}, {n}], got {:?}", y.shape()),
+        });
+    }
+    Ok(Gemm {
+        a,
+        w,
+        bias,
+        act,
+        m,
+        n,
+        k,
+    })
+}
+
+/// A registry row's run: the call's GEMM operands (checked already), then `f`.
+pub fn gemm_call(f: GemmFn, p: &Params, inputs: &[&Tensor], y: &mut Tensor) -> Result<()> {
+    let (a, w) = (inputs[0], inputs[1]);
+    let (m, n, k) = dims("gemm", a, w)?;
+    let g = Gemm {
+        a,
+        w,
+        bias: inputs.get(2).copied(),
+        act: p.get::<GemmParams>()?.act,
+        m,
+        n,
+        k,
+    };
+    f(&g, y)
+}
+
+/// `(M, N, K)` from `a [M, K]` and `w [N, K]`, with a clear error when they disagree.
+pub fn dims(op: &str, a: &Tensor, w: &Tensor) -> Result<(usize, usize, usize)> {
+    let (sa, sw) = (a.shape(), w.shape());
+    if sa.len() != 2 || sw.len() != 2 || sa[1] != sw[1] {
+        return Err(Error::ShapeMismatch {
+            op: op.to_string(),
+            why: format!(
+                "a must be [M, K] and w [N, K] with the same K; got a {sa:?} and w {sw:?}"
+            ),
+        });
+    }
+    Ok((sa[0], sw[0], sa[1]))
+}
+
+// ---- device buffers of a CUDA GEMM --------------------------------------------------------
+
+/// The device and buffers of one CUDA GEMM (every CUDA tier's launcher starts from these).
+pub(crate) struct GemmBufs<'a> {
+    pub dev: std::sync::Arc<crate::runtime::device::CudaDevice>,
+    pub a: &'a cudarc::driver::CudaSlice<u8>,
+    pub w: &'a cudarc::driver::CudaSlice<u8>,
+    pub bias: Option<&'a cudarc::driver::CudaSlice<u8>>,
+    pub c: &'a mut cudarc::driver::CudaSlice<u8>,
+}
+
+/// The device buffers, each checked to hold what the GEMM reads or writes (a kernel or a
+/// vendor library would otherwise read or write past the end without a word). `variant`
+/// names the launcher in errors.
+pub(crate) fn gemm_bufs<'a>(
+    variant: &str,
+    g: &Gemm<'a>,
+    c: &'a mut Tensor,
+) -> Result<GemmBufs<'a>> {
+    use cudarc::driver::CudaSlice;
+    let dev = g.a.device().cuda().cloned().ok_or_else(|| {
+        Error::Invalid(format!(
+            "matmul/{variant} was handed CPU tensors (it runs on CUDA)"
+        ))
+    })?;
+    let es = g.dtype().size();
+    let get = |t: &'a Tensor, what: &str, elems: usize| -> Result<&'a CudaSlice<u8>> {
+        let b = t
+            .cuda_buf()
+            .ok_or_else(|| Error::Invalid(format!("matmul/{variant}: {what} is not on CUDA")))?;
+        if b.len() < elems * es {
+            return Err(Error::Invalid(format!(
+                "matmul/{variant}: {what} holds {} bytes, the GEMM needs {}",
+                b.len(),
+                elems * es
+            )));
+        }
+        Ok(b)
+    };
+    let a = get(g.a, "a", g.m * g.k)?;
+    let w = get(g.w, "w", g.n * g.k)?;
+    let bias = g.bias.map(|b| get(b, "bias", g.n)).transpose()?;
+    if c.dtype() != g.dtype() {
+        return Err(Error::Invalid(format!(
+            "matmul/{variant}: c is {} but the operands are {}",
+            c.dtype(),
+            g.dtype()
+        )));
+    }
+    let need = g.m * g.n * es;
+    let c = c
+        .cuda_buf_mut()
+        .ok_or_else(|| Error::Invalid(format!("matmul/{variant}: c is not on CUDA")))?;
+    if c.len() < need {
+        return Err(Error::Invalid(format!(
+            "matmul/{variant}: c holds {} bytes, the GEMM writes {need}",
+            c.len()
+        )));
+    }
+    Ok(GemmBufs { dev, a, w, bias, c })
+}
+
+// ---- reference and validation rows ------------------------------------------------------
+
+/// Above this many multiply-adds the f64 reference covers sampled rows only.
+pub const FULL_REFERENCE_MACS: f64 = (1u64 << 31) as f64;
+
+/// The rows of `c` the f64 reference computes: all of them when `M·N·K` is small enough,
+/// else the first and last rows (edge tiles), and rows spread over the middle (at least 16,
+/// as many as fit in [`FULL_REFERENCE_MACS`]), picked from `seed`.
+pub fn reference_rows(m: usize, n: usize, k: usize, seed: u64) -> Vec<usize> {
+    // sample_rows gives every row when asked for all of them.
+    crate::ops::sample_rows(m, reference_row_count(m, n, k), seed)
+}
+
+/// How many rows [`reference_rows`] gives: M when `M·N·K` ≤ [`FULL_REFERENCE_MACS`], else as
+/// many as fit in it, at least 16 (at most M).
+pub fn reference_row_count(m: usize, n: usize, k: usize) -> usize {
+    let per_row = n as f64 * k as f64;
+    if m as f64 * per_row <= FULL_REFERENCE_MACS {
+        return m;
+    }
+    ((FULL_REFERENCE_MACS / per_row) as usize).max(16).min(m)
+}
+
+/// The epilogue in f64: bias, then the activation, as PyTorch defines them.
+pub fn epilogue_f64(v: f64, act: Activation) -> f64 {
+    use crate::ops::gelu::{reference_f64, GeluApprox};
+    match act {
+        Activation::None => v,
+        Activation::GeluTanh => reference_f64(v, GeluApprox::Tanh),
+        Activation::GeluErf => reference_f64(v, GeluApprox::Erf),
+    }
+}
+
+/// The oracle on chosen rows: `act(a·wᵀ + bias)` in f64 from the inputs' exact (already
+/// rounded to their dtype) values; row-major `[rows.len(), N]`.
+pub fn reference(
+    a: &[f64],
+    w: &[f64],
+    bias: Option<&[f64]>,
+    (n, k): (usize, usize),
+    rows: &[usize],
+    act: Activation,
+) -> Vec<f64> {
+    use rayon::prelude::*;
+    let mut out = vec![0.0; rows.len() * n];
+    out.par_chunks_mut(n).zip(rows).for_each(|(o, &i)| {
+        let ai = &a[i * k..(i + 1) * k];
+        for (j, oj) in o.iter_mut().enumerate() {
+            let wj = &w[j * k..(j + 1) * k];
+            let dot: f64 = ai.iter().zip(wj).map(|(x, y)| x * y).sum();
+            *oj = epilogue_f64(dot + bias.map_or(0.0, |b| b[j]), act);
+        }
+    });
+    out
+}
+
+/// The reference variant: every row in f64, rounded to c's dtype.
+/// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
+pub(crate) fn run_reference(g: &Gemm, c: &mut Tensor) -> Result<()> {
+    let a = g.a.to_f64_vec()?;
+    let w = g.w.to_f64_vec()?;
+    let b = g.bias.map(|b| b.to_f64_vec()).transpose()?;
+    let rows: Vec<usize> = (0..g.m).collect();
+    let r = reference(&a, &w, b.as_deref(), (g.n, g.k), &rows, g.act);
+    *c = Tensor::from_f64(&r, &[g.m, g.n], c.dtype())?;
+    Ok(())
+}
+
+// ---- CPU: faer ---------------------------------------------------------------------------
+
+/// `a·wᵀ` in f32 with faer (rayon-parallel, cache-blocked, SIMD), row-major `[M, N]`.
+pub(crate) fn faer_f32(a: &[f32], w: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
+    let mut c = vec![0.0f32; m * n];
+    let av = faer::MatRef::from_row_major_slice(a, m, k);
+    let wv = faer::MatRef::from_row_major_slice(w, n, k);
+    let cv = faer::MatMut::from_row_major_slice_mut(&mut c, m, n);
+    faer::linalg::matmul::matmul(
+        cv,
+        faer::Accum::Replace,
+        av,
+        wv.transpose(),
+        1.0f32,
+        faer::Par::rayon(0),
+    );
+    c
+}
+
+/// `cpu/faer`: the product with faer in f32 (16-bit inputs widened once), then the fused
+/// epilogue in one parallel pass while storing.
+/// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
+pub(crate) fn run_cpu_faer(g: &Gemm, c: &mut Tensor) -> Result<()> {
+    use crate::ops::cpu_prims as prim;
+    use rayon::prelude::*;
+    let a = prim::to_f32(g.a)?;
+    let w = prim::to_f32(g.w)?;
+    let mut out = faer_f32(&a, &w, g.m, g.n, g.k);
+    let bias = g.bias.map(prim::to_f32).transpose()?;
+    use crate::ops::gelu::GeluApprox;
+    let approx = match g.act {
+        Activation::GeluErf => Some(GeluApprox::Erf),
+        Activation::GeluTanh => Some(GeluApprox::Tanh),
+        Activation::None => None,
+    };
+    // One pass, rows in parallel, the bias zipped along each row (no index to check, so the
+    // loop vectorises; zeros where there is no bias), one loop an activation form (with the
+    // form's branch inside, the loop ran the GeLU ~2× slower).
+    #[inline(always)]
+    fn rows_pass_body<const FMA: bool>(rows: &mut [f32], bias: &[f32], act: Option<GeluApprox>) {
+        #[inline(always)]
+        fn each(rows: &mut [f32], bias: &[f32], f: impl Fn(f32) -> f32) {
+            for row in rows.chunks_mut(bias.len()) {
+                for (v, &b) in row.iter_mut().zip(bias) {
+                    *v = f(*v + b);
+                }
+            }
+        }
+        use crate::ops::gelu::gelu_f32;
+        match act {
+            None => each(rows, bias, |x| x),
+            Some(GeluApprox::Tanh) => each(rows, bias, |x| gelu_f32::<FMA>(x, GeluApprox::Tanh)),
+            Some(GeluApprox::Erf) => each(rows, bias, |x| gelu_f32::<FMA>(x, GeluApprox::Erf)),
+        }
+    }
+    // The same compiled for AVX2 and FMA where the CPU has them: 8 lanes, and VEX-encoded, so
+    // it pays no SSE–AVX transition after faer's kernels (the SSE2 form ran the GeLU epilogue
+    // ~10× slower than the same loop in `gelu/fused`: 1024² elements in ~15 ms on a 2-thread
+    // EPYC).
+    prim::avx2_twin!(
+        fn rows_pass(rows: &mut [f32], bias: &[f32], act: Option<GeluApprox>) => rows_pass_body
+    );
+    if g.n > 0 && (bias.is_some() || approx.is_some()) {
+        let zeros;
+        let b = match bias.as_deref() {
+            Some(b) if b.len() != g.n => {
+                return Err(Error::ShapeMismatch {
+                    op: "linear/faer".into(),
+                    why: format!("a bias of {} values for N = {}", b.len(), g.n),
+                })
+            }
+            Some(b) => b,
+            None => {
+                zeros = vec![0.0f32; g.n];
+                &zeros
+            }
+        };
+        // The bias is [N] (the registry's checks); rows are split by its length.
+        assert!(out.len().is_multiple_of(b.len()));
+        out.par_chunks_mut(b.len() * 64)
+            .for_each(|rows| rows_pass(rows, b, approx));
+    }
+    prim::store_f32(c, &out)
+}
+
+// ---- what matmul and linear share as ops ---------------------------------------------------
+/// Both GEMM ops' descriptor methods, written once: `bias` says whether the op has one.
+pub(crate) mod def {
+    use super::*;
+
+    pub fn check_shape(op: &str, shape: &[usize], row_stride: Option<usize>) -> Result<()> {
+        if shape.len() != 3 {
+            return Err(Error::BadShape {
+                shape: shape_str(shape),
+                why: format!("{op} takes M×N×K (three sizes), e.g. 8192x8192x8192"),
+            });
+        }
+        if row_stride.is_some() {
+            return Err(Error::Invalid(format!(
+                "--row-stride applies to ops whose inputs are rows (gelu, softmax, rmsnorm), not to {op}"
+            )));
+        }
+        Ok(())
+    }
+
+    pub fn input_shapes(shape: &[usize], bias: bool) -> Vec<Vec<usize>> {
+        let &[m, n, k] = shape else {
+            return Vec::new();
+        };
+        let mut v = vec![vec![m, k], vec![n, k]];
+        if bias {
+            v.push(vec![n]);
+        }
+        v
+    }
+
+    /// a ~ N(0, 1), w ~ N(0, 1/K) so outputs are O(1) whatever K, bias ~ N(0, 0.5).
+    pub fn inputs(
+        op: &str,
+        shape: &[usize],
+        dtype: DType,
+        seed: u64,
+        bias: bool,
+    ) -> Result<Vec<Tensor>> {
+        let &[m, n, k] = shape else {
+            return Err(Error::BadShape {
+                shape: shape_str(shape),
+                why: format!("{op} takes M×N×K (three sizes), e.g. 8192x8192x8192"),
+            });
+        };
+        let cpu = Device::Cpu;
+        let normal = |std: f64| Init::Normal { mean: 0.0, std };
+        let mut v = vec![
+            Tensor::random(&[m, k], dtype, normal(1.0), seed, None, &cpu)?,
+            Tensor::random(
+                &[n, k],
+                dtype,
+                normal(1.0 / (k.max(1) as f64).sqrt()),
+                seed ^ 0x5eed_0001,
+                None,
+                &cpu,
+            )?,
+        ];
+        if bias {
+            v.push(Tensor::random(
+                &[n],
+                dtype,
+                normal(0.5),
+                seed ^ 0x5eed_0002,
+                None,
+                &cpu,
+            )?);
+        }
+        Ok(v)
+    }
+
+    pub fn out_shape(shape: &[usize]) -> Vec<usize> {
+        match shape {
+            &[m, n, _] => vec![m, n],
+            s => s.to_vec(),
+        }
+    }
+
+    pub fn reference_block_count(shape: &[usize]) -> usize {
+        match shape {
+            &[m, n, k] => reference_row_count(m, n, k),
+            _ => 0,
+        }
+    }
+
+    pub fn reference_blocks(shape: &[usize], seed: u64) -> Option<Vec<usize>> {
+        let &[m, n, k] = shape else { return None };
+        let rows = reference_rows(m, n, k, seed);
+        (rows.len() < m).then_some(rows)
+    }
+
+    /// W whole, and the checked rows of A.
+    pub fn reference_input_elems(shape: &[usize], rows: usize) -> usize {
+        match shape {
+            &[_, n, k] => n.saturating_mul(k).saturating_add(rows.saturating_mul(k)),
+            _ => 0,
+        }
+    }
+
+    pub fn reference(inputs: &[Tensor], rows: Option<&[usize]>, p: &Params) -> Result<Vec<f64>> {
+        let (m, n, k) = dims("gemm", &inputs[0], &inputs[1])?;
+        let all: Vec<usize>;
+        let rows = match rows {
+            Some(r) => r,
+            None => {
+                all = (0..m).collect();
+                &all
+            }
+        };
+        // Only the checked rows of A, in order: the oracle takes them as rows 0, 1, ….
+        let a = inputs[0].blocks_f64(k, rows)?;
+        let w = inputs[1].to_f64_vec()?;
+        let b = inputs.get(2).map(|b| b.to_f64_vec()).transpose()?;
+        let at: Vec<usize> = (0..rows.len()).collect();
+        let act = p.get::<GemmParams>()?.act;
+        Ok(super::reference(&a, &w, b.as_deref(), (n, k), &at, act))
+    }
+
+    pub fn min_bytes(shape: &[usize], dtype: DType, bias: bool) -> usize {
+        match shape {
+            &[m, n, k] => (m * k + n * k + m * n + if bias { n } else { 0 }) * dtype.size(),
+            _ => 0,
+        }
+    }
+
+    /// 2·M·N·K (the epilogue's few FLOPs per output not counted, as every GEMM benchmark).
+    pub fn flops(shape: &[usize]) -> f64 {
+        match shape {
+            &[m, n, k] => 2.0 * m as f64 * n as f64 * k as f64,
+            _ => 0.0,
+        }
+    }
+
+    pub fn default_shape(device: DeviceKind) -> Vec<usize> {
+        match device {
+            // The lecture's 8192³ on a GPU; 1024³ keeps the CPU's f64 check quick.
+            DeviceKind::Cuda => vec![8192, 8192, 8192],
+            DeviceKind::Cpu => vec![1024, 1024, 1024],
+        }
+    }
+
+    pub fn default_sweep(device: DeviceKind) -> SweepDefault {
+        match device {
+            DeviceKind::Cuda => SweepDefault::Square("1024..16384:x2"),
+            DeviceKind::Cpu => SweepDefault::Square("128..1024:x2"),
+        }
+    }
+
+    pub fn tuning(candidates: crate::ops::CandidatesFn) -> Tuning {
+        Tuning {
+            default_dtype: DType::BF16,
+            what: "every configuration (tiles, stages, warps, GROUP_M) of v3_regs, v4_grouped, \
+                   v5_mma, v6_wgmma and v7_wgmma_tma_store (sm_90), and which one `auto` runs",
+            candidates,
+        }
+    }
+}
+
+struct Matmul;
+
+impl OpDef for Matmul {
+    fn name(&self) -> &'static str {
+        "matmul"
+    }
+    fn aliases(&self) -> &'static [&'static str] {
+        &["gemm"]
+    }
+    fn about(&self) -> &'static str {
+        "c = a·wᵀ (a [M,K], w [N,K] as a Linear weight): shape M×N×K"
+    }
+    fn grammar(&self) -> Grammar {
+        Grammar::Gemm
+    }
+    fn default_shape(&self, device: DeviceKind) -> Vec<usize> {
+        def::default_shape(device)
+    }
+    fn default_sweep(&self, device: DeviceKind) -> SweepDefault {
+        def::default_sweep(device)
+    }
+    fn params(&self, _flags: &FlagValues) -> Result<Params> {
+        Ok(Params::new(GemmParams::default()))
+    }
+    fn check_shape(&self, shape: &[usize], row_stride: Option<usize>) -> Result<()> {
+        def::check_shape("matmul", shape, row_stride)
+    }
+    fn input_shapes(&self, shape: &[usize]) -> Vec<Vec<usize>> {
+        def::input_shapes(shape, false)
+    }
+    fn inputs(
+        &self,
+        shape: &[usize],
+        dtype: DType,
+        seed: u64,
+        _: Option<usize>,
+    ) -> Result<Vec<Tensor>> {
+        def::inputs("matmul", shape, dtype, seed, false)
+    }
+    fn out_shape(&self, shape: &[usize]) -> Vec<usize> {
+        def::out_shape(shape)
+    }
+    fn call_out_shape(&self, inputs: &[&Tensor]) -> Vec<usize> {
+        vec![
+            inputs[0].shape()[0],
+            inputs.get(1).map_or(0, |w| w.shape()[0]),
+        ]
+    }
+    fn reference_block_count(&self, shape: &[usize], _: usize) -> usize {
+        def::reference_block_count(shape)
+    }
+    fn reference_blocks(&self, shape: &[usize], seed: u64, _: usize) -> Option<Vec<usize>> {
+        def::reference_blocks(shape, seed)
+    }
+    fn reference_input_elems(&self, shape: &[usize], rows: usize) -> usize {
+        def::reference_input_elems(shape, rows)
+    }
+    fn reference(&self, inputs: &[Tensor], rows: Option<&[usize]>, p: &Params) -> Result<Vec<f64>> {
+        def::reference(inputs, rows, p)
+    }
+    fn compare(&self) -> Compare {
+        Compare::RowsL2
+    }
+    fn min_bytes(&self, shape: &[usize], dtype: DType) -> usize {
+        def::min_bytes(shape, dtype, false)
+    }
+    fn flops(&self, shape: &[usize]) -> f64 {
+        def::flops(shape)
+    }
+    fn variants(&self) -> &'static [Variant] {
+        &VARIANTS
+    }
+    fn check_call(&self, v: &Variant, p: &Params, inputs: &[&Tensor], y: &Tensor) -> Result<()> {
+        gemm_args(v, p, inputs, y).map(|_| ())
+    }
+    fn vendor_variant(&self) -> Option<&'static str> {
+        Some("cublas")
+    }
+    fn torch(&self) -> Option<TorchCases> {
+        Some(TorchCases {
+            op: "matmul",
+            args: |_| Ok(Vec::new()),
+        })
+    }
+    fn tuning(&self) -> Option<Tuning> {
+        Some(def::tuning(|d, dt, only| auto::candidates(OP, dt, d, only)))
+    }
+}
+
+/// Every kernel `auto` may launch from kernels/matmul.cu (v6's and v7's live in
+/// matmul_sm90.cu, which CI checks under their own rows).
+pub(crate) fn auto_symbols(dt: DType) -> Vec<String> {
+    let mut v = cuda::symbols("v4_grouped", dt);
+    if dt != DType::F32 {
+        v.extend(cuda::symbols("v5_mma", dt));
+    }
+    v
+}
+
+/// The rows every GEMM op has, in the lecture's order (matmul and linear share every kernel;
+/// linear adds the epilogue).
+macro_rules! gemm_rows {
+    ($op:expr) => {
+        [
+            Variant::new($op, "reference", Tier::Reference, DeviceKind::Cpu,
+                "f64 dot products on the CPU (sampled rows for large shapes): the oracle",
+                |p, x, y| gemm_call(run_reference, p, x, y)),
+            Variant::new($op, "v1_naive", Tier::Cuda, DeviceKind::Cuda,
+                "the lecture's kernel: one thread per output, dot product from global memory",
+                |p, x, y| gemm_call(cuda::run_v1, p, x, y))
+                .kernels(&cuda::MATMUL, |dt| cuda::symbols("v1_naive", dt)),
+            Variant::new($op, "v2_smem", Tier::Cuda, DeviceKind::Cuda,
+                "shared-memory tiles: each input element loaded once per tile, reused by a tile row/column",
+                |p, x, y| gemm_call(cuda::run_v2, p, x, y))
+                .kernels(&cuda::MATMUL, |dt| cuda::symbols("v2_smem", dt)),
+            Variant::new($op, "v3_regs", Tier::Cuda, DeviceKind::Cuda,
+                "2-D register blocking (a micro-tile per thread), 16-byte loads, row-major tile order",
+                |p, x, y| gemm_call(auto::run_v3, p, x, y))
+                .kernels(&cuda::MATMUL, |dt| cuda::symbols("v3_regs", dt)),
+            Variant::new($op, "v4_grouped", Tier::Cuda, DeviceKind::Cuda,
+                "v3 with the grouped (L2-friendly) tile order, GROUP_M tile rows per group",
+                |p, x, y| gemm_call(auto::run_v4, p, x, y))
+                .kernels(&cuda::MATMUL, |dt| cuda::symbols("v4_grouped", dt)),
+            Variant::new($op, "v5_mma", Tier::Cuda, DeviceKind::Cuda,
+                "tensor cores: mma.sync m16n8k16, ldmatrix, a cp.async multi-stage pipeline (sm_80+)",
+                |p, x, y| gemm_call(auto::run_v5, p, x, y))
+                .kernels(&cuda::MATMUL, |dt| cuda::symbols("v5_mma", dt))
+                .dtypes(HALF_DTYPES)
+                .claims(&["mma.sync", "ldmatrix", "cp.async"]),
+            Variant::new($op, "v6_wgmma", Tier::Cuda, DeviceKind::Cuda,
+                "Hopper: wgmma fed by TMA into swizzled shared memory, mbarrier pipeline, warp-specialised (sm_90a)",
+                |p, x, y| gemm_call(auto::run_v6, p, x, y))
+                .kernels(&sm90::MATMUL_SM90, sm90::symbols)
+                .dtypes(HALF_DTYPES)
+                .min_arch(90)
+                .claims(&["wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier"]),
+            Variant::new($op, "v7_wgmma_tma_store", Tier::Cuda, DeviceKind::Cuda,
+                "v6 with an asynchronous epilogue: the tile goes through shared memory and leaves by TMA store while the next tile computes (sm_90a)",
+                |p, x, y| gemm_call(auto::run_v7, p, x, y))
+                .kernels(&sm90::MATMUL_SM90, sm90::symbols_v7)
+                .dtypes(HALF_DTYPES)
+                .min_arch(90)
+                .claims(&["wgmma.mma_async", "cp.async.bulk.tensor", "cp.async.bulk.commit_group"]),
+            Variant::new($op, "auto", Tier::Cuda, DeviceKind::Cuda,
+                "the autotuned (version, configuration) for the device, dtype and shape bucket, else v6 on sm_90 / v5 / v4 (f32)",
+                |p, x, y| gemm_call(auto::run_auto, p, x, y))
+                .kernels(&cuda::MATMUL, auto_symbols)
+                .picks(auto::label_inputs),
+            Variant::new($op, "cublaslt", Tier::Vendor, DeviceKind::Cuda,
+                "cuBLASLt matmul with its fused epilogue (bias, GELU), heuristic algorithm cached",
+                |p, x, y| gemm_call(vendor::run_cublaslt, p, x, y)),
+            Variant::new($op, "faer", Tier::Cpu, DeviceKind::Cpu,
+                "faer's f32 matmul (rayon, cache-blocked SIMD), then the epilogue in one pass",
+                |p, x, y| gemm_call(run_cpu_faer, p, x, y)),
+        ]
+    };
+}
+pub(crate) use gemm_rows;
+
+/// Matmul's rows: the shared ones, and cuBLAS (no epilogue).
+static VARIANTS: [Variant; 12] = {
+    let rows = gemm_rows!(OP);
+    [
+        rows[0],
+        rows[1],
+        rows[2],
+        rows[3],
+        rows[4],
+        rows[5],
+        rows[6],
+        rows[7],
+        rows[8],
+        rows[9],
+        rows[10],
+        Variant::new(
+            OP,
+            "cublas",
+            Tier::Vendor,
+            DeviceKind::Cuda,
+            "cuBLAS: exact-f32 sgemm, bf16/f16 GemmEx with f32 accumulation",
+            |p, x, y| gemm_call(vendor::run_cublas, p, x, y),
+        ),
+    ]
+};

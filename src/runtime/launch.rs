@@ -1,0 +1,416 @@
+//! Shared pieces of the CUDA launchers: getting at the device buffers of an (input, output)
+//! pair, grid sizing, and the per-launch error check.
+
+use crate::runtime::device::CudaDevice;
+use crate::runtime::error::{Error, Result};
+use crate::runtime::tensor::Tensor;
+use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig};
+use std::sync::Arc;
+
+/// The device and buffers of a CUDA (input, output) pair.
+pub struct CudaIo<'a> {
+    pub dev: Arc<CudaDevice>,
+    pub x: &'a CudaSlice<u8>,
+    pub y: &'a mut CudaSlice<u8>,
+}
+
+pub fn cuda_io<'a>(x: &'a Tensor, y: &'a mut Tensor) -> Result<CudaIo<'a>> {
+    let dev = x
+        .device()
+        .cuda()
+        .cloned()
+        .ok_or_else(|| Error::Invalid("a CUDA launcher was handed a CPU tensor".into()))?;
+    // The public launchers are safe functions: a y of another dtype, size or device would be
+    // written out of bounds (or in part), so they are refused here, not only by the registry.
+    if x.numel() == 0 {
+        return Err(Error::EmptyTensor {
+            op: "cuda".into(),
+            shape: x.shape().to_vec(),
+        });
+    }
+    if y.dtype() != x.dtype() || y.numel() != x.numel() {
+        return Err(Error::ShapeMismatch {
+            op: "cuda".into(),
+            why: format!(
+                "the output ({} {:?}) must have the input's dtype and size ({} {:?})",
+                y.dtype(),
+                y.shape(),
+                x.dtype(),
+                x.shape()
+            ),
+        });
+    }
+    if y.device().cuda().map(|d| d.ordinal) != Some(dev.ordinal) {
+        return Err(Error::Invalid(format!(
+            "the output is on {}, the input on cuda:{}",
+            y.device().describe(),
+            dev.ordinal
+        )));
+    }
+    let xb = x
+        .cuda_buf()
+        .ok_or_else(|| Error::Invalid("input is not on CUDA".into()))?;
+    let yb = y
+        .cuda_buf_mut()
+        .ok_or_else(|| Error::Invalid("output is not on CUDA".into()))?;
+    Ok(CudaIo { dev, x: xb, y: yb })
+}
+
+/// Whether a buffer's device address is 16-byte aligned (cuMemAlloc gives 256).
+pub fn aligned16(dev: &CudaDevice, b: &CudaSlice<u8>) -> bool {
+    let (p, _g) = b.device_ptr(&dev.stream);
+    p % 16 == 0
+}
+
+/// Let kernel `f` (named `name`) launch with up to `bytes` of dynamic shared memory a block
+/// (past 48 KB a block must opt in), with the device's context made current (it stays so for
+/// the caller's launch). The attribute lives on the CUfunction, which the
+/// device's function cache shares, so it holds for every later launch of that kernel.
+/// The attribute is only ever raised (under a lock), so a call on another thread that needs
+/// less cannot lower it between this call and its launch.
+pub fn allow_dynamic_smem(
+    dev: &CudaDevice,
+    f: &cudarc::driver::CudaFunction,
+    name: &str,
+    bytes: usize,
+) -> Result<()> {
+    use cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as MAX_DYN;
+    static RAISE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    dev.ctx
+        .bind_to_thread()
+        .map_err(crate::runtime::device::cuda::launch_err(name))?;
+    let _g = RAISE.lock().unwrap_or_else(|e| e.into_inner());
+    let now = f
+        .get_attribute(MAX_DYN)
+        .map_err(crate::runtime::device::cuda::launch_err(name))?;
+    if (bytes as i64) <= now as i64 {
+        return Ok(());
+    }
+    f.set_attribute(MAX_DYN, bytes as i32)
+        .map_err(crate::runtime::device::cuda::launch_err(name))
+}
+
+/// A 1-D launch covering `work` items with `block` threads each.
+pub fn cfg_1d(work: u64, block: u32) -> Result<LaunchConfig> {
+    let blocks = work.div_ceil(block as u64).max(1);
+    if blocks > i32::MAX as u64 {
+        return Err(Error::Invalid(format!(
+            "{work} work items need {blocks} blocks of {block}: over the grid limit"
+        )));
+    }
+    Ok(LaunchConfig {
+        grid_dim: (blocks as u32, 1, 1),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    })
+}
+
+/// Launch a kernel and map a failure to an error naming it. Every kernlab launch goes
+/// through here (or `launch_cooperative!`), so no launch result is ever dropped.
+#[macro_export]
+macro_rules! launch {
+    (@with $method:ident, $dev:expr, $src:expr, $name:expr, $cfg:expr, [$($arg:expr),* $(,)?]) => {{
+        use cudarc::driver::PushKernelArg;
+        let name: &str = &$name;
+        let f = $dev.function($src, name)?;
+        let mut b = $dev.stream.launch_builder(&f);
+        $( b.arg($arg); )*
+        let cfg: cudarc::driver::LaunchConfig = $cfg;
+        // SAFETY: the arguments match the kernel's signature in kernels/*.cu; every buffer is
+        // valid when the launch is enqueued, and a buffer dropped afterwards is freed
+        // stream-ordered (cuMemFreeAsync on the same stream), after the kernel ran.
+        unsafe { b.$method(cfg) }.map_err($crate::runtime::device::cuda::launch_err(name))?;
+        $dev.after_launch(name)?;
+    }};
+    ($dev:expr, $src:expr, $name:expr, $cfg:expr, [$($arg:expr),* $(,)?]) => {
+        $crate::launch!(@with launch, $dev, $src, $name, $cfg, [$($arg),*])
+    };
+}
+
+/// Launch a kernel cooperatively (cuLaunchCooperativeKernel): the driver refuses a grid whose
+/// blocks cannot all be resident at once, so blocks may wait on one another.
+#[macro_export]
+macro_rules! launch_cooperative {
+    ($dev:expr, $src:expr, $name:expr, $cfg:expr, [$($arg:expr),* $(,)?]) => {
+        $crate::launch!(@with launch_cooperative, $dev, $src, $name, $cfg, [$($arg),*])
+    };
+}
+
+/// Run `f` with the launch configuration for clusters of `cluster` CTAs along x (Hopper and
+/// later), as cuLaunchKernelEx and cuOccupancyMaxActiveClusters take it.
+fn with_cluster_config<R>(
+    dev: &CudaDevice,
+    func: &cudarc::driver::CudaFunction,
+    name: &str,
+    cfg: LaunchConfig,
+    cluster: u32,
+    f: impl FnOnce(&cudarc::driver::sys::CUlaunchConfig) -> R,
+) -> Result<R> {
+    use cudarc::driver::sys;
+    if cluster > 8 {
+        func.set_attribute(
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+            1,
+        )
+        .map_err(crate::runtime::device::cuda::launch_err(name))?;
+    }
+    // SAFETY: a zeroed attribute value is valid plain data; only clusterDim is read.
+    let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+    value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 {
+        x: cluster,
+        y: 1,
+        z: 1,
+    };
+    let mut attr = sys::CUlaunchAttribute {
+        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+        pad: [0; 4],
+        value,
+    };
+    let lc = sys::CUlaunchConfig {
+        gridDimX: cfg.grid_dim.0,
+        gridDimY: cfg.grid_dim.1,
+        gridDimZ: cfg.grid_dim.2,
+        blockDimX: cfg.block_dim.0,
+        blockDimY: cfg.block_dim.1,
+        blockDimZ: cfg.block_dim.2,
+        sharedMemBytes: cfg.shared_mem_bytes,
+        hStream: dev.stream.cu_stream(),
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    dev.ctx
+        .bind_to_thread()
+        .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+    Ok(f(&lc))
+}
+
+/// Launch a kernel in thread-block clusters of `cluster` CTAs along x (Hopper and later),
+/// through cuLaunchKernelEx. `args` are pointers to each kernel argument's value.
+pub fn launch_cluster(
+    dev: &CudaDevice,
+    f: &cudarc::driver::CudaFunction,
+    name: &str,
+    cfg: LaunchConfig,
+    cluster: u32,
+    args: &mut [*mut std::ffi::c_void],
+) -> Result<()> {
+    with_cluster_config(dev, f, name, cfg, cluster, |lc| {
+        // SAFETY: `args` point at live values matching the kernel's parameters; the buffers
+        // they name are valid on this stream (see `launch!`).
+        unsafe {
+            cudarc::driver::sys::cuLaunchKernelEx(
+                lc,
+                f.cu_function(),
+                args.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+        .result()
+        .map_err(crate::runtime::device::cuda::launch_err(name))
+    })??;
+    dev.after_launch(name)
+}
+
+/// How many clusters of `cluster` CTAs shaped as `cfg` (threads, dynamic shared memory) the
+/// GPU runs at once (cuOccupancyMaxActiveClusters); 0 when none can be placed.
+pub fn max_active_clusters(
+    dev: &CudaDevice,
+    f: &cudarc::driver::CudaFunction,
+    name: &str,
+    cfg: LaunchConfig,
+    cluster: u32,
+) -> Result<usize> {
+    let mut n: std::ffi::c_int = 0;
+    with_cluster_config(dev, f, name, cfg, cluster, |lc| {
+        // SAFETY: `n` is a live out-parameter; `lc` and its attribute outlive the call.
+        unsafe { cudarc::driver::sys::cuOccupancyMaxActiveClusters(&mut n, f.cu_function(), lc) }
+            .result()
+            .map_err(|e| Error::driver("cuOccupancyMaxActiveClusters", e))
+    })??;
+    Ok(n.max(0) as usize)
+}
+
+/// A scalar argument of a recorded launch (after its buffers), as the replaying process
+/// passes it: `{"i32": 7}` in JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum LaunchArg {
+    #[serde(rename = "i32")]
+    I32(i32),
+    #[serde(rename = "i64")]
+    I64(i64),
+}
+
+/// One plain launch (cuLaunchKernel) of a kernel taking `(x, y, scalars…)`, with all another
+/// process needs to repeat it on its own x and y: the source it is in, the kernel, its launch
+/// shape and the scalar arguments. `bench --torch` replays such a launch in the PyTorch
+/// baselines' process, so that at µs-sized calls kernlab's kernel and PyTorch's are timed by
+/// one harness in one process (docs/benchmarking.md).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RecordedLaunch {
+    #[serde(skip)]
+    pub source: &'static crate::runtime::kernels::KernelSource,
+    pub kernel: String,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// Dynamic shared memory, bytes (a replay past 48 KB must allow it on the function first).
+    pub smem: u32,
+    pub args: Vec<LaunchArg>,
+}
+
+impl PartialEq for RecordedLaunch {
+    fn eq(&self, o: &RecordedLaunch) -> bool {
+        (
+            self.source.file,
+            &self.kernel,
+            self.grid,
+            self.block,
+            self.smem,
+            &self.args,
+        ) == (o.source.file, &o.kernel, o.grid, o.block, o.smem, &o.args)
+    }
+}
+
+impl RecordedLaunch {
+    pub fn new(
+        source: &'static crate::runtime::kernels::KernelSource,
+        kernel: &str,
+        cfg: LaunchConfig,
+        args: Vec<LaunchArg>,
+    ) -> RecordedLaunch {
+        let (g, b) = (cfg.grid_dim, cfg.block_dim);
+        RecordedLaunch {
+            source,
+            kernel: kernel.to_string(),
+            grid: [g.0, g.1, g.2],
+            block: [b.0, b.1, b.2],
+            smem: cfg.shared_mem_bytes,
+            args,
+        }
+    }
+}
+
+thread_local! {
+    /// While [`record_launch`] runs: the plain launches noted so far on this thread.
+    static RECORDING: std::cell::RefCell<Option<Vec<RecordedLaunch>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Note a plain launch for [`record_launch`] (made only while a recording runs). Launchers
+/// whose kernels take `(x, y, scalars…)` call it before they launch.
+pub fn note_launch(l: impl FnOnce() -> RecordedLaunch) {
+    RECORDING.with(|c| {
+        if let Some(v) = c.borrow_mut().as_mut() {
+            v.push(l());
+        }
+    });
+}
+
+/// Run `f` (one call of a variant on this thread) and say how it launched: `Ok(Ok(launch))`
+/// when it made exactly one launch and that was a noted plain one; `Ok(Err(why))` for anything
+/// a replay could not repeat (a cluster or cooperative launch, a workspace, several kernels);
+/// `Err` when `f` fails.
+pub fn record_launch(
+    f: impl FnOnce() -> Result<()>,
+) -> Result<std::result::Result<RecordedLaunch, String>> {
+    // Recording ends with this call even if `f` panics (nothing is noted after it).
+    struct Stop;
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            RECORDING.with(|c| c.borrow_mut().take());
+        }
+    }
+    let before = crate::runtime::device::cuda::launches_on_this_thread();
+    RECORDING.with(|c| *c.borrow_mut() = Some(Vec::new()));
+    let stop = Stop;
+    let ran = f();
+    let noted = RECORDING
+        .with(|c| c.borrow_mut().take())
+        .unwrap_or_default();
+    drop(stop);
+    ran?;
+    let launches = crate::runtime::device::cuda::launches_on_this_thread() - before;
+    Ok(one_plain_launch(launches, noted))
+}
+
+/// [`record_launch`]'s verdict from the launches counted and the plain launches noted.
+fn one_plain_launch(
+    launches: u64,
+    mut noted: Vec<RecordedLaunch>,
+) -> std::result::Result<RecordedLaunch, String> {
+    match (launches, noted.len()) {
+        (1, 1) => Ok(noted.remove(0)),
+        (0, _) => Err("no kernel launched".into()),
+        (n, _) => Err(format!(
+            "{n} launch(es), {} of them a plain (x, y, …) launch (a replay repeats one: not a cluster, a cooperative grid or several kernels)",
+            noted.len()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::kernels::HEADERS;
+
+    fn a_launch(kernel: &str) -> RecordedLaunch {
+        RecordedLaunch::new(
+            &HEADERS[0],
+            kernel,
+            cfg_1d(4096 * 16, 128).unwrap(),
+            vec![LaunchArg::I32(4096), LaunchArg::I64(64)],
+        )
+    }
+
+    #[test]
+    fn only_one_plain_launch_is_replayable() {
+        let l = a_launch("softmax_v2_warp_row_vec_w16_f32");
+        assert_eq!((l.grid, l.block, l.smem), ([512, 1, 1], [128, 1, 1], 0));
+        assert_eq!(
+            serde_json::to_string(&l.args).unwrap(),
+            r#"[{"i32":4096},{"i64":64}]"#
+        );
+        assert_eq!(one_plain_launch(1, vec![l.clone()]), Ok(l.clone()));
+        // A cluster or cooperative launch is counted but not noted as a plain one.
+        let e = one_plain_launch(1, vec![]).unwrap_err();
+        assert!(e.contains("1 launch(es), 0 of them"), "{e}");
+        let e = one_plain_launch(2, vec![l.clone(), l.clone()]).unwrap_err();
+        assert!(e.contains("2 launch(es)"), "{e}");
+        assert!(one_plain_launch(0, vec![])
+            .unwrap_err()
+            .contains("no kernel"));
+        let e = one_plain_launch(3, vec![l]).unwrap_err();
+        assert!(e.contains("3 launch(es), 1 of them"), "{e}");
+    }
+
+    #[test]
+    fn recording_is_off_outside_record_launch() {
+        // Noted outside a recording: nothing is kept for the next one.
+        note_launch(|| a_launch("outside"));
+        assert!(RECORDING.with(|c| c.borrow().is_none()));
+        let got = record_launch(|| {
+            note_launch(|| a_launch("inside"));
+            let noted: Vec<String> = RECORDING.with(|c| {
+                c.borrow()
+                    .as_ref()
+                    .map(|v| v.iter().map(|l| l.kernel.clone()).collect())
+                    .unwrap_or_default()
+            });
+            assert_eq!(noted, vec!["inside".to_string()]);
+            Ok(())
+        })
+        .unwrap();
+        // The note was made without a launch, so it is not replayable, and "outside" is gone.
+        assert!(got.unwrap_err().contains("no kernel"));
+        assert!(RECORDING.with(|c| c.borrow().is_none()));
+        // A failing call is an error, and the recording ends with it.
+        let e = record_launch(|| Err(Error::Invalid("boom".into()))).unwrap_err();
+        assert!(e.to_string().contains("boom"));
+        assert!(RECORDING.with(|c| c.borrow().is_none()));
+        // So does a panicking one.
+        let caught = std::panic::catch_unwind(|| {
+            let _ = record_launch(|| panic!("inside the call"));
+        });
+        assert!(caught.is_err());
+        assert!(RECORDING.with(|c| c.borrow().is_none()));
+    }
+}

@@ -1,0 +1,12 @@
+//! The runtime, the bottom layer: devices (the CPU, a CUDA context and stream, the NVRTC module
+//! cache), tensors and dtypes, errors, kernel sources and launches, NVTX ranges, and the
+//! tuning cache's lookup. Nothing here knows an op.
+
+pub mod device;
+pub mod dtype;
+pub mod error;
+pub mod kernels;
+pub mod launch;
+pub mod nvtx;
+pub mod tensor;
+pub mod tuning;

@@ -1,0 +1,521 @@
+//! `kernlab bench` and `kernlab sweep`: at every (op, shape, dtype) point, validate each selected
+//! variant against the f64 reference on fresh random inputs, then time it, and put the figures
+//! against ceilings: the copy bandwidth measured in the same run, the vendor matmul rate
+//! measured once per device and driver (`ceiling`). Optionally the PyTorch baselines join the
+//! same report (`torch`). Tables, JSON and CSV are in `report`, sweeps and plots in `sweep` and
+//! `plot`, the timers in `harness`.
+
+mod baselines;
+pub mod ceiling;
+pub mod harness;
+pub mod plot;
+pub mod report;
+mod rotation;
+pub mod torch;
+
+use crate::check::{self, check_point, fresh_seed, make_inputs, validate};
+use crate::ops::{FlagValues, Op, Params, Tier, Variant};
+use crate::runtime::device::{Device, DeviceKind};
+use crate::runtime::dtype::DType;
+use crate::runtime::error::{Error, Result};
+use crate::runtime::tensor::{shape_str, Tensor};
+use baselines::{add_torch_baselines, replay_of, wants_replay, Replays};
+use ceiling::CopyCeiling;
+use harness::{CpuTimer, CudaTimer, Rotate, Stats, TimingOpts};
+pub use report::{BenchReport, Record, RecordTier, Status};
+pub use rotation::{rotated_inputs, Rotation};
+use std::path::{Path, PathBuf};
+
+/// What to benchmark.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    pub ops: Vec<Op>,
+    /// The shapes to measure, in order; empty: the default shape for the op and device.
+    pub shapes: Vec<Vec<usize>>,
+    pub dtypes: Vec<DType>,
+    /// None: every variant of the op on the device (the reference excluded).
+    pub variants: Option<Vec<String>>,
+    /// The op flags given (`--gelu erf`): each op takes its parameters from them.
+    pub flags: FlagValues,
+    /// None: a fresh seed from the OS, recorded in the report.
+    pub seed: Option<u64>,
+    pub timing: TimingOpts,
+    /// Rows stride (elements) for strided-input runs (softmax).
+    pub row_stride: Option<usize>,
+    /// Also run the PyTorch baselines (CUDA only) and merge them into the report.
+    pub torch: Option<torch::TorchConfig>,
+    /// Where measured matmul ceilings are kept per device and driver (None: measure each run).
+    pub ceiling_cache: Option<PathBuf>,
+    /// Measure the matmul ceilings again even when the cache has them.
+    pub fresh_ceilings: bool,
+}
+
+impl BenchConfig {
+    /// A configuration with the default timing and every variant, for these ops and shapes.
+    pub fn new(ops: Vec<Op>, shapes: Vec<Vec<usize>>, dtypes: Vec<DType>) -> BenchConfig {
+        BenchConfig {
+            ops,
+            shapes,
+            dtypes,
+            variants: None,
+            flags: FlagValues::default(),
+            seed: None,
+            timing: TimingOpts::default(),
+            row_stride: None,
+            torch: None,
+            ceiling_cache: None,
+            fresh_ceilings: false,
+        }
+    }
+
+    /// An op's parameters from the flags given (its own; others' are not its concern).
+    pub fn params(&self, op: Op) -> Result<Params> {
+        let names: Vec<&str> = op.flags().iter().map(|f| f.name).collect();
+        op.params(&self.flags.only(&names))
+    }
+
+    /// Every (op, shape, dtype) point this configuration measures, in order, with the index
+    /// of the op and the shape (they make each point's seed), and the op's parameters.
+    pub fn points(&self, device: DeviceKind) -> Result<Vec<Point>> {
+        let mut out = Vec::new();
+        for (oi, &op) in self.ops.iter().enumerate() {
+            let params = self.params(op)?;
+            // An op takes the shapes of its grammar (GEMMs M×N×K); with several ops, other
+            // shapes are not theirs (and an op named alone with the wrong shapes gets its
+            // clear error).
+            let fits: Vec<Vec<usize>> = self
+                .shapes
+                .iter()
+                .filter(|s| op.grammar().fits(s))
+                .cloned()
+                .collect();
+            let shapes = if self.shapes.is_empty() {
+                vec![op.default_shape(device)]
+            } else if fits.is_empty() && self.ops.len() > 1 {
+                continue;
+            } else if fits.is_empty() {
+                self.shapes.clone()
+            } else {
+                fits
+            };
+            for (si, shape) in shapes.into_iter().enumerate() {
+                for &dtype in &self.dtypes {
+                    out.push(Point {
+                        op,
+                        shape: shape.clone(),
+                        dtype,
+                        params: params.clone(),
+                        op_index: oi,
+                        shape_index: si,
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// One measured point: an op on one shape and dtype.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    pub op: Op,
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+    pub params: Params,
+    pub op_index: usize,
+    pub shape_index: usize,
+}
+
+impl Point {
+    /// The point's input seed: the run's seed, offset by op, shape and dtype (the first shape
+    /// of a run keeps the seeds of a one-shape run).
+    pub fn seed(&self, run_seed: u64) -> u64 {
+        run_seed.wrapping_add(
+            ((self.op_index as u64) << 32) | ((self.shape_index as u64) << 8) | self.dtype as u64,
+        )
+    }
+}
+
+fn select_variants(
+    op: Op,
+    device: DeviceKind,
+    names: &Option<Vec<String>>,
+) -> Result<Vec<&'static Variant>> {
+    match names {
+        None => Ok(crate::ops::variants_for(op, device)
+            .filter(|v| v.tier != Tier::Reference)
+            .collect()),
+        Some(names) => names
+            .iter()
+            .map(|n| crate::ops::find(op, n, device))
+            .collect(),
+    }
+}
+
+enum Timer<'a> {
+    Cpu(CpuTimer),
+    Cuda(CudaTimer<'a>),
+}
+
+impl Timer<'_> {
+    fn time(&mut self, opts: &TimingOpts, f: &mut dyn FnMut() -> Result<()>) -> Result<Stats> {
+        match self {
+            Timer::Cpu(t) => t.time(opts, f),
+            Timer::Cuda(t) => t.time(opts, f),
+        }
+    }
+
+    /// The settled median of `f` (`CudaTimer::settled`), ms; None on the CPU.
+    fn settled(&mut self, f: &mut dyn FnMut() -> Result<()>) -> Result<Option<f64>> {
+        match self {
+            Timer::Cpu(_) => Ok(None),
+            Timer::Cuda(t) => Ok(Some(t.settled(harness::SETTLED_CALLS, f)?.median_ms)),
+        }
+    }
+
+    /// The vendor matmul rates on this timer's device.
+    fn matmul(&mut self, device: &Device) -> Result<Vec<ceiling::MatmulCeiling>> {
+        match (self, device) {
+            (Timer::Cpu(t), _) => ceiling::cpu_matmul(t),
+            (Timer::Cuda(t), Device::Cuda(d)) => ceiling::cuda_matmul(d, t),
+            _ => unreachable!("the timer matches the device"),
+        }
+    }
+
+    /// One line saying how times were taken, for the table's header.
+    fn describe(&self, o: &TimingOpts) -> String {
+        let mut s = format!(
+            "do_bench timing: warm-up {} ms, then {} ms of calls, each with its own ",
+            report::fmt_sig(o.warmup_ms),
+            report::fmt_sig(o.rep_ms)
+        );
+        s += match self {
+            Timer::Cpu(_) => "monotonic-clock reading",
+            Timer::Cuda(_) => "event pair",
+        };
+        match (self, o.graph) {
+            (Timer::Cuda(_), Some(n)) => {
+                s = format!(
+                    "CUDA-graph replays of {n} calls (time per call = replay / {n}), warm-up {} ms, \
+                     then {} ms of replays; the L2 is NOT flushed between replays",
+                    report::fmt_sig(o.warmup_ms),
+                    report::fmt_sig(o.rep_ms)
+                );
+            }
+            (Timer::Cuda(t), None) if o.flush => {
+                s += &format!(
+                    "; L2 flushed before every call (a {} MiB write)",
+                    t.flush_bytes >> 20
+                )
+            }
+            (Timer::Cpu(t), _) if o.flush => {
+                s += &format!(
+                    "; cache flushed before every call (a {} MiB write)",
+                    t.flush_bytes() >> 20
+                )
+            }
+            _ => s += "; no cache flush",
+        }
+        match o.rotate {
+            Rotate::Copies(n) if n > 1 => {
+                s += &format!("; inputs and outputs rotated among {n} buffers")
+            }
+            Rotate::Copies(_) => {}
+            Rotate::Auto => {
+                s += &format!(
+                    "; inputs and outputs rotated among as many copies as make what the calls \
+                     touch (inputs and output) {}× the {} (at most {}; none where one call's \
+                     buffers are that large)",
+                    Rotate::AUTO_CACHE_MULTIPLE,
+                    match self {
+                        Timer::Cpu(_) => "last-level cache",
+                        Timer::Cuda(_) => "L2",
+                    },
+                    Rotate::AUTO_MAX_COPIES
+                )
+            }
+        }
+        if o.repeat > 1 {
+            s += &format!(
+                "; whole measurement repeated {}×, ± is the spread of the medians and ~ marks a \
+                 difference within it (noise)",
+                o.repeat
+            );
+        }
+        s
+    }
+}
+
+/// What a run tells its caller while it works (the CLI prints notes on stderr, drives a
+/// progress bar with the steps, and rewrites `--csv` with each point's records).
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    /// What is being done now.
+    Note(&'a str),
+    /// `done` of `total` points are finished.
+    Step { done: usize, total: usize },
+    /// A point is finished: the report so far (kernlab's records of every finished point; the
+    /// PyTorch columns, which run after the last point, not yet), for a caller that keeps what
+    /// a run cut short had measured.
+    Point(&'a BenchReport),
+}
+
+pub type Progress<'a> = &'a mut dyn FnMut(Event);
+
+/// Validate then time every selected variant, at every point of `cfg` (op × shape × dtype).
+/// `bench` and `sweep` both run through here.
+pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<BenchReport> {
+    let kind = device.kind();
+    if cfg.timing.graph.is_some() && cfg.timing.rotate == Rotate::Auto {
+        return Err(Error::Invalid(
+            "--rotate auto needs call-by-call timing: a CUDA graph's replays reuse the buffers of \
+             the N calls it captured, with no flush between them (give --rotate N with --graph N)"
+                .into(),
+        ));
+    }
+    if cfg.timing.graph.is_some() && kind != DeviceKind::Cuda {
+        return Err(Error::Invalid(
+            "CUDA-graph timing (--graph) needs a CUDA device".into(),
+        ));
+    }
+    // Unknown variant names are an error before any work starts.
+    for &op in &cfg.ops {
+        select_variants(op, kind, &cfg.variants)?;
+    }
+    // So are a point's shape, row stride and host memory.
+    let points = cfg.points(kind)?;
+    for p in &points {
+        check_point(p.op, &p.shape, p.dtype, cfg.row_stride)?;
+    }
+    let mut timer = match device {
+        Device::Cpu => Timer::Cpu(CpuTimer::new()),
+        Device::Cuda(d) => Timer::Cuda(CudaTimer::new(d)?),
+    };
+    progress(Event::Note("measuring the copy ceiling"));
+    // Ceilings are timed call by call, whatever --graph, --rotate or --repeat say.
+    let copy_opts = TimingOpts {
+        graph: None,
+        rotate: Rotate::Copies(1),
+        repeat: 1,
+        ..cfg.timing
+    };
+    let copy: CopyCeiling = match (&mut timer, device) {
+        (Timer::Cpu(t), _) => ceiling::cpu_copy(t, &copy_opts)?,
+        (Timer::Cuda(t), Device::Cuda(d)) => ceiling::cuda_copy(d, t, &copy_opts)?,
+        _ => unreachable!("the timer matches the device"),
+    };
+    progress(Event::Note(
+        "the matmul ceiling (measured once per device and driver)",
+    ));
+    let (ceilings, provenance) = ceiling::cached_or_measured(
+        device,
+        &mut || Ok(copy.clone()),
+        &mut || timer.matmul(device),
+        cfg.ceiling_cache.as_deref(),
+        cfg.fresh_ceilings,
+    )?;
+    let seed = cfg.seed.unwrap_or_else(fresh_seed);
+    let mut report = BenchReport::new(device, copy, seed, &cfg.timing);
+    report.timing_note = timer.describe(&cfg.timing);
+    report.set_matmul(&ceilings, provenance);
+    let total = points.len();
+    progress(Event::Step { done: 0, total });
+    // `auto`'s softmax launches, for the baselines' process to replay (see `wants_replay`).
+    let mut replays = Replays::default();
+    for (i, point) in points.iter().enumerate() {
+        let records = measure_point(
+            cfg,
+            device,
+            &mut timer,
+            point,
+            seed,
+            report.copy.gbps,
+            &mut replays,
+            progress,
+        )?;
+        report.records.extend(records);
+        // The speedups against manual (and the vendor's GEMM) are filled in for the points so
+        // far, as the end of the run fills them for all.
+        report.fill_speedups();
+        progress(Event::Point(&report));
+        progress(Event::Step { done: i + 1, total });
+    }
+    if let Some(t) = &cfg.torch {
+        add_torch_baselines(
+            cfg,
+            t,
+            device,
+            &points,
+            seed,
+            &replays,
+            &mut report,
+            progress,
+        )?;
+    }
+    report.fill_speedups();
+    Ok(report)
+}
+
+/// A device's ceilings for `kernlab doctor`: from the cache at `cache` unless `fresh`, else
+/// measured now (copy and matmul, with do_bench's default timing) and kept there.
+pub fn device_ceilings(
+    device: &Device,
+    cache: Option<&Path>,
+    fresh: bool,
+) -> Result<(ceiling::Ceilings, ceiling::Provenance)> {
+    if let (false, Some(p)) = (fresh, cache) {
+        if let Some(c) = ceiling::load(p, &ceiling::device_key(device)) {
+            return Ok((c, ceiling::Provenance::Cached));
+        }
+    }
+    let mut timer = match device {
+        Device::Cpu => Timer::Cpu(CpuTimer::new()),
+        Device::Cuda(d) => Timer::Cuda(CudaTimer::new(d)?),
+    };
+    let opts = ceiling::ceiling_timing(true);
+    let copy = match (&mut timer, device) {
+        (Timer::Cpu(t), _) => ceiling::cpu_copy(t, &opts)?,
+        (Timer::Cuda(t), Device::Cuda(d)) => ceiling::cuda_copy(d, t, &opts)?,
+        _ => unreachable!("the timer matches the device"),
+    };
+    ceiling::cached_or_measured(
+        device,
+        &mut || Ok(copy.clone()),
+        &mut || timer.matmul(device),
+        cache,
+        true,
+    )
+}
+
+/// One point: make the inputs and the f64 reference, then validate and time each variant.
+#[allow(clippy::too_many_arguments)]
+fn measure_point(
+    cfg: &BenchConfig,
+    device: &Device,
+    timer: &mut Timer,
+    point: &Point,
+    run_seed: u64,
+    copy_gbps: f64,
+    replays: &mut Replays,
+    progress: Progress,
+) -> Result<Vec<Record>> {
+    let (op, dtype, shape, params) = (point.op, point.dtype, &point.shape, &point.params);
+    let variants = select_variants(op, device.kind(), &cfg.variants)?;
+    let seed = point.seed(run_seed);
+    progress(Event::Note(&format!(
+        "{op} {dtype} {}: making inputs and the f64 reference",
+        shape_str(shape)
+    )));
+    let host = make_inputs(op, shape, dtype, seed, cfg.row_stride)?;
+    // The reference's f64 values (of the inputs rounded to the dtype) are the oracle.
+    let reference = check::make_reference(op, shape, &host, params, seed)?;
+    // `--rotate N`: N copies of the inputs and N outputs, cycled through call by call.
+    let y_shape = op.out_shape(shape);
+    let inputs = rotated_inputs(cfg.timing.rotate, &host, &y_shape, dtype, device)?;
+    let n_buf = inputs.len();
+    drop(host);
+    // The first copy: validation's input.
+    let x0: Vec<&Tensor> = inputs[0].iter().collect();
+    let mut records = Vec::new();
+    for v in &variants {
+        let mut rec = Record::new(op, v, device, dtype, shape, params, seed);
+        rec.bytes = op.min_bytes(shape, dtype);
+        rec.flops = op.flops(shape);
+        if !v.dtypes.contains(&dtype) {
+            rec.status = Status::Unsupported;
+            rec.note = Some(format!("dtype {dtype} not supported"));
+            records.push(rec);
+            continue;
+        }
+        let what = format!("{} {dtype} {}", v.id(), shape_str(shape));
+        // Nsight Systems shows each variant's validation and timing under its name.
+        let _range = crate::runtime::nvtx::range(&what);
+        progress(Event::Note(&format!("{what}: validating")));
+        let (check, y) = match validate(v, params, &x0, &reference) {
+            Ok(r) => r,
+            Err(e @ (Error::UnsupportedShape { .. } | Error::NotContiguous { .. })) => {
+                rec.status = Status::Unsupported;
+                rec.note = Some(e.to_string());
+                records.push(rec);
+                continue;
+            }
+            Err(e) => {
+                rec.status = Status::Error;
+                rec.note = Some(e.to_string());
+                records.push(rec);
+                continue;
+            }
+        };
+        rec.max_rel_err = Some(check.max_rel_err);
+        rec.rel_l2 = Some(check.rel_l2);
+        rec.validated = check.passed;
+        if !check.passed {
+            rec.status = Status::Failed;
+            rec.note = Some(check.describe());
+            records.push(rec);
+            continue;
+        }
+        progress(Event::Note(&format!("{what}: timing")));
+        rec.picked = v.picks.map(|pick| pick(params, &x0));
+        if reference.rows.is_some() {
+            rec.note = Some(format!(
+                "validated on {}",
+                reference.describe(y_shape.iter().product())
+            ));
+        }
+        let mut y = y;
+        if v.replayable && wants_replay(cfg, op, params) {
+            // One more call, its launch noted, for the baselines' process to replay.
+            match replay_of(device, params, v, &x0, &mut y) {
+                Ok(Ok((launch, module))) => replays.made.push((
+                    op,
+                    dtype,
+                    torch::Replay {
+                        shape: torch::script_shape(shape),
+                        picked: rec.picked.clone(),
+                        launch,
+                        module,
+                    },
+                )),
+                Ok(Err(why)) => replays.skipped.push((op, dtype, why)),
+                Err(e) => {
+                    replays
+                        .skipped
+                        .push((op, dtype, "the call for it failed".into()));
+                    rec.add_note(format!("its launch for PyTorch's process failed: {e}"));
+                }
+            }
+        }
+        let mut rot = Rotation::new(&inputs, y, &y_shape, dtype, device)?;
+        let mut run = |x: &[&Tensor], y: &mut Tensor| v.run(params, x, y);
+        if let Err(e) = rot.warm(&mut run) {
+            rec.status = Status::Error;
+            rec.note = Some(format!("a call on a rotated copy failed: {e}"));
+            records.push(rec);
+            continue;
+        }
+        let mut call = || rot.call(&mut run);
+        let timing = &cfg.timing;
+        match harness::repeated(timing, &mut || timer.time(timing, &mut call)) {
+            Ok(m) => {
+                rec.set_measurement(&m, copy_gbps);
+                rec.rotate_copies = (n_buf > 1).then_some(n_buf);
+                // A µs-sized call's time in the settled form too (GPU, flushed call by call):
+                // what the verdict against PyTorch judges kernels by.
+                let small = m.stats.median_ms < harness::SETTLED_BELOW_MS;
+                if small && timing.flush && timing.graph.is_none() {
+                    match timer.settled(&mut call) {
+                        Ok(t) => rec.settled_ms = t,
+                        Err(e) => rec.add_note(format!("settled timing failed: {e}")),
+                    }
+                }
+            }
+            Err(e) => {
+                rec.status = Status::Error;
+                rec.note = Some(format!("timing failed: {e}"));
+            }
+        }
+        records.push(rec);
+    }
+    Ok(records)
+}

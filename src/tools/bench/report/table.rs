@@ -1,0 +1,133 @@
+//! The tables people read: one per (op, dtype, shape), the fastest figures in green.
+
+use super::*;
+
+impl BenchReport {
+    /// One table per (op, dtype).
+    pub fn tables(&self) -> Vec<(String, Table)> {
+        let mut groups: Vec<(Op, DType, Vec<usize>)> = Vec::new();
+        for r in &self.records {
+            if !groups
+                .iter()
+                .any(|(o, d, s)| *o == r.op && *d == r.dtype && *s == r.shape)
+            {
+                groups.push((r.op, r.dtype, r.shape.clone()));
+            }
+        }
+        groups
+            .into_iter()
+            .map(|(op, dt, shape)| {
+                let first = self
+                    .records
+                    .iter()
+                    .find(|r| r.op == op && r.dtype == dt && r.shape == shape)
+                    .expect("a group comes from a record");
+                let gemm = op.grammar() == crate::ops::Grammar::Gemm;
+                let title = format!(
+                    "{op}{} {dt} {} — {}",
+                    first.params.form_suffix(),
+                    shape_str(&shape),
+                    if gemm {
+                        format!(
+                            "M×N×K, {} per call (2·M·N·K), {} MB at minimum",
+                            if first.flops >= 1e12 {
+                                format!("{:.2} TFLOP", first.flops / 1e12)
+                            } else {
+                                format!("{} GFLOP", fmt_sig(first.flops / 1e9))
+                            },
+                            fmt_sig(first.bytes as f64 / 1e6)
+                        )
+                    } else {
+                        format!("{} MB moved at minimum", first.bytes as f64 / 1e6)
+                    }
+                );
+                let mut t = Table::new();
+                t.load_preset(UTF8_FULL_CONDENSED);
+                t.set_header(vec![
+                    "variant",
+                    "tier",
+                    "ms (median)",
+                    "p20–p80",
+                    "min · calls",
+                    if gemm { "TFLOP/s" } else { "GB/s" },
+                    if gemm { "% vendor" } else { "% copy" },
+                    "× manual",
+                    "max rel err",
+                    "status",
+                ]);
+                for r in self
+                    .records
+                    .iter()
+                    .filter(|r| r.op == op && r.dtype == dt && r.shape == shape)
+                {
+                    let f = |v: Option<f64>, p: usize| {
+                        v.map(|v| format!("{v:.p$}")).unwrap_or_else(|| "—".into())
+                    };
+                    let status = match r.status {
+                        Status::Ok => Cell::new("ok").fg(Color::Green),
+                        Status::Failed => Cell::new("FAILED").fg(Color::Red),
+                        Status::Unsupported => Cell::new("unsupported").fg(Color::DarkGrey),
+                        Status::Error => Cell::new("ERROR").fg(Color::Red),
+                    };
+                    let ms_digits = match r.median_ms {
+                        Some(m) if m < 0.1 => 4,
+                        Some(m) if m < 10.0 => 3,
+                        _ => 1,
+                    };
+                    let median = match (r.median_ms, r.spread) {
+                        (Some(m), Some(sp)) => format!("{m:.ms_digits$} ±{:.1}%", 100.0 * sp),
+                        (m, _) => f(m, ms_digits),
+                    };
+                    t.add_row(vec![
+                        Cell::new(match &r.picked {
+                            Some(p) => format!("{} → {p}", r.variant),
+                            None => r.variant.clone(),
+                        }),
+                        Cell::new(r.tier.to_string()),
+                        Cell::new(median).set_alignment(CellAlignment::Right),
+                        Cell::new(match (r.p20_ms, r.p80_ms) {
+                            (Some(a), Some(b)) => format!("{a:.ms_digits$}–{b:.ms_digits$}"),
+                            _ => "—".into(),
+                        })
+                        .set_alignment(CellAlignment::Right),
+                        Cell::new(match (r.min_ms, r.calls) {
+                            (Some(m), Some(n)) => format!("{m:.ms_digits$} · {n}"),
+                            _ => "—".into(),
+                        })
+                        .set_alignment(CellAlignment::Right),
+                        Cell::new(if gemm {
+                            r.tflops
+                                .map(|t| match t {
+                                    t if t >= 10.0 => format!("{t:.1}"),
+                                    t if t >= 0.1 => format!("{t:.2}"),
+                                    t => format!("{t:.4}"),
+                                })
+                                .unwrap_or_else(|| "—".into())
+                        } else {
+                            r.gbps.map(fmt_gbps).unwrap_or_else(|| "—".into())
+                        })
+                        .set_alignment(CellAlignment::Right),
+                        Cell::new(f(if gemm { r.pct_of_vendor } else { r.pct_of_copy }, 1))
+                            .set_alignment(CellAlignment::Right),
+                        Cell::new(
+                            r.speedup_vs_manual
+                                .map(|s| {
+                                    format!("{s:.2}×{}", if r.speedup_is_noise { " ~" } else { "" })
+                                })
+                                .unwrap_or_else(|| "—".into()),
+                        )
+                        .set_alignment(CellAlignment::Right),
+                        Cell::new(
+                            r.max_rel_err
+                                .map(|e| format!("{e:.1e}"))
+                                .unwrap_or_else(|| "—".into()),
+                        )
+                        .set_alignment(CellAlignment::Right),
+                        status,
+                    ]);
+                }
+                (title, t)
+            })
+            .collect()
+    }
+}
