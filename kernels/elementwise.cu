@@ -60,3 +60,21 @@ extern "C" __global__ void div_rowvec_f32(const float* a, const float* v, float*
 KL_BIAS(f32, float)
 KL_BIAS(bf16, bf16)
 KL_BIAS(f16, f16)
+// The mean over the last dimension (rmsnorm's `.mean(-1)`): the row sum over cols.
+extern "C" __global__ void row_mean_f32(const float* a, float* out, int rows, int cols) {
+    __shared__ float scratch[32];
+    const float* r = a + (i64)blockIdx.x * cols;
+    float s = 0.0f;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) s += r[c];
+    s = block_sum(s, scratch);
+    if (threadIdx.x == 0) out[blockIdx.x] = s / (float)cols;
+}
+extern "C" __global__ void rsqrt_f32(const float* a, float* out, i64 n) { KL_IDX out[i] = rsqrtf(a[i]); }
+// out[r, c] = a[r, c] · v[r] (a per-row scale), and out[r, c] = a[r, c] · v[c] (a per-column
+// one: rmsnorm's weight).
+extern "C" __global__ void mul_rowvec_f32(const float* a, const float* v, float* out, i64 n, int cols) {
+    KL_IDX out[i] = a[i] * v[i / cols];
+}
+extern "C" __global__ void mul_colvec_f32(const float* a, const float* v, float* out, i64 n, int cols) {
+    KL_IDX out[i] = a[i] * v[i % cols];
+}

@@ -13,7 +13,7 @@ fn bad_arguments_get_clear_errors() {
         (&["bench", "--shape", "0x4"], "at least 1"),
         (
             &["bench", "gelux"],
-            "unknown op 'gelux' (known: gelu, softmax, matmul, linear)",
+            "unknown op 'gelux' (known: gelu, softmax, matmul, linear, rmsnorm)",
         ),
         (
             &["bench", "linear", "--device", "cpu", "--activation", "relu"],
@@ -463,9 +463,9 @@ fn an_end_to_end_cpu_bench_validates_times_and_writes_json() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let records = report["records"].as_array().unwrap();
-    // 2 row ops (gelu, softmax) × 2 dtypes × (manual, fused); the GEMMs take M×N×K shapes
-    // and are left out.
-    assert_eq!(records.len(), 8, "{report}");
+    // 3 row ops (gelu, softmax, rmsnorm) × 2 dtypes × (manual, fused); the GEMMs take
+    // M×N×K shapes and are left out.
+    assert_eq!(records.len(), 12, "{report}");
     for r in records {
         for key in [
             "op",

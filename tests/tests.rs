@@ -20,3 +20,5 @@ mod profile;
 /// NVRTC compiles every registered kernel for sm_80 and sm_90a; the PTX and ptxas report
 /// show what each variant claims.
 mod ptx;
+/// RMSNorm: every variant against f64, strided rows, special values, bad operands.
+mod rmsnorm;

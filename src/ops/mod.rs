@@ -9,6 +9,7 @@ pub mod linear;
 pub mod matmul;
 mod op;
 pub mod primitives;
+pub mod rmsnorm;
 pub mod softmax;
 mod variant;
 
@@ -16,7 +17,7 @@ pub use op::*;
 pub use variant::*;
 
 /// Every op, in the lecture's order: the one registration list.
-pub static OPS: &[Op] = &[gelu::OP, softmax::OP, matmul::OP, linear::OP];
+pub static OPS: &[Op] = &[gelu::OP, softmax::OP, matmul::OP, linear::OP, rmsnorm::OP];
 
 /// Rows (or blocks) of an `m`-row output for a sampled f64 reference: min(`want`, `m`)
 /// distinct rows, the first and the last among them where `want ≥ 2`, the rest spread over
