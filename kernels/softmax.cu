@@ -6,7 +6,7 @@
 // elements of it are read; lg ≠ 0 writes log_softmax, x − (max + log Σ e^(x−max)), from the
 // same passes. Minimum traffic: read rows·cols, write rows·cols elements.
 // Semantics as PyTorch: a row of all −inf, or holding NaN or +inf, gives NaN outputs.
-#include "common.cuh"
+#include "rows.cuh"
 #include "hopper.cuh"
 
 // One output element from the row's max m, inv = 1/Σ and ls = log Σ. log_softmax is
@@ -64,19 +64,16 @@ template <> __device__ __forceinline__ uint4 neg_inf_pack<f16>() {
     return make_uint4(0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u);
 }
 
-template <class T, int VEC, int K> struct RowRegs {
-    static constexpr bool PACKED = VEC > 1;
-    uint4 raw[PACKED ? K : 1];
-    float val[PACKED ? 1 : K];
+// A row in registers (rows.cuh's RowSlots, padded with −inf so that it adds e^(−inf) = 0 to
+// the sum), with softmax's passes over it.
+template <class T, int VEC, int K> struct RowRegs : RowSlots<T, VEC, K> {
+    using Base = RowSlots<T, VEC, K>;
+    using Base::PACKED;
+    using Base::raw;
+    using Base::val;
 
-    // Slot k of this thread covers columns [(k·stride + tid)·VEC, … + VEC).
     __device__ __forceinline__ void load(const T* row, int cols, int tid, int stride) {
-        #pragma unroll
-        for (int k = 0; k < K; ++k) {
-            const int c0 = (k * stride + tid) * VEC;
-            if constexpr (PACKED) raw[k] = c0 < cols ? ld16_row(row + c0) : neg_inf_pack<T>();
-            else val[k] = c0 < cols ? to_f32(row[c0]) : KL_NEG_INF;
-        }
+        Base::load(row, cols, tid, stride, neg_inf_pack<T>(), KL_NEG_INF);
     }
     // Rows that start `off` elements past a 16-byte boundary (0 ≤ off < VEC: any odd width
     // in a contiguous tensor, where row r starts at r·cols elements), in load's layout
@@ -138,17 +135,8 @@ template <class T, int VEC, int K> struct RowRegs {
         }
         return make_uint4(w[0], w[1], w[2], w[3]);
     }
-    // The empty volatile asm makes each pass unpack afresh: without it the compiler keeps
-    // all K·VEC unpacked floats live across the passes (64 for bf16 at K = 8) and spills.
-    __device__ __forceinline__ void get(int k, float* v, const T* tag) const {
-        if constexpr (PACKED) {
-            uint4 u = raw[k];
-            asm volatile("" : "+r"(u.x), "+r"(u.y), "+r"(u.z), "+r"(u.w));
-            unpack(u, v, tag);
-        } else {
-            v[0] = val[k];
-        }
-    }
+    // RowSlots::get, with the pointer tag the pack helpers take.
+    __device__ __forceinline__ void get(int k, float* v, const T*) const { Base::get(k, v); }
     // 16-bit rows take the shorter instruction forms below (fewer instructions an element,
     // where the work per byte is twice f32's); f32 rows keep the exact ones.
     static constexpr bool HALF = PACKED && sizeof(T) == 2;
@@ -234,18 +222,7 @@ template <class T, int VEC, int K> struct RowRegs {
             h.store_with(a..., [&](float v) { return softmax_out(v, m, inv, ls, lg); });
         }
     }
-    // Σ e(x) over this thread's slots.
-    template <class F> __device__ __forceinline__ float sum_with(F e) const {
-        float s = 0.0f;
-        #pragma unroll
-        for (int k = 0; k < K; ++k) {
-            float v[VEC];
-            get(k, v, (const T*)nullptr);
-            #pragma unroll
-            for (int j = 0; j < VEC; ++j) s += e(v[j]);
-        }
-        return s;
-    }
+    using Base::sum_with;
     // This thread's (max, sum) over its slots, in two passes over the registers (max, then
     // Σ e^(x − max)): one exponential an element, where a per-pack online merge pays two
     // more a pack. A thread holding only padding has max −inf (its NaN sum is ignored by
@@ -287,17 +264,10 @@ template <class T, int VEC, int K> struct RowRegs {
     }
     template <class F>
     __device__ __forceinline__ void store_with(T* row, int cols, int tid, int stride, F out) const {
-        #pragma unroll
-        for (int k = 0; k < K; ++k) {
-            const int c0 = (k * stride + tid) * VEC;
-            if (c0 >= cols) continue;
-            float v[VEC];
-            get(k, v, (const T*)nullptr);
+        Base::store_each(row, cols, tid, stride, [&](float* v, int) {
             #pragma unroll
             for (int j = 0; j < VEC; ++j) v[j] = out(v[j]);
-            if constexpr (PACKED) st16(row + c0, pack(v, row));
-            else row[c0] = from_f32<T>(v[0]);
-        }
+        });
     }
 };
 
