@@ -1648,7 +1648,6 @@ fn device_buffers_have_the_length_asked(dev: &Device) {
     let Device::Cuda(d) = dev else {
         unreachable!("test_gpu! runs on CUDA only")
     };
-    let p = softmax::OP.default_params();
     let init = Init::Normal {
         mean: 0.0,
         std: 2.0,
@@ -1663,6 +1662,7 @@ fn device_buffers_have_the_length_asked(dev: &Device) {
     assert_eq!(back.unwrap(), bytes, "a round trip");
     for (op, name) in [(softmax::OP, "v3_block_regs"), (gelu::OP, "v2_vec16")] {
         let v = ops::find(op, name, dev.kind()).unwrap();
+        let p = op.default_params();
         check(dev, v, &p, &x, "device buffers").unwrap_or_else(|| panic!("{name} refused 3x1001"));
     }
 }

@@ -51,7 +51,8 @@ pub struct BenchConfig {
 }
 
 impl BenchConfig {
-    /// A configuration with the default timing and every variant, for these ops and shapes.
+    /// A configuration with the default timing and every variant, for these ops and shapes; the
+    /// matmul ceilings from kernlab's cache (measured once per device and driver).
     pub fn new(ops: Vec<Op>, shapes: Vec<Vec<usize>>, dtypes: Vec<DType>) -> BenchConfig {
         BenchConfig {
             ops,
@@ -63,7 +64,7 @@ impl BenchConfig {
             timing: TimingOpts::default(),
             row_stride: None,
             torch: None,
-            ceiling_cache: None,
+            ceiling_cache: ceiling::cache_path(),
             fresh_ceilings: false,
         }
     }
