@@ -2,7 +2,7 @@
 """PyTorch / torch.compile / Triton baselines for kernlab (`kernlab bench --torch` runs this):
 the command line of the package `kernlab_baselines` beside this file, whose docstring says
 what it measures and how, and which names below it re-exports for those who load this file as
-a module (kernlab's tests, scripts/).
+a module (kernlab's tests).
 
   python3 baselines/torch_baselines.py --op softmax --shapes 4096x1024 --dtype bf16 --json out.json
   python3 baselines/torch_baselines.py --self-test      (the unit tests; no torch needed)

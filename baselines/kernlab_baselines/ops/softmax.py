@@ -23,7 +23,7 @@ def softmax_num_warps(block_size):
 
 def manual_softmax(torch, x):
     """The lecture's manual softmax over the last dimension: max, subtract, exp, sum, divide,
-    one eager op each (torch.compile fuses it). Also used by scripts/ that time compile."""
+    one eager op each (torch.compile fuses it)."""
     x_max = x.max(dim=-1, keepdim=True)[0]
     x = x - x_max
     num = torch.exp(x)

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The GPU test suite, on the GPU machine, in one call: every test executable that
+# ../shared/gpu/pack gathered in .gpu/tests, one thread each, with KERNLAB_REQUIRE_GPU=1 so that
+# a GPU test that finds no GPU fails instead of skipping. Prints the failures and the wall time;
+# exits non-zero if any test fails. The full log goes to ${OUT:-out}/gpu-suite.log.
+#
+#   ../shared/gpu/pack                              (here: build and gather the executables)
+#   tools/gpu-suite.sh [TEST-FILTER]                (there, with .gpu carried)
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+log="$OUT/gpu-suite.log"
+export KERNLAB_REQUIRE_GPU=1
+[ -d .gpu/tests ] || { echo "no .gpu/tests: run ../shared/gpu/pack first and carry .gpu" >&2; exit 2; }
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+start=$(date +%s)
+status=0
+: > "$log"
+for t in .gpu/tests/*; do
+  echo "== $t" >> "$log"
+  "$t" --test-threads=1 "$@" >> "$log" 2>&1 || status=1
+done
+wall=$(( $(date +%s) - start ))
+grep -E "^test .* (FAILED|failed)$|panicked at" "$log" | head -40
+passed=$(grep -oE "test result: [a-zA-Z]+\. [0-9]+ passed" "$log" | awk '{s+=$4} END {print s+0}')
+failed=$(grep -oE "; [0-9]+ failed" "$log" | awk '{s+=$2} END {print s+0}')
+echo "gpu suite: $passed passed, $failed failed, ${wall}s (log: $log)"
+exit $status
