@@ -833,11 +833,11 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
 // with exactly two CTAs on every SM (a cooperative grid of 2 × SMs, the driver's occupancy 2)
 // and an even number of groups, so each lower place v (group v / G, rank v % G) has its upper
 // partner grid/2 + v (group v / G + groups/2, the same rank). `pairing` (zero at launch; the
-// last CTA clears it with the slots): [0] the ticket, [1 + s] SM s's arrivals, [1 + KL_V9_SMS
+// last CTA clears it with the slots): [0] the ticket, [1 + s] SM s's arrivals, [1 + V9_MAX_SMS
 // + s] SM s's lower place + 1.
-#define KL_V9_SMS 1024
-#define KL_V9_PAIRING_WORDS (1 + 2 * KL_V9_SMS)
-#define KL_V9_PAIRING_SLOTS ((KL_V9_PAIRING_WORDS * 4 + 15) / 16)  // in 16-byte slots
+#define V9_MAX_SMS 1024
+#define V9_PAIRING_WORDS (1 + 2 * V9_MAX_SMS)
+#define V9_PAIRING_SLOTS ((V9_PAIRING_WORDS * 4 + 15) / 16)  // in 16-byte slots
 // The CTA's group, rank and place, posted in shared memory by thread 0 for the block.
 __device__ __forceinline__ int* v9_place() {
     __shared__ int place[3];  // group, rank, place
@@ -849,9 +849,9 @@ __device__ __forceinline__ void v9_take_place(unsigned* pairing, int G) {
         asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
         const unsigned half = gridDim.x / 2;
         // Unreachable under the launcher's conditions; a wrong place would be a wrong answer.
-        if (sm >= KL_V9_SMS) __trap();
+        if (sm >= V9_MAX_SMS) __trap();
         const unsigned seat = atomicAdd(pairing + 1 + sm, 1u);
-        unsigned* posted = pairing + 1 + KL_V9_SMS + sm;
+        unsigned* posted = pairing + 1 + V9_MAX_SMS + sm;
         unsigned lower;
         if (seat == 0) {
             lower = atomicAdd(pairing, 1u);
@@ -937,7 +937,7 @@ __device__ void softmax_v9_gridsync(const T* __restrict__ x, T* __restrict__ y, 
         }
         part.store(y + row * ldy, st.m, st.s, lg);
     }
-    split_finish(hdr, slots, SMPAIR ? 2 * gridDim.x + KL_V9_PAIRING_SLOTS : G > 1 ? 2 * gridDim.x : 0);
+    split_finish(hdr, slots, SMPAIR ? 2 * gridDim.x + V9_PAIRING_SLOTS : G > 1 ? 2 * gridDim.x : 0);
 }
 
 // Where chunk c of a row lies, at tp packs a chunk (v11): the row's scalar head and tail (as

@@ -1572,6 +1572,7 @@ fn softmax_auto_launch_replays_exactly(dev: &Device) {
             };
             let src = l.source;
             let replay = || -> kernlab::Result<()> {
+                use cudarc::driver::PushKernelArg;
                 let f = io.dev.function(src, &l.kernel)?;
                 kernlab::runtime::launch::allow_dynamic_smem(
                     &io.dev,
@@ -1581,20 +1582,20 @@ fn softmax_auto_launch_replays_exactly(dev: &Device) {
                 )?;
                 let args = (rows_i, cols_i, cols_l, cols_l, 0i32);
                 match args_csize(&l.args) {
-                    None => kernlab::launch!(
-                        io.dev,
-                        src,
-                        l.kernel.clone(),
-                        cfg,
-                        [io.x, io.y, &args.0, &args.1, &args.2, &args.3, &args.4]
-                    ),
-                    Some(c) => kernlab::launch!(
-                        io.dev,
-                        src,
-                        l.kernel.clone(),
-                        cfg,
-                        [io.x, io.y, &args.0, &args.1, &args.2, &args.3, &args.4, &c]
-                    ),
+                    None => {
+                        let mut b = io.dev.stream.launch_builder(&f);
+                        b.arg(io.x).arg(io.y).arg(&args.0).arg(&args.1);
+                        b.arg(&args.2).arg(&args.3).arg(&args.4);
+                        // SAFETY: the recorded launch's own arguments, buffers alive.
+                        unsafe { b.launch(cfg) }.expect("the replayed launch");
+                    }
+                    Some(c) => {
+                        let mut b = io.dev.stream.launch_builder(&f);
+                        b.arg(io.x).arg(io.y).arg(&args.0).arg(&args.1);
+                        b.arg(&args.2).arg(&args.3).arg(&args.4).arg(&c);
+                        // SAFETY: as above, with the recorded cluster size.
+                        unsafe { b.launch(cfg) }.expect("the replayed launch");
+                    }
                 }
                 Ok(())
             };

@@ -265,7 +265,7 @@ mod tests {
         let mut cfg = bench::BenchConfig::new(
             vec![crate::ops::softmax::OP],
             vec![vec![4, 32], vec![4, 48]],
-            vec![crate::DType::F32],
+            vec![crate::runtime::dtype::DType::F32],
         );
         cfg.timing.warmup_ms = 0.1;
         cfg.timing.rep_ms = 0.5;

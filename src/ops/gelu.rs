@@ -10,11 +10,11 @@ use super::{
     Flag, FlagKind, FlagValues, Grammar, Op, OpDef, OpParams, Params, SweepDefault, Tier,
     TorchCases, Variant,
 };
-use crate::launch;
 use crate::runtime::device::{Device, DeviceKind};
 use crate::runtime::dtype::{DType, Element};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::kernels::KernelSource;
+use crate::runtime::launch::launch;
 use crate::runtime::launch::{aligned16, cfg_1d, cuda_io};
 use crate::runtime::tensor::{row_strided_layout, Init, Tensor};
 use rayon::prelude::*;

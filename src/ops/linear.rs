@@ -197,7 +197,7 @@ fn run_manual_cuda(g: &Gemm, c: &mut Tensor) -> Result<()> {
                 let y = dst
                     .cuda_buf_mut()
                     .ok_or_else(|| Error::Invalid("output not on CUDA".into()))?;
-                crate::launch!(
+                crate::runtime::launch::launch!(
                     dev,
                     &ELEMENTWISE,
                     format!("add_bias_{}", g.dtype()),
@@ -241,3 +241,13 @@ static VARIANTS: [Variant; 13] = {
         rows[10],
     ]
 };
+
+#[cfg(test)]
+mod tests {
+    /// The GEMM dispatch keys linear's tuning entries by this name without importing this
+    /// module.
+    #[test]
+    fn the_gemm_dispatch_names_this_op_as_it_is_named() {
+        assert_eq!(super::auto::LINEAR, super::OP.name());
+    }
+}

@@ -8,13 +8,13 @@ pub mod gelu;
 pub mod linear;
 pub mod matmul;
 mod op;
+mod params;
 pub mod primitives;
 pub mod rmsnorm;
 pub mod softmax;
-mod variant;
 
 pub use op::*;
-pub use variant::*;
+pub use params::*;
 
 /// Every op, in the lecture's order: the one registration list.
 pub static OPS: &[Op] = &[gelu::OP, softmax::OP, matmul::OP, linear::OP, rmsnorm::OP];

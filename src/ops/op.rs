@@ -1,272 +1,20 @@
-//! What an op is, said once: [`OpDef`], the descriptor every op module implements, and [`Op`],
-//! the handle the tools pass around. The tools (bench, sweep, profile, inspect, autotune, the
-//! CLI) ask an op's descriptor for its shapes, flags, inputs, reference, cost model, sweep,
-//! variants and PyTorch cases; none of them matches on an op.
+//! What an op is, said once: [`OpDef`], the descriptor every op module implements, [`Op`],
+//! the handle the tools pass around, and [`Variant`], one row of an op's registry (each op
+//! module lists its own; `kernlab list` prints them all). The tools (bench, sweep, profile,
+//! inspect, autotune, the CLI) ask an op's descriptor for its shapes, flags, inputs,
+//! reference, cost model, sweep, variants and PyTorch cases; none of them matches on an op.
 
-use super::variant::{Candidate, Variant};
+use super::params::{Compare, Flag, FlagValues, Grammar, Params, SweepDefault, Tier, TorchCases};
 use crate::runtime::device::{CudaDevice, DeviceKind};
 use crate::runtime::dtype::DType;
 use crate::runtime::error::{Error, Result};
+use crate::runtime::kernels::KernelSource;
 use crate::runtime::tensor::Tensor;
 use serde::{Serialize, Serializer};
-use std::any::Any;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::str::FromStr;
 use std::sync::Arc;
-
-/// The lecture's tiers: ways to write one function (plus the f64 oracle and the CPU).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
-#[serde(rename_all = "lowercase")]
-pub enum Tier {
-    /// f64 on the CPU: the oracle every test and bench run compares against.
-    Reference,
-    /// Composed from primitive kernels, one launch (or pass) per op, as eager PyTorch runs.
-    Manual,
-    /// Hand-written CUDA C, numbered versions.
-    Cuda,
-    /// The vendor's library (cuBLAS, cuBLASLt).
-    Vendor,
-    /// Fused, multi-threaded CPU loops.
-    Cpu,
-}
-
-impl fmt::Display for Tier {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Tier::Reference => "reference",
-            Tier::Manual => "manual",
-            Tier::Cuda => "cuda",
-            Tier::Vendor => "vendor",
-            Tier::Cpu => "cpu",
-        })
-    }
-}
-
-/// How an op's shapes read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Grammar {
-    /// A tensor of any rank whose last dimension is a row (`ROWSxCOLS`, or `N` for one row):
-    /// element-wise and row ops. Inputs may have strided rows (`--row-stride`).
-    Rows,
-    /// `M×N×K`: a GEMM `a[M,K] · w[N,K]ᵀ`.
-    Gemm,
-}
-
-impl Grammar {
-    /// Whether `shape` is one of this grammar's shapes (its rank).
-    pub fn fits(self, shape: &[usize]) -> bool {
-        match self {
-            Grammar::Rows => !shape.is_empty(),
-            Grammar::Gemm => shape.len() == 3,
-        }
-    }
-    /// How a shape is written, for help and errors.
-    pub fn spelling(self) -> &'static str {
-        match self {
-            Grammar::Rows => "ROWS×COLS (e.g. 4096x4096; the last dimension is the row)",
-            Grammar::Gemm => "M×N×K (e.g. 8192x8192x8192: a[M,K] · w[N,K]ᵀ)",
-        }
-    }
-}
-
-/// How an output is judged against the f64 reference.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Compare {
-    /// Element by element, relative to each element and its row's largest (see `check`).
-    Elementwise,
-    /// The relative L2 error of each output row: a GEMM's accumulation order moves single
-    /// elements near zero far more than the row.
-    RowsL2,
-}
-
-/// An op's default sweep, as the size lists `kernlab sweep` takes (`4096`, `256..12672:128`,
-/// `2^20..2^28:x2`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SweepDefault {
-    /// `--rows R --cols C`: rows of a growing width.
-    Rows {
-        rows: &'static str,
-        cols: &'static str,
-    },
-    /// `--numel N`: 1-D inputs of a growing length.
-    Numel(&'static str),
-    /// `--square S`: M = N = K.
-    Square(&'static str),
-}
-
-/// One command-line flag an op takes (`--gelu erf`, `--log-softmax`), declared by the op and
-/// added to every command that runs ops.
-#[derive(Debug, Clone, Copy)]
-pub struct Flag {
-    /// The flag without its dashes: `gelu` is `--gelu`.
-    pub name: &'static str,
-    pub help: &'static str,
-    pub kind: FlagKind,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub enum FlagKind {
-    /// Present or not.
-    Switch,
-    /// Takes a value; `values` lists the accepted ones where they are a closed set.
-    Value {
-        value_name: &'static str,
-        default: &'static str,
-        values: Option<&'static [&'static str]>,
-    },
-}
-
-/// The op flags a command line gave (only those given; the op supplies its defaults).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct FlagValues {
-    given: Vec<(String, String)>,
-}
-
-impl FlagValues {
-    /// Record flag `name` as given with `value` (`"true"` for a switch).
-    pub fn set(&mut self, name: &str, value: impl Into<String>) {
-        self.given.retain(|(n, _)| n != name);
-        self.given.push((name.to_string(), value.into()));
-    }
-    /// The value given for `name`, if it was given.
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.given
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-    /// Whether switch `name` was given.
-    pub fn switch(&self, name: &str) -> bool {
-        self.get(name).is_some()
-    }
-    /// The names of the flags given.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.given.iter().map(|(n, _)| n.as_str())
-    }
-    /// Only the flags among `names`.
-    pub fn only(&self, names: &[&str]) -> FlagValues {
-        FlagValues {
-            given: self
-                .given
-                .iter()
-                .filter(|(n, _)| names.contains(&n.as_str()))
-                .cloned()
-                .collect(),
-        }
-    }
-    pub fn is_empty(&self) -> bool {
-        self.given.is_empty()
-    }
-}
-
-/// An op's parameters that are not tensors, as the op types them (`GeluApprox`, softmax's
-/// `log`, linear's activation, rmsnorm's `eps`).
-pub trait OpParams: fmt::Debug + Serialize + PartialEq + Send + Sync + 'static {
-    /// What the op computes beyond its name, for titles: `tanh`, `log_softmax`,
-    /// `bias + gelu-tanh`; `None` where the name says it all.
-    fn form(&self) -> Option<String> {
-        None
-    }
-    /// The CSV's `form` column: [`OpParams::form`], or what the op computes by default.
-    fn form_column(&self) -> String {
-        self.form().unwrap_or_default()
-    }
-}
-
-/// [`OpParams`] behind a pointer, for code that does not know the op.
-trait ErasedParams: fmt::Debug + Send + Sync {
-    fn as_any(&self) -> &dyn Any;
-    fn form(&self) -> Option<String>;
-    fn form_column(&self) -> String;
-    fn to_json(&self) -> serde_json::Value;
-    fn same(&self, other: &dyn ErasedParams) -> bool;
-}
-
-impl<P: OpParams> ErasedParams for P {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn form(&self) -> Option<String> {
-        OpParams::form(self)
-    }
-    fn form_column(&self) -> String {
-        OpParams::form_column(self)
-    }
-    fn to_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
-    }
-    fn same(&self, other: &dyn ErasedParams) -> bool {
-        other.as_any().downcast_ref::<P>() == Some(self)
-    }
-}
-
-/// One op's parameters, typed by the op and carried through the tools unopened.
-#[derive(Clone)]
-pub struct Params(Arc<dyn ErasedParams>);
-
-impl Params {
-    pub fn new<P: OpParams>(p: P) -> Params {
-        Params(Arc::new(p))
-    }
-    /// The parameters as the op's own type; an error (a bug: another op's parameters) where
-    /// they are not.
-    pub fn get<P: OpParams>(&self) -> Result<&P> {
-        self.0.as_any().downcast_ref::<P>().ok_or_else(|| {
-            Error::Invalid(format!(
-                "parameters {:?} are not {}: another op's",
-                self.0,
-                std::any::type_name::<P>()
-            ))
-        })
-    }
-    /// See [`OpParams::form`].
-    pub fn form(&self) -> Option<String> {
-        self.0.form()
-    }
-    /// See [`OpParams::form_column`].
-    pub fn form_column(&self) -> String {
-        self.0.form_column()
-    }
-    /// ` (form)` for a title, or nothing.
-    pub fn form_suffix(&self) -> String {
-        self.form().map(|f| format!(" ({f})")).unwrap_or_default()
-    }
-}
-
-impl fmt::Debug for Params {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl PartialEq for Params {
-    fn eq(&self, other: &Params) -> bool {
-        self.0.same(&*other.0)
-    }
-}
-
-impl Serialize for Params {
-    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        self.0.to_json().serialize(s)
-    }
-}
-
-/// Parameters of an op that takes none.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub struct NoParams;
-impl OpParams for NoParams {}
-
-/// The PyTorch baselines' side of an op (`baselines/`): its name there and the arguments its
-/// parameters add.
-#[derive(Debug, Clone, Copy)]
-pub struct TorchCases {
-    /// `--op` for the baselines' command line.
-    pub op: &'static str,
-    /// The arguments that carry `params` (`--gelu erf`), or why the baselines cannot run
-    /// these parameters.
-    pub args: fn(&Params) -> std::result::Result<Vec<String>, String>,
-}
 
 /// Every candidate (a variant in one configuration) for a dtype on a GPU, only the variants
 /// named where `only` is given.
@@ -523,4 +271,319 @@ impl FromStr for Op {
                 )
             })
     }
+}
+
+/// How a variant runs a checked call: parameters, inputs, output.
+pub type RunFn = fn(&Params, &[&Tensor], &mut Tensor) -> Result<()>;
+/// A dispatching variant's choice for these inputs (shown by bench as `picked`).
+pub type PickFn = fn(&Params, &[&Tensor]) -> String;
+/// Every kernel symbol a CUDA variant may launch for a dtype.
+pub type SymbolsFn = fn(DType) -> Vec<String>;
+
+/// One row of the registry.
+#[derive(Clone, Copy)]
+pub struct Variant {
+    pub op: Op,
+    pub name: &'static str,
+    pub tier: Tier,
+    pub device: DeviceKind,
+    pub dtypes: &'static [DType],
+    pub summary: &'static str,
+    /// Accepts inputs whose rows are strided (row stride > width); else needs contiguous.
+    pub strided_rows: bool,
+    /// CUDA only: the source its kernels live in, and every symbol it may launch per dtype.
+    pub source: Option<&'static KernelSource>,
+    pub symbols: Option<SymbolsFn>,
+    /// Claims 16-byte global loads (CI checks the PTX for `ld.global*.v4`).
+    pub vec16: bool,
+    /// CUDA only: the oldest architecture on which all its kernels do real work (80 = sm_80).
+    /// CI checks its PTX for that architecture and newer.
+    pub min_arch: u32,
+    /// Dispatching variants (`auto`): which variant they run for an input, shown by bench.
+    pub picks: Option<PickFn>,
+    /// PTX instructions the variant claims (CI checks each appears in its kernels' PTX for
+    /// `min_arch`), e.g. `mma.sync` for tensor-core versions.
+    pub ptx_claims: &'static [&'static str],
+    /// A call of one plain launch (x, y, then scalars) that `bench --torch` may replay in the
+    /// baselines' process, timed there by the same do_bench as PyTorch's kernels.
+    pub replayable: bool,
+    pub run: RunFn,
+}
+
+/// A variant's row as `kernlab list --json` prints it.
+#[derive(Serialize)]
+pub struct VariantInfo {
+    pub op: Op,
+    pub variant: &'static str,
+    pub tier: Tier,
+    pub device: DeviceKind,
+    pub dtypes: Vec<DType>,
+    pub strided_rows: bool,
+    pub summary: &'static str,
+}
+
+/// Every dtype.
+pub const ALL_DTYPES: &[DType] = &[DType::F32, DType::BF16, DType::F16];
+/// The 16-bit dtypes (tensor-core versions).
+pub const HALF_DTYPES: &[DType] = &[DType::BF16, DType::F16];
+
+impl Variant {
+    /// A row with the defaults: every dtype, contiguous inputs, no kernels of its own.
+    pub const fn new(
+        op: Op,
+        name: &'static str,
+        tier: Tier,
+        device: DeviceKind,
+        summary: &'static str,
+        run: RunFn,
+    ) -> Variant {
+        Variant {
+            op,
+            name,
+            tier,
+            device,
+            dtypes: ALL_DTYPES,
+            summary,
+            strided_rows: false,
+            source: None,
+            symbols: None,
+            vec16: false,
+            min_arch: 80,
+            picks: None,
+            ptx_claims: &[],
+            replayable: false,
+            run,
+        }
+    }
+    /// The kernels it launches: their source and symbols.
+    pub const fn kernels(self, source: &'static KernelSource, symbols: SymbolsFn) -> Variant {
+        Variant {
+            source: Some(source),
+            symbols: Some(symbols),
+            ..self
+        }
+    }
+    pub const fn dtypes(self, dtypes: &'static [DType]) -> Variant {
+        Variant { dtypes, ..self }
+    }
+    /// Takes inputs whose rows are strided.
+    pub const fn strided(self) -> Variant {
+        Variant {
+            strided_rows: true,
+            ..self
+        }
+    }
+    /// Claims 16-byte loads.
+    pub const fn vec16(self) -> Variant {
+        Variant {
+            vec16: true,
+            ..self
+        }
+    }
+    pub const fn min_arch(self, min_arch: u32) -> Variant {
+        Variant { min_arch, ..self }
+    }
+    pub const fn claims(self, ptx_claims: &'static [&'static str]) -> Variant {
+        Variant { ptx_claims, ..self }
+    }
+    pub const fn picks(self, f: PickFn) -> Variant {
+        Variant {
+            picks: Some(f),
+            ..self
+        }
+    }
+    pub const fn replayable(self) -> Variant {
+        Variant {
+            replayable: true,
+            ..self
+        }
+    }
+
+    /// `op/variant`, the name the CLI and the tables use.
+    pub fn id(&self) -> String {
+        format!("{}/{}", self.op, self.name)
+    }
+
+    pub fn info(&self) -> VariantInfo {
+        VariantInfo {
+            op: self.op,
+            variant: self.name,
+            tier: self.tier,
+            device: self.device,
+            dtypes: self.dtypes.to_vec(),
+            strided_rows: self.strided_rows,
+            summary: self.summary,
+        }
+    }
+
+    /// Check the call (see [`super::OpDef::check_call`]) with a clear error, then run it.
+    pub fn run(&self, p: &Params, inputs: &[&Tensor], y: &mut Tensor) -> Result<()> {
+        self.op.check_call(self, p, inputs, y)?;
+        (self.run)(p, inputs, y)
+    }
+
+    /// A tensor's dtype and device against what this variant takes.
+    pub fn check_dtype_device(&self, t: &Tensor) -> Result<()> {
+        let (op, var) = (self.op.to_string(), self.name.to_string());
+        if !self.dtypes.contains(&t.dtype()) {
+            return Err(Error::UnsupportedDtype {
+                op,
+                variant: var,
+                dtype: t.dtype(),
+                supported: self
+                    .dtypes
+                    .iter()
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        if t.device_kind() != self.device {
+            return Err(Error::WrongDevice {
+                op,
+                variant: var,
+                wants: self.device.to_string(),
+                got: t.device_kind().to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The refusal of operand `t`'s layout.
+    pub fn not_contiguous(&self, t: &Tensor, operand: &'static str) -> Error {
+        Error::NotContiguous {
+            op: self.op.to_string(),
+            variant: self.name.to_string(),
+            operand,
+            shape: t.shape().to_vec(),
+            strides: t.strides().to_vec(),
+        }
+    }
+}
+
+/// The default call check ([`super::OpDef::check_call`]): one input `x`, not empty; `y` a
+/// contiguous tensor of x's shape and dtype on the same device; x contiguous, or with strided
+/// rows where the variant takes them.
+pub fn check_unary(v: &Variant, inputs: &[&Tensor], y: &Tensor) -> Result<()> {
+    let [x] = inputs else {
+        return Err(Error::Invalid(format!(
+            "{} takes one input tensor, got {}",
+            v.id(),
+            inputs.len()
+        )));
+    };
+    check_rows_operand(v, x, y)
+}
+
+/// [`check_unary`]'s checks of the row input `x` against the output `y`.
+pub fn check_rows_operand(v: &Variant, x: &Tensor, y: &Tensor) -> Result<()> {
+    let op = v.op.to_string();
+    if x.numel() == 0 {
+        return Err(Error::EmptyTensor {
+            op,
+            shape: x.shape().to_vec(),
+        });
+    }
+    v.check_dtype_device(x)?;
+    v.check_dtype_device(y)?;
+    if x.shape() != y.shape() || x.dtype() != y.dtype() {
+        return Err(Error::ShapeMismatch {
+            op,
+            why: format!(
+                "input is {:?} {}, output is {:?} {}",
+                x.shape(),
+                x.dtype(),
+                y.shape(),
+                y.dtype()
+            ),
+        });
+    }
+    if !y.is_contiguous() {
+        return Err(v.not_contiguous(y, "output"));
+    }
+    if !(x.is_contiguous() || (v.strided_rows && x.is_row_strided())) {
+        return Err(v.not_contiguous(x, "input"));
+    }
+    Ok(())
+}
+
+/// Every registered variant, op by op in [`super::OPS`]'s order.
+pub fn all() -> impl Iterator<Item = &'static Variant> {
+    Op::all().iter().flat_map(|op| op.variants().iter())
+}
+
+/// The variants of an op on a device (the reference included).
+pub fn variants_for(op: Op, device: DeviceKind) -> impl Iterator<Item = &'static Variant> {
+    op.variants()
+        .iter()
+        .filter(move |v| v.device == device || v.tier == Tier::Reference)
+}
+
+/// Look a variant up by name (`v2_vec16` or `gelu/v2_vec16`) for an op and device.
+pub fn find(op: Op, name: &str, device: DeviceKind) -> Result<&'static Variant> {
+    let name = name.trim();
+    let name = name.strip_prefix(&format!("{op}/")).unwrap_or(name);
+    if let Some(v) = variants_for(op, device).find(|v| v.name == name) {
+        return Ok(v);
+    }
+    let here = || {
+        variants_for(op, device)
+            .map(|v| v.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    // A variant of the other device: say so, rather than that it does not exist.
+    if let Some(v) = op.variants().iter().find(|v| v.name == name) {
+        let (has, run) = match device {
+            DeviceKind::Cpu => (
+                "a CUDA variant",
+                "this run is on the CPU (no CUDA GPU, or --device cpu)",
+            ),
+            DeviceKind::Cuda => (
+                "a CPU variant",
+                "this run is on a CUDA GPU (use --device cpu for it)",
+            ),
+        };
+        return Err(Error::Invalid(format!(
+            "{op}/{} is {has}; {run}. Variants here: {}",
+            v.name,
+            here()
+        )));
+    }
+    Err(Error::UnknownVariant {
+        op: op.to_string(),
+        variant: name.to_string(),
+        known: here(),
+    })
+}
+
+/// The reference variant of an op.
+pub fn reference(op: Op) -> &'static Variant {
+    op.variants()
+        .iter()
+        .find(|v| v.tier == Tier::Reference)
+        .expect("every op registers a reference")
+}
+
+/// Every CUDA source some variant launches from, once each (for CI's compile-everything
+/// check and `kernlab inspect`).
+pub fn kernel_sources() -> Vec<&'static KernelSource> {
+    let mut out: Vec<&'static KernelSource> = Vec::new();
+    for s in all().filter_map(|v| v.source) {
+        if !out.iter().any(|o| o.file == s.file) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// How a tuning candidate runs: params, inputs, output.
+pub type CandidateFn = Box<dyn Fn(&Params, &[&Tensor], &mut Tensor) -> Result<()>>;
+
+/// One candidate `kernlab autotune` measures: a variant in one configuration, and how to run
+/// it. The configuration's name is what the tuning cache keeps.
+pub struct Candidate {
+    pub variant: &'static str,
+    pub config: String,
+    pub run: CandidateFn,
 }

@@ -1,11 +1,11 @@
 //! The primitive kernels the `manual` tier composes, one launch per PyTorch-style op
 //! (`kernels/elementwise.cu`), and the helpers every manual composition shares.
 
-use crate::launch;
 use crate::runtime::device::CudaDevice;
 use crate::runtime::dtype::DType;
 use crate::runtime::error::Result;
 use crate::runtime::kernels::KernelSource;
+use crate::runtime::launch::launch;
 use cudarc::driver::{CudaSlice, LaunchConfig};
 
 /// The primitive kernels: casts, element-wise maps, row reductions, broadcasts.

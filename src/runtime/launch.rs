@@ -107,7 +107,6 @@ pub fn cfg_1d(work: u64, block: u32) -> Result<LaunchConfig> {
 
 /// Launch a kernel and map a failure to an error naming it. Every kernlab launch goes
 /// through here (or `launch_cooperative!`), so no launch result is ever dropped.
-#[macro_export]
 macro_rules! launch {
     (@with $method:ident, $dev:expr, $src:expr, $name:expr, $cfg:expr, [$($arg:expr),* $(,)?]) => {{
         use cudarc::driver::PushKernelArg;
@@ -123,18 +122,18 @@ macro_rules! launch {
         $dev.after_launch(name)?;
     }};
     ($dev:expr, $src:expr, $name:expr, $cfg:expr, [$($arg:expr),* $(,)?]) => {
-        $crate::launch!(@with launch, $dev, $src, $name, $cfg, [$($arg),*])
+        $crate::runtime::launch::launch!(@with launch, $dev, $src, $name, $cfg, [$($arg),*])
     };
 }
 
 /// Launch a kernel cooperatively (cuLaunchCooperativeKernel): the driver refuses a grid whose
 /// blocks cannot all be resident at once, so blocks may wait on one another.
-#[macro_export]
 macro_rules! launch_cooperative {
     ($dev:expr, $src:expr, $name:expr, $cfg:expr, [$($arg:expr),* $(,)?]) => {
-        $crate::launch!(@with launch_cooperative, $dev, $src, $name, $cfg, [$($arg),*])
+        $crate::runtime::launch::launch!(@with launch_cooperative, $dev, $src, $name, $cfg, [$($arg),*])
     };
 }
+pub(crate) use {launch, launch_cooperative};
 
 /// Run `f` with the launch configuration for clusters of `cluster` CTAs along x (Hopper and
 /// later), as cuLaunchKernelEx and cuOccupancyMaxActiveClusters take it.

@@ -19,12 +19,17 @@ pub const TUNABLE: [&str; 5] = [
     "v7_wgmma_tma_store",
 ];
 
-/// The op a GEMM call is: linear where it has a bias or an activation, else matmul.
-fn op_of(g: &Gemm) -> Op {
+/// The tuning-cache name of the linear op (`ops/linear.rs`, which builds on this module and is
+/// not imported by it).
+pub const LINEAR: &str = "linear";
+
+/// The op a GEMM call is, by its tuning-cache name: linear where it has a bias or an
+/// activation, else matmul.
+fn op_name(g: &Gemm) -> &'static str {
     if g.bias.is_some() || g.act != Activation::None {
-        crate::ops::linear::OP
+        LINEAR
     } else {
-        super::OP
+        super::OP.name()
     }
 }
 
@@ -33,25 +38,19 @@ fn dev_of(g: &Gemm) -> Option<std::sync::Arc<CudaDevice>> {
 }
 
 /// The cached entry for `variant` at this GEMM's bucket: the op's own tuning first, then the
-/// other GEMM op's (matmul and linear share kernels; only the epilogue differs).
+/// other GEMM op's (matmul and linear share kernels; only the epilogue differs, and both key
+/// their entries by the same M×N×K bucket).
 pub fn cached(g: &Gemm, variant: &str) -> Option<Entry> {
     let dev = dev_of(g)?;
-    let shape = [g.m, g.n, g.k];
-    let op = op_of(g);
-    let other = if op == super::OP {
-        crate::ops::linear::OP
+    let bucket = super::OP.bucket(&[g.m, g.n, g.k]);
+    let own = op_name(g);
+    let other = if own == LINEAR {
+        super::OP.name()
     } else {
-        super::OP
+        LINEAR
     };
-    tuning::lookup(&dev, op.name(), variant, g.dtype(), &op.bucket(&shape)).or_else(|| {
-        tuning::lookup(
-            &dev,
-            other.name(),
-            variant,
-            g.dtype(),
-            &other.bucket(&shape),
-        )
-    })
+    tuning::lookup(&dev, own, variant, g.dtype(), &bucket)
+        .or_else(|| tuning::lookup(&dev, other, variant, g.dtype(), &bucket))
 }
 
 /// Every configuration of a tunable version for a dtype, by name.

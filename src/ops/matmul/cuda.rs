@@ -15,11 +15,11 @@
 //! index is the linear output-tile id, which the kernel maps to a (row, column) tile.
 
 use super::{gemm_bufs, Activation, Gemm, GemmBufs};
-use crate::launch;
 use crate::runtime::dtype::DType;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::kernels::KernelSource;
 use crate::runtime::launch::aligned16;
+use crate::runtime::launch::launch;
 use crate::runtime::tensor::Tensor;
 use cudarc::driver::LaunchConfig;
 

@@ -446,7 +446,7 @@ pub(crate) mod def {
         }
         if row_stride.is_some() {
             return Err(Error::Invalid(format!(
-                "--row-stride applies to ops whose inputs are rows (gelu, softmax, rmsnorm), not to {op}"
+                "--row-stride applies to the row ops (shapes ROWSxCOLS: `kernlab list`), not to {op} (M×N×K)"
             )));
         }
         Ok(())

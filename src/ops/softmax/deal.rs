@@ -180,7 +180,7 @@ pub fn run_v11_tuned(
         ],
         |[hdr, cnt, states, rowst]| {
             let (hdr, cnt, states, rowst) = (&*hdr, &*cnt, &*states, &*rowst);
-            crate::launch_cooperative!(
+            crate::runtime::launch::launch_cooperative!(
                 io.dev,
                 &SOURCE,
                 name,

@@ -14,11 +14,11 @@ use super::{
     Flag, FlagKind, FlagValues, Grammar, Op, OpDef, OpParams, Params, SweepDefault, Tier,
     TorchCases, Variant,
 };
-use crate::launch;
 use crate::runtime::device::{Device, DeviceKind};
 use crate::runtime::dtype::{DType, Element};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::kernels::KernelSource;
+use crate::runtime::launch::launch;
 use crate::runtime::launch::{
     aligned16, cfg_1d, cuda_io, note_launch, CudaIo, LaunchArg, RecordedLaunch,
 };
@@ -399,8 +399,9 @@ mod tests {
 
     #[test]
     fn auto_reports_the_version_it_runs() {
-        let t =
-            |cols: usize, dt: DType| Tensor::empty(&[2, cols], dt, &crate::Device::Cpu).unwrap();
+        let t = |cols: usize, dt: DType| {
+            Tensor::empty(&[2, cols], dt, &crate::runtime::device::Device::Cpu).unwrap()
+        };
         assert_eq!(auto_choice(&t(512, DType::F32)), "v2_warp_row");
         assert_eq!(auto_choice(&t(4096, DType::F32)), "v3_block_regs");
         assert_eq!(auto_choice(&t(65536, DType::BF16)), "v3_block_regs");

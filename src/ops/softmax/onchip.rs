@@ -685,7 +685,7 @@ pub fn v9_smpair_fits(grid: usize, groups: usize, sms: usize, per_sm: Option<usi
 }
 
 /// The 16-byte slots v9's smpair form keeps its places in, after the exchange's slots:
-/// kernels/softmax.cu's KL_V9_PAIRING_SLOTS (a ticket and two words for each of 1024 SMs).
+/// kernels/softmax.cu's V9_PAIRING_SLOTS (a ticket and two words for each of 1024 SMs).
 pub const V9_PAIRING_SLOTS: usize = ((1 + 2 * 1024) * 4usize).div_ceil(16);
 
 pub fn symbols_v9(dt: DType) -> Vec<String> {
@@ -995,8 +995,8 @@ mod tests {
 
     #[test]
     fn v9_s_pairing_slots_match_the_kernel_s() {
-        // kernels/softmax.cu: KL_V9_PAIRING_SLOTS = (KL_V9_PAIRING_WORDS · 4 + 15) / 16 with
-        // KL_V9_PAIRING_WORDS = 1 + 2 · KL_V9_SMS.
+        // kernels/softmax.cu: V9_PAIRING_SLOTS = (V9_PAIRING_WORDS · 4 + 15) / 16 with
+        // V9_PAIRING_WORDS = 1 + 2 · V9_MAX_SMS.
         let src = super::SOURCE.src;
         let define = |name: &str| -> usize {
             let line = src
@@ -1005,10 +1005,10 @@ mod tests {
                 .unwrap_or_else(|| panic!("#define {name} in softmax.cu"));
             line.split_whitespace().nth(2).unwrap().parse().unwrap()
         };
-        let sms = define("KL_V9_SMS");
+        let sms = define("V9_MAX_SMS");
         assert_eq!(V9_PAIRING_SLOTS, ((1 + 2 * sms) * 4).div_ceil(16));
-        assert!(src.contains("#define KL_V9_PAIRING_WORDS (1 + 2 * KL_V9_SMS)"));
-        assert!(src.contains("#define KL_V9_PAIRING_SLOTS ((KL_V9_PAIRING_WORDS * 4 + 15) / 16)"));
+        assert!(src.contains("#define V9_PAIRING_WORDS (1 + 2 * V9_MAX_SMS)"));
+        assert!(src.contains("#define V9_PAIRING_SLOTS ((V9_PAIRING_WORDS * 4 + 15) / 16)"));
     }
 
     #[test]

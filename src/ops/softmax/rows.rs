@@ -437,7 +437,7 @@ pub(super) fn launch_split(
     let dev = io.dev.clone();
     let grid = cfg.grid_dim.0 as usize;
     with_split_workspace(&dev, workspace, 2 * grid + extra_slots, |hdr, slots| {
-        crate::launch_cooperative!(
+        crate::runtime::launch::launch_cooperative!(
             io.dev,
             &SOURCE,
             name,

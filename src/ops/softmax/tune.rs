@@ -346,8 +346,9 @@ mod tests {
         assert_eq!(known_config("v2_warp_row", ""), Some(""));
         assert_eq!(known_config("v3_block_regs", "smpair"), None);
         assert_eq!(known_config("v2_warp_row", "default"), None);
-        let x = Tensor::empty(&[2, 8], DType::F32, &crate::Device::Cpu).unwrap();
-        let mut y = Tensor::empty(&[2, 8], DType::F32, &crate::Device::Cpu).unwrap();
+        let x = Tensor::empty(&[2, 8], DType::F32, &crate::runtime::device::Device::Cpu).unwrap();
+        let mut y =
+            Tensor::empty(&[2, 8], DType::F32, &crate::runtime::device::Device::Cpu).unwrap();
         let e = run_config("v8_onchip", "k4", &SoftmaxParams::default(), &x, &mut y).unwrap_err();
         assert!(
             e.to_string().contains("no configuration 'k4'") && e.to_string().contains("no_fill"),

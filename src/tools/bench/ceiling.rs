@@ -105,9 +105,12 @@ pub fn fmt_flops(tflops: f64) -> String {
 }
 
 /// The matmul ceiling that judges a dtype: exact f32 for f32, bf16 for bf16 and f16.
-pub fn matmul_for(matmul: &[MatmulCeiling], dtype: crate::DType) -> Option<&MatmulCeiling> {
+pub fn matmul_for(
+    matmul: &[MatmulCeiling],
+    dtype: crate::runtime::dtype::DType,
+) -> Option<&MatmulCeiling> {
     let want = match dtype {
-        crate::DType::F32 => "f32",
+        crate::runtime::dtype::DType::F32 => "f32",
         _ => "bf16",
     };
     matmul
@@ -429,9 +432,24 @@ mod tests {
         let m = MatmulCeiling::new("x", "f32", 1000, stats(2.0));
         assert!((m.tflops - 1.0).abs() < 1e-12);
         let all = vec![m.clone(), MatmulCeiling::new("y", "bf16", 1000, stats(1.0))];
-        assert_eq!(matmul_for(&all, crate::DType::F32).unwrap().name, "x");
-        assert_eq!(matmul_for(&all, crate::DType::F16).unwrap().name, "y");
-        assert_eq!(matmul_for(&all[..1], crate::DType::BF16).unwrap().name, "x");
+        assert_eq!(
+            matmul_for(&all, crate::runtime::dtype::DType::F32)
+                .unwrap()
+                .name,
+            "x"
+        );
+        assert_eq!(
+            matmul_for(&all, crate::runtime::dtype::DType::F16)
+                .unwrap()
+                .name,
+            "y"
+        );
+        assert_eq!(
+            matmul_for(&all[..1], crate::runtime::dtype::DType::BF16)
+                .unwrap()
+                .name,
+            "x"
+        );
     }
 
     #[test]

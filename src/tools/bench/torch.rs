@@ -221,9 +221,11 @@ pub fn write_replays(
     Ok(path)
 }
 
-pub fn parse(json: &str) -> crate::Result<TorchDoc> {
+pub fn parse(json: &str) -> crate::runtime::error::Result<TorchDoc> {
     serde_json::from_str(json).map_err(|e| {
-        crate::Error::Invalid(format!("the torch baselines' JSON does not parse: {e}"))
+        crate::runtime::error::Error::Invalid(format!(
+            "the torch baselines' JSON does not parse: {e}"
+        ))
     })
 }
 
@@ -244,14 +246,13 @@ pub fn to_records(
     shapes: &[Vec<usize>],
     params: &Params,
     copy_gbps: f64,
-) -> crate::Result<Vec<Record>> {
+) -> crate::runtime::error::Result<Vec<Record>> {
     let mut out = Vec::new();
     for t in &doc.records {
         let op: Op = t.op.parse()?;
-        let dtype: DType = t
-            .dtype
-            .parse()
-            .map_err(|e: String| crate::Error::Invalid(format!("torch baselines: {e}")))?;
+        let dtype: DType = t.dtype.parse().map_err(|e: String| {
+            crate::runtime::error::Error::Invalid(format!("torch baselines: {e}"))
+        })?;
         let shape = shapes
             .iter()
             .find(|s| {
@@ -337,7 +338,7 @@ fn script_op(op: Op) -> &'static str {
 
 /// Run the script for one op and dtype over `shapes` on CUDA device `ordinal`, whose L2
 /// holds `l2_bytes` (what `--rotate auto` counts with, on both sides), with rows `row_stride`
-/// elements apart where given (gelu and softmax), and `replays` of kernlab's launches.
+/// elements apart where given (row ops), and `replays` of kernlab's launches.
 #[allow(clippy::too_many_arguments)]
 pub fn run_script(
     cfg: &TorchConfig,
@@ -388,7 +389,7 @@ pub fn run_script(
         .arg("--json")
         .arg(&json)
         .arg("--quiet");
-    // --repeat K: the script's rounds (gelu and softmax; its GEMMs run once).
+    // --repeat K: the script's rounds (row ops; its GEMMs run once).
     if timing.repeat > 1 && op.grammar() == Grammar::Rows {
         cmd.args(["--repeat", &timing.repeat.to_string()]);
     }
@@ -396,7 +397,7 @@ pub fn run_script(
         cmd.args(["--rotate", &timing.rotate.to_string()])
             .args(["--cache-bytes", &l2_bytes.max(1).to_string()]);
     }
-    // Rows as kernlab's (gelu and softmax): the same stride, the gaps NaN there too.
+    // Rows as kernlab's (row ops): the same stride, the gaps NaN there too.
     if let (Some(ld), Grammar::Rows) = (row_stride, op.grammar()) {
         cmd.args(["--row-stride", &ld.to_string()]);
     }
@@ -475,7 +476,7 @@ pub fn describe(doc: &TorchDoc, script: &Path, rotate: Rotate, repeat: usize) ->
             "; {k} rounds a shape, each timing every variant in turn, the median round kept \
              (--repeat {k})"
         ),
-        _ if repeat > 1 => "; one round a shape (--repeat is for gelu and softmax rows)".into(),
+        _ if repeat > 1 => "; one round a shape (--repeat is for the row ops)".into(),
         _ => String::new(),
     };
     let rotated = match rotate {
@@ -577,7 +578,7 @@ mod tests {
         assert!(!describe(&doc, script, Rotate::Copies(1), 1).contains("rotate"));
         // Under --repeat: the rounds the script ran, or why it ran one.
         assert!(describe(&doc, script, Rotate::Copies(1), 3)
-            .contains("; one round a shape (--repeat is for gelu and softmax rows)"));
+            .contains("; one round a shape (--repeat is for the row ops)"));
         let rounds = parse(&format!(
             r#"{{"available": true, "repeat": 3, "records": [{}, {}, {}, {}]}}"#,
             rec(r#", "repeat_medians_ms": [0.006, 0.005, 0.0055], "spread": 0.2"#),
