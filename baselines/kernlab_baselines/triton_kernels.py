@@ -6,7 +6,7 @@ module, as @triton.jit wants."""
 import triton
 import triton.language as tl
 
-from .ops.gemm import GEMM_CONFIGS, gemm_configs_for
+from .gemm_configs import GEMM_CONFIGS, gemm_configs_for
 
 
 def erf_available():

@@ -14,6 +14,7 @@ import math
 from ..common import DTYPES, VARIANTS, is_int, is_number
 from .base import ERROR_METRICS, OpSpec
 from .gelu import SQRT1_2, SQRT_2_OVER_PI
+from ..gemm_configs import GEMM_CONFIGS, GEMM_SMEM_LIMIT, gemm_config_fits, gemm_configs_for  # noqa: F401
 
 # linear's --activation, named as kernlab's Activation (kebab-case); the kernel's ACTIVATION code.
 ACTIVATIONS = ("gelu-tanh", "gelu-erf", "none")
@@ -24,20 +25,6 @@ ACTIVATION_CODES = {"none": 0, "gelu-tanh": 1, "gelu-erf": 2}
 GEMM_RECORD_KEYS = ("activation", "bias", "flops", "tflops", "error_metric", "validated_rows",
                     "max_elem_rel_err")
 
-# The Triton GEMM's autotune list (H100/H200): (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, stages, warps).
-GEMM_CONFIGS = (
-    (128, 256, 64, 8, 3, 8),
-    (256, 128, 64, 8, 3, 8),
-    (128, 128, 64, 8, 4, 4),
-    (64, 128, 64, 8, 4, 4),
-    (128, 64, 32, 8, 4, 4),
-    (64, 64, 32, 8, 4, 4),
-)
-# Shared memory one block may use on sm_90 (227 KiB); configs whose operand ring would not fit
-# for the dtype are dropped before autotuning (f32 keeps the smaller tiles).
-GEMM_SMEM_LIMIT = 232448
-
-
 def gemm_flops(m, n, k):
     """2*M*N*K: one multiply and one add per term (bias and activation not counted)."""
     return 2 * int(m) * int(n) * int(k)
@@ -47,25 +34,6 @@ def gemm_bytes(m, n, k, dtype, bias):
     """The minimum traffic: a and w read once, c written once, the bias read once."""
     m, n, k = int(m), int(n), int(k)
     return (m * k + n * k + m * n + (n if bias else 0)) * DTYPES[dtype][1]
-
-
-def gemm_config_fits(cfg, elsize, limit=GEMM_SMEM_LIMIT):
-    """Whether a (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, stages, warps) config's ring of operand
-    tiles (stages x (a tile + w tile)) fits in one block's shared memory for `elsize`-byte
-    elements. An estimate: exact for the 16-bit wgmma path (Triton 3.9, sm_90); the f32 'ieee'
-    path keeps one stage fewer, but the f32 tiles this drops (128x128x64 and larger) would
-    spill their accumulator heavily anyway (ptxas: ~13 KB of stack per thread). Configs that
-    still do not fit are skipped by the autotuner itself (OutOfResources)."""
-    bm, bn, bk, _group, stages, _warps = cfg
-    return (bm * bk + bk * bn) * elsize * stages <= limit
-
-
-def gemm_configs_for(configs, elsize):
-    """The configs worth compiling for this element size; never none (the smallest ring)."""
-    keep = [c for c in configs if gemm_config_fits(c, elsize)]
-    if keep:
-        return keep
-    return [min(configs, key=lambda c: (c[0] * c[2] + c[2] * c[1]) * c[4])]
 
 
 def triton_dot_mode(dtype_name):
