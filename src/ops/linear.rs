@@ -5,13 +5,12 @@
 
 use super::matmul::{auto, cuda, sm90};
 use super::matmul::{
-    auto_symbols, def, faer_f32, gemm_args, gemm_call, gemm_rows, run_cpu_faer, run_reference,
-    vendor, Activation, Gemm, GemmParams,
+    auto_symbols, def, faer_f32, gemm_call, gemm_def_methods, gemm_rows, run_cpu_faer,
+    run_reference, vendor, Activation, Gemm, GemmParams,
 };
 use super::primitives::ELEMENTWISE;
 use super::{
-    Compare, Flag, FlagKind, FlagValues, Grammar, Op, OpDef, Params, SweepDefault, Tier,
-    TorchCases, Tuning, Variant, HALF_DTYPES,
+    Flag, FlagKind, FlagValues, Op, OpDef, Params, Tier, TorchCases, Tuning, Variant, HALF_DTYPES,
 };
 use crate::runtime::device::DeviceKind;
 use crate::runtime::dtype::DType;
@@ -35,20 +34,12 @@ static FLAGS: [Flag; 1] = [Flag {
 }];
 
 impl OpDef for Linear {
+    gemm_def_methods!("linear", true);
     fn name(&self) -> &'static str {
         "linear"
     }
     fn about(&self) -> &'static str {
         "y = act(x·wᵀ + bias), the fused epilogue: shape M×N×K"
-    }
-    fn grammar(&self) -> Grammar {
-        Grammar::Gemm
-    }
-    fn default_shape(&self, device: DeviceKind) -> Vec<usize> {
-        def::default_shape(device)
-    }
-    fn default_sweep(&self, device: DeviceKind) -> SweepDefault {
-        def::default_sweep(device)
     }
     fn flags(&self) -> &'static [Flag] {
         &FLAGS
@@ -60,56 +51,8 @@ impl OpDef for Linear {
         };
         Ok(Params::new(GemmParams { act, bias: true }))
     }
-    fn check_shape(&self, shape: &[usize], row_stride: Option<usize>) -> Result<()> {
-        def::check_shape("linear", shape, row_stride)
-    }
-    fn input_shapes(&self, shape: &[usize]) -> Vec<Vec<usize>> {
-        def::input_shapes(shape, true)
-    }
-    fn inputs(
-        &self,
-        shape: &[usize],
-        dtype: DType,
-        seed: u64,
-        _: Option<usize>,
-    ) -> Result<Vec<Tensor>> {
-        def::inputs("linear", shape, dtype, seed, true)
-    }
-    fn out_shape(&self, shape: &[usize]) -> Vec<usize> {
-        def::out_shape(shape)
-    }
-    fn call_out_shape(&self, inputs: &[&Tensor]) -> Vec<usize> {
-        vec![
-            inputs[0].shape()[0],
-            inputs.get(1).map_or(0, |w| w.shape()[0]),
-        ]
-    }
-    fn reference_block_count(&self, shape: &[usize], _: usize) -> usize {
-        def::reference_block_count(shape)
-    }
-    fn reference_blocks(&self, shape: &[usize], seed: u64, _: usize) -> Option<Vec<usize>> {
-        def::reference_blocks(shape, seed)
-    }
-    fn reference_input_elems(&self, shape: &[usize], rows: usize) -> usize {
-        def::reference_input_elems(shape, rows)
-    }
-    fn reference(&self, inputs: &[Tensor], rows: Option<&[usize]>, p: &Params) -> Result<Vec<f64>> {
-        def::reference(inputs, rows, p)
-    }
-    fn compare(&self) -> Compare {
-        Compare::RowsL2
-    }
-    fn min_bytes(&self, shape: &[usize], dtype: DType) -> usize {
-        def::min_bytes(shape, dtype, true)
-    }
-    fn flops(&self, shape: &[usize]) -> f64 {
-        def::flops(shape)
-    }
     fn variants(&self) -> &'static [Variant] {
         &VARIANTS
-    }
-    fn check_call(&self, v: &Variant, p: &Params, inputs: &[&Tensor], y: &Tensor) -> Result<()> {
-        gemm_args(v, p, inputs, y).map(|_| ())
     }
     fn vendor_variant(&self) -> Option<&'static str> {
         Some("cublaslt")

@@ -13,8 +13,8 @@ pub mod sm90;
 pub mod vendor;
 
 use super::{
-    Compare, FlagValues, Grammar, Op, OpDef, OpParams, Params, SweepDefault, Tier, TorchCases,
-    Tuning, Variant, HALF_DTYPES,
+    FlagValues, Op, OpDef, OpParams, Params, SweepDefault, Tier, TorchCases, Tuning, Variant,
+    HALF_DTYPES,
 };
 use crate::runtime::device::{Device, DeviceKind};
 use crate::runtime::dtype::DType;
@@ -592,7 +592,92 @@ pub(crate) mod def {
 
 struct Matmul;
 
+/// The methods of [`OpDef`] that matmul and linear share (everything about an M×N×K GEMM
+/// but its name, flags, parameters, variants and PyTorch cases): `$name` names the op in
+/// errors, `$bias` says whether it takes a bias.
+macro_rules! gemm_def_methods {
+    ($name:literal, $bias:literal) => {
+        fn grammar(&self) -> $crate::ops::Grammar {
+            $crate::ops::Grammar::Gemm
+        }
+        fn default_shape(&self, device: $crate::runtime::device::DeviceKind) -> Vec<usize> {
+            $crate::ops::matmul::def::default_shape(device)
+        }
+        fn default_sweep(
+            &self,
+            device: $crate::runtime::device::DeviceKind,
+        ) -> $crate::ops::SweepDefault {
+            $crate::ops::matmul::def::default_sweep(device)
+        }
+        fn check_shape(
+            &self,
+            shape: &[usize],
+            row_stride: Option<usize>,
+        ) -> $crate::runtime::error::Result<()> {
+            $crate::ops::matmul::def::check_shape($name, shape, row_stride)
+        }
+        fn input_shapes(&self, shape: &[usize]) -> Vec<Vec<usize>> {
+            $crate::ops::matmul::def::input_shapes(shape, $bias)
+        }
+        fn inputs(
+            &self,
+            shape: &[usize],
+            dtype: $crate::runtime::dtype::DType,
+            seed: u64,
+            _: Option<usize>,
+        ) -> $crate::runtime::error::Result<Vec<Tensor>> {
+            $crate::ops::matmul::def::inputs($name, shape, dtype, seed, $bias)
+        }
+        fn out_shape(&self, shape: &[usize]) -> Vec<usize> {
+            $crate::ops::matmul::def::out_shape(shape)
+        }
+        fn call_out_shape(&self, inputs: &[&$crate::runtime::tensor::Tensor]) -> Vec<usize> {
+            vec![
+                inputs[0].shape()[0],
+                inputs.get(1).map_or(0, |w| w.shape()[0]),
+            ]
+        }
+        fn reference_block_count(&self, shape: &[usize], _: usize) -> usize {
+            $crate::ops::matmul::def::reference_block_count(shape)
+        }
+        fn reference_blocks(&self, shape: &[usize], seed: u64, _: usize) -> Option<Vec<usize>> {
+            $crate::ops::matmul::def::reference_blocks(shape, seed)
+        }
+        fn reference_input_elems(&self, shape: &[usize], rows: usize) -> usize {
+            $crate::ops::matmul::def::reference_input_elems(shape, rows)
+        }
+        fn reference(
+            &self,
+            inputs: &[$crate::runtime::tensor::Tensor],
+            rows: Option<&[usize]>,
+            p: &$crate::ops::Params,
+        ) -> $crate::runtime::error::Result<Vec<f64>> {
+            $crate::ops::matmul::def::reference(inputs, rows, p)
+        }
+        fn compare(&self) -> $crate::ops::Compare {
+            $crate::ops::Compare::RowsL2
+        }
+        fn min_bytes(&self, shape: &[usize], dtype: $crate::runtime::dtype::DType) -> usize {
+            $crate::ops::matmul::def::min_bytes(shape, dtype, $bias)
+        }
+        fn flops(&self, shape: &[usize]) -> f64 {
+            $crate::ops::matmul::def::flops(shape)
+        }
+        fn check_call(
+            &self,
+            v: &$crate::ops::Variant,
+            p: &$crate::ops::Params,
+            inputs: &[&$crate::runtime::tensor::Tensor],
+            y: &$crate::runtime::tensor::Tensor,
+        ) -> $crate::runtime::error::Result<()> {
+            $crate::ops::matmul::gemm_args(v, p, inputs, y).map(|_| ())
+        }
+    };
+}
+pub(crate) use gemm_def_methods;
+
 impl OpDef for Matmul {
+    gemm_def_methods!("matmul", false);
     fn name(&self) -> &'static str {
         "matmul"
     }
@@ -602,68 +687,11 @@ impl OpDef for Matmul {
     fn about(&self) -> &'static str {
         "c = a·wᵀ (a [M,K], w [N,K] as a Linear weight): shape M×N×K"
     }
-    fn grammar(&self) -> Grammar {
-        Grammar::Gemm
-    }
-    fn default_shape(&self, device: DeviceKind) -> Vec<usize> {
-        def::default_shape(device)
-    }
-    fn default_sweep(&self, device: DeviceKind) -> SweepDefault {
-        def::default_sweep(device)
-    }
     fn params(&self, _flags: &FlagValues) -> Result<Params> {
         Ok(Params::new(GemmParams::default()))
     }
-    fn check_shape(&self, shape: &[usize], row_stride: Option<usize>) -> Result<()> {
-        def::check_shape("matmul", shape, row_stride)
-    }
-    fn input_shapes(&self, shape: &[usize]) -> Vec<Vec<usize>> {
-        def::input_shapes(shape, false)
-    }
-    fn inputs(
-        &self,
-        shape: &[usize],
-        dtype: DType,
-        seed: u64,
-        _: Option<usize>,
-    ) -> Result<Vec<Tensor>> {
-        def::inputs("matmul", shape, dtype, seed, false)
-    }
-    fn out_shape(&self, shape: &[usize]) -> Vec<usize> {
-        def::out_shape(shape)
-    }
-    fn call_out_shape(&self, inputs: &[&Tensor]) -> Vec<usize> {
-        vec![
-            inputs[0].shape()[0],
-            inputs.get(1).map_or(0, |w| w.shape()[0]),
-        ]
-    }
-    fn reference_block_count(&self, shape: &[usize], _: usize) -> usize {
-        def::reference_block_count(shape)
-    }
-    fn reference_blocks(&self, shape: &[usize], seed: u64, _: usize) -> Option<Vec<usize>> {
-        def::reference_blocks(shape, seed)
-    }
-    fn reference_input_elems(&self, shape: &[usize], rows: usize) -> usize {
-        def::reference_input_elems(shape, rows)
-    }
-    fn reference(&self, inputs: &[Tensor], rows: Option<&[usize]>, p: &Params) -> Result<Vec<f64>> {
-        def::reference(inputs, rows, p)
-    }
-    fn compare(&self) -> Compare {
-        Compare::RowsL2
-    }
-    fn min_bytes(&self, shape: &[usize], dtype: DType) -> usize {
-        def::min_bytes(shape, dtype, false)
-    }
-    fn flops(&self, shape: &[usize]) -> f64 {
-        def::flops(shape)
-    }
     fn variants(&self) -> &'static [Variant] {
         &VARIANTS
-    }
-    fn check_call(&self, v: &Variant, p: &Params, inputs: &[&Tensor], y: &Tensor) -> Result<()> {
-        gemm_args(v, p, inputs, y).map(|_| ())
     }
     fn vendor_variant(&self) -> Option<&'static str> {
         Some("cublas")
