@@ -668,3 +668,67 @@ fn autotune_softmax_keeps_the_fastest_candidate_as_auto() {
         .unwrap_or_else(|| panic!("no auto entry: {r}"));
     assert_eq!(auto[1]["variant"], fastest, "{r}");
 }
+
+/// `kernlab autotune rmsnorm` on the GPU: v1 refuses a row a warp cannot hold, v2 runs in each
+/// of its named configurations and v3 as it is, each validated; `auto`'s entry is the fastest.
+#[test]
+fn autotune_rmsnorm_measures_v2_in_each_configuration() {
+    if crate::common::cuda().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("tune.json");
+    let argv = [
+        "autotune",
+        "rmsnorm",
+        "--shape",
+        "256x4096",
+        "--dtype",
+        "bf16",
+        "--rep-ms",
+        "2",
+        "--warmup-ms",
+        "1",
+        "--dry-run",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let table = run(&argv).unwrap_or_else(|e| panic!("{e}"));
+    let reports: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let r = &reports[0];
+    let trials = r["trials"].as_array().unwrap();
+    let timed = |v: &str, c: &str| {
+        trials.iter().any(|t| {
+            t["variant"] == v
+                && t["config"] == c
+                && t["median_ms"].is_f64()
+                && t["max_rel_err"].as_f64().unwrap() < 8e-3
+        })
+    };
+    for c in ["default", "k1", "k2", "k4", "k8"] {
+        assert!(timed("v2_block_regs", c), "v2 {c}: {table}");
+    }
+    assert!(timed("v3_two_pass", ""), "{table}");
+    let v1 = trials
+        .iter()
+        .find(|t| t["variant"] == "v1_warp_row")
+        .unwrap();
+    assert!(
+        v1["median_ms"].is_null() && v1["note"].as_str().unwrap().starts_with("skipped:"),
+        "{v1}"
+    );
+    let fastest = trials
+        .iter()
+        .filter_map(|t| Some((t["median_ms"].as_f64()?, t)))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .unwrap()
+        .1;
+    let stored = r["stored"].as_array().unwrap();
+    let auto = stored
+        .iter()
+        .find(|e| e[0].as_str().unwrap().contains("rmsnorm/auto"))
+        .unwrap_or_else(|| panic!("no auto entry: {r}"));
+    assert_eq!(auto[1]["variant"], fastest["variant"], "{r}");
+    assert_eq!(auto[1]["config"], fastest["config"], "{r}");
+}

@@ -11,8 +11,8 @@
 use super::cpu_prims::{self as prim, GRAIN};
 use super::primitives::{manual_x_f32, with_casts, ELEMENTWISE};
 use super::{
-    check_rows_operand, Compare, Flag, FlagKind, FlagValues, Grammar, Op, OpDef, OpParams, Params,
-    SweepDefault, Tier, TorchCases, Variant,
+    check_rows_operand, Candidate, Compare, Flag, FlagKind, FlagValues, Grammar, Op, OpDef,
+    OpParams, Params, SweepDefault, Tier, TorchCases, Variant,
 };
 use crate::runtime::device::{Device, DeviceKind};
 use crate::runtime::dtype::{DType, Element};
@@ -218,6 +218,13 @@ impl OpDef for RmsNorm {
             return Err(v.not_contiguous(w, "weight"));
         }
         Ok(())
+    }
+    fn tuning(&self) -> Option<super::Tuning> {
+        Some(super::Tuning {
+            default_dtype: DType::BF16,
+            what: "which numbered version `auto` runs, and v2's slots a thread (default, k1..k8)",
+            candidates,
+        })
     }
     fn torch(&self) -> Option<TorchCases> {
         Some(TorchCases {
@@ -443,6 +450,83 @@ pub fn v2_slots_per_thread(slots: usize) -> Option<usize> {
     }
 }
 
+/// v2's tuning: K, the slots (16-byte packs, or elements) a thread holds, and so the threads a
+/// row takes (fewer threads with more loads in flight each, or the reverse).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct V2Tuning {
+    /// K forced to 1, 2, 4 or 8 where the row then needs at most 1024 threads; `None`, or
+    /// where it does not fit: [`v2_slots_per_thread`]'s rule.
+    pub k: Option<usize>,
+}
+
+impl V2Tuning {
+    pub const DEFAULT: V2Tuning = V2Tuning { k: None };
+
+    /// The forced K for a row of `slots` slots, where v2 is built for it and it fits.
+    pub fn slots_per_thread(&self, slots: usize) -> Option<usize> {
+        self.k
+            .filter(|k| [1, 2, 4, 8].contains(k) && slots.div_ceil(*k) <= 1024)
+    }
+}
+
+/// v2's named configurations, which `kernlab autotune rmsnorm` measures and caches by name.
+pub const V2_CONFIGS: [(&str, V2Tuning); 5] = [
+    ("default", V2Tuning::DEFAULT),
+    ("k1", V2Tuning { k: Some(1) }),
+    ("k2", V2Tuning { k: Some(2) }),
+    ("k4", V2Tuning { k: Some(4) }),
+    ("k8", V2Tuning { k: Some(8) }),
+];
+
+/// The versions `auto` may run, which autotune compares.
+const VERSIONS: [&str; 3] = ["v1_warp_row", "v2_block_regs", "v3_two_pass"];
+
+/// v2's configuration by name ("" or "default": the rule).
+fn v2_config(name: &str) -> Option<V2Tuning> {
+    if name.is_empty() {
+        return Some(V2Tuning::DEFAULT);
+    }
+    V2_CONFIGS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+/// The autotune cache's entry for `variant` at these inputs' device, dtype and bucket.
+fn cached(variant: &str, x: &Tensor) -> Option<crate::runtime::tuning::Entry> {
+    crate::runtime::tuning::lookup(
+        x.device().cuda()?,
+        OP.name(),
+        variant,
+        x.dtype(),
+        &OP.bucket(x.shape()),
+    )
+}
+
+/// What a launch runs: `version` in its configuration (the one cached for these inputs' device,
+/// dtype and bucket, else the rule); for `auto` (`None`), the cached overall winner where it
+/// holds these rows, else the width rule ([`auto_version`]).
+fn resolve(
+    version: Option<&'static str>,
+    x: &Tensor,
+    rows: usize,
+    cols: usize,
+    vec: bool,
+) -> Option<Plan> {
+    let dt = x.dtype();
+    let tuned = |v: &str| {
+        cached(v, x)
+            .and_then(|e| v2_config(&e.config))
+            .unwrap_or_default()
+    };
+    match version {
+        Some(v) => plan_with(v, dt, rows, cols, vec, tuned(v)),
+        None => cached("auto", x)
+            .and_then(|e| {
+                let v = VERSIONS.into_iter().find(|v| *v == e.variant)?;
+                plan_with(v, dt, rows, cols, vec, v2_config(&e.config)?)
+            })
+            .or_else(|| plan(auto_version(dt, cols, vec), dt, rows, cols, vec)),
+    }
+}
+
 /// Which numbered version a layout takes, and how: the version's name, packed (16-byte) or
 /// scalar, and its launch (grid, threads) with the kernel's symbol.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -456,6 +540,19 @@ pub struct Plan {
 /// The plan of `version` (`v1_warp_row`, `v2_block_regs`, `v3_two_pass`) for `rows` rows of
 /// `cols` in `dt`, packed where `vec`; `None` where the version does not hold such rows.
 pub fn plan(version: &str, dt: DType, rows: usize, cols: usize, vec: bool) -> Option<Plan> {
+    plan_with(version, dt, rows, cols, vec, V2Tuning::DEFAULT)
+}
+
+/// [`plan`] with v2's slots a thread forced by `t` where the row then fits (other versions
+/// ignore it).
+pub fn plan_with(
+    version: &str,
+    dt: DType,
+    rows: usize,
+    cols: usize,
+    vec: bool,
+    t: V2Tuning,
+) -> Option<Plan> {
     let width = if vec { 16 / dt.size() } else { 1 };
     let slots = cols.div_ceil(width);
     let form = if vec { "vec" } else { "scalar" };
@@ -471,7 +568,9 @@ pub fn plan(version: &str, dt: DType, rows: usize, cols: usize, vec: bool) -> Op
             )
         }
         "v2_block_regs" => {
-            let k = v2_slots_per_thread(slots)?;
+            let k = t
+                .slots_per_thread(slots)
+                .or_else(|| v2_slots_per_thread(slots))?;
             let threads = (slots.div_ceil(k).div_ceil(32) * 32).clamp(32, 1024);
             (
                 "v2_block_regs",
@@ -509,19 +608,47 @@ pub fn auto_version(dt: DType, cols: usize, vec: bool) -> &'static str {
         .unwrap_or("v3_two_pass")
 }
 
-/// Launch `version` (`None`: `auto`'s choice for the call's layout) on a checked call.
+/// Launch `version` (`None`: `auto`'s choice for the call's layout) on a checked call, in the
+/// configuration the autotune cache holds for it.
 fn run_version(
     version: Option<&'static str>,
     p: &Params,
     x: &[&Tensor],
     y: &mut Tensor,
 ) -> Result<()> {
+    run_planned(version.unwrap_or("auto"), p, x, y, |x, rows, cols, vec| {
+        resolve(version, x, rows, cols, vec)
+    })
+}
+
+/// Launch `version` in configuration `t` (autotune's candidates).
+fn run_plan(
+    version: &'static str,
+    t: V2Tuning,
+    p: &Params,
+    x: &[&Tensor],
+    y: &mut Tensor,
+) -> Result<()> {
+    run_planned(version, p, x, y, |x, rows, cols, vec| {
+        plan_with(version, x.dtype(), rows, cols, vec, t)
+    })
+}
+
+/// Launch the plan `pick` makes for the call's layout (`vec`: packed loads possible).
+fn run_planned(
+    name: &str,
+    p: &Params,
+    x: &[&Tensor],
+    y: &mut Tensor,
+    pick: impl Fn(&Tensor, usize, usize, bool) -> Option<Plan>,
+) -> Result<()> {
+    let version = name;
     let eps = p.get::<RmsNormParams>()?.eps;
     let (xt, wt) = (x[0], x[1]);
     let (rows, cols, ldx) = xt.rows_cols();
     if rows > i32::MAX as usize || cols > (i32::MAX as usize) - 8192 {
         return Err(unsupported(
-            version.unwrap_or("auto"),
+            version,
             format!("{rows} rows × {cols} columns: rows and columns must be below 2^31"),
         ));
     }
@@ -536,8 +663,7 @@ fn run_version(
         && aligned16(&io.dev, io.x)
         && aligned16(&io.dev, io.y)
         && aligned16(&io.dev, w);
-    let version = version.unwrap_or_else(|| auto_version(xt.dtype(), cols, vec));
-    let plan = plan(version, xt.dtype(), rows, cols, vec).ok_or_else(|| {
+    let plan = pick(xt, rows, cols, vec).ok_or_else(|| {
         unsupported(
             version,
             format!("rows of {cols} columns are wider than it holds in registers (use v3_two_pass or auto)"),
@@ -566,10 +692,48 @@ fn run_auto(p: &Params, x: &[&Tensor], y: &mut Tensor) -> Result<()> {
 /// `auto`'s pick for these inputs (as its launcher decides packed loads: whole packs a row,
 /// rows a whole number of packs apart).
 fn auto_label(_p: &Params, x: &[&Tensor]) -> String {
-    let (_, cols, ld) = x[0].rows_cols();
+    let (rows, cols, ld) = x[0].rows_cols();
     let pack = 16 / x[0].dtype().size();
     let vec = cols.is_multiple_of(pack) && ld.is_multiple_of(pack);
-    auto_version(x[0].dtype(), cols, vec).to_string()
+    resolve(None, x[0], rows, cols, vec).map_or_else(
+        || auto_version(x[0].dtype(), cols, vec).to_string(),
+        |p| p.version.to_string(),
+    )
+}
+
+/// Every (version, configuration) `kernlab autotune rmsnorm` measures: v1 and v3 as they
+/// are, v2 in each of [`V2_CONFIGS`]; only the versions in `only` where given.
+fn candidates(
+    _dev: &std::sync::Arc<crate::runtime::device::CudaDevice>,
+    _dtype: DType,
+    only: Option<&[String]>,
+) -> Result<Vec<Candidate>> {
+    let mut out = Vec::new();
+    for v in VERSIONS {
+        if only.is_some_and(|o| !o.iter().any(|n| n == v)) {
+            continue;
+        }
+        let configs: Vec<(&'static str, V2Tuning)> = if v == "v2_block_regs" {
+            V2_CONFIGS.to_vec()
+        } else {
+            vec![("", V2Tuning::DEFAULT)]
+        };
+        for (name, t) in configs {
+            out.push(Candidate {
+                variant: v,
+                config: name.to_string(),
+                run: Box::new(move |p, x, y| run_plan(v, t, p, x, y)),
+            });
+        }
+    }
+    if out.is_empty() {
+        return Err(Error::Invalid(format!(
+            "no rmsnorm version to tune among {} (versions: {})",
+            only.map_or("all".to_string(), |o| o.join(", ")),
+            VERSIONS.join(", ")
+        )));
+    }
+    Ok(out)
 }
 
 fn symbols_of(version: &'static str) -> impl Fn(DType) -> Vec<String> {
@@ -808,6 +972,55 @@ mod tests {
         ] {
             let k = plan(v, f, 3, cols, vec).unwrap().kernel;
             assert!(symbols_auto(f).contains(&k), "{k}");
+        }
+    }
+
+    #[test]
+    fn v2_configurations_force_the_slots_where_the_row_fits() {
+        let bf = DType::BF16;
+        // 4096 bf16 columns, 512 packs: K forced to 1 takes 512 threads, to 8 takes 64.
+        for (name, k, threads) in [
+            ("k1", 1, 512),
+            ("k2", 2, 256),
+            ("k4", 4, 128),
+            ("k8", 8, 64),
+        ] {
+            let t = v2_config(name).unwrap();
+            let p = plan_with("v2_block_regs", bf, 4096, 4096, true, t).unwrap();
+            assert_eq!(
+                (p.kernel, p.threads),
+                (format!("rmsnorm_v2_block_regs_vec_k{k}_bf16"), threads),
+                "{name}"
+            );
+        }
+        // K = 1 cannot hold 8192 packs in 1024 threads: the rule's K = 8 instead.
+        let p = plan_with(
+            "v2_block_regs",
+            bf,
+            1,
+            65536,
+            true,
+            v2_config("k1").unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            (p.kernel.as_str(), p.threads),
+            ("rmsnorm_v2_block_regs_vec_k8_bf16", 1024)
+        );
+        // The default and the empty name are the rule; other versions ignore the tuning.
+        assert_eq!(v2_config(""), Some(V2Tuning::DEFAULT));
+        assert_eq!(v2_config("default"), Some(V2Tuning::DEFAULT));
+        assert_eq!(v2_config("k3"), None);
+        assert_eq!(
+            plan_with("v1_warp_row", bf, 8, 512, true, v2_config("k1").unwrap()),
+            plan("v1_warp_row", bf, 8, 512, true)
+        );
+        // Every configuration names a kernel the registry lists.
+        for (_, t) in V2_CONFIGS {
+            let k = plan_with("v2_block_regs", bf, 2, 3000, true, t)
+                .unwrap()
+                .kernel;
+            assert!(symbols_auto(bf).contains(&k), "{k}");
         }
     }
 
