@@ -156,6 +156,9 @@ where
         .map(|(_, m)| op_flags(m))
         .unwrap_or_default();
     let cli = Cli::from_arg_matches(&matches)?;
+    for note in retired_env_notes(std::env::vars().map(|(k, _)| k)) {
+        stderr_line!("{note}");
+    }
     match cli.cmd {
         Cmd::Bench(a) => bench::run(a, &flags, out),
         Cmd::Sweep(a) => sweep::run(a, &flags, out),
@@ -165,6 +168,38 @@ where
         Cmd::Autotune(a) => autotune::run(a, &flags, out),
         Cmd::Doctor(a) => doctor::run(a, out),
     }
+}
+
+/// A note for each environment variable set that kernlab once read as a launch knob and no
+/// longer does: launch configurations are typed tunings that `kernlab autotune` searches.
+fn retired_env_notes(names: impl Iterator<Item = String>) -> Vec<String> {
+    let retired = |k: &str| {
+        let versioned = |p: &str| {
+            k.strip_prefix(p)
+                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+        };
+        versioned("KERNLAB_V")
+            || versioned("KL_V")
+            || [
+                "KERNLAB_ALLOC",
+                "KERNLAB_STREAM",
+                "KERNLAB_FLUSH",
+                "KERNLAB_NVRTC_DEFINES",
+            ]
+            .contains(&k)
+    };
+    let mut names: Vec<String> = names.filter(|k| retired(k)).collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|k| {
+            format!(
+                "note: {k} is not read any more: launch configurations are typed tunings that \
+                 `kernlab autotune OP` measures and caches (`kernlab autotune --help`); --no-flush \
+                 and --rotate are the timing options"
+            )
+        })
+        .collect()
 }
 
 /// The longest --warmup-ms or --rep-ms taken: ten minutes a variant.
@@ -342,4 +377,25 @@ fn progress_bar() -> indicatif::ProgressBar {
         .progress_chars("█▉▊▋▌▍▎▏ "),
     );
     bar
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn retired_launch_knobs_get_a_note_and_paths_do_not() {
+        let names = [
+            "KERNLAB_V11_CHUNK",
+            "KL_V9_SMS",
+            "KERNLAB_STREAM",
+            "KERNLAB_CACHE_DIR",
+            "KERNLAB_PYTHON",
+            "KERNLAB_LAUNCH_BLOCKING",
+            "KERNLAB_VERBOSE",
+            "PATH",
+        ];
+        let notes = super::retired_env_notes(names.iter().map(|s| s.to_string()));
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(notes[0].starts_with("note: KERNLAB_STREAM is not read any more"));
+        assert!(notes.iter().all(|n| n.contains("kernlab autotune")));
+    }
 }
