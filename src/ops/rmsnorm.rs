@@ -911,7 +911,7 @@ static VARIANTS: [Variant; 8] = [
         .strided()
         .vec16(),
     Variant::new(OP, "auto", Tier::Cuda, DeviceKind::Cuda,
-        "by width: v1 while a warp holds the row, v2 while a block does, else v3",
+        "the autotuned (version, configuration) for the device, dtype and shape bucket, else by width: v1 while a warp holds the row, v2 while a block does, else v3",
         run_auto)
         .kernels(&SOURCE, symbols_auto)
         .strided()
