@@ -12,7 +12,7 @@
 #   tools/reproduce-docs.sh softmax-targets  one section (or several, in the order given)
 #   tools/reproduce-docs.sh --list           the sections
 #
-# 30 kernlab commands in 11 sections, about 55 minutes on an H200 in all. Each section stays
+# 33 kernlab commands in 12 sections, about 58 minutes on an H200 in all. Each section stays
 # under 10 minutes, so one section fits one call of a time-limited device:
 #
 #   section            commands  ~minutes  tables it remakes
@@ -26,6 +26,7 @@
 #   matmul                    3      8     matmul.md: the ladder at 8192³, the sweep, figures/matmul-sweep.*
 #   matmul-v7                 5      5     matmul.md: v7 autotuned, exact f32, cuBLAS's kernels
 #   linear                    3      5     linear.md: the fused epilogue against PyTorch; GeLU 8192² bf16
+#   rmsnorm                   3      3     rmsnorm.md: against PyTorch, flushed and rotated; the versions
 #   cpu                       4      3     gelu.md, softmax.md, linear.md: the CPU tier (--device cpu)
 #
 # The cache (compiled kernels, ceilings, autotune entries) is $OUT/cache, so your own is left
@@ -40,7 +41,7 @@ set -euo pipefail
 K=${KERNLAB:-.gpu/bin/kernlab}
 OUT=${OUT:-out}
 SECTIONS=(gelu softmax-targets softmax-sweep-f32 softmax-sweep-bf16 softmax-sweep-f16
-  softmax-wide softmax-misc matmul matmul-v7 linear cpu)
+  softmax-wide softmax-misc matmul matmul-v7 linear rmsnorm cpu)
 
 export KERNLAB_CACHE_DIR="$OUT/cache"
 D=  # the current section's output folder
@@ -138,6 +139,13 @@ section_linear() {
   kl bench bench linear --shape 8192x8192x8192 --dtype bf16 \
     --variants manual,v6_wgmma,v7_wgmma_tma_store,auto,cublaslt --torch
   kl gelu-8192 bench gelu --shape 8192x8192 --dtype bf16 --variants v2_vec16
+}
+
+section_rmsnorm() {
+  kl bench bench rmsnorm --shape 4096x4096 --dtype bf16,f32 --torch --repeat 3
+  kl bench-rotated bench rmsnorm --shape 4096x4096 --dtype bf16,f32 --torch --repeat 3 --rotate auto
+  kl versions bench rmsnorm --shape 4096x4096 --dtype bf16,f32 \
+    --variants auto,manual,v2_block_regs,v3_two_pass --repeat 3
 }
 
 section_cpu() {
