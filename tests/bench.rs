@@ -1222,7 +1222,7 @@ fn kernlab_do_bench_replays_auto_in_pytorch_s_process() {
             "{note}"
         );
     }
-    // The verdict under the table: `auto` at its points, the replay at its four (native is
+    // The verdict under the table: `auto` at its points, the replay at its two (native is
     // timed at every one of them); each may have more lines, kernel against kernel, where
     // the script took queued medians and where both sides took settled ones.
     let v = report.against_pytorch();
@@ -1238,7 +1238,7 @@ fn kernlab_do_bench_replays_auto_in_pytorch_s_process() {
     );
     assert!(
         first[1].starts_with("`kernlab_do_bench`")
-            && (first[1].contains(" of 4 points") || first[1].contains("all 4 points")),
+            && (first[1].contains(" of 2 points") || first[1].contains("all 2 points")),
         "{}",
         first[1]
     );
