@@ -27,16 +27,6 @@ __device__ __forceinline__ void scale_by_weight(float* v, const T* __restrict__ 
 
 __device__ __forceinline__ uint4 zero_pack() { return make_uint4(0u, 0u, 0u, 0u); }
 
-// v[j] ← v[j] · s · w_j for slot k, the weights held in registers in the row's layout (loaded
-// with the row, so the write after the reduction waits on no load).
-template <class T, int VEC, int KW>
-__device__ __forceinline__ void scale_by_held_weight(float* v, const RowSlots<T, VEC, KW>& w, int k, float s) {
-    float wv[VEC];
-    w.get(k, wv);
-    #pragma unroll
-    for (int j = 0; j < VEC; ++j) v[j] = v[j] * s * wv[j];
-}
-
 // v1_warp_row — a warp per row (4 rows a 128-thread block), the row in registers (K slots of
 // VEC elements a lane: cols ≤ 32·VEC·K), 16-byte loads, the sum of squares by shuffles: one
 // read and one write of each element. For rows up to 1024 f32 / 2048 bf16 columns.
@@ -46,11 +36,10 @@ __device__ void rmsnorm_v1_warp_row(const T* __restrict__ x, const T* __restrict
     const int lane = threadIdx.x & 31;
     const i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     if (row >= rows) return;  // the whole warp: one row a warp
-    RowSlots<T, VEC, K> r, wr;
+    RowSlots<T, VEC, K> r;
     r.load(x + row * ldx, cols, lane, 32, zero_pack(), 0.0f);
-    wr.load(w, cols, lane, 32, zero_pack(), 0.0f);
     const float s = rms_scale(warp_sum(r.sum_with([](float v) { return v * v; })), cols, eps);
-    r.store_each(y + row * ldy, cols, lane, 32, [&](float* v, int k) { scale_by_held_weight(v, wr, k, s); });
+    r.store_each(y + row * ldy, cols, lane, 32, [&](float* v, int c0) { scale_by_weight<T, VEC>(v, w, c0, s); });
 }
 
 // v2_block_regs — what changed: a block (up to 1024 threads) per row, the row in registers
@@ -61,19 +50,11 @@ template <class T, int VEC, int K>
 __device__ void rmsnorm_v2_block_regs(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y,
                                       int rows, int cols, i64 ldx, i64 ldy, float eps) {
     __shared__ float scratch[32];
-    // Up to K = 4 the weights are loaded with the row and held; at K = 8 (1024-thread blocks,
-    // 64 registers a thread) holding them would spill, so they are loaded as each slot is
-    // written.
-    constexpr bool HOLD = K <= 4;
     RowSlots<T, VEC, K> r;
-    RowSlots<T, VEC, HOLD ? K : 1> wr;
     r.load(x + (i64)blockIdx.x * ldx, cols, threadIdx.x, blockDim.x, zero_pack(), 0.0f);
-    if constexpr (HOLD) wr.load(w, cols, threadIdx.x, blockDim.x, zero_pack(), 0.0f);
     const float s = rms_scale(block_sum(r.sum_with([](float v) { return v * v; }), scratch), cols, eps);
-    r.store_each(y + (i64)blockIdx.x * ldy, cols, threadIdx.x, blockDim.x, [&](float* v, int k) {
-        if constexpr (HOLD) scale_by_held_weight(v, wr, k, s);
-        else scale_by_weight<T, VEC>(v, w, RowSlots<T, VEC, K>::col(k, threadIdx.x, blockDim.x), s);
-    });
+    r.store_each(y + (i64)blockIdx.x * ldy, cols, threadIdx.x, blockDim.x,
+                 [&](float* v, int c0) { scale_by_weight<T, VEC>(v, w, c0, s); });
 }
 
 // v3_two_pass — what changed: any width. A block per row streams the row twice: the sum of

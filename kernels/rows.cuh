@@ -51,7 +51,7 @@ template <class T, int VEC, int K> struct RowSlots {
         }
         return s;
     }
-    // Write each slot k's elements v after out(v, k) has changed them (slots past `cols` write
+    // Write out(v, c) for each element v of the row at its column c (slots past `cols` write
     // nothing); a packed slot leaves as one 16-byte store.
     template <class F> __device__ __forceinline__ void store_each(T* row, int cols, int tid, int stride, F out) const {
         #pragma unroll
@@ -60,7 +60,7 @@ template <class T, int VEC, int K> struct RowSlots {
             if (c0 >= cols) continue;
             float v[VEC];
             get(k, v);
-            out(v, k);
+            out(v, c0);
             if constexpr (PACKED) st16(row + c0, pack(v, row));
             else row[c0] = from_f32<T>(v[0]);
         }
