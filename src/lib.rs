@@ -3,7 +3,7 @@
 //! ceilings measured on the same device.
 //!
 //! The layers, from the bottom: [`runtime`] (devices, tensors, kernel sources, launches, the
-//! tuning cache's lookup); [`ops`] (each op's descriptor, kernels, launchers and registry
+//! tuning cache's lookup); [`compiler`] (expression graphs); [`ops`] (each op's descriptor, kernels, launchers and registry
 //! rows); [`check`] (inputs, the f64 reference, validation); [`tools`] (bench, sweep, profile,
 //! inspect, autotune); [`cli`]. Nothing imports a layer above its own.
 
@@ -18,6 +18,7 @@ macro_rules! stderr_line {
 
 pub mod check;
 pub mod cli;
+pub mod compiler;
 pub mod ops;
 pub mod runtime;
 pub mod tools;

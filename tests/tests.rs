@@ -8,6 +8,8 @@ mod common;
 mod bench;
 /// The command line: errors a user can hit, list and bench output.
 mod cli;
+/// The compiler's expression graphs against each op's f64 reference.
+mod compiler;
 /// `kernlab inspect`: the PTX census on real NVRTC output, the SASS census on recorded listings.
 mod inspect;
 /// Matmul and linear: every variant against f64, every epilogue, odd shapes, bad operands.

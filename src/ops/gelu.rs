@@ -10,6 +10,7 @@ use super::{
     Flag, FlagKind, FlagValues, Grammar, Op, OpDef, OpParams, Params, SweepDefault, Tier,
     TorchCases, Variant,
 };
+use crate::compiler::{Expr, Graph, Layout};
 use crate::runtime::device::{Device, DeviceKind};
 use crate::runtime::dtype::{DType, Element};
 use crate::runtime::error::{Error, Result};
@@ -216,6 +217,17 @@ pub fn reference_f64(x: f64, approx: GeluApprox) -> f64 {
         }
         GeluApprox::Erf => 0.5 * x * libm::erfc(-x / std::f64::consts::SQRT_2),
     }
+}
+
+/// The lecture's `manual_gelu` as an expression graph over input `x`: the formula as written,
+/// `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))` (x³ as x·x·x, as the eager code multiplies it),
+/// or `0.5·x·(1 + erf(x/√2))`.
+pub fn graph<'g>(g: &'g Graph, p: &GeluParams) -> Result<Expr<'g>> {
+    let x = g.input("x", Layout::Full)?;
+    Ok(match p.gelu {
+        GeluApprox::Tanh => 0.5 * x * (1.0 + (SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)).tanh()),
+        GeluApprox::Erf => 0.5 * x * (1.0 + (x * std::f64::consts::FRAC_1_SQRT_2).erf()),
+    })
 }
 
 pub fn reference(x: &[f64], p: &GeluParams) -> Vec<f64> {

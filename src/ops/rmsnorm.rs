@@ -14,6 +14,7 @@ use super::{
     check_rows_operand, Candidate, Compare, Flag, FlagKind, FlagValues, Grammar, Op, OpDef,
     OpParams, Params, SweepDefault, Tier, TorchCases, Variant,
 };
+use crate::compiler::{Expr, Graph, Layout};
 use crate::runtime::device::{Device, DeviceKind};
 use crate::runtime::dtype::{DType, Element};
 use crate::runtime::error::{Error, Result};
@@ -235,6 +236,14 @@ impl OpDef for RmsNorm {
             },
         })
     }
+}
+
+/// RMSNorm as an expression graph over inputs `x` (rows × cols) and `w` (a column vector):
+/// `x · rsqrt(mean(x·x) + eps) · w`, the eager composition's order.
+pub fn graph<'g>(g: &'g Graph, p: &RmsNormParams) -> Result<Expr<'g>> {
+    let x = g.input("x", Layout::Full)?;
+    let w = g.input("w", Layout::Col)?;
+    Ok(x * ((x * x).mean() + p.eps as f64).rsqrt() * w)
 }
 
 /// The f64 oracle on rows of `cols`: the mean of squares, then x · w / sqrt(mean + eps).

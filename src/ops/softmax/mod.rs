@@ -14,6 +14,7 @@ use super::{
     Flag, FlagKind, FlagValues, Grammar, Op, OpDef, OpParams, Params, SweepDefault, Tier,
     TorchCases, Variant,
 };
+use crate::compiler::{Expr, Graph, Layout};
 use crate::runtime::device::{Device, DeviceKind};
 use crate::runtime::dtype::{DType, Element};
 use crate::runtime::error::{Error, Result};
@@ -203,6 +204,19 @@ pub fn reference_row(x: &[f64], out: &mut [f64], log: bool) {
 
 /// The f64 softmax of `x`'s rows of `cols` (a short last row is a row too); with `cols` = 0
 /// there are no rows, and any values given are answered with NaN, which never passes.
+/// The lecture's `manual_softmax` as an expression graph over input `x`: the row's max
+/// subtracted, exponentiated, divided by the row's sum; log_softmax as `x − max − log Σ e^(x−max)`.
+pub fn graph<'g>(g: &'g Graph, p: &SoftmaxParams) -> Result<Expr<'g>> {
+    let x = g.input("x", Layout::Full)?;
+    let shifted = x - x.row_max();
+    Ok(if p.log_softmax {
+        shifted - shifted.exp().sum().log()
+    } else {
+        let e = shifted.exp();
+        e / e.sum()
+    })
+}
+
 pub fn reference(x: &[f64], cols: usize, p: &SoftmaxParams) -> Vec<f64> {
     if cols == 0 {
         return vec![f64::NAN; x.len()];

@@ -1,0 +1,98 @@
+//! The compiler's expression graphs: the lecture's compositions, written once as graphs by
+//! their op modules, interpreted in f64, agree with each op's hand-written f64 reference.
+
+use kernlab::compiler::Graph;
+use kernlab::ops::gelu::{self, GeluApprox, GeluParams};
+use kernlab::ops::rmsnorm::{self, RmsNormParams};
+use kernlab::ops::softmax::{self, SoftmaxParams};
+use kernlab::DType;
+use rand::{rngs::SmallRng, Rng, SeedableRng};
+use std::collections::HashMap;
+
+/// `n` values of N-ish(0, `scale`) already representable in `dt` (so rounding them is exact).
+fn values(n: usize, scale: f64, dt: DType, seed: u64) -> Vec<f64> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| dt.round(scale * (rng.random::<f64>() + rng.random::<f64>() - 1.0) * 2.0))
+        .collect()
+}
+
+fn close(got: &[f64], want: &[f64], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-12 + 1e-9 * w.abs(),
+            "{what}: element {i}: graph {g}, reference {w}"
+        );
+    }
+}
+
+#[test]
+fn gelu_graphs_match_the_reference() {
+    for gelu in [GeluApprox::Tanh, GeluApprox::Erf] {
+        for dt in [DType::F32, DType::BF16] {
+            let p = GeluParams { gelu };
+            let g = Graph::new();
+            let y = gelu::graph(&g, &p).unwrap();
+            let x = values(3 * 33, 3.0, dt, 1);
+            let inputs = HashMap::from([("x".to_string(), x.clone())]);
+            let got = g.eval(y.id, &inputs, 3, 33, dt).unwrap();
+            close(
+                &got,
+                &gelu::reference(&x, &p),
+                &format!("gelu {gelu:?} {dt}"),
+            );
+        }
+    }
+    // The tanh form as the lecture writes it: 9 operations on x (and its constants).
+    let g = Graph::new();
+    gelu::graph(&g, &GeluParams::default()).unwrap();
+    let ops = (0..g.len())
+        .filter(|&i| {
+            !matches!(
+                g.node(i),
+                kernlab::compiler::Node::Input { .. } | kernlab::compiler::Node::Const(_)
+            )
+        })
+        .count();
+    assert_eq!(ops, 9, "{g}");
+}
+
+#[test]
+fn softmax_graphs_match_the_reference() {
+    for log_softmax in [false, true] {
+        for (rows, cols) in [(4, 1), (3, 31), (2, 4097)] {
+            let p = SoftmaxParams { log_softmax };
+            let g = Graph::new();
+            let y = softmax::graph(&g, &p).unwrap();
+            let x = values(rows * cols, 8.0, DType::F32, 2);
+            let inputs = HashMap::from([("x".to_string(), x.clone())]);
+            let got = g.eval(y.id, &inputs, rows, cols, DType::F32).unwrap();
+            let want = softmax::reference(&x, cols, &p);
+            close(
+                &got,
+                &want,
+                &format!("softmax log={log_softmax} {rows}×{cols}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn rmsnorm_graph_matches_the_reference() {
+    for eps in [0.0f32, 1e-6, f32::EPSILON] {
+        let (rows, cols) = (5, 33);
+        let p = RmsNormParams { eps };
+        let g = Graph::new();
+        let y = rmsnorm::graph(&g, &p).unwrap();
+        let x = values(rows * cols, 2.0, DType::BF16, 3);
+        let w = values(cols, 1.0, DType::BF16, 4);
+        let inputs = HashMap::from([("x".to_string(), x.clone()), ("w".to_string(), w.clone())]);
+        let got = g.eval(y.id, &inputs, rows, cols, DType::BF16).unwrap();
+        close(
+            &got,
+            &rmsnorm::reference(&x, &w, cols, eps as f64),
+            &format!("rmsnorm eps {eps}"),
+        );
+    }
+}
