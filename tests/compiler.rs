@@ -96,3 +96,74 @@ fn rmsnorm_graph_matches_the_reference() {
         );
     }
 }
+
+/// The generated element-wise kernels compile through NVRTC for sm_80 and sm_90a in every
+/// dtype, spill nothing, and the packed form loads and stores 16 bytes at a time.
+#[test]
+fn generated_elementwise_kernels_compile_with_packed_loads_and_no_spills() {
+    use kernlab::compiler::{codegen, Layout};
+    use kernlab::runtime::device::nvrtc::{self, ptx_entry_body};
+    use kernlab::runtime::kernels::KernelSource;
+    if !crate::common::nvrtc_or_skip() {
+        return;
+    }
+    for dt in [DType::F32, DType::BF16, DType::F16] {
+        for (what, build) in [("gelu_tanh", 0), ("gelu_erf", 1), ("scaled", 2)] {
+            let g = Graph::new();
+            let y = match build {
+                0 => gelu::graph(
+                    &g,
+                    &GeluParams {
+                        gelu: GeluApprox::Tanh,
+                    },
+                )
+                .unwrap(),
+                1 => gelu::graph(
+                    &g,
+                    &GeluParams {
+                        gelu: GeluApprox::Erf,
+                    },
+                )
+                .unwrap(),
+                // A column vector, a per-row value and a select: x·w where x > r, else 0.
+                _ => {
+                    let x = g.input("x", Layout::Full).unwrap();
+                    let w = g.input("w", Layout::Col).unwrap();
+                    let r = g.input("r", Layout::Row).unwrap();
+                    g.select(x.gt(r), x * w, g.constant(0.0))
+                }
+            };
+            let name = format!("kl_{what}_{dt}");
+            let k = codegen::elementwise(&g, y.id, dt, &name).unwrap();
+            // NVRTC takes a 'static source; a test's few kernels may leak.
+            let src: &'static KernelSource = Box::leak(Box::new(KernelSource {
+                file: "generated.cu",
+                src: Box::leak(k.source.clone().into_boxed_str()),
+            }));
+            for arch in ["sm_80", "sm_90a"] {
+                let opts = nvrtc::base_options(arch);
+                let c = nvrtc::compile(src, arch, &opts, &name)
+                    .unwrap_or_else(|e| panic!("{name} {arch}: {e}\n{}", k.source));
+                for sym in [k.name.clone(), k.scalar_name()] {
+                    let info = c
+                        .ptxas_info(&sym)
+                        .unwrap_or_else(|| panic!("{sym} {arch}: no ptxas report"));
+                    assert_eq!(
+                        (info.spill_store_bytes, info.spill_load_bytes),
+                        (0, 0),
+                        "{sym} {arch} spills"
+                    );
+                }
+                let body = ptx_entry_body(&c.ptx, &k.name).unwrap();
+                assert!(
+                    body.contains("ld.global.v4"),
+                    "{name} {arch}: no 16-byte load"
+                );
+                assert!(
+                    body.contains("st.global.v4"),
+                    "{name} {arch}: no 16-byte store"
+                );
+            }
+        }
+    }
+}

@@ -4,6 +4,7 @@
 //!
 //! Between the runtime and the ops: it knows devices and dtypes, and no op.
 
+pub mod codegen;
 pub mod graph;
 
 pub use graph::{Expr, Graph, Layout, Node, NodeId};
