@@ -167,3 +167,131 @@ fn generated_elementwise_kernels_compile_with_packed_loads_and_no_spills() {
         }
     }
 }
+
+/// A random element-wise graph from `rng`: inputs of every layout, every unary and binary
+/// operation, select, casts, integer powers, special constants; depth up to ~12.
+fn random_graph(g: &Graph, rng: &mut SmallRng) -> kernlab::compiler::NodeId {
+    use kernlab::compiler::{Expr, Layout};
+    let layouts = [Layout::Full, Layout::Col, Layout::Row, Layout::Scalar];
+    let mut pool: Vec<Expr> = vec![g.input("x", Layout::Full).unwrap()];
+    for i in 0..rng.random_range(0..3usize) {
+        let l = layouts[rng.random_range(0..4usize)];
+        pool.push(g.input(&format!("in{i}"), l).unwrap());
+    }
+    let consts = [
+        0.5,
+        -2.0,
+        0.044715,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        1e30,
+    ];
+    let steps = rng.random_range(1..12usize);
+    for _ in 0..steps {
+        let a = pool[rng.random_range(0..pool.len())];
+        let b = pool[rng.random_range(0..pool.len())];
+        let e = match rng.random_range(0..20u32) {
+            0 => -a,
+            1 => a.exp(),
+            2 => a.log(),
+            3 => a.tanh(),
+            4 => a.erf(),
+            5 => a.sqrt(),
+            6 => a.rsqrt(),
+            7 => a + b,
+            8 => a - b,
+            9 => a * b,
+            10 => a / b,
+            11 => a.max(b),
+            12 => a.min(b),
+            13 => a.lt(b),
+            14 => a.ge(b),
+            15 => a.eq(b),
+            16 => g.select(a.gt(b), a, b),
+            17 => a.cast([DType::BF16, DType::F16, DType::F32][rng.random_range(0..3usize)]),
+            18 => a.powi(rng.random_range(-2..5)),
+            _ => a * consts[rng.random_range(0..consts.len())],
+        };
+        pool.push(e);
+    }
+    // The output spans the full frame: the last value, broadcast against x.
+    (*pool.last().unwrap() + 0.0 * pool[0]).id
+}
+
+/// 200 random element-wise graphs: each generates a kernel that NVRTC compiles (sm_80 and
+/// sm_90a, one translation unit a dtype) with no spills and 16-byte accesses in its packed
+/// form; and its f64 interpretation runs on odd widths.
+#[test]
+fn random_elementwise_graphs_generate_kernels_that_compile() {
+    use kernlab::compiler::codegen;
+    use kernlab::runtime::device::nvrtc::{self, ptx_entry_body};
+    use kernlab::runtime::kernels::KernelSource;
+    let mut rng = SmallRng::seed_from_u64(47);
+    let mut units: Vec<(DType, String, Vec<String>)> = [DType::F32, DType::BF16, DType::F16]
+        .into_iter()
+        .map(|dt| (dt, String::new(), Vec::new()))
+        .collect();
+    for case in 0..200 {
+        let g = Graph::new();
+        let out = random_graph(&g, &mut rng);
+        // The interpretation takes any frame: 3 rows of 33 columns.
+        let (rows, cols) = (3, 33);
+        let inputs: HashMap<String, Vec<f64>> = g
+            .inputs()
+            .into_iter()
+            .map(|(n, l)| (n, values(l.len(rows, cols), 4.0, DType::F32, case)))
+            .collect();
+        let y = g.eval(out, &inputs, rows, cols, DType::F32).unwrap();
+        assert_eq!(y.len(), rows * cols, "case {case}:\n{g}");
+        let unit = &mut units[case as usize % 3];
+        let name = format!("kl_random_{case}");
+        let k = codegen::elementwise(&g, out, unit.0, &name)
+            .unwrap_or_else(|e| panic!("case {case}: {e}\n{g}"));
+        // One translation unit a dtype: the typedef once, then every kernel.
+        let body = k.source.replace(
+            &format!(
+                "typedef {} T;\n",
+                ["float", "bf16", "f16"][case as usize % 3]
+            ),
+            "",
+        );
+        if unit.1.is_empty() {
+            let t = ["float", "bf16", "f16"][case as usize % 3];
+            unit.1 = format!("#include \"common.cuh\"\ntypedef {t} T;\n");
+        }
+        unit.1.push_str(&body);
+        unit.2.push(name);
+    }
+    if !crate::common::nvrtc_or_skip() {
+        return;
+    }
+    for (dt, source, names) in units {
+        let src: &'static KernelSource = Box::leak(Box::new(KernelSource {
+            file: "generated.cu",
+            src: Box::leak(source.into_boxed_str()),
+        }));
+        for arch in ["sm_80", "sm_90a"] {
+            let opts = nvrtc::base_options(arch);
+            let c = nvrtc::compile(src, arch, &opts, "(random graphs)")
+                .unwrap_or_else(|e| panic!("{dt} {arch}: {e}"));
+            for n in &names {
+                for sym in [n.clone(), format!("{n}_scalar")] {
+                    let info = c
+                        .ptxas_info(&sym)
+                        .unwrap_or_else(|| panic!("{sym}: no report"));
+                    assert_eq!(
+                        info.spill_store_bytes + info.spill_load_bytes,
+                        0,
+                        "{sym} {arch}"
+                    );
+                }
+                let body = ptx_entry_body(&c.ptx, n).unwrap();
+                assert!(
+                    body.contains("st.global.v4"),
+                    "{n} {dt} {arch}: no 16-byte store"
+                );
+            }
+        }
+    }
+}
