@@ -191,7 +191,10 @@ fn random_graph(g: &Graph, rng: &mut SmallRng) -> kernlab::compiler::NodeId {
     for _ in 0..steps {
         let a = pool[rng.random_range(0..pool.len())];
         let b = pool[rng.random_range(0..pool.len())];
-        let e = match rng.random_range(0..20u32) {
+        let e = match rng.random_range(0..23u32) {
+            20 => a.sum(),
+            21 => a.row_max(),
+            22 => a.mean(),
             0 => -a,
             1 => a.exp(),
             2 => a.log(),
@@ -219,16 +222,22 @@ fn random_graph(g: &Graph, rng: &mut SmallRng) -> kernlab::compiler::NodeId {
     (*pool.last().unwrap() + 0.0 * pool[0]).id
 }
 
-/// 200 random element-wise graphs: each generates a kernel that NVRTC compiles (sm_80 and
-/// sm_90a, one translation unit a dtype) with no spills and 16-byte accesses in its packed
-/// form; and its f64 interpretation runs on odd widths.
+/// One translation unit of generated kernels: its dtype, its source, and each kernel's symbol
+/// with whether it is a row kernel.
+type Unit = (DType, String, Vec<(String, bool)>);
+
+/// 200 random graphs, with and without row reductions: each generates a kernel (element-wise,
+/// or a row kernel) that NVRTC compiles (sm_80 and sm_90a, one translation unit a dtype) with
+/// no spills, 16-byte stores in the element-wise packed form; and its f64 interpretation runs
+/// on odd widths.
 #[test]
-fn random_elementwise_graphs_generate_kernels_that_compile() {
+fn random_graphs_generate_kernels_that_compile() {
     use kernlab::compiler::codegen;
     use kernlab::runtime::device::nvrtc::{self, ptx_entry_body};
     use kernlab::runtime::kernels::KernelSource;
     let mut rng = SmallRng::seed_from_u64(47);
-    let mut units: Vec<(DType, String, Vec<String>)> = [DType::F32, DType::BF16, DType::F16]
+    let mut row_kernels = 0;
+    let mut units: Vec<Unit> = [DType::F32, DType::BF16, DType::F16]
         .into_iter()
         .map(|dt| (dt, String::new(), Vec::new()))
         .collect();
@@ -246,8 +255,14 @@ fn random_elementwise_graphs_generate_kernels_that_compile() {
         assert_eq!(y.len(), rows * cols, "case {case}:\n{g}");
         let unit = &mut units[case as usize % 3];
         let name = format!("kl_random_{case}");
-        let k = codegen::elementwise(&g, out, unit.0, &name)
-            .unwrap_or_else(|e| panic!("case {case}: {e}\n{g}"));
+        let reduces =
+            (0..g.len()).any(|i| matches!(g.node(i), kernlab::compiler::Node::Reduce(..)));
+        let k = if reduces {
+            codegen::row_kernel(&g, out, unit.0, &name)
+        } else {
+            codegen::elementwise(&g, out, unit.0, &name)
+        }
+        .unwrap_or_else(|e| panic!("case {case}: {e}\n{g}"));
         // One translation unit a dtype: the typedef once, then every kernel.
         let body = k.source.replace(
             &format!(
@@ -261,8 +276,14 @@ fn random_elementwise_graphs_generate_kernels_that_compile() {
             unit.1 = format!("#include \"common.cuh\"\ntypedef {t} T;\n");
         }
         unit.1.push_str(&body);
-        unit.2.push(name);
+        unit.2.push((name, reduces));
+        row_kernels += reduces as usize;
     }
+    // Both generators get a fair share of the cases.
+    assert!(
+        (40..160).contains(&row_kernels),
+        "{row_kernels} of 200 with reductions"
+    );
     if !crate::common::nvrtc_or_skip() {
         return;
     }
@@ -275,8 +296,13 @@ fn random_elementwise_graphs_generate_kernels_that_compile() {
             let opts = nvrtc::base_options(arch);
             let c = nvrtc::compile(src, arch, &opts, "(random graphs)")
                 .unwrap_or_else(|e| panic!("{dt} {arch}: {e}"));
-            for n in &names {
-                for sym in [n.clone(), format!("{n}_scalar")] {
+            for (n, row) in &names {
+                let syms = if *row {
+                    vec![n.clone()]
+                } else {
+                    vec![n.clone(), format!("{n}_scalar")]
+                };
+                for sym in syms {
                     let info = c
                         .ptxas_info(&sym)
                         .unwrap_or_else(|| panic!("{sym}: no report"));
@@ -287,9 +313,64 @@ fn random_elementwise_graphs_generate_kernels_that_compile() {
                     );
                 }
                 let body = ptx_entry_body(&c.ptx, n).unwrap();
-                assert!(
-                    body.contains("st.global.v4"),
-                    "{n} {dt} {arch}: no 16-byte store"
+                if !row {
+                    assert!(
+                        body.contains("st.global.v4"),
+                        "{n} {dt} {arch}: no 16-byte store"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The lecture's row compositions (softmax, log_softmax, rmsnorm) become one row kernel each
+/// that NVRTC compiles for sm_80 and sm_90a in every dtype with no spills.
+#[test]
+fn softmax_and_rmsnorm_graphs_become_one_row_kernel_each() {
+    use kernlab::compiler::codegen;
+    use kernlab::runtime::device::nvrtc;
+    use kernlab::runtime::kernels::KernelSource;
+    if !crate::common::nvrtc_or_skip() {
+        return;
+    }
+    for (dt, t) in [
+        (DType::F32, "float"),
+        (DType::BF16, "bf16"),
+        (DType::F16, "f16"),
+    ] {
+        let mut source = format!("#include \"common.cuh\"\ntypedef {t} T;\n");
+        let mut names = Vec::new();
+        for (what, i) in [("softmax", 0), ("log_softmax", 1), ("rmsnorm", 2)] {
+            let g = Graph::new();
+            let y = match i {
+                0 | 1 => softmax::graph(
+                    &g,
+                    &SoftmaxParams {
+                        log_softmax: i == 1,
+                    },
+                )
+                .unwrap(),
+                _ => rmsnorm::graph(&g, &RmsNormParams { eps: 1e-6 }).unwrap(),
+            };
+            let name = format!("kl_{what}_{dt}");
+            let k = codegen::row_kernel(&g, y.id, dt, &name).unwrap();
+            source.push_str(&k.source.replace(&format!("typedef {t} T;\n"), ""));
+            names.push(name);
+        }
+        let src: &'static KernelSource = Box::leak(Box::new(KernelSource {
+            file: "generated.cu",
+            src: Box::leak(source.into_boxed_str()),
+        }));
+        for arch in ["sm_80", "sm_90a"] {
+            let c = nvrtc::compile(src, arch, &nvrtc::base_options(arch), "(row kernels)")
+                .unwrap_or_else(|e| panic!("{dt} {arch}: {e}"));
+            for n in &names {
+                let info = c.ptxas_info(n).unwrap_or_else(|| panic!("{n}: no report"));
+                assert_eq!(
+                    info.spill_store_bytes + info.spill_load_bytes,
+                    0,
+                    "{n} {arch}"
                 );
             }
         }
