@@ -732,3 +732,56 @@ fn autotune_rmsnorm_measures_v2_in_each_configuration() {
     assert_eq!(auto[1]["variant"], fastest["variant"], "{r}");
     assert_eq!(auto[1]["config"], fastest["config"], "{r}");
 }
+
+/// `kernlab compile`: the graph, one fused kernel in place of the eager launches, the generated
+/// CUDA on request, and ptxas's report where NVRTC loads; ops without a graph and other ops'
+/// flags are clear errors.
+#[test]
+fn compile_shows_the_graph_the_fusion_and_the_generated_kernel() {
+    let out = run(&["compile", "gelu", "--gelu", "erf", "--dtype", "bf16"]).unwrap();
+    assert!(
+        out.starts_with("kernlab compile gelu (erf), bf16, for sm_90a"),
+        "{out}"
+    );
+    assert!(out.contains("= erf %"), "{out}");
+    assert!(
+        out.contains("fusion: 1 kernel") && out.contains("element-wise"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("generated CUDA:"),
+        "the source only with --source: {out}"
+    );
+    let nvrtc = kernlab::runtime::device::nvrtc::nvrtc_available().is_ok();
+    if nvrtc {
+        assert!(out.contains("ptxas (sm_90a, cold compile"), "{out}");
+        assert!(out.contains("kl_compiled_gelu_bf16_scalar: "), "{out}");
+        assert!(out.contains(" 0 B spill stores, 0 B spill loads"), "{out}");
+    } else {
+        assert!(out.contains("ptxas: not run ("), "{out}");
+    }
+    let out = run(&["compile", "softmax", "--source", "--arch", "sm_80"]).unwrap();
+    assert!(
+        out.contains("one row kernel") && out.contains("%1 row_max"),
+        "{out}"
+    );
+    assert!(
+        out.contains("generated CUDA:") && out.contains("kl_gen_block_max("),
+        "{out}"
+    );
+    assert!(out.contains("(eager: 5 launches)"), "{out}");
+    let out = run(&["compile", "rmsnorm", "--eps", "1e-6"]).unwrap();
+    assert!(
+        out.contains("(eps 1e-6)") && out.contains("row_mean"),
+        "{out}"
+    );
+    let e = run(&["compile", "matmul"]).unwrap_err();
+    assert!(
+        e.contains("not written as a graph yet") && e.contains("gelu, softmax, rmsnorm"),
+        "{e}"
+    );
+    let e = run(&["compile", "gelu", "--eps", "1"]).unwrap_err();
+    assert!(e.contains("--eps applies to rmsnorm"), "{e}");
+    let e = run(&["compile", "gelu", "--arch", "volta"]).unwrap_err();
+    assert!(e.contains("bad architecture 'volta'"), "{e}");
+}

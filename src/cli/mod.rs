@@ -5,6 +5,7 @@
 
 mod autotune;
 mod bench;
+mod compile;
 mod doctor;
 mod inspect;
 mod list;
@@ -55,10 +56,15 @@ enum Cmd {
     Autotune(autotune::AutotuneArgs),
     /// Show the device, the CUDA libraries that load, the kernel cache and the ceilings
     Doctor(doctor::DoctorArgs),
+    /// Show what kernlab's compiler makes of an op's graph: the graph, the fusion plan, the
+    /// generated CUDA (--source) and its ptxas report
+    Compile(compile::CompileArgs),
 }
 
 /// The subcommands that run ops, and so take the ops' flags.
-const RUNS_OPS: [&str; 5] = ["bench", "sweep", "inspect", "profile", "autotune"];
+const RUNS_OPS: [&str; 6] = [
+    "bench", "sweep", "inspect", "profile", "autotune", "compile",
+];
 
 /// The command line: the derived commands, each that runs ops given every op's flags (one flag
 /// a name, however many ops declare it).
@@ -167,6 +173,7 @@ where
         Cmd::Profile(a) => profile::run(a, &flags, out),
         Cmd::Autotune(a) => autotune::run(a, &flags, out),
         Cmd::Doctor(a) => doctor::run(a, out),
+        Cmd::Compile(a) => compile::run(a, &flags, out),
     }
 }
 

@@ -181,6 +181,9 @@ impl OpDef for Gelu {
     fn variants(&self) -> &'static [Variant] {
         &VARIANTS
     }
+    fn graph<'g>(&self, g: &'g Graph, p: &Params) -> Option<Result<Expr<'g>>> {
+        Some(p.get::<GeluParams>().and_then(|p| graph(g, p)))
+    }
     fn torch(&self) -> Option<TorchCases> {
         Some(TorchCases {
             op: "gelu",

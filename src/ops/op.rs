@@ -5,6 +5,7 @@
 //! reference, cost model, sweep, variants and PyTorch cases; none of them matches on an op.
 
 use super::params::{Compare, Flag, FlagValues, Grammar, Params, SweepDefault, Tier, TorchCases};
+use crate::compiler::{Expr, Graph};
 use crate::runtime::device::{CudaDevice, DeviceKind};
 use crate::runtime::dtype::DType;
 use crate::runtime::error::{Error, Result};
@@ -151,6 +152,10 @@ pub trait OpDef: Send + Sync + 'static {
     }
     /// The variant whose time every record's `% of vendor` is against (GEMMs: cuBLAS).
     fn vendor_variant(&self) -> Option<&'static str> {
+        None
+    }
+    /// The op written as an expression graph (the compiler's input), for ops that have one.
+    fn graph<'g>(&self, _g: &'g Graph, _p: &Params) -> Option<Result<Expr<'g>>> {
         None
     }
     /// Its cases in the PyTorch baselines, where they have it.

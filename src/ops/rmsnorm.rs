@@ -227,6 +227,9 @@ impl OpDef for RmsNorm {
             candidates,
         })
     }
+    fn graph<'g>(&self, g: &'g Graph, p: &Params) -> Option<Result<Expr<'g>>> {
+        Some(p.get::<RmsNormParams>().and_then(|p| graph(g, p)))
+    }
     fn torch(&self) -> Option<TorchCases> {
         Some(TorchCases {
             op: "rmsnorm",

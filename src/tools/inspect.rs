@@ -1012,7 +1012,7 @@ pub fn variant_symbols(v: &Variant, dtype: DType, params: &Params) -> Vec<String
         .collect()
 }
 
-fn check_arch(arch: &str) -> Result<()> {
+pub fn check_arch(arch: &str) -> Result<()> {
     let ok = arch
         .strip_prefix("sm_")
         .map(|n| {

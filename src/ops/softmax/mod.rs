@@ -168,6 +168,9 @@ impl OpDef for Softmax {
     fn variants(&self) -> &'static [Variant] {
         &VARIANTS
     }
+    fn graph<'g>(&self, g: &'g Graph, p: &Params) -> Option<Result<Expr<'g>>> {
+        Some(p.get::<SoftmaxParams>().and_then(|p| graph(g, p)))
+    }
     fn torch(&self) -> Option<TorchCases> {
         Some(TorchCases {
             op: "softmax",
