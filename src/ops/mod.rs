@@ -11,6 +11,7 @@ mod op;
 mod params;
 pub mod primitives;
 pub mod rmsnorm;
+pub mod row_slots;
 pub mod softmax;
 
 pub use op::*;

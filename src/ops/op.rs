@@ -208,6 +208,17 @@ impl Op {
     pub fn def(self) -> &'static dyn OpDef {
         self.0
     }
+    /// The autotune cache's entry for this op's `variant` at `x`'s device, dtype and shape
+    /// bucket (none off CUDA).
+    pub fn tuned(self, variant: &str, x: &Tensor) -> Option<crate::runtime::tuning::Entry> {
+        crate::runtime::tuning::lookup(
+            x.device().cuda()?,
+            self.name(),
+            variant,
+            x.dtype(),
+            &self.bucket(x.shape()),
+        )
+    }
 }
 
 impl std::ops::Deref for Op {

@@ -451,35 +451,11 @@ fn fewest_slots(slots: usize, threads: usize) -> Option<usize> {
         .find(|k| slots.div_ceil(*k) <= threads)
 }
 
-/// v2's slots a thread for a row of `slots`: 1 or 2 for rows of at most 64 slots, 4 — four
-/// 16-byte loads in flight — where that needs at most 1024 threads, else 8 (softmax v3's
-/// rule); `None` when even 8 would need more than 1024 threads.
-pub fn v2_slots_per_thread(slots: usize) -> Option<usize> {
-    match slots {
-        0..=32 => Some(1),
-        33..=64 => Some(2),
-        _ => [4, 8].into_iter().find(|k| slots.div_ceil(*k) <= 1024),
-    }
-}
+/// v2's slots a thread for a row of `slots`: softmax v3's block-a-row rule.
+pub use super::row_slots::slots_per_thread as v2_slots_per_thread;
 
-/// v2's tuning: K, the slots (16-byte packs, or elements) a thread holds, and so the threads a
-/// row takes (fewer threads with more loads in flight each, or the reverse).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct V2Tuning {
-    /// K forced to 1, 2, 4 or 8 where the row then needs at most 1024 threads; `None`, or
-    /// where it does not fit: [`v2_slots_per_thread`]'s rule.
-    pub k: Option<usize>,
-}
-
-impl V2Tuning {
-    pub const DEFAULT: V2Tuning = V2Tuning { k: None };
-
-    /// The forced K for a row of `slots` slots, where v2 is built for it and it fits.
-    pub fn slots_per_thread(&self, slots: usize) -> Option<usize> {
-        self.k
-            .filter(|k| [1, 2, 4, 8].contains(k) && slots.div_ceil(*k) <= 1024)
-    }
-}
+/// v2's tuning: K, the slots a thread holds (softmax v3's too).
+pub type V2Tuning = super::row_slots::SlotsTuning;
 
 /// v2's named configurations, which `kernlab autotune rmsnorm` measures and caches by name.
 pub const V2_CONFIGS: [(&str, V2Tuning); 5] = [
@@ -501,17 +477,6 @@ fn v2_config(name: &str) -> Option<V2Tuning> {
     V2_CONFIGS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
 }
 
-/// The autotune cache's entry for `variant` at these inputs' device, dtype and bucket.
-fn cached(variant: &str, x: &Tensor) -> Option<crate::runtime::tuning::Entry> {
-    crate::runtime::tuning::lookup(
-        x.device().cuda()?,
-        OP.name(),
-        variant,
-        x.dtype(),
-        &OP.bucket(x.shape()),
-    )
-}
-
 /// What a launch runs: `version` in its configuration (the one cached for these inputs' device,
 /// dtype and bucket, else the rule); for `auto` (`None`), the cached overall winner where it
 /// holds these rows, else the width rule ([`auto_version`]).
@@ -524,13 +489,14 @@ fn resolve(
 ) -> Option<Plan> {
     let dt = x.dtype();
     let tuned = |v: &str| {
-        cached(v, x)
+        OP.tuned(v, x)
             .and_then(|e| v2_config(&e.config))
             .unwrap_or_default()
     };
     match version {
         Some(v) => plan_with(v, dt, rows, cols, vec, tuned(v)),
-        None => cached("auto", x)
+        None => OP
+            .tuned("auto", x)
             .and_then(|e| {
                 let v = VERSIONS.into_iter().find(|v| *v == e.variant)?;
                 plan_with(v, dt, rows, cols, vec, v2_config(&e.config)?)
@@ -648,13 +614,12 @@ fn run_plan(
 
 /// Launch the plan `pick` makes for the call's layout (`vec`: packed loads possible).
 fn run_planned(
-    name: &str,
+    version: &str,
     p: &Params,
     x: &[&Tensor],
     y: &mut Tensor,
     pick: impl Fn(&Tensor, usize, usize, bool) -> Option<Plan>,
 ) -> Result<()> {
-    let version = name;
     let eps = p.get::<RmsNormParams>()?.eps;
     let (xt, wt) = (x[0], x[1]);
     let (rows, cols, ldx) = xt.rows_cols();

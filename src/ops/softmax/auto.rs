@@ -54,14 +54,10 @@ pub fn auto_choice(x: &Tensor) -> &'static str {
 /// chose them). The cached winner where its version and configuration are known here, else
 /// the heuristic's version in its default run (configuration "").
 pub fn auto_decision(x: &Tensor) -> (&'static str, &'static str, bool) {
-    if let Some(d) = x.device().cuda() {
-        if let Some(e) =
-            crate::runtime::tuning::lookup(d, "softmax", "auto", x.dtype(), &OP.bucket(x.shape()))
-        {
-            if let Some(v) = AUTO_CANDIDATES.iter().find(|v| **v == e.variant) {
-                if let Some(c) = known_config(v, &e.config) {
-                    return (v, c, true);
-                }
+    if let Some(e) = OP.tuned("auto", x) {
+        if let Some(v) = AUTO_CANDIDATES.iter().find(|v| **v == e.variant) {
+            if let Some(c) = known_config(v, &e.config) {
+                return (v, c, true);
             }
         }
     }

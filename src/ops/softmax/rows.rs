@@ -2,7 +2,7 @@ use super::*;
 
 // ---- hand-written CUDA ------------------------------------------------------------------------
 /// Register-resident versions keep K slots per thread; these are the compiled K values.
-pub(super) const KS: [usize; 4] = [1, 2, 4, 8];
+pub(super) use crate::ops::row_slots::KS;
 
 /// Largest row (in elements) each register-resident version holds.
 pub fn v2_max_cols(dt: DType, vec: bool) -> usize {
@@ -282,22 +282,8 @@ pub fn v3_shift_slots(cols: usize, pack: usize) -> usize {
     (cols + pack - 1).div_ceil(pack)
 }
 
-/// K (slots per thread) for v3: 4 — four loads in flight — unless the row is so short that
-/// a warp would then idle (1 or 2), or so long that 4 would need more than 1024 threads (8);
-/// `None` when even 8 would.
-pub fn v3_slots_per_thread(slots: usize) -> Option<usize> {
-    if slots.div_ceil(8) > 1024 {
-        return None;
-    }
-    if slots.div_ceil(4) > 1024 {
-        return Some(8);
-    }
-    Some(match slots {
-        0..=32 => 1,
-        33..=64 => 2,
-        _ => 4,
-    })
-}
+/// K (slots per thread) for v3: the block-a-row rule rmsnorm v2 shares.
+pub use crate::ops::row_slots::slots_per_thread as v3_slots_per_thread;
 
 /// v4: one block per row (up to 1024 threads), any width.
 pub fn run_v4_online(p: &SoftmaxParams, x: &Tensor, y: &mut Tensor) -> Result<()> {

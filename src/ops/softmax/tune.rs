@@ -8,27 +8,9 @@
 use super::*;
 use crate::ops::Candidate;
 use crate::runtime::device::CudaDevice;
-use crate::runtime::tuning;
 
-/// v3's tuning: K, the slots (16-byte packs, or elements) a thread holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct V3Tuning {
-    /// K forced to 1, 2, 4 or 8 wherever the row then needs at most 1024 threads; `None`, or
-    /// where it does not fit: [`v3_slots_per_thread`]'s rule.
-    pub k: Option<usize>,
-}
-
-impl V3Tuning {
-    /// [`v3_slots_per_thread`]'s rule.
-    pub const DEFAULT: V3Tuning = V3Tuning { k: None };
-
-    /// The forced K for a row of `slots` slots, where it is one v3 is built for and needs at
-    /// most 1024 threads.
-    pub fn slots_per_thread(&self, slots: usize) -> Option<usize> {
-        self.k
-            .filter(|k| KS.contains(k) && slots.div_ceil(*k) <= 1024)
-    }
-}
+/// v3's tuning: K, the slots (16-byte packs, or elements) a thread holds (rmsnorm v2's too).
+pub type V3Tuning = crate::ops::row_slots::SlotsTuning;
 
 /// One tunable version's launch configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -247,14 +229,7 @@ pub fn run_config(
 /// The tuning of `variant` that `kernlab autotune` cached for this input's device, dtype and
 /// shape bucket, where the cache names one of the version's configurations.
 pub(super) fn cached_tuning(variant: &str, x: &Tensor) -> Option<Tuning> {
-    let dev = x.device();
-    let e = tuning::lookup(
-        dev.cuda()?,
-        "softmax",
-        variant,
-        x.dtype(),
-        &OP.bucket(x.shape()),
-    )?;
+    let e = OP.tuned(variant, x)?;
     configs(variant)
         .iter()
         .find(|c| c.name == e.config)
