@@ -47,15 +47,7 @@ fn gelu_graphs_match_the_reference() {
     // The tanh form as the lecture writes it: 9 operations on x (and its constants).
     let g = Graph::new();
     gelu::graph(&g, &GeluParams::default()).unwrap();
-    let ops = (0..g.len())
-        .filter(|&i| {
-            !matches!(
-                g.node(i),
-                kernlab::compiler::Node::Input { .. } | kernlab::compiler::Node::Const(_)
-            )
-        })
-        .count();
-    assert_eq!(ops, 9, "{g}");
+    assert_eq!(g.operations(), 9, "{g}");
 }
 
 #[test]
@@ -144,9 +136,9 @@ fn generated_elementwise_kernels_compile_with_packed_loads_and_no_spills() {
                 let opts = nvrtc::base_options(arch);
                 let c = nvrtc::compile(src, arch, &opts, &name)
                     .unwrap_or_else(|e| panic!("{name} {arch}: {e}\n{}", k.source));
-                for sym in [k.name.clone(), k.scalar_name()] {
+                for sym in &k.symbols {
                     let info = c
-                        .ptxas_info(&sym)
+                        .ptxas_info(sym)
                         .unwrap_or_else(|| panic!("{sym} {arch}: no ptxas report"));
                     assert_eq!(
                         (info.spill_store_bytes, info.spill_load_bytes),
@@ -222,9 +214,9 @@ fn random_graph(g: &Graph, rng: &mut SmallRng) -> kernlab::compiler::NodeId {
     (*pool.last().unwrap() + 0.0 * pool[0]).id
 }
 
-/// One translation unit of generated kernels: its dtype, its source, and each kernel's symbol
+/// One translation unit of generated kernels: its dtype, its source, and each kernel's symbols
 /// with whether it is a row kernel.
-type Unit = (DType, String, Vec<(String, bool)>);
+type Unit = (DType, String, Vec<(Vec<String>, bool)>);
 
 /// 200 random graphs, with and without row reductions: each generates a kernel (element-wise,
 /// or a row kernel) that NVRTC compiles (sm_80 and sm_90a, one translation unit a dtype) with
@@ -276,7 +268,7 @@ fn random_graphs_generate_kernels_that_compile() {
             unit.1 = format!("#include \"common.cuh\"\ntypedef {t} T;\n");
         }
         unit.1.push_str(&body);
-        unit.2.push((name, reduces));
+        unit.2.push((k.symbols.clone(), reduces));
         row_kernels += reduces as usize;
     }
     // Both generators get a fair share of the cases.
@@ -296,15 +288,13 @@ fn random_graphs_generate_kernels_that_compile() {
             let opts = nvrtc::base_options(arch);
             let c = nvrtc::compile(src, arch, &opts, "(random graphs)")
                 .unwrap_or_else(|e| panic!("{dt} {arch}: {e}"));
-            for (n, row) in &names {
-                let syms = if *row {
-                    vec![n.clone()]
-                } else {
-                    vec![n.clone(), format!("{n}_scalar")]
-                };
+            for (syms, row) in &names {
+                let n = &syms[0];
+                // A row kernel is one symbol; an element-wise one, its packed and scalar forms.
+                assert_eq!(syms.len(), if *row { 1 } else { 2 }, "{syms:?}");
                 for sym in syms {
                     let info = c
-                        .ptxas_info(&sym)
+                        .ptxas_info(sym)
                         .unwrap_or_else(|| panic!("{sym}: no report"));
                     assert_eq!(
                         info.spill_store_bytes + info.spill_load_bytes,

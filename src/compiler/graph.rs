@@ -111,6 +111,17 @@ pub enum Reduce {
     Mean,
 }
 
+impl Reduce {
+    /// Its name in printed graphs (after `row_`) and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reduce::Sum => "sum",
+            Reduce::Max => "max",
+            Reduce::Mean => "mean",
+        }
+    }
+}
+
 /// One node of a graph.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Node {
@@ -200,6 +211,17 @@ impl Graph {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The nodes that compute something (neither inputs nor constants): the kernel launches
+    /// eager code would make.
+    pub fn operations(&self) -> usize {
+        self.inner
+            .borrow()
+            .nodes
+            .iter()
+            .filter(|n| !matches!(n, Node::Input { .. } | Node::Const(_)))
+            .count()
     }
 
     /// A copy of node `id`.
@@ -379,13 +401,9 @@ impl Graph {
                         match op {
                             Reduce::Sum => it.sum(),
                             Reduce::Mean => it.sum::<f64>() / width as f64,
-                            Reduce::Max => it.fold(f64::NEG_INFINITY, |m, x| {
-                                if x.is_nan() || m.is_nan() {
-                                    f64::NAN
-                                } else {
-                                    m.max(x)
-                                }
-                            }),
+                            Reduce::Max => {
+                                it.fold(f64::NEG_INFINITY, |m, x| binary(Binary::Max, m, x))
+                            }
                         }
                     })
                 }
@@ -416,20 +434,9 @@ fn binary(op: Binary, a: f64, b: f64) -> f64 {
         Binary::Mul => a * b,
         Binary::Div => a / b,
         // NaN propagates, as torch.maximum and torch.minimum.
-        Binary::Max => {
-            if a.is_nan() || b.is_nan() {
-                f64::NAN
-            } else {
-                a.max(b)
-            }
-        }
-        Binary::Min => {
-            if a.is_nan() || b.is_nan() {
-                f64::NAN
-            } else {
-                a.min(b)
-            }
-        }
+        Binary::Max | Binary::Min if a.is_nan() || b.is_nan() => f64::NAN,
+        Binary::Max => a.max(b),
+        Binary::Min => a.min(b),
         Binary::Lt => t(a < b),
         Binary::Le => t(a <= b),
         Binary::Gt => t(a > b),
@@ -557,7 +564,7 @@ impl fmt::Display for Graph {
                 Node::Binary(op, a, b) => format!("{} %{a}, %{b}", lower(format!("{op:?}"))),
                 Node::Select(c, a, b) => format!("select %{c}, %{a}, %{b}"),
                 Node::Cast(dt, a) => format!("cast.{dt} %{a}"),
-                Node::Reduce(op, a) => format!("row_{} %{a}", lower(format!("{op:?}"))),
+                Node::Reduce(op, a) => format!("row_{} %{a}", op.name()),
             };
             writeln!(f, "%{id:<3} = {text:<32} {}", l.name())?;
         }

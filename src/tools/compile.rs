@@ -43,13 +43,11 @@ pub fn compile(op: Op, params: &Params, dtype: DType, arch: &str) -> Result<Comp
     })??;
     let reductions: Vec<String> = (0..g.len())
         .filter_map(|i| match g.node(i) {
-            Node::Reduce(r, _) => Some(format!("%{i} row_{}", format!("{r:?}").to_lowercase())),
+            Node::Reduce(r, _) => Some(format!("%{i} row_{}", r.name())),
             _ => None,
         })
         .collect();
-    let ops = (0..g.len())
-        .filter(|&i| !matches!(g.node(i), Node::Input { .. } | Node::Const(_)))
-        .count();
+    let ops = g.operations();
     let name = format!("kl_compiled_{}_{dtype}", op.name());
     let (k, plan) = if reductions.is_empty() {
         let k = codegen::elementwise(&g, out.id, dtype, &name)?;
@@ -57,8 +55,7 @@ pub fn compile(op: Op, params: &Params, dtype: DType, arch: &str) -> Result<Comp
             "1 kernel: the {ops} operations fuse into one element-wise kernel (eager: {ops} \
              launches), a packed form with 16-byte loads ({}) and a scalar form ({}) for other \
              widths and alignments",
-            k.name,
-            k.scalar_name()
+            k.symbols[0], k.symbols[1]
         );
         (k, plan)
     } else {
@@ -73,11 +70,6 @@ pub fn compile(op: Op, params: &Params, dtype: DType, arch: &str) -> Result<Comp
         );
         (k, plan)
     };
-    let symbols = if reductions.is_empty() {
-        vec![k.name.clone(), k.scalar_name()]
-    } else {
-        vec![k.name.clone()]
-    };
     let (ptxas, compile_ms) = match nvrtc::nvrtc_available() {
         Err(e) => (Err(e.to_string()), None),
         Ok(()) => {
@@ -89,7 +81,8 @@ pub fn compile(op: Op, params: &Params, dtype: DType, arch: &str) -> Result<Comp
             let t = std::time::Instant::now();
             let c = nvrtc::compile(&src, arch, &nvrtc::base_options(arch), &k.name)?;
             let ms = t.elapsed().as_secs_f64() * 1e3;
-            let infos = symbols
+            let infos = k
+                .symbols
                 .iter()
                 .map(|s| {
                     c.ptxas_info(s)
