@@ -1581,22 +1581,17 @@ fn softmax_auto_launch_replays_exactly(dev: &Device) {
                     l.smem as usize,
                 )?;
                 let args = (rows_i, cols_i, cols_l, cols_l, 0i32);
-                match args_csize(&l.args) {
-                    None => {
-                        let mut b = io.dev.stream.launch_builder(&f);
-                        b.arg(io.x).arg(io.y).arg(&args.0).arg(&args.1);
-                        b.arg(&args.2).arg(&args.3).arg(&args.4);
-                        // SAFETY: the recorded launch's own arguments, buffers alive.
-                        unsafe { b.launch(cfg) }.expect("the replayed launch");
-                    }
-                    Some(c) => {
-                        let mut b = io.dev.stream.launch_builder(&f);
-                        b.arg(io.x).arg(io.y).arg(&args.0).arg(&args.1);
-                        b.arg(&args.2).arg(&args.3).arg(&args.4).arg(&c);
-                        // SAFETY: as above, with the recorded cluster size.
-                        unsafe { b.launch(cfg) }.expect("the replayed launch");
-                    }
+                let csize = args_csize(&l.args);
+                let mut b = io.dev.stream.launch_builder(&f);
+                b.arg(io.x).arg(io.y).arg(&args.0).arg(&args.1);
+                b.arg(&args.2).arg(&args.3).arg(&args.4);
+                if let Some(c) = &csize {
+                    b.arg(c);
                 }
+                // SAFETY: the recorded launch's own arguments (and cluster size), buffers alive.
+                unsafe { b.launch(cfg) }
+                    .map_err(kernlab::runtime::device::cuda::launch_err(&l.kernel))?;
+                io.dev.after_launch(&l.kernel)?;
                 Ok(())
             };
             replay().unwrap_or_else(|e| panic!("{what}: {e}"));
