@@ -290,8 +290,9 @@ fn random_graphs_generate_kernels_that_compile() {
                 .unwrap_or_else(|e| panic!("{dt} {arch}: {e}"));
             for (syms, row) in &names {
                 let n = &syms[0];
-                // A row kernel is one symbol; an element-wise one, its packed and scalar forms.
-                assert_eq!(syms.len(), if *row { 1 } else { 2 }, "{syms:?}");
+                // A row kernel has four forms (staged or looped, packed or scalar); an
+                // element-wise one, a packed and a scalar form.
+                assert_eq!(syms.len(), if *row { 4 } else { 2 }, "{syms:?}");
                 for sym in syms {
                     let info = c
                         .ptxas_info(sym)
@@ -302,13 +303,13 @@ fn random_graphs_generate_kernels_that_compile() {
                         "{sym} {arch}"
                     );
                 }
+                // Both kinds store 16 bytes at a time in their packed form.
                 let body = ptx_entry_body(&c.ptx, n).unwrap();
-                if !row {
-                    assert!(
-                        body.contains("st.global.v4"),
-                        "{n} {dt} {arch}: no 16-byte store"
-                    );
-                }
+                assert!(
+                    body.contains("st.global.v4"),
+                    "{n} {dt} {arch}: no 16-byte store ({})",
+                    if *row { "row kernel" } else { "element-wise" }
+                );
             }
         }
     }
@@ -366,3 +367,180 @@ fn softmax_and_rmsnorm_graphs_become_one_row_kernel_each() {
         }
     }
 }
+
+/// Every compiled variant's generated kernels, for each of its dtypes, compile for sm_80 and
+/// sm_90a with no spills; those that claim 16-byte accesses load and store 16 bytes in their
+/// packed form (the first symbol).
+#[test]
+fn compiled_variants_generate_kernels_with_packed_loads_and_no_spills() {
+    use kernlab::runtime::device::nvrtc::{self, ptx_entry_body};
+    if !crate::common::nvrtc_or_skip() {
+        return;
+    }
+    let mut checked = 0;
+    for v in kernlab::ops::all().filter(|v| v.generated.is_some()) {
+        for dt in v.dtypes {
+            let (src, symbols) = v
+                .kernels_for(*dt, &v.op.default_params())
+                .unwrap()
+                .expect("a compiled variant has kernels");
+            for arch in ["sm_80", "sm_90a"] {
+                let c = nvrtc::compile(src, arch, &nvrtc::base_options(arch), &symbols[0])
+                    .unwrap_or_else(|e| panic!("{} {dt} {arch}: {e}", v.id()));
+                for s in &symbols {
+                    let info = c.ptxas_info(s).unwrap_or_else(|| panic!("{s}: no report"));
+                    assert_eq!(
+                        info.spill_store_bytes + info.spill_load_bytes + info.stack_frame_bytes,
+                        0,
+                        "{s} {arch}"
+                    );
+                }
+                if v.vec16 {
+                    let body = ptx_entry_body(&c.ptx, &symbols[0]).unwrap();
+                    for want in ["ld.global.v4", "st.global.v4"] {
+                        assert!(body.contains(want), "{} {dt} {arch}: no {want}", v.id());
+                    }
+                }
+            }
+            checked += 1;
+        }
+    }
+    // gelu, softmax and rmsnorm, three dtypes each.
+    assert!(checked >= 9, "{checked} compiled variants checked");
+}
+
+/// A tensor of `rows × cols` holding `vals` (row-major), with rows `ld` apart (the gap NaN),
+/// on `dev`.
+fn strided_on(
+    dev: &kernlab::Device,
+    vals: &[f64],
+    rows: usize,
+    cols: usize,
+    ld: usize,
+    dt: DType,
+) -> kernlab::runtime::tensor::Tensor {
+    use kernlab::runtime::tensor::{CpuData, Tensor};
+    let mut padded = vec![f64::NAN; (rows - 1) * ld + cols];
+    for r in 0..rows {
+        padded[r * ld..r * ld + cols].copy_from_slice(&vals[r * cols..(r + 1) * cols]);
+    }
+    Tensor::from_cpu(CpuData::from_f64(dt, &padded), &[rows, cols], &[ld, 1])
+        .unwrap()
+        .to_device(dev)
+        .unwrap()
+}
+
+/// Whether a compiled value `got` agrees with the graph's f64 meaning `exact` or its
+/// f32-arithmetic meaning `f32v` (where f32 overflows or cancels), within the output dtype's
+/// rounding and a few f32 ulps of the operations: NaN only where one of them is NaN, an
+/// infinity only of the same sign.
+fn agrees(got: f64, exact: f64, f32v: f64, dt: DType) -> bool {
+    let tol = match dt {
+        DType::F32 => 2e-4,
+        _ => 2e-2,
+    };
+    [exact, f32v].iter().any(|&w| {
+        let w = dt.round(w);
+        if w.is_nan() || got.is_nan() {
+            return w.is_nan() && got.is_nan();
+        }
+        if w.is_infinite() || got.is_infinite() {
+            return w == got || (got.abs() > 1e30 && w.abs() > 1e30 && got.signum() == w.signum());
+        }
+        (got - w).abs() <= tol * (1.0 + w.abs())
+    })
+}
+
+/// Random graphs, with and without row reductions, compiled and run on the GPU, against
+/// their interpretation: odd widths (1, 31, 33, 4097, 65537), every dtype, strided rows
+/// (packed and scalar), and inputs with ±inf, NaN and a row of −inf.
+fn compiled_random_graphs_match_their_interpretation(dev: &kernlab::Device) {
+    use kernlab::compiler::kernel;
+    use kernlab::runtime::tensor::Tensor;
+    let mut rng = SmallRng::seed_from_u64(4747);
+    let widths = [1usize, 31, 33, 4097, 65537, 8, 64];
+    let mut ran = 0;
+    for case in 0..120u64 {
+        let g = Graph::new();
+        let out = random_graph(&g, &mut rng);
+        let dt = DType::ALL[case as usize % 3];
+        let cols = widths[case as usize % widths.len()];
+        let rows = if cols > 4096 {
+            2
+        } else {
+            3 + (case as usize % 4)
+        };
+        // Strided rows every third case: a pack-multiple stride (packed form) or an odd one.
+        let pack = 16 / dt.size();
+        let ld = match case % 3 {
+            1 => cols.div_ceil(pack) * pack + pack,
+            2 => cols + 3,
+            _ => cols,
+        };
+        let k = kernel::build(&g, out, dt, &format!("kl_prop_{case}"))
+            .unwrap_or_else(|e| panic!("case {case}: {e}\n{g}"));
+        let mut host: HashMap<String, Vec<f64>> = HashMap::new();
+        let mut tensors = Vec::new();
+        for (i, (name, layout)) in g.inputs().into_iter().enumerate() {
+            let n = layout.len(rows, cols);
+            let mut v = values(n, 3.0, dt, case * 31 + i as u64);
+            // Special values in the full input x: +inf, −inf, NaN, and a row of −inf.
+            if name == "x" && n > 8 {
+                let n_ = v.len();
+                v[1] = f64::INFINITY;
+                v[n_ / 2] = f64::NEG_INFINITY;
+                if case % 4 == 0 {
+                    v[n_ - 1] = f64::NAN;
+                }
+                if case % 5 == 0 && rows > 1 {
+                    for c in 0..cols {
+                        v[cols + c] = f64::NEG_INFINITY;
+                    }
+                }
+            }
+            let t = match layout {
+                kernlab::compiler::Layout::Full => strided_on(dev, &v, rows, cols, ld, dt),
+                l => {
+                    let shape = match l {
+                        kernlab::compiler::Layout::Row => vec![rows],
+                        kernlab::compiler::Layout::Col => vec![cols],
+                        _ => vec![1],
+                    };
+                    Tensor::from_f64(&v, &shape, dt)
+                        .unwrap()
+                        .to_device(dev)
+                        .unwrap()
+                }
+            };
+            host.insert(name.clone(), v);
+            tensors.push((name, t));
+        }
+        let mut y = Tensor::empty(&[rows, cols], dt, dev).unwrap();
+        y.poison_nan().unwrap();
+        let named: Vec<(&str, &Tensor)> = tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        let plan = k
+            .launch(&named, &mut y)
+            .unwrap_or_else(|e| panic!("case {case}: {e}\n{g}"));
+        let got = y.to_f64_vec().unwrap();
+        let exact = g.eval(out, &host, rows, cols, dt).unwrap();
+        let f32v = g.eval_f32(out, &host, rows, cols, dt).unwrap();
+        for i in 0..got.len() {
+            assert!(
+                agrees(got[i], exact[i], f32v[i], dt),
+                "case {case} ({dt}, {rows}×{cols}, ld {ld}, {}): element {i} (row {}): got {}, \
+                 f64 {}, f32 {}\n{g}",
+                plan.symbol,
+                i / cols,
+                got[i],
+                exact[i],
+                f32v[i]
+            );
+        }
+        ran += 1;
+    }
+    assert_eq!(ran, 120);
+}
+crate::test_gpu!(
+    compiled_random_graphs_match_their_interpretation,
+    super::compiled_random_graphs_match_their_interpretation
+);

@@ -21,8 +21,12 @@ pub struct Generated {
     pub symbols: Vec<String>,
     /// The whole translation unit (it includes `common.cuh`).
     pub source: String,
-    /// The inputs in parameter order, by name and layout; then `y`, `rows`, `cols`.
+    /// The inputs in parameter order, by name and layout (a full input is followed by its row
+    /// stride, `i64 ld_{name}`); then `y`, `rows`, `cols`.
     pub inputs: Vec<(String, Layout)>,
+    /// A row kernel's staged form: the full inputs it copies into shared memory (a row of
+    /// each, in this order) before its reductions read them.
+    pub staged: Vec<String>,
 }
 
 /// What both generators start from: the checks, the inputs `out` reads (by name and layout,
@@ -63,7 +67,10 @@ fn unit(g: &Graph, out: NodeId, dtype: DType, name: &str, how: &str) -> Result<U
     writeln!(source, "typedef {} T;", c_type(dtype)).ok();
     let params = inputs
         .iter()
-        .map(|(n, _)| format!("const T* __restrict__ in_{n}, "))
+        .map(|(n, l)| match l {
+            Layout::Full => format!("const T* __restrict__ in_{n}, i64 ld_{n}, "),
+            _ => format!("const T* __restrict__ in_{n}, "),
+        })
         .collect();
     Ok(Unit {
         source,
@@ -72,11 +79,10 @@ fn unit(g: &Graph, out: NodeId, dtype: DType, name: &str, how: &str) -> Result<U
     })
 }
 
-/// One element of input `name` read where the thread stands (row `r`, column `c`; a full
-/// tensor's element at `full_index`), as f32.
-fn load(name: &str, layout: Layout, full_index: &str) -> String {
+/// One element of input `name` read where the thread stands (row `r`, column `c`), as f32.
+fn load(name: &str, layout: Layout) -> String {
     match layout {
-        Layout::Full => format!("to_f32(in_{name}[{full_index}])"),
+        Layout::Full => format!("to_f32(in_{name}[r * ld_{name} + c])"),
         Layout::Col => format!("to_f32(in_{name}[c])"),
         Layout::Row => format!("to_f32(in_{name}[r])"),
         Layout::Scalar => format!("to_f32(in_{name}[0])"),
@@ -241,7 +247,7 @@ pub fn elementwise(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<G
         match l {
             Layout::Full => writeln!(
                 s,
-                "    float a_{n}[N]; unpack(ld16(in_{n} + i0), a_{n}, in_{n});"
+                "    float a_{n}[N]; unpack(ld16(in_{n} + r * ld_{n} + c0), a_{n}, in_{n});"
             ),
             Layout::Col => writeln!(
                 s,
@@ -279,7 +285,7 @@ pub fn elementwise(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<G
     writeln!(s, "    const int c = (int)(i - r * cols);").ok();
     writeln!(s, "    (void)r; (void)c;").ok();
     writeln!(s, "    {{").ok();
-    body(s, &|n, l| load(n, l, "i"))?;
+    body(s, &|n, l| load(n, l))?;
     writeln!(s, "        y[i] = from_f32<T>(v{out});").ok();
     writeln!(s, "    }}").ok();
     writeln!(s, "}}").ok();
@@ -288,10 +294,12 @@ pub fn elementwise(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<G
         symbols: vec![name.to_string(), format!("{name}_scalar")],
         source,
         inputs,
+        staged: vec![],
     })
 }
 
-/// The C initial value and combining expression of a reduction's accumulator `acc` with `v`.
+/// The C initial value and combining expression of a reduction's accumulator `acc` with `v`,
+/// and the block-wide reduction that finishes it.
 fn reduce_c(op: Reduce) -> (&'static str, &'static str, &'static str) {
     match op {
         Reduce::Sum | Reduce::Mean => ("0.0f", "acc + v", "kl_gen_block_sum"),
@@ -304,8 +312,10 @@ fn reduce_c(op: Reduce) -> (&'static str, &'static str, &'static str) {
     }
 }
 
-/// Block-wide reductions for generated row kernels, NaN-propagating for max; every thread
-/// gets the result. `scratch` holds 32 floats.
+/// What every generated row kernel shares (once a translation unit): block-wide reductions
+/// (NaN-propagating for max; every thread gets the result; `scratch` holds 32 floats), the
+/// shared memory a staged row lives in, and loads and stores of `W` elements (one 16-byte pack
+/// where `W > 1`) from global memory, from shared memory, and to global memory.
 const ROW_HELPERS: &str = r#"#ifndef KL_GEN_ROW_HELPERS
 #define KL_GEN_ROW_HELPERS
 __device__ __forceinline__ float kl_gen_block_sum(float v, float* scratch) {
@@ -323,15 +333,43 @@ __device__ __forceinline__ float kl_gen_block_max(float v, float* scratch) {
     for (int o = 16; o > 0; o >>= 1) v = fmax_nan(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }
+extern __shared__ __align__(16) unsigned char kl_gen_smem[];
+template <int W, class S> __device__ __forceinline__ void kl_gen_ld(const S* p, float* a) {
+    if constexpr (W == 1) a[0] = to_f32(p[0]); else unpack(ld16(p), a, p);
+}
+template <int W, class S> __device__ __forceinline__ void kl_gen_lds(const S* p, float* a) {
+    if constexpr (W == 1) a[0] = to_f32(p[0]);
+    else unpack(*reinterpret_cast<const uint4*>(p), a, p);
+}
+template <int W, class S> __device__ __forceinline__ void kl_gen_copy(S* dst, const S* src) {
+    if constexpr (W == 1) dst[0] = src[0];
+    else *reinterpret_cast<uint4*>(dst) = ld16(src);
+}
+template <int W, class S> __device__ __forceinline__ void kl_gen_st(S* p, const float* v) {
+    if constexpr (W == 1) p[0] = from_f32<S>(v[0]); else st16(p, pack(v, p));
+}
 #endif
 "#;
 
+/// The shapes a row kernel is generated in (its symbols, in [`Generated::symbols`] order):
+/// staged (the full inputs the reductions read copied once into shared memory, every pass
+/// reading them there) or looped (every pass reading global memory again), each packed
+/// (16-byte accesses: the width, every row start and the vectors a multiple of the pack) or
+/// scalar (any width and alignment).
+pub const ROW_FORMS: [(&str, bool, bool); 4] = [
+    ("", true, true),
+    ("_staged_scalar", true, false),
+    ("_looped", false, true),
+    ("_looped_scalar", false, false),
+];
+
 /// One row kernel computing node `out` of `g` (a full `rows × cols` value), row reductions
-/// included, stored in `dtype`: a block a row, the looped form. Each reduction, in the order
-/// the graph needs them, is one pass over the row (its producers recomputed from the inputs,
-/// earlier reductions known), then a block-wide reduction; a last pass computes and writes the
-/// output. A row is read once a reduction and once more for the output (softmax: three reads
-/// and a write). `name` is the symbol.
+/// included, stored in `dtype`: a block a row. Each reduction, in the order the graph needs
+/// them, is one pass over the row (its producers recomputed, earlier reductions known), then a
+/// block-wide reduction; a last pass computes and writes the output. In the staged forms the
+/// row is read from global memory once (into shared memory); in the looped forms, once a pass
+/// (softmax: three reads and a write), for rows wider than shared memory holds. `name` is the
+/// staged packed form's symbol; [`ROW_FORMS`] names the others.
 pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Generated> {
     let Unit {
         mut source,
@@ -344,54 +382,162 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
             g.layout(out)
         )));
     }
+    let reductions: Vec<(NodeId, Reduce, NodeId)> = needed(g, out)
+        .into_iter()
+        .filter_map(|i| match g.node(i) {
+            Node::Reduce(op, a) => Some((i, op, a)),
+            _ => None,
+        })
+        .collect();
+    // The inputs a pass computing `target` reads (reductions before it are known values).
+    let pass_inputs = |target: NodeId| -> Vec<(String, Layout)> {
+        needed_upto(g, target, true)
+            .into_iter()
+            .filter_map(|i| match g.node(i) {
+                Node::Input { name, layout } => Some((name, layout)),
+                _ => None,
+            })
+            .collect()
+    };
+    // Staged: the full inputs some reduction's pass reads (the output's pass then reads them
+    // from shared memory too; a full input only the output reads is read from global once).
+    let staged: Vec<String> = inputs
+        .iter()
+        .filter(|(n, l)| {
+            *l == Layout::Full
+                && reductions
+                    .iter()
+                    .any(|&(_, _, a)| pass_inputs(a).iter().any(|(m, _)| m == n))
+        })
+        .map(|(n, _)| n.clone())
+        .collect();
     let s = &mut source;
     s.push_str(ROW_HELPERS);
     writeln!(
         s,
-        "extern \"C\" __global__ void __launch_bounds__(1024) {name}({params}T* __restrict__ y, i64 rows, int cols) {{"
+        "template <bool STAGED, int W>\n__device__ __forceinline__ void {name}_row({params}T* __restrict__ y, i64 rows, int cols) {{"
     )
     .ok();
     writeln!(s, "    __shared__ float scratch[32];").ok();
     writeln!(s, "    const i64 r = blockIdx.x;").ok();
     writeln!(s, "    if (r >= rows) return;").ok();
-    // The statements computing `target` at column `c` (reductions before it are leaves).
-    let emit = |s: &mut String, target: NodeId, indent: &str| -> Result<()> {
+    writeln!(s, "    (void)scratch;").ok();
+    // A staged row's place in shared memory: the width rounded up to a pack.
+    writeln!(
+        s,
+        "    const int cols_pad = (cols + Pack<T>::N - 1) / Pack<T>::N * Pack<T>::N; (void)cols_pad;"
+    )
+    .ok();
+    for (k, n) in staged.iter().enumerate() {
+        writeln!(
+            s,
+            "    T* s_{n} = reinterpret_cast<T*>(kl_gen_smem) + {k} * (i64)cols_pad;"
+        )
+        .ok();
+    }
+    if !staged.is_empty() {
+        writeln!(s, "    if constexpr (STAGED) {{").ok();
+        writeln!(
+            s,
+            "        for (int c0 = threadIdx.x * W; c0 < cols; c0 += blockDim.x * W) {{"
+        )
+        .ok();
+        for n in &staged {
+            writeln!(
+                s,
+                "            kl_gen_copy<W>(s_{n} + c0, in_{n} + r * ld_{n} + c0);"
+            )
+            .ok();
+        }
+        writeln!(s, "        }}").ok();
+        writeln!(s, "        __syncthreads();").ok();
+        writeln!(s, "    }}").ok();
+    }
+    // One pass over the row, W columns a step: the loads of the inputs `target` needs, then,
+    // column by column, the statements computing it, then `each` (with the value in v{target}).
+    let pass = |s: &mut String, target: NodeId, each: &str, after: &str| -> Result<()> {
+        writeln!(
+            s,
+            "    for (int c0 = threadIdx.x * W; c0 < cols; c0 += blockDim.x * W) {{"
+        )
+        .ok();
+        for (n, l) in pass_inputs(target) {
+            match l {
+                Layout::Full if staged.contains(&n) => writeln!(
+                    s,
+                    "        float a_{n}[W];\n        if constexpr (STAGED) kl_gen_lds<W>(s_{n} + c0, a_{n});\n        else kl_gen_ld<W>(in_{n} + r * ld_{n} + c0, a_{n});"
+                ),
+                Layout::Full => writeln!(
+                    s,
+                    "        float a_{n}[W]; kl_gen_ld<W>(in_{n} + r * ld_{n} + c0, a_{n});"
+                ),
+                Layout::Col => writeln!(s, "        float a_{n}[W]; kl_gen_ld<W>(in_{n} + c0, a_{n});"),
+                Layout::Row => writeln!(s, "        const float b_{n} = to_f32(in_{n}[r]);"),
+                Layout::Scalar => writeln!(s, "        const float b_{n} = to_f32(in_{n}[0]);"),
+            }
+            .ok();
+        }
+        writeln!(s, "        float o[W]; (void)o;").ok();
+        writeln!(s, "        #pragma unroll").ok();
+        writeln!(s, "        for (int j = 0; j < W; ++j) {{").ok();
+        writeln!(s, "            const int c = c0 + j; (void)c;").ok();
         for i in needed_upto(g, target, true) {
             let e = match g.node(i) {
-                Node::Input { name, layout } => load(&name, layout, "r * cols + c"),
+                Node::Input { name, layout } => match layout {
+                    Layout::Full | Layout::Col => format!("a_{name}[j]"),
+                    Layout::Row | Layout::Scalar => format!("b_{name}"),
+                },
                 Node::Reduce(..) => format!("red{i}"),
                 _ => expr(g, i, &|a| format!("v{a}"))?,
             };
-            writeln!(s, "{indent}const float v{i} = {e};").ok();
+            writeln!(s, "            const float v{i} = {e};").ok();
         }
+        writeln!(
+            s,
+            "            {}",
+            each.replace("{v}", &format!("v{target}"))
+        )
+        .ok();
+        writeln!(s, "        }}").ok();
+        if !after.is_empty() {
+            writeln!(s, "        {after}").ok();
+        }
+        writeln!(s, "    }}").ok();
         Ok(())
     };
-    for (rid, op, a) in needed(g, out).into_iter().filter_map(|i| match g.node(i) {
-        Node::Reduce(op, a) => Some((i, op, a)),
-        _ => None,
-    }) {
+    for &(rid, op, a) in &reductions {
         let (init, combine, block) = reduce_c(op);
         match g.layout(a) {
-            // A value a row (or one value): its reduction over one column is itself.
+            // A value a row (or one value): its reduction over one column is itself (a mean
+            // too: the mean of cols copies).
             Layout::Row | Layout::Scalar => {
                 writeln!(s, "    float red{rid};").ok();
                 writeln!(s, "    {{").ok();
                 writeln!(s, "        const int c = 0; (void)c;").ok();
-                emit(s, a, "        ")?;
+                for (n, l) in pass_inputs(a) {
+                    writeln!(s, "        const float b_{n} = {};", load(&n, l)).ok();
+                }
+                for i in needed_upto(g, a, true) {
+                    let e = match g.node(i) {
+                        Node::Input { name, .. } => format!("b_{name}"),
+                        Node::Reduce(..) => format!("red{i}"),
+                        _ => expr(g, i, &|a| format!("v{a}"))?,
+                    };
+                    writeln!(s, "        const float v{i} = {e};").ok();
+                }
                 writeln!(s, "        red{rid} = v{a};").ok();
                 writeln!(s, "    }}").ok();
             }
             Layout::Full | Layout::Col => {
                 writeln!(s, "    float acc{rid} = {init};").ok();
-                writeln!(
+                pass(
                     s,
-                    "    for (int c = threadIdx.x; c < cols; c += blockDim.x) {{"
-                )
-                .ok();
-                emit(s, a, "        ")?;
-                writeln!(s, "        const float v = v{a}; float acc = acc{rid};").ok();
-                writeln!(s, "        acc{rid} = {combine};").ok();
-                writeln!(s, "    }}").ok();
+                    a,
+                    &format!(
+                        "{{ const float v = {{v}}; float acc = acc{rid}; acc{rid} = {combine}; }}"
+                    ),
+                    "",
+                )?;
                 let fin = if op == Reduce::Mean {
                     " / (float)cols"
                 } else {
@@ -405,20 +551,37 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
             }
         }
     }
-    writeln!(
+    pass(
         s,
-        "    for (int c = threadIdx.x; c < cols; c += blockDim.x) {{"
-    )
-    .ok();
-    emit(s, out, "        ")?;
-    writeln!(s, "        y[r * cols + c] = from_f32<T>(v{out});").ok();
-    writeln!(s, "    }}").ok();
+        out,
+        "o[j] = {v};",
+        "kl_gen_st<W>(y + r * (i64)cols + c0, o);",
+    )?;
     writeln!(s, "}}").ok();
+    let mut symbols = Vec::new();
+    for (suffix, staged_form, packed) in ROW_FORMS {
+        let sym = format!("{name}{suffix}");
+        let w = if packed { "Pack<T>::N" } else { "1" };
+        let args: String = inputs
+            .iter()
+            .map(|(n, l)| match l {
+                Layout::Full => format!("in_{n}, ld_{n}, "),
+                _ => format!("in_{n}, "),
+            })
+            .collect();
+        writeln!(
+            s,
+            "extern \"C\" __global__ void __launch_bounds__(1024) {sym}({params}T* __restrict__ y, i64 rows, int cols) {{\n    {name}_row<{staged_form}, {w}>({args}y, rows, cols);\n}}"
+        )
+        .ok();
+        symbols.push(sym);
+    }
     Ok(Generated {
         name: name.to_string(),
-        symbols: vec![name.to_string()],
+        symbols,
         source,
         inputs,
+        staged,
     })
 }
 
@@ -441,7 +604,14 @@ mod tests {
             ]
         );
         assert!(k.source.contains("typedef bf16 T;"), "{}", k.source);
-        assert!(k.source.contains("void __launch_bounds__(256) kl_test(const T* __restrict__ in_x, const T* __restrict__ in_w, T* __restrict__ y, i64 rows, int cols)"));
+        assert!(k.source.contains("void __launch_bounds__(256) kl_test(const T* __restrict__ in_x, i64 ld_x, const T* __restrict__ in_w, T* __restrict__ y, i64 rows, int cols)"));
+        // A full input is read at its row stride, in both forms.
+        assert!(
+            k.source.contains("ld16(in_x + r * ld_x + c0)"),
+            "{}",
+            k.source
+        );
+        assert!(k.source.contains("in_x[r * ld_x + c]"), "{}", k.source);
         assert!(k.source.contains("unpack(ld16(in_w + c0)"), "{}", k.source);
         assert!(k.source.contains("expf(v4)"), "{}", k.source);
         assert!(k.source.contains("kl_test_scalar("));
@@ -469,22 +639,43 @@ mod tests {
     fn a_row_kernel_takes_one_pass_a_reduction_then_writes() {
         let g = Graph::new();
         let x = g.input("x", Layout::Full).unwrap();
+        let w = g.input("w", Layout::Col).unwrap();
         let e = (x - x.row_max()).exp();
-        let y = e / e.sum();
+        let y = e / e.sum() * w;
         let k = row_kernel(&g, y.id, DType::F32, "kl_softmax").unwrap();
         let src = &k.source;
-        // Two reductions, each its own loop and block reduction, then the output's loop.
+        // Two reductions, each its own pass and block reduction, then the output's pass;
+        // and the staging copy.
         assert_eq!(
-            src.matches("for (int c = threadIdx.x; c < cols; c += blockDim.x)")
+            src.matches("for (int c0 = threadIdx.x * W; c0 < cols; c0 += blockDim.x * W)")
                 .count(),
-            3,
+            4,
             "{src}"
         );
-        assert!(src.contains("kl_gen_block_max(acc1, scratch)"), "{src}");
-        assert!(src.contains("kl_gen_block_sum(acc4, scratch)"), "{src}");
+        assert!(src.contains("kl_gen_block_max(acc2, scratch)"), "{src}");
+        assert!(src.contains("kl_gen_block_sum(acc5, scratch)"), "{src}");
         // The sum's pass and the output's pass recompute e from x and the known max.
-        assert_eq!(src.matches("= red1;").count(), 2, "{src}");
-        assert!(src.contains("y[r * cols + c] = from_f32<T>(v5);"), "{src}");
+        assert_eq!(src.matches("= red2;").count(), 2, "{src}");
+        // x is staged (the reductions read it), w is not (only the output reads it).
+        assert_eq!(k.staged, ["x"]);
+        assert!(
+            src.contains("kl_gen_copy<W>(s_x + c0, in_x + r * ld_x + c0)"),
+            "{src}"
+        );
+        assert!(src.contains("kl_gen_ld<W>(in_w + c0, a_w)"), "{src}");
+        assert!(
+            src.contains("kl_gen_st<W>(y + r * (i64)cols + c0, o)"),
+            "{src}"
+        );
+        assert_eq!(
+            k.symbols,
+            [
+                "kl_softmax",
+                "kl_softmax_staged_scalar",
+                "kl_softmax_looped",
+                "kl_softmax_looped_scalar"
+            ]
+        );
         // A per-row output is refused.
         let e = row_kernel(&g, x.sum().id, DType::F32, "k")
             .unwrap_err()

@@ -340,6 +340,32 @@ impl Graph {
         cols: usize,
         dtype: DType,
     ) -> Result<Vec<f64>> {
+        self.evaluate(out, inputs, rows, cols, dtype, false)
+    }
+
+    /// [`Graph::eval`] with every node's value rounded to f32, as a generated kernel's f32
+    /// arithmetic keeps it (its functions and sums still exact): where f32 overflows or
+    /// cancels and f64 does not, this is what a correct kernel computes.
+    pub fn eval_f32(
+        &self,
+        out: NodeId,
+        inputs: &HashMap<String, Vec<f64>>,
+        rows: usize,
+        cols: usize,
+        dtype: DType,
+    ) -> Result<Vec<f64>> {
+        self.evaluate(out, inputs, rows, cols, dtype, true)
+    }
+
+    fn evaluate(
+        &self,
+        out: NodeId,
+        inputs: &HashMap<String, Vec<f64>>,
+        rows: usize,
+        cols: usize,
+        dtype: DType,
+        f32_nodes: bool,
+    ) -> Result<Vec<f64>> {
         let inner = self.inner.borrow();
         let mut values: Vec<Option<Vec<f64>>> = vec![None; out + 1];
         for id in 0..=out {
@@ -407,6 +433,11 @@ impl Graph {
                         }
                     })
                 }
+            };
+            let value = if f32_nodes {
+                value.into_iter().map(|v| v as f32 as f64).collect()
+            } else {
+                value
             };
             values[id] = Some(value);
         }

@@ -1,11 +1,14 @@
 //! kernlab's fusion compiler (its torch.compile): tensor expressions written once as a graph
 //! ([`graph`]), interpreted exactly in f64 as the oracle, and generated as CUDA ([`codegen`]:
-//! one element-wise kernel, or one row kernel where the graph reduces rows). The lecture's compositions
+//! one element-wise kernel, or one row kernel where the graph reduces rows), and built and
+//! launched ([`kernel`]). The lecture's compositions
 //! (`manual_gelu`, `manual_softmax`, rmsnorm) are written in it by their op modules.
 //!
 //! Between the runtime and the ops: it knows devices and dtypes, and no op.
 
 pub mod codegen;
 pub mod graph;
+pub mod kernel;
 
 pub use graph::{Expr, Graph, Layout, Node, NodeId};
+pub use kernel::{Fusion, Kernel};

@@ -531,7 +531,7 @@ fn run_cpu_fused(p: &GeluParams, x: &Tensor, y: &mut Tensor) -> Result<()> {
 }
 
 // ---- the registry's rows ------------------------------------------------------------------
-static VARIANTS: [Variant; 7] = [
+static VARIANTS: [Variant; 8] = [
     Variant::new(
         OP,
         "reference",
@@ -586,6 +586,17 @@ static VARIANTS: [Variant; 7] = [
         |p, x, y| run_v3_vec16_ilp(p.get()?, x[0], y),
     )
     .kernels(&SOURCE, |dt| cuda_symbols("v3_vec16_ilp")(dt))
+    .vec16(),
+    Variant::new(
+        OP,
+        "compiled",
+        Tier::Compiled,
+        DeviceKind::Cuda,
+        "kernlab's compiler: manual_gelu's graph (9 operations for tanh) fused into one kernel, a 16-byte pack a thread",
+        |p, x, y| super::compiled::run(OP, p, x, y),
+    )
+    .generated(|p, dt| super::compiled::kernel(OP, p, dt))
+    .strided()
     .vec16(),
     Variant::new(
         OP,

@@ -3,6 +3,7 @@
 //! variants (the registry's rows) beside their launchers; [`OPS`] registers them. The tools
 //! above iterate over these descriptors.
 
+pub mod compiled;
 pub mod cpu_prims;
 pub mod gelu;
 pub mod linear;

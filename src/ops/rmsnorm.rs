@@ -858,7 +858,7 @@ fn run_cpu_fused(p: &Params, x: &[&Tensor], y: &mut Tensor) -> Result<()> {
 }
 
 // ---- the registry's rows ------------------------------------------------------------------
-static VARIANTS: [Variant; 8] = [
+static VARIANTS: [Variant; 9] = [
     Variant::new(OP, "reference", Tier::Reference, DeviceKind::Cpu,
         "f64 on the CPU: the mean of squares, then x · w / sqrt(mean + eps): the oracle",
         run_reference).strided(),
@@ -894,6 +894,12 @@ static VARIANTS: [Variant; 8] = [
         .strided()
         .vec16()
         .picks(auto_label),
+    Variant::new(OP, "compiled", Tier::Compiled, DeviceKind::Cuda,
+        "kernlab's compiler: the eager composition's graph fused into one row kernel, a block a row, the row staged once in shared memory (looped over global memory past it)",
+        |p, x, y| super::compiled::run(OP, p, x, y))
+        .generated(|p, dt| super::compiled::kernel(OP, p, dt))
+        .strided()
+        .vec16(),
     Variant::new(OP, "fused", Tier::Cpu, DeviceKind::Cpu,
         "rows in parallel (rayon), each row's sum of squares and scaling while in cache; few rows split into chunks all cores share",
         run_cpu_fused)

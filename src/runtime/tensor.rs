@@ -68,7 +68,8 @@ impl CpuData {
             DType::F16 => CpuData::F16(vec![f16::ZERO; n]),
         }
     }
-    fn from_f64(dtype: DType, v: &[f64]) -> CpuData {
+    /// Host storage holding `v` rounded to `dtype`.
+    pub fn from_f64(dtype: DType, v: &[f64]) -> CpuData {
         fn conv<T: Element>(v: &[f64]) -> Vec<T> {
             v.par_iter().map(|&x| T::from_f64(x)).collect()
         }

@@ -1,7 +1,7 @@
 //! `kernlab compile`: what kernlab's compiler makes of an op's graph: the graph, the fusion
 //! plan, the generated CUDA, and NVRTC's ptxas report for it.
 
-use crate::compiler::{codegen, Graph, Node};
+use crate::compiler::Graph;
 use crate::ops::{Op, Params};
 use crate::runtime::device::nvrtc::{self, PtxasInfo};
 use crate::runtime::dtype::DType;
@@ -41,35 +41,14 @@ pub fn compile(op: Op, params: &Params, dtype: DType, arch: &str) -> Result<Comp
                 .join(", ")
         ))
     })??;
-    let reductions: Vec<String> = (0..g.len())
-        .filter_map(|i| match g.node(i) {
-            Node::Reduce(r, _) => Some(format!("%{i} row_{}", r.name())),
-            _ => None,
-        })
-        .collect();
-    let ops = g.operations();
-    let name = format!("kl_compiled_{}_{dtype}", op.name());
-    let (k, plan) = if reductions.is_empty() {
-        let k = codegen::elementwise(&g, out.id, dtype, &name)?;
-        let plan = format!(
-            "1 kernel: the {ops} operations fuse into one element-wise kernel (eager: {ops} \
-             launches), a packed form with 16-byte loads ({}) and a scalar form ({}) for other \
-             widths and alignments",
-            k.symbols[0], k.symbols[1]
-        );
-        (k, plan)
-    } else {
-        let k = codegen::row_kernel(&g, out.id, dtype, &name)?;
-        let plan = format!(
-            "1 kernel ({}): the {ops} operations fuse into one row kernel, a block a row; its \
-             {} reduction(s) ({}) each take a pass over the row (the looped form), then a last \
-             pass writes the output (eager: {ops} launches)",
-            k.name,
-            reductions.len(),
-            reductions.join(", ")
-        );
-        (k, plan)
-    };
+    let k = crate::compiler::kernel::build(
+        &g,
+        out.id,
+        dtype,
+        &format!("kl_compiled_{}_{dtype}", op.name()),
+    )?;
+    let plan = k.plan();
+    let k = k.generated;
     let (ptxas, compile_ms) = match nvrtc::nvrtc_available() {
         Err(e) => (Err(e.to_string()), None),
         Ok(()) => {

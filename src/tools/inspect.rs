@@ -958,7 +958,7 @@ impl fmt::Display for InspectReport {
 
 /// The CUDA variants of an op (those with kernels to inspect).
 fn cuda_variants(op: Op) -> impl Iterator<Item = &'static Variant> {
-    registry::all().filter(move |v| v.op == op && v.source.is_some() && v.symbols.is_some())
+    registry::all().filter(move |v| v.op == op && v.has_kernels())
 }
 
 /// Look a variant up among those with CUDA kernels, with an error that lists them.
@@ -970,7 +970,7 @@ pub fn find_variant(op: Op, name: &str) -> Result<&'static Variant> {
             .join(", ")
     };
     match registry::find(op, name, DeviceKind::Cuda) {
-        Ok(v) if v.source.is_some() && v.symbols.is_some() => Ok(v),
+        Ok(v) if v.has_kernels() => Ok(v),
         Ok(v) => Err(Error::Invalid(format!(
             "{} runs on the CPU: it has no CUDA kernel to inspect (CUDA variants of {op}: {})",
             v.id(),
@@ -980,7 +980,7 @@ pub fn find_variant(op: Op, name: &str) -> Result<&'static Variant> {
             let bare = name.trim();
             let bare = bare.strip_prefix(&format!("{op}/")).unwrap_or(bare);
             if let Some(v) =
-                registry::all().find(|v| v.op == op && v.name == bare && v.source.is_none())
+                registry::all().find(|v| v.op == op && v.name == bare && !v.has_kernels())
             {
                 return Err(Error::Invalid(format!(
                     "{} runs on the CPU: it has no CUDA kernel to inspect (CUDA variants of {op}: {})",
@@ -1001,15 +1001,21 @@ pub fn find_variant(op: Op, name: &str) -> Result<&'static Variant> {
 }
 
 /// The symbols a variant may launch for a dtype, of the parameters' form
-/// (`OpDef::kernel_in_form`).
-pub fn variant_symbols(v: &Variant, dtype: DType, params: &Params) -> Vec<String> {
-    let Some(symbols) = v.symbols else {
-        return Vec::new();
-    };
-    symbols(dtype)
-        .into_iter()
-        .filter(|s| v.op.kernel_in_form(s, params))
-        .collect()
+/// (`OpDef::kernel_in_form`), and the source they are in.
+pub fn variant_symbols(
+    v: &Variant,
+    dtype: DType,
+    params: &Params,
+) -> Result<Option<(&'static KernelSource, Vec<String>)>> {
+    Ok(v.kernels_for(dtype, params)?.map(|(src, symbols)| {
+        (
+            src,
+            symbols
+                .into_iter()
+                .filter(|s| v.op.kernel_in_form(s, params))
+                .collect(),
+        )
+    }))
 }
 
 pub fn check_arch(arch: &str) -> Result<()> {
@@ -1074,7 +1080,7 @@ pub fn inspect(req: &InspectRequest) -> Result<InspectReport> {
             .map(|n| find_variant(req.op, n))
             .collect::<Result<_>>()?
     };
-    let mut targets: Vec<(&'static Variant, String)> = Vec::new();
+    let mut targets: Vec<(&'static Variant, &'static KernelSource, String)> = Vec::new();
     for v in &variants {
         if !v.dtypes.contains(&req.dtype) {
             return Err(Error::UnsupportedDtype {
@@ -1089,18 +1095,23 @@ pub fn inspect(req: &InspectRequest) -> Result<InspectReport> {
                     .join(", "),
             });
         }
-        for s in variant_symbols(v, req.dtype, &req.params) {
+        let Some((src, symbols)) = variant_symbols(v, req.dtype, &req.params)? else {
+            continue;
+        };
+        for s in symbols {
             if req.kernel.as_ref().is_none_or(|k| *k == s) {
-                targets.push((v, s));
+                targets.push((v, src, s));
             }
         }
     }
     if let Some(k) = &req.kernel {
         if targets.is_empty() {
-            let known: Vec<String> = variants
-                .iter()
-                .flat_map(|v| variant_symbols(v, req.dtype, &req.params))
-                .collect();
+            let mut known: Vec<String> = Vec::new();
+            for v in &variants {
+                if let Some((_, symbols)) = variant_symbols(v, req.dtype, &req.params)? {
+                    known.extend(symbols);
+                }
+            }
             return Err(Error::Invalid(format!(
                 "kernel '{k}' is not one that {} launches for {} (its kernels: {})",
                 variants
@@ -1156,8 +1167,7 @@ pub fn inspect(req: &InspectRequest) -> Result<InspectReport> {
         })
     };
     let mut kernels = Vec::new();
-    for (v, sym) in &targets {
-        let src: &'static KernelSource = v.source.expect("cuda_variants have a source");
+    for &(v, src, ref sym) in &targets {
         if !compiled.contains_key(src.file) {
             compiled.insert(src.file, nvrtc::compile_cached(src, &arch, sym)?);
         }
@@ -1333,7 +1343,10 @@ $L__BB0_2:
     fn gelu_symbols_follow_the_approximation() {
         use crate::ops::gelu;
         let v = find_variant(gelu::OP, "manual").unwrap();
-        let tanh = variant_symbols(v, DType::BF16, &gelu::OP.default_params());
+        let tanh = variant_symbols(v, DType::BF16, &gelu::OP.default_params())
+            .unwrap()
+            .unwrap()
+            .1;
         assert!(tanh.contains(&"tanh_f32".to_string()));
         assert!(!tanh.contains(&"erf_f32".to_string()));
         assert!(tanh.contains(&"cast_to_f32_bf16".to_string()));
@@ -1342,7 +1355,7 @@ $L__BB0_2:
         });
         let v1 = find_variant(gelu::OP, "gelu/v1_naive").unwrap();
         assert_eq!(
-            variant_symbols(v1, DType::F32, &erf),
+            variant_symbols(v1, DType::F32, &erf).unwrap().unwrap().1,
             vec!["gelu_v1_naive_erf_f32".to_string()]
         );
     }

@@ -246,7 +246,7 @@ macro_rules! unary {
     };
 }
 
-static VARIANTS: [Variant; 13] = [
+static VARIANTS: [Variant; 14] = [
     Variant::new(OP, "reference", Tier::Reference, DeviceKind::Cpu,
         "f64 on the CPU, three passes per row: the oracle",
         unary!(run_reference))
@@ -324,6 +324,12 @@ static VARIANTS: [Variant; 13] = [
         .min_arch(90)
         .picks(|_, x| auto_label(x[0]))
         .replayable(),
+    Variant::new(OP, "compiled", Tier::Compiled, DeviceKind::Cuda,
+        "kernlab's compiler: manual_softmax's graph fused into one row kernel, a block a row, the row staged once in shared memory (looped over global memory past it)",
+        |p, x, y| super::compiled::run(OP, p, x, y))
+        .generated(|p, dt| super::compiled::kernel(OP, p, dt))
+        .strided()
+        .vec16(),
     Variant::new(OP, "fused", Tier::Cpu, DeviceKind::Cpu,
         "rows in parallel (rayon), each row max / exp-sum / scale while in cache; rows past 512 Ki columns, or too few for the threads, split into 4096-column chunks that all cores share",
         unary!(run_cpu_fused))
