@@ -733,6 +733,60 @@ fn autotune_rmsnorm_measures_v2_in_each_configuration() {
     assert_eq!(auto[1]["config"], fastest["config"], "{r}");
 }
 
+/// `kernlab compile --expr`: a user's expression, its inputs' layouts declared, and its
+/// mistakes named.
+#[test]
+fn compile_takes_a_users_expression_with_declared_layouts() {
+    let out = run(&["compile", "--expr", "silu(a) * b", "--dtype", "bf16"]).unwrap();
+    assert!(
+        out.starts_with("kernlab compile `silu(a) * b`, bf16, for sm_90a"),
+        "{out}"
+    );
+    assert!(
+        out.contains("= input a") && out.contains("= input b"),
+        "{out}"
+    );
+    assert!(
+        out.contains("fusion: 1 kernel") && out.contains("element-wise"),
+        "{out}"
+    );
+    let out = run(&[
+        "compile",
+        "--expr",
+        "x * rsqrt(mean(x * x) + 1e-6) * w",
+        "--input",
+        "w:col",
+    ])
+    .unwrap();
+    assert!(
+        out.contains("= input w ") && out.contains("1×cols"),
+        "{out}"
+    );
+    assert!(
+        out.contains("one row kernel") && out.contains("row_mean"),
+        "{out}"
+    );
+    for (args, says) in [
+        (vec!["compile", "--expr", "x +"], "expected a value"),
+        (
+            vec!["compile", "--expr", "x", "--input", "y:col"],
+            "no input 'y'",
+        ),
+        (
+            vec!["compile", "--expr", "x", "--input", "x:diag"],
+            "layout 'diag'",
+        ),
+        (vec!["compile"], "name an op"),
+        (
+            vec!["compile", "gelu", "--expr", "x"],
+            "cannot be used with",
+        ),
+    ] {
+        let e = run(&args).unwrap_err();
+        assert!(e.contains(says), "{args:?}: {e}");
+    }
+}
+
 /// `kernlab compile`: the graph, one fused kernel in place of the eager launches, the generated
 /// CUDA on request, and ptxas's report where NVRTC loads; ops without a graph and other ops'
 /// flags are clear errors.

@@ -1,21 +1,32 @@
-//! `kernlab compile`: the graph, fusion plan, generated CUDA and ptxas report of an op.
+//! `kernlab compile`: the graph, fusion plan, generated CUDA and ptxas report of an op or of a
+//! user's expression; with `--run`, the fused and the eager forms validated and timed.
 
 use super::check_op_flags;
+use crate::compiler::{parse, Graph};
 use crate::ops::{FlagValues, Op};
+use crate::runtime::device::{Device, DeviceSpec};
 use crate::runtime::dtype::DType;
-use crate::tools::compile::compile;
+use crate::runtime::tensor::parse_shape;
+use crate::tools::compile::{compile_graph, op_graph, run_graph};
 use crate::tools::inspect::DEFAULT_ARCH;
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::Args;
 use std::io::Write;
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  kernlab compile gelu                      # manual_gelu's 9 operations, fused into one kernel\n  kernlab compile softmax --dtype bf16 --source\n  kernlab compile rmsnorm --eps 1e-6 --arch sm_80\n\nWorks without a GPU: NVRTC compiles the generated kernel for --arch (and reports its ptxas\nregisters and spills) wherever libnvrtc loads."
+    after_help = "Examples:\n  kernlab compile gelu                      # manual_gelu's 9 operations, fused into one kernel\n  kernlab compile softmax --dtype bf16 --source\n  kernlab compile rmsnorm --eps 1e-6 --arch sm_80\n  kernlab compile --expr 'silu(a) * b'      # SwiGLU's element-wise part\n  kernlab compile --expr 'x * sigmoid(1.702 * x)' --run --shape 4096x4096 --dtype bf16\n  kernlab compile --expr 'x - logsumexp(x)' --run\n  kernlab compile --expr 'x * rsqrt(mean(x * x) + 1e-6) * w' --input w:col --run\n\nExpressions: numbers, inputs (any other name; a full rows × cols tensor unless --input says\notherwise), + - * / ^ (integer powers), comparisons < <= > >= == (1 or 0), and the functions\nexp log tanh erf sqrt rsqrt sigmoid silu relu abs f32 bf16 f16 max(a, b) min(a, b)\nwhere(c, a, b), and the row reductions sum mean amax (max of one value) logsumexp, broadcast\nback along the row.\n\nWorks without a GPU: NVRTC compiles the generated kernel for --arch (and reports its ptxas\nregisters, spills and cold and cached compile times) wherever libnvrtc loads. --run needs a\nCUDA GPU."
 )]
 pub(super) struct CompileArgs {
-    /// The op (gelu, softmax, rmsnorm: the ops written as graphs)
-    op: String,
+    /// The op (gelu, softmax, rmsnorm: the ops written as graphs); or give --expr
+    op: Option<String>,
+    /// A tensor expression of your own instead of an op, e.g. 'silu(a) * b'
+    #[arg(long, value_name = "TEXT", conflicts_with = "op")]
+    expr: Option<String>,
+    /// An input of --expr that is not a full rows × cols tensor: NAME:row (a value a row),
+    /// NAME:col (a value a column, as a weight), NAME:scalar; repeat for several
+    #[arg(long = "input", value_name = "NAME:LAYOUT", requires = "expr")]
+    inputs: Vec<String>,
     /// The storage dtype of the generated kernel: f32, bf16 or f16
     #[arg(long, default_value = "f32")]
     dtype: String,
@@ -25,16 +36,65 @@ pub(super) struct CompileArgs {
     /// Also print the generated CUDA source
     #[arg(long)]
     source: bool,
+    /// Run it on the GPU: the fused kernel and the eager form (one launch a node), each
+    /// checked against the graph's f64 interpretation, then timed
+    #[arg(long)]
+    run: bool,
+    /// The shape --run uses: ROWSxCOLS
+    #[arg(long, default_value = "4096x4096", requires = "run")]
+    shape: String,
+    /// Seed for --run's random inputs (default: a fresh one, printed)
+    #[arg(long, requires = "run")]
+    seed: Option<u64>,
 }
 
 pub(super) fn run(a: CompileArgs, flags: &FlagValues, out: &mut dyn Write) -> Result<()> {
-    let op: Op = a.op.parse()?;
     let dtype: DType = a.dtype.parse().map_err(anyhow::Error::msg)?;
-    check_op_flags(&[op], "compile", flags)?;
-    let params = op.params(flags)?;
-    let report = compile(op, &params, dtype, &a.arch)?;
-    let form = params.form().map_or(String::new(), |f| format!(" ({f})"));
-    writeln!(out, "kernlab compile {op}{form}, {dtype}, for {}\n", a.arch)?;
+    let g = Graph::new();
+    let (y, title, name) = match (&a.op, &a.expr) {
+        (Some(op), None) => {
+            let op: Op = op.parse()?;
+            check_op_flags(&[op], "compile", flags)?;
+            let params = op.params(flags)?;
+            let form = params.form().map_or(String::new(), |f| format!(" ({f})"));
+            (
+                op_graph(op, &params, &g)?,
+                format!("{op}{form}"),
+                format!("kl_compiled_{}_{dtype}", op.name()),
+            )
+        }
+        (None, Some(text)) => {
+            let layouts = a
+                .inputs
+                .iter()
+                .map(|s| parse::input_layout(s))
+                .collect::<crate::Result<Vec<_>>>()?;
+            let y = parse::parse(&g, text, &layouts)?;
+            for (n, _) in &layouts {
+                if !g.inputs().iter().any(|(m, _)| m == n) {
+                    bail!("--input {n}: the expression has no input '{n}'");
+                }
+            }
+            (y, format!("`{text}`"), format!("kl_expr_{dtype}"))
+        }
+        _ => bail!("name an op (kernlab compile gelu) or give --expr 'TEXT'"),
+    };
+    let report = compile_graph(&g, y.id, &name, dtype, &a.arch)?;
+    writeln!(out, "kernlab compile {title}, {dtype}, for {}\n", a.arch)?;
     write!(out, "{}", report.render(a.source))?;
+    if a.run {
+        let shape = parse_shape(&a.shape)?;
+        let [rows, cols] = shape[..] else {
+            bail!("--shape {}: give ROWSxCOLS", a.shape);
+        };
+        let seed = a.seed.unwrap_or_else(crate::check::fresh_seed);
+        let (device, _) = Device::open(DeviceSpec::Cuda(0))?;
+        let r = run_graph(&g, y.id, &name, dtype, (rows, cols), seed, &device)?;
+        writeln!(out)?;
+        write!(out, "{}", r.render())?;
+        if !r.passed() {
+            bail!("a tier's output failed its check against the f64 interpretation");
+        }
+    }
     Ok(())
 }

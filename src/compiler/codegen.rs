@@ -27,6 +27,8 @@ pub struct Generated {
     /// A row kernel's staged form: the full inputs it copies into shared memory (a row of
     /// each, in this order) before its reductions read them.
     pub staged: Vec<String>,
+    /// The output's layout: a full `rows × cols` value, or (a row kernel's) one value a row.
+    pub out_layout: Layout,
 }
 
 /// What both generators start from: the checks, the inputs `out` reads (by name and layout,
@@ -38,7 +40,14 @@ struct Unit {
     params: String,
 }
 
-fn unit(g: &Graph, out: NodeId, dtype: DType, name: &str, how: &str) -> Result<Unit> {
+fn unit(
+    g: &Graph,
+    out: NodeId,
+    in_dtype: DType,
+    dtype: DType,
+    name: &str,
+    how: &str,
+) -> Result<Unit> {
     if out >= g.len() {
         return Err(Error::Invalid(format!("node %{out} is not in the graph")));
     }
@@ -65,11 +74,17 @@ fn unit(g: &Graph, out: NodeId, dtype: DType, name: &str, how: &str) -> Result<U
     }
     writeln!(source, "#include \"common.cuh\"").ok();
     writeln!(source, "typedef {} T;", c_type(dtype)).ok();
+    // The inputs' storage type: T, or another where the kernel converts.
+    let ti = if in_dtype == dtype {
+        "T"
+    } else {
+        c_type(in_dtype)
+    };
     let params = inputs
         .iter()
         .map(|(n, l)| match l {
-            Layout::Full => format!("const T* __restrict__ in_{n}, i64 ld_{n}, "),
-            _ => format!("const T* __restrict__ in_{n}, "),
+            Layout::Full => format!("const {ti}* __restrict__ in_{n}, i64 ld_{n}, "),
+            _ => format!("const {ti}* __restrict__ in_{n}, "),
         })
         .collect();
     Ok(Unit {
@@ -178,7 +193,7 @@ fn expr(g: &Graph, id: NodeId, name: &dyn Fn(NodeId) -> String) -> Result<String
 }
 
 /// The nodes `out` depends on, in order (inputs and constants included).
-fn needed(g: &Graph, out: NodeId) -> Vec<NodeId> {
+pub(crate) fn needed(g: &Graph, out: NodeId) -> Vec<NodeId> {
     needed_upto(g, out, false)
 }
 
@@ -192,11 +207,8 @@ fn needed_upto(g: &Graph, out: NodeId, cut: bool) -> Vec<NodeId> {
             continue;
         }
         let ops: Vec<NodeId> = match g.node(id) {
-            Node::Input { .. } | Node::Const(_) => vec![],
             Node::Reduce(..) if cut => vec![],
-            Node::Unary(_, a) | Node::Powi(a, _) | Node::Cast(_, a) | Node::Reduce(_, a) => vec![a],
-            Node::Binary(_, a, b) => vec![a, b],
-            Node::Select(c, a, b) => vec![c, a, b],
+            n => n.operands(),
         };
         for o in ops {
             keep[o] = true;
@@ -208,11 +220,28 @@ fn needed_upto(g: &Graph, out: NodeId, cut: bool) -> Vec<NodeId> {
 /// One element-wise kernel (packed and scalar forms) computing node `out` of `g`, stored in
 /// `dtype`. The output spans the full `rows × cols` frame; `name` is the symbol's stem.
 pub fn elementwise(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Generated> {
+    elementwise_converting(g, out, dtype, dtype, name)
+}
+
+/// [`elementwise`] reading inputs stored as `in_dtype` and storing `dtype`. Where the two
+/// differ (a cast between storage types) only the scalar form is generated, `{name}_scalar`.
+pub fn elementwise_converting(
+    g: &Graph,
+    out: NodeId,
+    in_dtype: DType,
+    dtype: DType,
+    name: &str,
+) -> Result<Generated> {
+    let how = if in_dtype == dtype {
+        String::new()
+    } else {
+        format!(" from {in_dtype} inputs")
+    };
     let Unit {
         mut source,
         inputs,
         params,
-    } = unit(g, out, dtype, name, "")?;
+    } = unit(g, out, in_dtype, dtype, name, &how)?;
     let s = &mut source;
     let nodes = needed(g, out);
     // The body for element j of the thread's elements: every needed node as an f32 temporary.
@@ -226,49 +255,52 @@ pub fn elementwise(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<G
         }
         Ok(())
     };
-    // Packed form: each thread a pack of N elements of the flat index; cols % N == 0, so a
-    // pack stays in one row.
-    writeln!(
+    let packed_form = in_dtype == dtype;
+    if packed_form {
+        // Packed form: each thread a pack of N elements of the flat index; cols % N == 0, so a
+        // pack stays in one row.
+        writeln!(
         s,
         "extern \"C\" __global__ void __launch_bounds__(256) {name}({params}T* __restrict__ y, i64 rows, int cols) {{"
     )
     .ok();
-    writeln!(s, "    constexpr int N = Pack<T>::N;").ok();
-    writeln!(
-        s,
-        "    const i64 i0 = ((i64)blockIdx.x * blockDim.x + threadIdx.x) * N;"
-    )
-    .ok();
-    writeln!(s, "    if (i0 >= rows * (i64)cols) return;").ok();
-    writeln!(s, "    const i64 r = i0 / cols;").ok();
-    writeln!(s, "    const int c0 = (int)(i0 - r * cols);").ok();
-    writeln!(s, "    (void)r; (void)c0;").ok();
-    for (n, l) in &inputs {
-        match l {
-            Layout::Full => writeln!(
-                s,
-                "    float a_{n}[N]; unpack(ld16(in_{n} + r * ld_{n} + c0), a_{n}, in_{n});"
-            ),
-            Layout::Col => writeln!(
-                s,
-                "    float a_{n}[N]; unpack(ld16(in_{n} + c0), a_{n}, in_{n});"
-            ),
-            Layout::Row => writeln!(s, "    const float a_{n} = to_f32(in_{n}[r]);"),
-            Layout::Scalar => writeln!(s, "    const float a_{n} = to_f32(in_{n}[0]);"),
-        }
+        writeln!(s, "    constexpr int N = Pack<T>::N;").ok();
+        writeln!(
+            s,
+            "    const i64 i0 = ((i64)blockIdx.x * blockDim.x + threadIdx.x) * N;"
+        )
         .ok();
+        writeln!(s, "    if (i0 >= rows * (i64)cols) return;").ok();
+        writeln!(s, "    const i64 r = i0 / cols;").ok();
+        writeln!(s, "    const int c0 = (int)(i0 - r * cols);").ok();
+        writeln!(s, "    (void)r; (void)c0;").ok();
+        for (n, l) in &inputs {
+            match l {
+                Layout::Full => writeln!(
+                    s,
+                    "    float a_{n}[N]; unpack(ld16(in_{n} + r * ld_{n} + c0), a_{n}, in_{n});"
+                ),
+                Layout::Col => writeln!(
+                    s,
+                    "    float a_{n}[N]; unpack(ld16(in_{n} + c0), a_{n}, in_{n});"
+                ),
+                Layout::Row => writeln!(s, "    const float a_{n} = to_f32(in_{n}[r]);"),
+                Layout::Scalar => writeln!(s, "    const float a_{n} = to_f32(in_{n}[0]);"),
+            }
+            .ok();
+        }
+        writeln!(s, "    float out[N];").ok();
+        writeln!(s, "    #pragma unroll").ok();
+        writeln!(s, "    for (int j = 0; j < N; ++j) {{").ok();
+        body(s, &|n, l| match l {
+            Layout::Full | Layout::Col => format!("a_{n}[j]"),
+            Layout::Row | Layout::Scalar => format!("a_{n}"),
+        })?;
+        writeln!(s, "        out[j] = v{out};").ok();
+        writeln!(s, "    }}").ok();
+        writeln!(s, "    st16(y + i0, pack(out, y));").ok();
+        writeln!(s, "}}").ok();
     }
-    writeln!(s, "    float out[N];").ok();
-    writeln!(s, "    #pragma unroll").ok();
-    writeln!(s, "    for (int j = 0; j < N; ++j) {{").ok();
-    body(s, &|n, l| match l {
-        Layout::Full | Layout::Col => format!("a_{n}[j]"),
-        Layout::Row | Layout::Scalar => format!("a_{n}"),
-    })?;
-    writeln!(s, "        out[j] = v{out};").ok();
-    writeln!(s, "    }}").ok();
-    writeln!(s, "    st16(y + i0, pack(out, y));").ok();
-    writeln!(s, "}}").ok();
     // Scalar form: an element a thread, any width and alignment.
     writeln!(
         s,
@@ -289,12 +321,18 @@ pub fn elementwise(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<G
     writeln!(s, "        y[i] = from_f32<T>(v{out});").ok();
     writeln!(s, "    }}").ok();
     writeln!(s, "}}").ok();
+    let symbols = if packed_form {
+        vec![name.to_string(), format!("{name}_scalar")]
+    } else {
+        vec![format!("{name}_scalar")]
+    };
     Ok(Generated {
-        name: name.to_string(),
-        symbols: vec![name.to_string(), format!("{name}_scalar")],
+        name: symbols[0].clone(),
+        symbols,
         source,
         inputs,
         staged: vec![],
+        out_layout: g.layout(out),
     })
 }
 
@@ -375,10 +413,10 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
         mut source,
         inputs,
         params,
-    } = unit(g, out, dtype, name, ", a block a row")?;
-    if g.layout(out) != Layout::Full {
+    } = unit(g, out, dtype, dtype, name, ", a block a row")?;
+    if !matches!(g.layout(out), Layout::Full | Layout::Row) {
         return Err(Error::Invalid(format!(
-            "%{out} is {:?}: a row kernel writes a full rows × cols output",
+            "%{out} is {:?}: a row kernel writes a full rows × cols output or one value a row",
             g.layout(out)
         )));
     }
@@ -505,6 +543,29 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
         writeln!(s, "    }}").ok();
         Ok(())
     };
+    // A value a row (its inputs a row's or single values, its reductions known), computed
+    // once in a block of its own, then `assign` (with the value in v{target}).
+    let single = |s: &mut String, target: NodeId, assign: &str| -> Result<()> {
+        writeln!(s, "        const int c = 0; (void)c;").ok();
+        for (n, l) in pass_inputs(target) {
+            writeln!(s, "        const float b_{n} = {};", load(&n, l)).ok();
+        }
+        for i in needed_upto(g, target, true) {
+            let e = match g.node(i) {
+                Node::Input { name, .. } => format!("b_{name}"),
+                Node::Reduce(..) => format!("red{i}"),
+                _ => expr(g, i, &|a| format!("v{a}"))?,
+            };
+            writeln!(s, "        const float v{i} = {e};").ok();
+        }
+        writeln!(
+            s,
+            "        {}",
+            assign.replace("{v}", &format!("v{target}"))
+        )
+        .ok();
+        Ok(())
+    };
     for &(rid, op, a) in &reductions {
         let (init, combine, block) = reduce_c(op);
         match g.layout(a) {
@@ -513,19 +574,7 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
             Layout::Row | Layout::Scalar => {
                 writeln!(s, "    float red{rid};").ok();
                 writeln!(s, "    {{").ok();
-                writeln!(s, "        const int c = 0; (void)c;").ok();
-                for (n, l) in pass_inputs(a) {
-                    writeln!(s, "        const float b_{n} = {};", load(&n, l)).ok();
-                }
-                for i in needed_upto(g, a, true) {
-                    let e = match g.node(i) {
-                        Node::Input { name, .. } => format!("b_{name}"),
-                        Node::Reduce(..) => format!("red{i}"),
-                        _ => expr(g, i, &|a| format!("v{a}"))?,
-                    };
-                    writeln!(s, "        const float v{i} = {e};").ok();
-                }
-                writeln!(s, "        red{rid} = v{a};").ok();
+                single(s, a, &format!("red{rid} = {{v}};"))?;
                 writeln!(s, "    }}").ok();
             }
             Layout::Full | Layout::Col => {
@@ -551,12 +600,18 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
             }
         }
     }
-    pass(
-        s,
-        out,
-        "o[j] = {v};",
-        "kl_gen_st<W>(y + r * (i64)cols + c0, o);",
-    )?;
+    if g.layout(out) == Layout::Row {
+        writeln!(s, "    if (threadIdx.x == 0) {{").ok();
+        single(s, out, "y[r] = from_f32<T>({v});")?;
+        writeln!(s, "    }}").ok();
+    } else {
+        pass(
+            s,
+            out,
+            "o[j] = {v};",
+            "kl_gen_st<W>(y + r * (i64)cols + c0, o);",
+        )?;
+    }
     writeln!(s, "}}").ok();
     let mut symbols = Vec::new();
     for (suffix, staged_form, packed) in ROW_FORMS {
@@ -582,6 +637,7 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
         source,
         inputs,
         staged,
+        out_layout: g.layout(out),
     })
 }
 
@@ -676,11 +732,16 @@ mod tests {
                 "kl_softmax_looped_scalar"
             ]
         );
-        // A per-row output is refused.
-        let e = row_kernel(&g, x.sum().id, DType::F32, "k")
+        // A per-row output is written once a row, by the block's first thread.
+        let k = row_kernel(&g, (x.sum() + 1.0).id, DType::F32, "k").unwrap();
+        assert_eq!(k.out_layout, Layout::Row);
+        assert!(k.source.contains("if (threadIdx.x == 0)"), "{}", k.source);
+        assert!(k.source.contains("y[r] = from_f32<T>(v"), "{}", k.source);
+        // A column vector is not a row kernel's output.
+        let e = row_kernel(&g, (w.sum() + w).id, DType::F32, "k")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("full rows × cols output"), "{e}");
+        assert!(e.contains("one value a row"), "{e}");
     }
 
     #[test]

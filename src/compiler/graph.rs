@@ -143,6 +143,18 @@ pub enum Node {
 }
 
 /// The interning key of a node: its operation and operands, a constant by its bits.
+impl Node {
+    /// Its operands, in order.
+    pub fn operands(&self) -> Vec<NodeId> {
+        match *self {
+            Node::Input { .. } | Node::Const(_) => vec![],
+            Node::Unary(_, a) | Node::Powi(a, _) | Node::Cast(_, a) | Node::Reduce(_, a) => vec![a],
+            Node::Binary(_, a, b) => vec![a, b],
+            Node::Select(c, a, b) => vec![c, a, b],
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Key {
     Input(String),
@@ -274,6 +286,42 @@ impl Graph {
     /// `cond != 0 ? a : b`, broadcast over the three.
     pub fn select<'g>(&'g self, cond: Expr<'g>, a: Expr<'g>, b: Expr<'g>) -> Expr<'g> {
         self.push(Node::Select(cond.id, a.id, b.id))
+    }
+
+    /// Node `node`'s operation (a node of some graph) applied to this graph's `operands`, in
+    /// the node's operand order ([`Node::operands`]); inputs and constants are copied as they
+    /// are.
+    pub fn apply(&self, node: &Node, operands: &[NodeId]) -> Result<Expr<'_>> {
+        let want = node.operands().len();
+        if operands.len() != want || operands.iter().any(|&o| o >= self.len()) {
+            return Err(Error::Invalid(format!(
+                "{node:?} takes {want} operand(s) of this graph, got {operands:?}"
+            )));
+        }
+        let o = |i: usize| operands[i];
+        Ok(self.push(match node {
+            Node::Input { .. } | Node::Const(_) => node.clone(),
+            Node::Unary(op, _) => Node::Unary(*op, o(0)),
+            Node::Powi(_, n) => Node::Powi(o(0), *n),
+            Node::Binary(op, _, _) => Node::Binary(*op, o(0), o(1)),
+            Node::Select(..) => Node::Select(o(0), o(1), o(2)),
+            Node::Cast(dt, _) => Node::Cast(*dt, o(0)),
+            Node::Reduce(op, _) => Node::Reduce(*op, o(0)),
+        }))
+    }
+
+    /// The operation a node performs, in words (`mul`, `tanh`, `row_sum`; `input`, `const`).
+    pub fn op_name(&self, id: NodeId) -> String {
+        match self.node(id) {
+            Node::Input { .. } => "input".into(),
+            Node::Const(_) => "const".into(),
+            Node::Unary(op, _) => format!("{op:?}").to_lowercase(),
+            Node::Powi(..) => "powi".into(),
+            Node::Binary(op, _, _) => format!("{op:?}").to_lowercase(),
+            Node::Select(..) => "select".into(),
+            Node::Cast(dt, _) => format!("cast_{dt}"),
+            Node::Reduce(op, _) => format!("row_{}", op.name()),
+        }
     }
 
     fn constant_of(&self, id: NodeId) -> Option<f64> {

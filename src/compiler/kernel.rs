@@ -28,7 +28,10 @@ pub enum Fusion {
 pub struct Kernel {
     pub generated: Generated,
     pub fusion: Fusion,
+    /// The output's storage dtype.
     pub dtype: DType,
+    /// The inputs' storage dtype (the output's, but for a conversion).
+    pub in_dtype: DType,
     /// The source as the runtime's module cache takes it (one per distinct source a process).
     pub source: &'static KernelSource,
     /// The graph's operations: the launches eager code makes for it.
@@ -41,6 +44,18 @@ pub struct Kernel {
 
 /// Fuse node `out` of `g` into one kernel stored in `dtype`, its symbols named from `name`.
 pub fn build(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Kernel> {
+    build_io(g, out, dtype, dtype, name)
+}
+
+/// [`build`] with inputs stored as `in_dtype` (an element-wise graph only where it differs
+/// from `dtype`: a conversion between storage types).
+pub fn build_io(
+    g: &Graph,
+    out: NodeId,
+    in_dtype: DType,
+    dtype: DType,
+    name: &str,
+) -> Result<Kernel> {
     let reductions: Vec<String> = (0..=out.min(g.len().saturating_sub(1)))
         .filter_map(|i| match g.node(i) {
             Node::Reduce(r, _) => Some(format!("%{i} row_{}", r.name())),
@@ -49,9 +64,13 @@ pub fn build(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Kernel>
         .collect();
     let (generated, fusion) = if reductions.is_empty() {
         (
-            codegen::elementwise(g, out, dtype, name)?,
+            codegen::elementwise_converting(g, out, in_dtype, dtype, name)?,
             Fusion::Elementwise,
         )
+    } else if in_dtype != dtype {
+        return Err(Error::Invalid(format!(
+            "{name}: a row kernel reads and stores one dtype ({in_dtype} inputs, {dtype} output)"
+        )));
     } else {
         (codegen::row_kernel(g, out, dtype, name)?, Fusion::Rows)
     };
@@ -60,6 +79,7 @@ pub fn build(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Kernel>
         generated,
         fusion,
         dtype,
+        in_dtype,
         source,
         operations: g.operations(),
         reductions,
@@ -169,6 +189,8 @@ impl Kernel {
         let syms = &self.generated.symbols;
         match self.fusion {
             Fusion::Elementwise => {
+                // A converting kernel has its scalar form only.
+                let packed = packed && syms.len() == 2;
                 let w = if packed { n } else { 1 };
                 let threads = ((rows as u64) * cols as u64).div_ceil(w as u64);
                 let blocks = threads.div_ceil(256);
@@ -178,7 +200,7 @@ impl Kernel {
                     )));
                 }
                 Ok(LaunchPlan {
-                    symbol: syms[if packed { 0 } else { 1 }].clone(),
+                    symbol: syms[if packed { 0 } else { syms.len() - 1 }].clone(),
                     cfg: (blocks as u32, 256, 0),
                     packed,
                     staged: false,
@@ -235,7 +257,22 @@ impl Kernel {
                 y.shape()
             )));
         }
-        let (rows, cols, _) = y.rows_cols();
+        // The frame: the output's, or for one value a row, the full inputs' rows.
+        let (rows, cols) = if self.generated.out_layout == Layout::Row {
+            let full = self
+                .generated
+                .inputs
+                .iter()
+                .find(|(_, l)| *l == Layout::Full)
+                .and_then(|(n, _)| inputs.iter().find(|(m, _)| m == n));
+            match full {
+                Some((_, t)) => (y.numel(), t.rows_cols().1),
+                None => (y.numel(), 1),
+            }
+        } else {
+            let (r, c, _) = y.rows_cols();
+            (r, c)
+        };
         if cols > i32::MAX as usize - 16 {
             return Err(Error::Invalid(format!(
                 "{what}: rows of {cols} columns: at most 2^31 − 17"
@@ -260,11 +297,11 @@ impl Kernel {
                             .join(", ")
                     ))
                 })?;
-            if t.dtype() != self.dtype {
+            if t.dtype() != self.in_dtype {
                 return Err(Error::Invalid(format!(
-                    "{what}: input '{name}' is {}, the kernel's dtype is {}",
+                    "{what}: input '{name}' is {}, the kernel reads {}",
                     t.dtype(),
-                    self.dtype
+                    self.in_dtype
                 )));
             }
             let buf = t
@@ -279,16 +316,22 @@ impl Kernel {
                 })?;
             let ld = match layout {
                 Layout::Full => {
-                    if t.shape() != y.shape() || !(t.is_contiguous() || t.is_row_strided()) {
+                    let (tr, tc, _) = t.rows_cols();
+                    // A vector frame (one row or one column) takes any contiguous vector of
+                    // its length.
+                    let vector =
+                        (rows == 1 || cols == 1) && t.is_contiguous() && t.numel() == rows * cols;
+                    if !vector
+                        && ((tr, tc) != (rows, cols) || !(t.is_contiguous() || t.is_row_strided()))
+                    {
                         return Err(Error::Invalid(format!(
-                            "{what}: input '{name}' must have the output's shape {:?} with \
-                             contiguous rows (got {:?}, strides {:?})",
-                            y.shape(),
+                            "{what}: input '{name}' must be {rows} rows of {cols} columns, each \
+                             contiguous (got {:?}, strides {:?})",
                             t.shape(),
                             t.strides()
                         )));
                     }
-                    let ld = t.rows_cols().2;
+                    let ld = if vector { cols } else { t.rows_cols().2 };
                     packed &= ld.is_multiple_of(n);
                     Some(ld as i64)
                 }

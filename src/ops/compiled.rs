@@ -1,46 +1,124 @@
-//! The compiled tier: an op's graph ([`super::OpDef::graph`]) fused by kernlab's compiler into
-//! one kernel, built once a process for each parameters and dtype, and launched on the op's
-//! inputs (named, in order, as the graph declares them).
+//! The tiers kernlab's compiler makes from an op's graph ([`super::OpDef::graph`]): `compiled`,
+//! the graph fused into one kernel, and `manual`, the graph run eagerly, one launch a node.
+//! Each is built once a process for each parameters and dtype, and runs on the op's inputs
+//! (named, in order, as the graph declares them).
 
 use super::op::Op;
 use super::params::Params;
+use crate::compiler::eager::{self, Eager};
 use crate::compiler::{kernel, Graph, Kernel};
 use crate::runtime::dtype::DType;
 use crate::runtime::error::{Error, Result};
+use crate::runtime::kernels::KernelSource;
 use crate::runtime::tensor::Tensor;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// The stem of the op's kernel names: `kl_{tier}_{op}[_{form}]_{dtype}`.
+fn stem(tier: &str, op: Op, p: &Params, dtype: DType) -> String {
+    let form = p.form().map(|f| format!("_{f}")).unwrap_or_default();
+    format!("kl_{tier}_{op}{form}_{dtype}")
+        .replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "_")
+}
+
+/// Build `op`'s graph for `p` and hand it, with its output, to `f`.
+fn with_graph<R>(op: Op, p: &Params, f: impl FnOnce(&Graph, usize) -> Result<R>) -> Result<R> {
+    let g = Graph::new();
+    let out = op
+        .graph(&g, p)
+        .ok_or_else(|| Error::Invalid(format!("{op} has no graph to compile")))??;
+    f(&g, out.id)
+}
 
 /// `op`'s fused kernel for parameters `p` in `dtype`.
 pub fn kernel(op: Op, p: &Params, dtype: DType) -> Result<Arc<Kernel>> {
     kernel::cached(&format!("{op}|{p:?}|{dtype}"), || {
-        let g = Graph::new();
-        let out = op
-            .graph(&g, p)
-            .ok_or_else(|| Error::Invalid(format!("{op} has no graph to compile")))??;
-        let form = p.form().map(|f| format!("_{f}")).unwrap_or_default();
-        let name = format!("kl_compiled_{op}{form}_{dtype}")
-            .replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "_");
-        kernel::build(&g, out.id, dtype, &name)
+        with_graph(op, p, |g, out| {
+            kernel::build(g, out, dtype, &stem("compiled", op, p, dtype))
+        })
     })
 }
 
-/// Run `op`'s compiled kernel: the call's inputs are the graph's, in its declaration order.
-pub fn run(op: Op, p: &Params, inputs: &[&Tensor], y: &mut Tensor) -> Result<()> {
-    let k = kernel(op, p, y.dtype())?;
-    let names = &k.declared;
-    if names.len() != inputs.len() {
+/// `op`'s eager plan (one launch a node) for parameters `p` in `dtype`.
+pub fn eager_plan(op: Op, p: &Params, dtype: DType) -> Result<Arc<Eager>> {
+    static PLANS: Mutex<Option<HashMap<String, Arc<Eager>>>> = Mutex::new(None);
+    let key = format!("{op}|{p:?}|{dtype}");
+    if let Some(e) = PLANS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .get(&key)
+    {
+        return Ok(e.clone());
+    }
+    let e = Arc::new(with_graph(op, p, |g, out| {
+        eager::plan(g, out, dtype, &stem("eager", op, p, dtype))
+    })?);
+    PLANS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .insert(key, e.clone());
+    Ok(e)
+}
+
+/// The call's inputs named as the graph declares them.
+fn named<'a>(
+    op: Op,
+    tier: &str,
+    declared: &'a [String],
+    inputs: &[&'a Tensor],
+) -> Result<Vec<(&'a str, &'a Tensor)>> {
+    if declared.len() != inputs.len() {
         return Err(Error::Invalid(format!(
-            "{op}/compiled takes {} input(s) ({}), got {}",
-            names.len(),
-            names.join(", "),
+            "{op}/{tier} takes {} input(s) ({}), got {}",
+            declared.len(),
+            declared.join(", "),
             inputs.len()
         )));
     }
-    let named: Vec<(&str, &Tensor)> = names
+    Ok(declared
         .iter()
         .map(|n| n.as_str())
         .zip(inputs.iter().copied())
-        .collect();
-    k.launch(&named, y)?;
+        .collect())
+}
+
+/// Run `op`'s compiled kernel.
+pub fn run(op: Op, p: &Params, inputs: &[&Tensor], y: &mut Tensor) -> Result<()> {
+    let k = kernel(op, p, y.dtype())?;
+    k.launch(&named(op, "compiled", &k.declared, inputs)?, y)?;
     Ok(())
+}
+
+/// Run `op`'s graph eagerly, one launch a node.
+pub fn run_eager(op: Op, p: &Params, inputs: &[&Tensor], y: &mut Tensor) -> Result<()> {
+    let e = eager_plan(op, p, y.dtype())?;
+    e.run(&named(op, "manual", &e.declared, inputs)?, y)
+}
+
+/// The compiled kernel's source and symbols (a variant's `generated`).
+pub fn kernels(
+    op: Op,
+    p: &Params,
+    dtype: DType,
+) -> Result<Vec<(&'static KernelSource, Vec<String>)>> {
+    let k = kernel(op, p, dtype)?;
+    Ok(vec![(k.source, k.generated.symbols.clone())])
+}
+
+/// The eager plan's sources and symbols, one a launch (a variant's `generated`).
+pub fn eager_kernels(
+    op: Op,
+    p: &Params,
+    dtype: DType,
+) -> Result<Vec<(&'static KernelSource, Vec<String>)>> {
+    let e = eager_plan(op, p, dtype)?;
+    let mut out: Vec<(&'static KernelSource, Vec<String>)> = Vec::new();
+    for k in e.kernels() {
+        if !out.iter().any(|(s, _)| s.file == k.source.file) {
+            out.push((k.source, k.generated.symbols.clone()));
+        }
+    }
+    Ok(out)
 }

@@ -5,7 +5,6 @@
 //! primitive), `cuda/v1_naive`, `cuda/v2_vec16`, `cuda/v3_vec16_ilp`, `cpu/fused`.
 
 use super::cpu_prims::{self as prim, GRAIN};
-use super::primitives::{manual_x_f32, with_casts, ELEMENTWISE};
 use super::{
     Flag, FlagKind, FlagValues, Grammar, Op, OpDef, OpParams, Params, SweepDefault, Tier,
     TorchCases, Variant,
@@ -296,108 +295,6 @@ pub fn manual_erf_f32(x: &[f32]) -> Vec<f32> {
     prim::map2(&t4, &t3, |a, b| a * b)
 }
 
-/// CUDA: the same ops, one kernel launch each, f32 intermediates (a cast in and a cast out
-/// for 16-bit inputs). Tanh form: 9 launches, ~12 passes over n·4 bytes.
-pub fn run_manual_cuda(p: &GeluParams, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    let n = x.numel() as i64;
-    let dt = x.dtype();
-    let io = cuda_io(x, y)?;
-    let dev = io.dev.clone();
-    let cfg = cfg_1d(n as u64, 256)?;
-    let tmp = |what: &str| dev.alloc_bytes(n as usize * 4, what);
-    // xf: x as f32 (a cast for 16-bit inputs, as `.float()` would be)
-    let xf_own = manual_x_f32(&dev, io.x, dt, n, cfg, "manual gelu: x as f32")?;
-    let xf = xf_own.as_ref().unwrap_or(io.x);
-    let mut a = tmp("manual gelu temporary")?;
-    let mut b = tmp("manual gelu temporary")?;
-    // The last op writes straight into y for f32 (as eager does), else into a temporary
-    // that the cast-out kernel rounds into y.
-    let mut c_own = if dt == DType::F32 {
-        None
-    } else {
-        Some(tmp("manual gelu temporary")?)
-    };
-    let c: &mut cudarc::driver::CudaSlice<u8> = match c_own.as_mut() {
-        Some(c) => c,
-        None => &mut *io.y,
-    };
-    // b = tanh(0.79788456 * (x + 0.044715 * x * x * x))  or  erf(x * 0.70710678)
-    match p.gelu {
-        GeluApprox::Tanh => {
-            launch!(
-                dev,
-                &ELEMENTWISE,
-                "mul_scalar_f32",
-                cfg,
-                [xf, &0.044715f32, &mut a, &n]
-            );
-            launch!(dev, &ELEMENTWISE, "mul_f32", cfg, [&a, xf, &mut b, &n]);
-            launch!(dev, &ELEMENTWISE, "mul_f32", cfg, [&b, xf, &mut a, &n]);
-            launch!(dev, &ELEMENTWISE, "add_f32", cfg, [xf, &a, &mut b, &n]);
-            launch!(
-                dev,
-                &ELEMENTWISE,
-                "mul_scalar_f32",
-                cfg,
-                [&b, &0.797_884_6f32, &mut a, &n]
-            );
-            launch!(dev, &ELEMENTWISE, "tanh_f32", cfg, [&a, &mut b, &n]);
-        }
-        GeluApprox::Erf => {
-            let k = std::f32::consts::FRAC_1_SQRT_2;
-            launch!(
-                dev,
-                &ELEMENTWISE,
-                "mul_scalar_f32",
-                cfg,
-                [xf, &k, &mut a, &n]
-            );
-            launch!(dev, &ELEMENTWISE, "erf_f32", cfg, [&a, &mut b, &n]);
-        }
-    }
-    // y = 0.5 * x * (1 + b)
-    launch!(
-        dev,
-        &ELEMENTWISE,
-        "add_scalar_f32",
-        cfg,
-        [&b, &1.0f32, &mut a, &n]
-    );
-    launch!(
-        dev,
-        &ELEMENTWISE,
-        "mul_scalar_f32",
-        cfg,
-        [xf, &0.5f32, &mut b, &n]
-    );
-    launch!(dev, &ELEMENTWISE, "mul_f32", cfg, [&b, &a, c, &n]);
-    if let Some(c) = &c_own {
-        launch!(
-            dev,
-            &ELEMENTWISE,
-            format!("cast_from_f32_{dt}"),
-            cfg,
-            [c, io.y, &n]
-        );
-    }
-    Ok(())
-}
-
-/// Every kernel symbol the manual CUDA GeLU may launch for a dtype.
-pub fn manual_symbols(dt: DType) -> Vec<String> {
-    with_casts(
-        &[
-            "mul_f32",
-            "add_f32",
-            "mul_scalar_f32",
-            "add_scalar_f32",
-            "tanh_f32",
-            "erf_f32",
-        ],
-        dt,
-    )
-}
-
 // ---- hand-written CUDA ----------------------------------------------------------------------
 fn symbol(version: &str, p: &GeluParams, dt: DType) -> String {
     format!("gelu_{version}_{}_{dt}", p.gelu.name())
@@ -555,9 +452,10 @@ static VARIANTS: [Variant; 8] = [
         Tier::Manual,
         DeviceKind::Cuda,
         "the lecture's manual_gelu: one kernel launch per primitive op (9 for tanh)",
-        |p, x, y| run_manual_cuda(p.get()?, x[0], y),
+        |p, x, y| super::compiled::run_eager(OP, p, x, y),
     )
-    .kernels(&ELEMENTWISE, manual_symbols),
+    .generated(|p, dt| super::compiled::eager_kernels(OP, p, dt))
+    .strided(),
     Variant::new(
         OP,
         "v1_naive",
@@ -595,7 +493,7 @@ static VARIANTS: [Variant; 8] = [
         "kernlab's compiler: manual_gelu's graph (9 operations for tanh) fused into one kernel, a 16-byte pack a thread",
         |p, x, y| super::compiled::run(OP, p, x, y),
     )
-    .generated(|p, dt| super::compiled::kernel(OP, p, dt))
+    .generated(|p, dt| super::compiled::kernels(OP, p, dt))
     .strided()
     .vec16(),
     Variant::new(

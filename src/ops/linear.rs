@@ -157,15 +157,29 @@ fn run_manual_cuda(g: &Gemm, c: &mut Tensor) -> Result<()> {
     let p = GeluParams {
         gelu: approx.unwrap_or_default(),
     };
-    gelu::run_manual_cuda(&p, &biased, c)
+    super::compiled::run_eager(gelu::OP, &Params::new(p), &[&biased], c)
 }
 
-/// The kernels `manual` on CUDA launches besides cuBLAS's own: the bias add and the manual
-/// GeLU's primitives (both GeLU forms).
+/// The bias add `manual` on CUDA launches after cuBLAS's product.
 fn manual_symbols(dt: DType) -> Vec<String> {
-    let mut v = vec![format!("add_bias_{dt}")];
-    v.extend(crate::ops::gelu::manual_symbols(dt));
-    v
+    vec![format!("add_bias_{dt}")]
+}
+
+/// The manual GeLU's launches after the bias add (both GeLU forms).
+fn manual_gelu_kernels(
+    _: &Params,
+    dt: DType,
+) -> Result<Vec<(&'static crate::runtime::kernels::KernelSource, Vec<String>)>> {
+    use crate::ops::gelu::{self, GeluApprox, GeluParams};
+    let mut v = Vec::new();
+    for gelu in [GeluApprox::Tanh, GeluApprox::Erf] {
+        v.extend(super::compiled::eager_kernels(
+            gelu::OP,
+            &Params::new(GeluParams { gelu }),
+            dt,
+        )?);
+    }
+    Ok(v)
 }
 
 // ---- the registry's rows ------------------------------------------------------------------
@@ -179,7 +193,8 @@ static VARIANTS: [Variant; 13] = {
         Variant::new(OP, "manual", Tier::Manual, DeviceKind::Cuda,
             "eager composition: cuBLAS product, bias-add kernel, then the manual GeLU's launches",
             |p, x, y| gemm_call(run_manual_cuda, p, x, y))
-            .kernels(&ELEMENTWISE, manual_symbols),
+            .kernels(&ELEMENTWISE, manual_symbols)
+            .generated(manual_gelu_kernels),
         rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], rows[6], rows[7], rows[8], rows[9],
         rows[10],
     ]

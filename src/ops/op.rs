@@ -295,8 +295,9 @@ pub type RunFn = fn(&Params, &[&Tensor], &mut Tensor) -> Result<()>;
 pub type PickFn = fn(&Params, &[&Tensor]) -> String;
 /// Every kernel symbol a CUDA variant may launch for a dtype.
 pub type SymbolsFn = fn(DType) -> Vec<String>;
-/// A compiled variant's kernel for parameters and a dtype (generated from the op's graph).
-pub type GeneratedFn = fn(&Params, DType) -> Result<Arc<crate::compiler::Kernel>>;
+/// A variant's generated kernels for parameters and a dtype (from the op's graph): each
+/// source and the symbols in it it may launch.
+pub type GeneratedFn = fn(&Params, DType) -> Result<Vec<(&'static KernelSource, Vec<String>)>>;
 
 /// One row of the registry.
 #[derive(Clone, Copy)]
@@ -432,21 +433,21 @@ impl Variant {
         (self.source.is_some() && self.symbols.is_some()) || self.generated.is_some()
     }
 
-    /// Its kernels for a dtype and parameters: the source and the symbols it may launch
-    /// (none for a variant without kernels).
+    /// Its kernels for a dtype and parameters: each source and the symbols in it that it may
+    /// launch (none for a variant without kernels).
     pub fn kernels_for(
         &self,
         dtype: DType,
         p: &Params,
-    ) -> Result<Option<(&'static KernelSource, Vec<String>)>> {
-        if let Some(g) = self.generated {
-            let k = g(p, dtype)?;
-            return Ok(Some((k.source, k.generated.symbols.clone())));
+    ) -> Result<Vec<(&'static KernelSource, Vec<String>)>> {
+        let mut out = Vec::new();
+        if let (Some(src), Some(symbols)) = (self.source, self.symbols) {
+            out.push((src, symbols(dtype)));
         }
-        Ok(match (self.source, self.symbols) {
-            (Some(src), Some(symbols)) => Some((src, symbols(dtype))),
-            _ => None,
-        })
+        if let Some(g) = self.generated {
+            out.extend(g(p, dtype)?);
+        }
+        Ok(out)
     }
 
     /// `op/variant`, the name the CLI and the tables use.

@@ -9,7 +9,6 @@
 //! `cpu/fused`.
 
 use super::cpu_prims::{self as prim, GRAIN};
-use super::primitives::{manual_x_f32, with_casts, ELEMENTWISE};
 use super::{
     check_rows_operand, Candidate, Compare, Flag, FlagKind, FlagValues, Grammar, Op, OpDef,
     OpParams, Params, SweepDefault, Tier, TorchCases, Variant,
@@ -20,7 +19,7 @@ use crate::runtime::dtype::{DType, Element};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::kernels::KernelSource;
 use crate::runtime::launch::launch;
-use crate::runtime::launch::{aligned16, cfg_1d, cuda_io};
+use crate::runtime::launch::{aligned16, cuda_io};
 use crate::runtime::tensor::{row_strided_layout, CpuData, Init, Tensor};
 use cudarc::driver::LaunchConfig;
 use rayon::prelude::*;
@@ -321,118 +320,6 @@ fn run_manual_cpu(p: &Params, x: &[&Tensor], y: &mut Tensor) -> Result<()> {
     let scaled = prim::broadcast_rows(&xf, &r, cols, |a, r| a * r);
     let out = prim::broadcast_cols(&scaled, &wf, cols, |a, w| a * w);
     prim::store_f32(y, &out)
-}
-
-/// CUDA: the same ops, one kernel launch each (6 for f32; 16-bit inputs add the casts of x
-/// and w in and of y out), f32 intermediates.
-fn run_manual_cuda(p: &Params, x: &[&Tensor], y: &mut Tensor) -> Result<()> {
-    let eps = p.get::<RmsNormParams>()?.eps;
-    let (xt, wt) = (x[0], x[1]);
-    let (rows, cols, _) = xt.rows_cols();
-    let n = xt.numel() as i64;
-    let (rows_i, cols_i) = (i32::try_from(rows), i32::try_from(cols));
-    let (Ok(rows_i), Ok(cols_i)) = (rows_i, cols_i) else {
-        return Err(unsupported(
-            "manual",
-            format!("{rows}×{cols}: rows and columns must be below 2^31"),
-        ));
-    };
-    let dt = xt.dtype();
-    let w_buf = wt
-        .cuda_buf()
-        .ok_or_else(|| Error::Invalid("the weight is not on CUDA".into()))?;
-    let io = cuda_io(xt, y)?;
-    let dev = io.dev.clone();
-    let cfg = cfg_1d(n as u64, 256)?;
-    let row_cfg = cfg_1d(rows as u64, 256)?;
-    let per_row = LaunchConfig {
-        grid_dim: (rows as u32, 1, 1),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let xf_own = manual_x_f32(&dev, io.x, dt, n, cfg, "manual rmsnorm: x as f32")?;
-    let xf = xf_own.as_ref().unwrap_or(io.x);
-    let wf_own = manual_x_f32(
-        &dev,
-        w_buf,
-        dt,
-        cols as i64,
-        cfg_1d(cols as u64, 256)?,
-        "manual rmsnorm: w as f32",
-    )?;
-    let wf = wf_own.as_ref().unwrap_or(w_buf);
-    let mut a = dev.alloc_bytes(n as usize * 4, "manual rmsnorm temporary")?;
-    let mut b = dev.alloc_bytes(n as usize * 4, "manual rmsnorm temporary")?;
-    let mut rv = dev.alloc_bytes(rows * 4, "manual rmsnorm: per-row values")?;
-    let rows_n = rows as i64;
-    // a = xf * xf; rv = mean(a, -1); rv = rv + eps; rv = rsqrt(rv); b = xf * rv[:, None]
-    launch!(dev, &ELEMENTWISE, "mul_f32", cfg, [xf, xf, &mut a, &n]);
-    launch!(
-        dev,
-        &ELEMENTWISE,
-        "row_mean_f32",
-        per_row,
-        [&a, &mut rv, &rows_i, &cols_i]
-    );
-    // In place on the row vector, as PyTorch's `add_` and `rsqrt_` would.
-    let rv = rv;
-    let rvr = &rv;
-    launch!(
-        dev,
-        &ELEMENTWISE,
-        "add_scalar_f32",
-        row_cfg,
-        [rvr, &eps, rvr, &rows_n]
-    );
-    launch!(dev, &ELEMENTWISE, "rsqrt_f32", row_cfg, [rvr, rvr, &rows_n]);
-    launch!(
-        dev,
-        &ELEMENTWISE,
-        "mul_rowvec_f32",
-        cfg,
-        [xf, &rv, &mut b, &n, &cols_i]
-    );
-    // y = b * w[None, :], into y for f32, else into a temporary the cast rounds into y.
-    if dt == DType::F32 {
-        launch!(
-            dev,
-            &ELEMENTWISE,
-            "mul_colvec_f32",
-            cfg,
-            [&b, wf, io.y, &n, &cols_i]
-        );
-    } else {
-        launch!(
-            dev,
-            &ELEMENTWISE,
-            "mul_colvec_f32",
-            cfg,
-            [&b, wf, &mut a, &n, &cols_i]
-        );
-        launch!(
-            dev,
-            &ELEMENTWISE,
-            format!("cast_from_f32_{dt}"),
-            cfg,
-            [&a, io.y, &n]
-        );
-    }
-    Ok(())
-}
-
-/// Every kernel symbol the manual CUDA RMSNorm may launch for a dtype.
-fn manual_symbols(dt: DType) -> Vec<String> {
-    with_casts(
-        &[
-            "mul_f32",
-            "row_mean_f32",
-            "add_scalar_f32",
-            "rsqrt_f32",
-            "mul_rowvec_f32",
-            "mul_colvec_f32",
-        ],
-        dt,
-    )
 }
 
 // ---- hand-written CUDA ------------------------------------------------------------------
@@ -867,8 +754,9 @@ static VARIANTS: [Variant; 9] = [
         run_manual_cpu),
     Variant::new(OP, "manual", Tier::Manual, DeviceKind::Cuda,
         "the eager composition, one kernel launch per op (6 for f32, f32 temporaries)",
-        run_manual_cuda)
-        .kernels(&ELEMENTWISE, manual_symbols),
+        |p, x, y| super::compiled::run_eager(OP, p, x, y))
+        .generated(|p, dt| super::compiled::eager_kernels(OP, p, dt))
+        .strided(),
     Variant::new(OP, "v1_warp_row", Tier::Cuda, DeviceKind::Cuda,
         "a warp per row held in registers, 16-byte loads, shuffles (≤ 1024 f32 columns)",
         |p, x, y| run_version(Some("v1_warp_row"), p, x, y))
@@ -897,7 +785,7 @@ static VARIANTS: [Variant; 9] = [
     Variant::new(OP, "compiled", Tier::Compiled, DeviceKind::Cuda,
         "kernlab's compiler: the eager composition's graph fused into one row kernel, a block a row, the row staged once in shared memory (looped over global memory past it)",
         |p, x, y| super::compiled::run(OP, p, x, y))
-        .generated(|p, dt| super::compiled::kernel(OP, p, dt))
+        .generated(|p, dt| super::compiled::kernels(OP, p, dt))
         .strided()
         .vec16(),
     Variant::new(OP, "fused", Tier::Cpu, DeviceKind::Cpu,

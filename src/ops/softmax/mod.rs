@@ -9,7 +9,6 @@
 //! named launch configurations ([`configs`]) that autotune measures.
 
 use super::cpu_prims::{self as prim};
-use super::primitives::{manual_x_f32, with_casts, ELEMENTWISE};
 use super::{
     Flag, FlagKind, FlagValues, Grammar, Op, OpDef, OpParams, Params, SweepDefault, Tier,
     TorchCases, Variant,
@@ -38,7 +37,7 @@ mod tune;
 pub use auto::*;
 pub use cpu::*;
 pub use deal::*;
-pub use manual::*;
+pub(crate) use manual::*;
 pub use onchip::*;
 pub use rows::*;
 pub use tune::*;
@@ -256,8 +255,9 @@ static VARIANTS: [Variant; 14] = [
         unary!(run_manual_cpu)),
     Variant::new(OP, "manual", Tier::Manual, DeviceKind::Cuda,
         "the lecture's manual_softmax: 5 kernel launches (row max, sub, exp, row sum, div)",
-        unary!(run_manual_cuda))
-        .kernels(&ELEMENTWISE, manual_symbols),
+        |p, x, y| super::compiled::run_eager(OP, p, x, y))
+        .generated(|p, dt| super::compiled::eager_kernels(OP, p, dt))
+        .strided(),
     Variant::new(OP, "v1_block_row", Tier::Cuda, DeviceKind::Cuda,
         "the seeds' kernel: a block per row, three passes, scalar loads",
         unary!(run_v1_block_row))
@@ -327,7 +327,7 @@ static VARIANTS: [Variant; 14] = [
     Variant::new(OP, "compiled", Tier::Compiled, DeviceKind::Cuda,
         "kernlab's compiler: manual_softmax's graph fused into one row kernel, a block a row, the row staged once in shared memory (looped over global memory past it)",
         |p, x, y| super::compiled::run(OP, p, x, y))
-        .generated(|p, dt| super::compiled::kernel(OP, p, dt))
+        .generated(|p, dt| super::compiled::kernels(OP, p, dt))
         .strided()
         .vec16(),
     Variant::new(OP, "fused", Tier::Cpu, DeviceKind::Cpu,
