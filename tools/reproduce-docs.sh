@@ -12,7 +12,7 @@
 #   tools/reproduce-docs.sh softmax-targets  one section (or several, in the order given)
 #   tools/reproduce-docs.sh --list           the sections
 #
-# 33 kernlab commands in 12 sections, about 58 minutes on an H200 in all. Each section stays
+# 40 kernlab commands in 13 sections, about 64 minutes on an H200 in all. Each section stays
 # under 10 minutes, so one section fits one call of a time-limited device:
 #
 #   section            commands  ~minutes  tables it remakes
@@ -26,7 +26,8 @@
 #   matmul                    3      8     matmul.md: the ladder at 8192³, the sweep, figures/matmul-sweep.*
 #   matmul-v7                 5      5     matmul.md: v7 autotuned, exact f32, cuBLAS's kernels
 #   linear                    3      5     linear.md: the fused epilogue against PyTorch; GeLU 8192² bf16
-#   rmsnorm                   3      3     rmsnorm.md: against PyTorch, flushed and rotated; the versions
+#   rmsnorm                   4      3     rmsnorm.md: against PyTorch, flushed and rotated; the versions; the stream
+#   compiled                  6      6     compiled.md: compiled and manual (eager) against hand and PyTorch
 #   cpu                       4      3     gelu.md, softmax.md, linear.md: the CPU tier (--device cpu)
 #
 # The cache (compiled kernels, ceilings, autotune entries) is $OUT/cache, so your own is left
@@ -41,7 +42,7 @@ set -euo pipefail
 K=${KERNLAB:-.gpu/bin/kernlab}
 OUT=${OUT:-out}
 SECTIONS=(gelu softmax-targets softmax-sweep-f32 softmax-sweep-bf16 softmax-sweep-f16
-  softmax-wide softmax-misc matmul matmul-v7 linear rmsnorm cpu)
+  softmax-wide softmax-misc matmul matmul-v7 linear rmsnorm compiled cpu)
 
 export KERNLAB_CACHE_DIR="$OUT/cache"
 D=  # the current section's output folder
@@ -146,6 +147,20 @@ section_rmsnorm() {
   kl bench-rotated bench rmsnorm --shape 4096x4096 --dtype bf16,f32 --torch --repeat 3 --rotate auto
   kl versions bench rmsnorm --shape 4096x4096 --dtype bf16,f32 \
     --variants auto,manual,v2_block_regs,v3_two_pass --repeat 3
+  kl stream bench gelu --shape 4096x4096 --dtype bf16 --variants v2_vec16 --repeat 3
+}
+
+section_compiled() {
+  kl gelu bench gelu --shape 16384x16384 --dtype f32,bf16 --variants manual,v2_vec16,compiled \
+    --torch --repeat 3
+  kl gelu-erf bench gelu --gelu erf --shape 16384x16384 --dtype f32,bf16 \
+    --variants manual,v2_vec16,compiled --repeat 3
+  kl softmax bench softmax --shape 8192x4096 --shape 4096x12672 --shape 1024x131072 \
+    --dtype f32,bf16 --variants manual,auto,compiled --torch
+  kl rmsnorm bench rmsnorm --shape 4096x4096 --dtype bf16,f32 \
+    --variants manual,v2_block_regs,compiled --torch --repeat 3
+  kl profile profile gelu --variant manual --shape 4096x4096
+  kl expr compile --expr 'x * sigmoid(1.702 * x)' --run --shape 4096x4096 --dtype bf16
 }
 
 section_cpu() {
