@@ -22,7 +22,7 @@ pub struct Generated {
     /// The whole translation unit (it includes `common.cuh`).
     pub source: String,
     /// The inputs in parameter order, by name and layout (a full input is followed by its row
-    /// stride, `i64 ld_{name}`); then `y`, `rows`, `cols`.
+    /// stride, `i64 ld_{name}`); then `y`, its row stride `ld_y`, `rows`, `cols`.
     pub inputs: Vec<(String, Layout)>,
     /// A row kernel's staged form: the full inputs it copies into shared memory (a row of
     /// each, in this order) before its reductions read them.
@@ -139,12 +139,18 @@ fn expr(g: &Graph, id: NodeId, name: &dyn Fn(NodeId) -> String) -> Result<String
             let a = name(a);
             match op {
                 Unary::Neg => format!("-{a}"),
-                Unary::Exp => format!("expf({a})"),
+                // ex2.approx of a·log2(e), as Triton's exp and the hand kernels (relative
+                // error ~1e-6 at |a| ≤ 88; subnormal results flush to 0).
+                Unary::Exp => format!("fast_exp({a})"),
                 Unary::Log => format!("logf({a})"),
                 Unary::Tanh => format!("tanhf({a})"),
                 Unary::Erf => format!("erff({a})"),
                 Unary::Sqrt => format!("sqrtf({a})"),
                 Unary::Rsqrt => format!("rsqrtf({a})"),
+                // 1 + e^(−a) ≥ 1, so the approximate divide is exact enough; past 2^126 it
+                // gives 0, the limit.
+                Unary::Sigmoid => format!("__fdividef(1.0f, 1.0f + fast_exp(-{a}))"),
+                Unary::Recip => format!("__frcp_rn({a})"),
             }
         }
         Node::Powi(a, n) => {
@@ -261,7 +267,7 @@ pub fn elementwise_converting(
         // pack stays in one row.
         writeln!(
         s,
-        "extern \"C\" __global__ void __launch_bounds__(256) {name}({params}T* __restrict__ y, i64 rows, int cols) {{"
+        "extern \"C\" __global__ void __launch_bounds__(256) {name}({params}T* __restrict__ y, i64 ld_y, i64 rows, int cols) {{"
     )
     .ok();
         writeln!(s, "    constexpr int N = Pack<T>::N;").ok();
@@ -298,13 +304,13 @@ pub fn elementwise_converting(
         })?;
         writeln!(s, "        out[j] = v{out};").ok();
         writeln!(s, "    }}").ok();
-        writeln!(s, "    st16(y + i0, pack(out, y));").ok();
+        writeln!(s, "    st16(y + r * ld_y + c0, pack(out, y));").ok();
         writeln!(s, "}}").ok();
     }
     // Scalar form: an element a thread, any width and alignment.
     writeln!(
         s,
-        "extern \"C\" __global__ void __launch_bounds__(256) {name}_scalar({params}T* __restrict__ y, i64 rows, int cols) {{"
+        "extern \"C\" __global__ void __launch_bounds__(256) {name}_scalar({params}T* __restrict__ y, i64 ld_y, i64 rows, int cols) {{"
     )
     .ok();
     writeln!(
@@ -318,7 +324,7 @@ pub fn elementwise_converting(
     writeln!(s, "    (void)r; (void)c;").ok();
     writeln!(s, "    {{").ok();
     body(s, &|n, l| load(n, l))?;
-    writeln!(s, "        y[i] = from_f32<T>(v{out});").ok();
+    writeln!(s, "        y[r * ld_y + c] = from_f32<T>(v{out});").ok();
     writeln!(s, "    }}").ok();
     writeln!(s, "}}").ok();
     let symbols = if packed_form {
@@ -453,7 +459,7 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
     s.push_str(ROW_HELPERS);
     writeln!(
         s,
-        "template <bool STAGED, int W>\n__device__ __forceinline__ void {name}_row({params}T* __restrict__ y, i64 rows, int cols) {{"
+        "template <bool STAGED, int W>\n__device__ __forceinline__ void {name}_row({params}T* __restrict__ y, i64 ld_y, i64 rows, int cols) {{"
     )
     .ok();
     writeln!(s, "    __shared__ float scratch[32];").ok();
@@ -602,15 +608,10 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
     }
     if g.layout(out) == Layout::Row {
         writeln!(s, "    if (threadIdx.x == 0) {{").ok();
-        single(s, out, "y[r] = from_f32<T>({v});")?;
+        single(s, out, "y[r * ld_y] = from_f32<T>({v});")?;
         writeln!(s, "    }}").ok();
     } else {
-        pass(
-            s,
-            out,
-            "o[j] = {v};",
-            "kl_gen_st<W>(y + r * (i64)cols + c0, o);",
-        )?;
+        pass(s, out, "o[j] = {v};", "kl_gen_st<W>(y + r * ld_y + c0, o);")?;
     }
     writeln!(s, "}}").ok();
     let mut symbols = Vec::new();
@@ -626,7 +627,7 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
             .collect();
         writeln!(
             s,
-            "extern \"C\" __global__ void __launch_bounds__(1024) {sym}({params}T* __restrict__ y, i64 rows, int cols) {{\n    {name}_row<{staged_form}, {w}>({args}y, rows, cols);\n}}"
+            "extern \"C\" __global__ void __launch_bounds__(1024) {sym}({params}T* __restrict__ y, i64 ld_y, i64 rows, int cols) {{\n    {name}_row<{staged_form}, {w}>({args}y, ld_y, rows, cols);\n}}"
         )
         .ok();
         symbols.push(sym);
@@ -660,7 +661,7 @@ mod tests {
             ]
         );
         assert!(k.source.contains("typedef bf16 T;"), "{}", k.source);
-        assert!(k.source.contains("void __launch_bounds__(256) kl_test(const T* __restrict__ in_x, i64 ld_x, const T* __restrict__ in_w, T* __restrict__ y, i64 rows, int cols)"));
+        assert!(k.source.contains("void __launch_bounds__(256) kl_test(const T* __restrict__ in_x, i64 ld_x, const T* __restrict__ in_w, T* __restrict__ y, i64 ld_y, i64 rows, int cols)"));
         // A full input is read at its row stride, in both forms.
         assert!(
             k.source.contains("ld16(in_x + r * ld_x + c0)"),
@@ -669,7 +670,7 @@ mod tests {
         );
         assert!(k.source.contains("in_x[r * ld_x + c]"), "{}", k.source);
         assert!(k.source.contains("unpack(ld16(in_w + c0)"), "{}", k.source);
-        assert!(k.source.contains("expf(v4)"), "{}", k.source);
+        assert!(k.source.contains("fast_exp(v4)"), "{}", k.source);
         assert!(k.source.contains("kl_test_scalar("));
         assert!(k.source.contains("to_f32(in_w[c])"));
         assert_eq!(k.symbols, ["kl_test", "kl_test_scalar"]);
@@ -719,10 +720,7 @@ mod tests {
             "{src}"
         );
         assert!(src.contains("kl_gen_ld<W>(in_w + c0, a_w)"), "{src}");
-        assert!(
-            src.contains("kl_gen_st<W>(y + r * (i64)cols + c0, o)"),
-            "{src}"
-        );
+        assert!(src.contains("kl_gen_st<W>(y + r * ld_y + c0, o)"), "{src}");
         assert_eq!(
             k.symbols,
             [
@@ -736,7 +734,11 @@ mod tests {
         let k = row_kernel(&g, (x.sum() + 1.0).id, DType::F32, "k").unwrap();
         assert_eq!(k.out_layout, Layout::Row);
         assert!(k.source.contains("if (threadIdx.x == 0)"), "{}", k.source);
-        assert!(k.source.contains("y[r] = from_f32<T>(v"), "{}", k.source);
+        assert!(
+            k.source.contains("y[r * ld_y] = from_f32<T>(v"),
+            "{}",
+            k.source
+        );
         // A column vector is not a row kernel's output.
         let e = row_kernel(&g, (w.sum() + w).id, DType::F32, "k")
             .unwrap_err()

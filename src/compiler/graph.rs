@@ -85,6 +85,10 @@ pub enum Unary {
     Erf,
     Sqrt,
     Rsqrt,
+    /// 1 / (1 + e^(−a)); the fusion pass makes it from its spelled-out forms.
+    Sigmoid,
+    /// 1 / a; the fusion pass makes it for a divisor the row shares.
+    Recip,
 }
 
 /// Element-wise functions of two operands (comparisons give 1.0 or 0.0).
@@ -502,6 +506,8 @@ fn unary(op: Unary, a: f64) -> f64 {
         Unary::Erf => libm::erf(a),
         Unary::Sqrt => a.sqrt(),
         Unary::Rsqrt => 1.0 / a.sqrt(),
+        Unary::Sigmoid => 1.0 / (1.0 + (-a).exp()),
+        Unary::Recip => 1.0 / a,
     }
 }
 
@@ -555,6 +561,12 @@ impl<'g> Expr<'g> {
     }
     pub fn rsqrt(self) -> Expr<'g> {
         self.unary(Unary::Rsqrt)
+    }
+    pub fn sigmoid(self) -> Expr<'g> {
+        self.unary(Unary::Sigmoid)
+    }
+    pub fn recip(self) -> Expr<'g> {
+        self.unary(Unary::Recip)
     }
     pub fn powi(self, n: i32) -> Expr<'g> {
         self.graph.push(Node::Powi(self.id, n))

@@ -42,13 +42,22 @@ pub struct Kernel {
     pub declared: Vec<String>,
 }
 
-/// Fuse node `out` of `g` into one kernel stored in `dtype`, its symbols named from `name`.
+/// Fuse node `out` of `g` into one kernel stored in `dtype`, its symbols named from `name`,
+/// after the fusion rewrites ([`super::rewrite`]). The kernel's plan counts `g`'s operations.
 pub fn build(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Kernel> {
-    build_io(g, out, dtype, dtype, name)
+    if out >= g.len() {
+        return Err(Error::Invalid(format!("node %{out} is not in the graph")));
+    }
+    let (m, m_out) = super::rewrite::for_fusion(g, out)?;
+    let mut k = build_io(&m, m_out, dtype, dtype, name)?;
+    k.operations = g.operations();
+    k.declared = g.inputs().into_iter().map(|(n, _)| n).collect();
+    Ok(k)
 }
 
-/// [`build`] with inputs stored as `in_dtype` (an element-wise graph only where it differs
-/// from `dtype`: a conversion between storage types).
+/// One kernel for node `out` of `g` as it is (no rewrites), with inputs stored as `in_dtype`
+/// (an element-wise graph only where it differs from `dtype`: a conversion between storage
+/// types).
 pub fn build_io(
     g: &Graph,
     out: NodeId,
@@ -249,14 +258,21 @@ impl Kernel {
             .cuda()
             .cloned()
             .ok_or_else(|| Error::Invalid(format!("{what}: the output is not on CUDA")))?;
-        if y.dtype() != self.dtype || !y.is_contiguous() || y.numel() == 0 {
+        if y.dtype() != self.dtype || !(y.is_contiguous() || y.is_row_strided()) || y.numel() == 0 {
             return Err(Error::Invalid(format!(
-                "{what}: the output must be a contiguous, non-empty {} tensor (got {} {:?})",
+                "{what}: the output must be a non-empty {} tensor with contiguous rows (got {} \
+                 {:?}, strides {:?})",
                 self.dtype,
                 y.dtype(),
-                y.shape()
+                y.shape(),
+                y.strides()
             )));
         }
+        let ld_y = if y.is_contiguous() {
+            y.rows_cols().1.max(1)
+        } else {
+            y.rows_cols().2
+        };
         // The frame: the output's, or for one value a row, the full inputs' rows.
         let (rows, cols) = if self.generated.out_layout == Layout::Row {
             let full = self
@@ -279,8 +295,9 @@ impl Kernel {
             )));
         }
         let n = 16 / self.dtype.size();
-        let mut packed =
-            cols.is_multiple_of(n) && aligned16(&dev, y.cuda_buf().expect("checked: on CUDA"));
+        let mut packed = cols.is_multiple_of(n)
+            && ld_y.is_multiple_of(n)
+            && aligned16(&dev, y.cuda_buf().expect("checked: on CUDA"));
         let mut operands = Vec::with_capacity(self.generated.inputs.len());
         for (name, layout) in &self.generated.inputs {
             let t = inputs
@@ -367,7 +384,7 @@ impl Kernel {
             block_dim: (plan.cfg.1, 1, 1),
             shared_mem_bytes: plan.cfg.2,
         };
-        let (rows_i, cols_i) = (rows as i64, cols as i32);
+        let (rows_i, cols_i, ld_y) = (rows as i64, cols as i32, ld_y as i64);
         let ybuf = y.cuda_buf_mut().expect("checked: on CUDA");
         let mut b = dev.stream.launch_builder(&f);
         for (buf, ld) in &operands {
@@ -377,6 +394,7 @@ impl Kernel {
             }
         }
         b.arg(ybuf);
+        b.arg(&ld_y);
         b.arg(&rows_i);
         b.arg(&cols_i);
         // SAFETY: the arguments follow the generated signature (each input, a full input's

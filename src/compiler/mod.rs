@@ -11,6 +11,7 @@ pub mod eager;
 pub mod graph;
 pub mod kernel;
 pub mod parse;
+pub mod rewrite;
 
 pub use graph::{Expr, Graph, Layout, Node, NodeId};
 pub use kernel::{Fusion, Kernel};

@@ -84,8 +84,36 @@ fn named<'a>(
         .collect())
 }
 
+/// The checks of a call made past the registry's (the run functions are public): the first
+/// input not empty, and the output of its dtype and shape.
+fn check_output(op: Op, inputs: &[&Tensor], y: &Tensor) -> Result<()> {
+    let Some(x) = inputs.first() else {
+        return Err(Error::Invalid(format!("{op} takes at least one input")));
+    };
+    if x.numel() == 0 {
+        return Err(Error::EmptyTensor {
+            op: op.to_string(),
+            shape: x.shape().to_vec(),
+        });
+    }
+    if y.dtype() != x.dtype() || y.shape() != x.shape() {
+        return Err(Error::ShapeMismatch {
+            op: op.to_string(),
+            why: format!(
+                "the output ({} {:?}) must have the input's dtype and shape ({} {:?})",
+                y.dtype(),
+                y.shape(),
+                x.dtype(),
+                x.shape()
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Run `op`'s compiled kernel.
 pub fn run(op: Op, p: &Params, inputs: &[&Tensor], y: &mut Tensor) -> Result<()> {
+    check_output(op, inputs, y)?;
     let k = kernel(op, p, y.dtype())?;
     k.launch(&named(op, "compiled", &k.declared, inputs)?, y)?;
     Ok(())
@@ -93,6 +121,7 @@ pub fn run(op: Op, p: &Params, inputs: &[&Tensor], y: &mut Tensor) -> Result<()>
 
 /// Run `op`'s graph eagerly, one launch a node.
 pub fn run_eager(op: Op, p: &Params, inputs: &[&Tensor], y: &mut Tensor) -> Result<()> {
+    check_output(op, inputs, y)?;
     let e = eager_plan(op, p, y.dtype())?;
     e.run(&named(op, "manual", &e.declared, inputs)?, y)
 }
