@@ -462,7 +462,7 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
         "template <bool STAGED, int W>\n__device__ __forceinline__ void {name}_row({params}T* __restrict__ y, i64 ld_y, i64 rows, int cols) {{"
     )
     .ok();
-    writeln!(s, "    __shared__ float scratch[32];").ok();
+    writeln!(s, "    __shared__ float scratch[64];").ok();
     writeln!(s, "    const i64 r = blockIdx.x;").ok();
     writeln!(s, "    if (r >= rows) return;").ok();
     writeln!(s, "    (void)scratch;").ok();
@@ -572,7 +572,76 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
         .ok();
         Ok(())
     };
+    // Softmax's pair, a row max m of A and the sum of exp(A − m): in the looped form one pass
+    // keeps a running (max, sum), rescaling the sum when the max grows (an online softmax),
+    // so a row wider than shared memory is read once for both; the staged form keeps a pass
+    // each (the rescaling's second exp an element costs more there than a shared-memory pass).
+    let online: Vec<(NodeId, NodeId, NodeId)> = reductions
+        .iter()
+        .filter_map(|&(rs, op, e)| {
+            if op != Reduce::Sum {
+                return None;
+            }
+            let Node::Unary(Unary::Exp, d) = g.node(e) else {
+                return None;
+            };
+            let Node::Binary(Binary::Sub, a, rm) = g.node(d) else {
+                return None;
+            };
+            match g.node(rm) {
+                Node::Reduce(Reduce::Max, a2)
+                    if a2 == a && matches!(g.layout(a), Layout::Full | Layout::Col) =>
+                {
+                    Some((rm, rs, a))
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    let mut done: Vec<NodeId> = Vec::new();
     for &(rid, op, a) in &reductions {
+        if done.contains(&rid) {
+            continue;
+        }
+        if let Some(&(rm, rs, x)) = online.iter().find(|(rm, _, _)| *rm == rid) {
+            writeln!(s, "    float red{rm}, red{rs};").ok();
+            writeln!(s, "    if constexpr (!STAGED) {{").ok();
+            writeln!(
+                s,
+                "    MaxSum ms{rm} = MaxSum{{__int_as_float(0xff800000), 0.0f}};"
+            )
+            .ok();
+            pass(s, x, &format!("ms{rm} = maxsum_add(ms{rm}, {{v}});"), "")?;
+            writeln!(s, "    __syncthreads();").ok();
+            writeln!(s, "    ms{rm} = block_maxsum(ms{rm}, scratch);").ok();
+            writeln!(s, "    red{rm} = ms{rm}.m; red{rs} = ms{rm}.s;").ok();
+            writeln!(s, "    }} else {{").ok();
+            writeln!(s, "    float acc{rm} = __int_as_float(0xff800000);").ok();
+            pass(
+                s,
+                x,
+                &format!(
+                    "{{ const float v = {{v}}; float acc = acc{rm}; acc{rm} = fmax_nan(acc, v); }}"
+                ),
+                "",
+            )?;
+            writeln!(s, "    red{rm} = kl_gen_block_max(acc{rm}, scratch);").ok();
+            writeln!(s, "    float acc{rs} = 0.0f;").ok();
+            let e = match g.node(rs) {
+                Node::Reduce(_, e) => e,
+                _ => unreachable!("a sum"),
+            };
+            pass(
+                s,
+                e,
+                &format!("{{ const float v = {{v}}; acc{rs} += v; }}"),
+                "",
+            )?;
+            writeln!(s, "    red{rs} = kl_gen_block_sum(acc{rs}, scratch);").ok();
+            writeln!(s, "    }}").ok();
+            done.push(rs);
+            continue;
+        }
         let (init, combine, block) = reduce_c(op);
         match g.layout(a) {
             // A value a row (or one value): its reduction over one column is itself (a mean
@@ -701,16 +770,25 @@ mod tests {
         let y = e / e.sum() * w;
         let k = row_kernel(&g, y.id, DType::F32, "kl_softmax").unwrap();
         let src = &k.source;
-        // Two reductions, each its own pass and block reduction, then the output's pass;
-        // and the staging copy.
+        // Staged: the copy, then two reductions, each its own pass and block reduction, then
+        // the output's pass; looped: one online (max, sum) pass instead of the two.
         assert_eq!(
             src.matches("for (int c0 = threadIdx.x * W; c0 < cols; c0 += blockDim.x * W)")
                 .count(),
-            4,
+            5,
             "{src}"
         );
-        assert!(src.contains("kl_gen_block_max(acc2, scratch)"), "{src}");
-        assert!(src.contains("kl_gen_block_sum(acc5, scratch)"), "{src}");
+        assert!(src.contains("if constexpr (!STAGED)"), "{src}");
+        assert!(src.contains("ms2 = maxsum_add(ms2, v0);"), "{src}");
+        assert!(src.contains("red2 = ms2.m; red5 = ms2.s;"), "{src}");
+        assert!(
+            src.contains("red2 = kl_gen_block_max(acc2, scratch)"),
+            "{src}"
+        );
+        assert!(
+            src.contains("red5 = kl_gen_block_sum(acc5, scratch)"),
+            "{src}"
+        );
         // The sum's pass and the output's pass recompute e from x and the known max.
         assert_eq!(src.matches("= red2;").count(), 2, "{src}");
         // x is staged (the reductions read it), w is not (only the output reads it).
