@@ -596,3 +596,121 @@ crate::test_gpu!(
     user_expressions_compile_validate_and_time,
     super::user_expressions_compile_validate_and_time
 );
+
+/// A random graph's recipe, as proptest draws and shrinks it: extra inputs' layouts, then
+/// steps (an operation and two operand picks).
+#[derive(Debug, Clone)]
+struct Recipe {
+    layouts: Vec<u8>,
+    steps: Vec<(u8, u8, u8)>,
+}
+
+fn recipe() -> impl proptest::strategy::Strategy<Value = Recipe> {
+    use proptest::prelude::*;
+    (
+        proptest::collection::vec(0u8..4, 0..3),
+        proptest::collection::vec((0u8..24, any::<u8>(), any::<u8>()), 1..12),
+    )
+        .prop_map(|(layouts, steps)| Recipe { layouts, steps })
+}
+
+/// The graph a recipe builds: the same operations as [`random_graph`], chosen by the recipe.
+fn build(g: &Graph, r: &Recipe) -> kernlab::compiler::NodeId {
+    use kernlab::compiler::{Expr, Layout};
+    let ls = [Layout::Full, Layout::Col, Layout::Row, Layout::Scalar];
+    let mut pool: Vec<Expr> = vec![g.input("x", Layout::Full).unwrap()];
+    for (i, &l) in r.layouts.iter().enumerate() {
+        pool.push(g.input(&format!("in{i}"), ls[l as usize]).unwrap());
+    }
+    let consts = [
+        0.5,
+        -2.0,
+        0.044715,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        1e30,
+    ];
+    for &(op, ia, ib) in &r.steps {
+        let a = pool[ia as usize % pool.len()];
+        let b = pool[ib as usize % pool.len()];
+        let e = match op {
+            0 => -a,
+            1 => a.exp(),
+            2 => a.log(),
+            3 => a.tanh(),
+            4 => a.erf(),
+            5 => a.sqrt(),
+            6 => a.rsqrt(),
+            7 => a + b,
+            8 => a - b,
+            9 => a * b,
+            10 => a / b,
+            11 => a.max(b),
+            12 => a.min(b),
+            13 => a.lt(b),
+            14 => a.ge(b),
+            15 => g.select(a.gt(b), a, b),
+            16 => a.cast(DType::BF16),
+            17 => a.powi(3),
+            18 => a.sum(),
+            19 => a.row_max(),
+            20 => a.mean(),
+            // The fusion rewrites' patterns: 1 + tanh, a spelled-out sigmoid, softmax.
+            21 => 1.0 + a.tanh(),
+            22 => b / (1.0 + (-a).exp()),
+            _ => {
+                let e = (a - a.row_max()).exp();
+                e / e.sum() + a * consts[ib as usize % consts.len()]
+            }
+        };
+        pool.push(e);
+    }
+    (*pool.last().unwrap() + 0.0 * pool[0]).id
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// For every random graph: the fusion rewrites keep its f64 meaning (NaN where it is NaN,
+    /// the same value elsewhere), the fused kernel's source is generated with every symbol it
+    /// names, and the eager plan makes one launch an operation (two more to convert 16-bit
+    /// storage); on odd widths and every dtype.
+    #[test]
+    fn random_graphs_keep_their_meaning_through_fusion(
+        r in recipe(),
+        cols in proptest::sample::select(vec![1usize, 31, 33, 4097]),
+        dt in proptest::sample::select(DType::ALL.to_vec()),
+        seed in 0u64..1000,
+    ) {
+        use kernlab::compiler::{eager, kernel, rewrite};
+        let g = Graph::new();
+        let out = build(&g, &r);
+        let rows = 3;
+        let inputs: HashMap<String, Vec<f64>> = g
+            .inputs()
+            .into_iter()
+            .map(|(n, l)| (n, values(l.len(rows, cols), 4.0, dt, seed)))
+            .collect();
+        let want = g.eval(out, &inputs, rows, cols, dt).unwrap();
+        let (m, m_out) = rewrite::for_fusion(&g, out).unwrap();
+        let got = m.eval(m_out, &inputs, rows, cols, dt).unwrap();
+        proptest::prop_assert_eq!(got.len(), want.len());
+        for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+            let same = (a.is_nan() && b.is_nan())
+                || a == b
+                || (a - b).abs() <= 1e-9 * (1.0 + b.abs());
+            proptest::prop_assert!(same, "element {}: rewritten {} original {}\n{}", i, a, b, g);
+        }
+        let k = kernel::build(&g, out, dt, "kl_prop").unwrap();
+        for s in &k.generated.symbols {
+            let signature = format!(" {s}(");
+            proptest::prop_assert!(k.generated.source.contains(&signature), "{}", s);
+        }
+        let e = eager::plan(&g, out, dt, "kl_prop_eager").unwrap();
+        // 16-bit: each input the output reads converted in, the result converted out.
+        let casts = if dt == DType::F32 { 0 } else { k.generated.inputs.len() + 1 };
+        let ops = kernlab::compiler::codegen::operations(&g, out);
+        proptest::prop_assert_eq!(e.launches(), ops.max(1) + casts);
+    }
+}

@@ -199,6 +199,15 @@ fn expr(g: &Graph, id: NodeId, name: &dyn Fn(NodeId) -> String) -> Result<String
 }
 
 /// The nodes `out` depends on, in order (inputs and constants included).
+/// The operations `out` depends on (neither inputs nor constants): the launches eager code
+/// makes for it.
+pub fn operations(g: &Graph, out: NodeId) -> usize {
+    needed(g, out)
+        .into_iter()
+        .filter(|&i| !matches!(g.node(i), Node::Input { .. } | Node::Const(_)))
+        .count()
+}
+
 pub(crate) fn needed(g: &Graph, out: NodeId) -> Vec<NodeId> {
     needed_upto(g, out, false)
 }

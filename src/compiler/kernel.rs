@@ -50,7 +50,7 @@ pub fn build(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Kernel>
     }
     let (m, m_out) = super::rewrite::for_fusion(g, out)?;
     let mut k = build_io(&m, m_out, dtype, dtype, name)?;
-    k.operations = g.operations();
+    k.operations = codegen::operations(g, out);
     k.declared = g.inputs().into_iter().map(|(n, _)| n).collect();
     Ok(k)
 }
@@ -90,7 +90,7 @@ pub fn build_io(
         dtype,
         in_dtype,
         source,
-        operations: g.operations(),
+        operations: codegen::operations(g, out),
         reductions,
         declared: g.inputs().into_iter().map(|(n, _)| n).collect(),
     })
