@@ -60,7 +60,7 @@ pub(super) fn run(a: CompileArgs, flags: &FlagValues, out: &mut dyn Write) -> Re
             (
                 op_graph(op, &params, &g)?,
                 format!("{op}{form}"),
-                format!("kl_compiled_{}_{dtype}", op.name()),
+                crate::ops::compiled::stem("compiled", op, &params, dtype),
             )
         }
         (None, Some(text)) => {

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// The stem of the op's kernel names: `kl_{tier}_{op}[_{form}]_{dtype}`.
-fn stem(tier: &str, op: Op, p: &Params, dtype: DType) -> String {
+pub fn stem(tier: &str, op: Op, p: &Params, dtype: DType) -> String {
     let form = p.form().map(|f| format!("_{f}")).unwrap_or_default();
     format!("kl_{tier}_{op}{form}_{dtype}")
         .replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "_")

@@ -20,8 +20,9 @@ pub struct CompileReport {
     pub source: String,
     /// The target it was compiled for.
     pub arch: String,
-    /// ptxas's report of each generated kernel, or why there is none (no NVRTC here).
-    pub ptxas: std::result::Result<Vec<PtxasInfo>, String>,
+    /// ptxas's report of each generated kernel with its global accesses' widths, or why there
+    /// is none (no NVRTC here).
+    pub ptxas: std::result::Result<Vec<(PtxasInfo, String)>, String>,
     /// The cold compile's wall time, ms (NVRTC, no cache).
     pub compile_ms: Option<f64>,
     /// A cached compile's wall time, ms (the kernel cache read back).
@@ -50,7 +51,7 @@ pub fn compile(op: Op, params: &Params, dtype: DType, arch: &str) -> Result<Comp
     compile_graph(
         &g,
         out.id,
-        &format!("kl_compiled_{}_{dtype}", op.name()),
+        &crate::ops::compiled::stem("compiled", op, params, dtype),
         dtype,
         arch,
     )
@@ -77,12 +78,24 @@ pub fn compile_graph(
             let t = std::time::Instant::now();
             let c = nvrtc::compile(src, arch, &nvrtc::base_options(arch), &k.name)?;
             let ms = t.elapsed().as_secs_f64() * 1e3;
+            use crate::tools::inspect::{Category, Census};
             let infos = k
                 .symbols
                 .iter()
                 .map(|s| {
-                    c.ptxas_info(s)
-                        .ok_or_else(|| Error::Invalid(format!("ptxas reported nothing for {s}")))
+                    let info = c
+                        .ptxas_info(s)
+                        .ok_or_else(|| Error::Invalid(format!("ptxas reported nothing for {s}")))?;
+                    // The global accesses' widths, from the PTX (as `kernlab inspect` counts).
+                    let census = nvrtc::ptx_entry_body(&c.ptx, s).map(Census::of_ptx);
+                    let widths = census.map_or(String::new(), |c| {
+                        format!(
+                            "ld.global {}, st.global {}",
+                            c.widths_text(Category::GlobalLoad),
+                            c.widths_text(Category::GlobalStore)
+                        )
+                    });
+                    Ok((info, widths))
                 })
                 .collect::<Result<Vec<_>>>()?;
             (Ok(infos), Some(ms), warm_compile_ms(src, arch))
@@ -134,10 +147,10 @@ impl CompileReport {
                         .warm_ms
                         .map_or(String::new(), |m| format!(", cached {m:.1} ms"));
                 writeln!(s, "ptxas ({}{ms}):", self.arch).ok();
-                for i in infos {
+                for (i, widths) in infos {
                     writeln!(
                         s,
-                        "  {}: {} registers, {} B spill stores, {} B spill loads, {} B smem",
+                        "  {}: {} registers, {} B spill stores, {} B spill loads, {} B smem; {widths}",
                         i.kernel,
                         i.registers,
                         i.spill_store_bytes,
