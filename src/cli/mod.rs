@@ -56,8 +56,9 @@ enum Cmd {
     Autotune(autotune::AutotuneArgs),
     /// Show the device, the CUDA libraries that load, the kernel cache and the ceilings
     Doctor(doctor::DoctorArgs),
-    /// Show what kernlab's compiler makes of an op's graph: the graph, the fusion plan, the
-    /// generated CUDA (--source) and its ptxas report
+    /// Show what kernlab's compiler makes of an op's graph or your own expression (--expr): the
+    /// graph, the fusion plan, the generated CUDA (--source), its ptxas report; --run checks
+    /// and times it on the GPU
     Compile(compile::CompileArgs),
 }
 
