@@ -286,14 +286,33 @@ pub fn elementwise_converting(
         )
         .ok();
         writeln!(s, "    if (i0 >= rows * (i64)cols) return;").ok();
-        writeln!(s, "    const i64 r = i0 / cols;").ok();
-        writeln!(s, "    const int c0 = (int)(i0 - r * cols);").ok();
+        // Contiguous rows everywhere (the usual call): the flat index is every full operand's
+        // offset, and the 64-bit division into row and column, a few dozen instructions a
+        // pack, is skipped unless a row or column vector needs them. The branch is the same
+        // for the whole grid.
+        let mut flat = String::from("ld_y == (i64)cols");
+        for (n, l) in &inputs {
+            if *l == Layout::Full {
+                flat.push_str(&format!(" && ld_{n} == (i64)cols"));
+            }
+        }
+        let needs_rc = inputs
+            .iter()
+            .any(|(_, l)| matches!(l, Layout::Row | Layout::Col));
+        writeln!(s, "    const bool flat = {flat};").ok();
+        writeln!(s, "    i64 r = 0; int c0 = 0;").ok();
+        writeln!(
+            s,
+            "    if ({}!flat) {{ r = i0 / cols; c0 = (int)(i0 - r * cols); }}",
+            if needs_rc { "true || " } else { "" }
+        )
+        .ok();
         writeln!(s, "    (void)r; (void)c0;").ok();
         for (n, l) in &inputs {
             match l {
                 Layout::Full => writeln!(
                     s,
-                    "    float a_{n}[N]; unpack(ld16(in_{n} + r * ld_{n} + c0), a_{n}, in_{n});"
+                    "    float a_{n}[N]; unpack(ld16(in_{n} + (flat ? i0 : r * ld_{n} + c0)), a_{n}, in_{n});"
                 ),
                 Layout::Col => writeln!(
                     s,
@@ -313,7 +332,11 @@ pub fn elementwise_converting(
         })?;
         writeln!(s, "        out[j] = v{out};").ok();
         writeln!(s, "    }}").ok();
-        writeln!(s, "    st16(y + r * ld_y + c0, pack(out, y));").ok();
+        writeln!(
+            s,
+            "    st16(y + (flat ? i0 : r * ld_y + c0), pack(out, y));"
+        )
+        .ok();
         writeln!(s, "}}").ok();
     }
     // Scalar form: an element a thread, any width and alignment.
@@ -742,10 +765,19 @@ mod tests {
         assert!(k.source.contains("void __launch_bounds__(256) kl_test(const T* __restrict__ in_x, i64 ld_x, const T* __restrict__ in_w, T* __restrict__ y, i64 ld_y, i64 rows, int cols)"));
         // A full input is read at its row stride, in both forms.
         assert!(
-            k.source.contains("ld16(in_x + r * ld_x + c0)"),
+            k.source
+                .contains("ld16(in_x + (flat ? i0 : r * ld_x + c0))"),
             "{}",
             k.source
         );
+        assert!(
+            k.source
+                .contains("const bool flat = ld_y == (i64)cols && ld_x == (i64)cols;"),
+            "{}",
+            k.source
+        );
+        // The column vector needs the column whatever the layout.
+        assert!(k.source.contains("if (true || !flat)"), "{}", k.source);
         assert!(k.source.contains("in_x[r * ld_x + c]"), "{}", k.source);
         assert!(k.source.contains("unpack(ld16(in_w + c0)"), "{}", k.source);
         assert!(k.source.contains("fast_exp(v4)"), "{}", k.source);
