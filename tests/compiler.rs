@@ -160,58 +160,16 @@ fn generated_elementwise_kernels_compile_with_packed_loads_and_no_spills() {
     }
 }
 
-/// A random element-wise graph from `rng`: inputs of every layout, every unary and binary
-/// operation, select, casts, integer powers, special constants; depth up to ~12.
+/// A random graph from `rng` (see [`build`]): a recipe of up to 2 extra inputs and 1 to 11
+/// steps.
 fn random_graph(g: &Graph, rng: &mut SmallRng) -> kernlab::compiler::NodeId {
-    use kernlab::compiler::{Expr, Layout};
-    let layouts = [Layout::Full, Layout::Col, Layout::Row, Layout::Scalar];
-    let mut pool: Vec<Expr> = vec![g.input("x", Layout::Full).unwrap()];
-    for i in 0..rng.random_range(0..3usize) {
-        let l = layouts[rng.random_range(0..4usize)];
-        pool.push(g.input(&format!("in{i}"), l).unwrap());
-    }
-    let consts = [
-        0.5,
-        -2.0,
-        0.044715,
-        f64::INFINITY,
-        f64::NEG_INFINITY,
-        f64::NAN,
-        1e30,
-    ];
-    let steps = rng.random_range(1..12usize);
-    for _ in 0..steps {
-        let a = pool[rng.random_range(0..pool.len())];
-        let b = pool[rng.random_range(0..pool.len())];
-        let e = match rng.random_range(0..23u32) {
-            20 => a.sum(),
-            21 => a.row_max(),
-            22 => a.mean(),
-            0 => -a,
-            1 => a.exp(),
-            2 => a.log(),
-            3 => a.tanh(),
-            4 => a.erf(),
-            5 => a.sqrt(),
-            6 => a.rsqrt(),
-            7 => a + b,
-            8 => a - b,
-            9 => a * b,
-            10 => a / b,
-            11 => a.max(b),
-            12 => a.min(b),
-            13 => a.lt(b),
-            14 => a.ge(b),
-            15 => a.eq(b),
-            16 => g.select(a.gt(b), a, b),
-            17 => a.cast([DType::BF16, DType::F16, DType::F32][rng.random_range(0..3usize)]),
-            18 => a.powi(rng.random_range(-2..5)),
-            _ => a * consts[rng.random_range(0..consts.len())],
-        };
-        pool.push(e);
-    }
-    // The output spans the full frame: the last value, broadcast against x.
-    (*pool.last().unwrap() + 0.0 * pool[0]).id
+    let layouts = (0..rng.random_range(0..3usize))
+        .map(|_| rng.random_range(0..4u8))
+        .collect();
+    let steps = (0..rng.random_range(1..12usize))
+        .map(|_| (rng.random_range(0..OPS), rng.random(), rng.random()))
+        .collect();
+    build(g, &Recipe { layouts, steps })
 }
 
 /// One translation unit of generated kernels: its dtype, its source, and each kernel's symbols
@@ -609,18 +567,24 @@ fn recipe() -> impl proptest::strategy::Strategy<Value = Recipe> {
     use proptest::prelude::*;
     (
         proptest::collection::vec(0u8..4, 0..3),
-        proptest::collection::vec((0u8..24, any::<u8>(), any::<u8>()), 1..12),
+        proptest::collection::vec((0u8..OPS, any::<u8>(), any::<u8>()), 1..12),
     )
         .prop_map(|(layouts, steps)| Recipe { layouts, steps })
 }
 
-/// The graph a recipe builds: the same operations as [`random_graph`], chosen by the recipe.
+/// How many operations a recipe step chooses among.
+const OPS: u8 = 26;
+
+/// The graph a recipe builds: inputs of every layout, every unary and binary operation,
+/// select, casts, integer powers, special constants, row reductions, and the patterns the
+/// fusion rewrites look for; each step applies one operation to two values made before it.
+/// The output spans the full frame: the last value, broadcast against x.
 fn build(g: &Graph, r: &Recipe) -> kernlab::compiler::NodeId {
     use kernlab::compiler::{Expr, Layout};
     let ls = [Layout::Full, Layout::Col, Layout::Row, Layout::Scalar];
     let mut pool: Vec<Expr> = vec![g.input("x", Layout::Full).unwrap()];
     for (i, &l) in r.layouts.iter().enumerate() {
-        pool.push(g.input(&format!("in{i}"), ls[l as usize]).unwrap());
+        pool.push(g.input(&format!("in{i}"), ls[l as usize % 4]).unwrap());
     }
     let consts = [
         0.5,
@@ -634,7 +598,8 @@ fn build(g: &Graph, r: &Recipe) -> kernlab::compiler::NodeId {
     for &(op, ia, ib) in &r.steps {
         let a = pool[ia as usize % pool.len()];
         let b = pool[ib as usize % pool.len()];
-        let e = match op {
+        let k = ib as usize;
+        let e = match op % OPS {
             0 => -a,
             1 => a.exp(),
             2 => a.log(),
@@ -650,19 +615,21 @@ fn build(g: &Graph, r: &Recipe) -> kernlab::compiler::NodeId {
             12 => a.min(b),
             13 => a.lt(b),
             14 => a.ge(b),
-            15 => g.select(a.gt(b), a, b),
-            16 => a.cast(DType::BF16),
-            17 => a.powi(3),
-            18 => a.sum(),
-            19 => a.row_max(),
-            20 => a.mean(),
+            15 => a.eq(b),
+            16 => g.select(a.gt(b), a, b),
+            17 => a.cast([DType::BF16, DType::F16, DType::F32][k % 3]),
+            18 => a.powi(k as i32 % 7 - 2),
+            19 => a.sum(),
+            20 => a.row_max(),
+            21 => a.mean(),
             // The fusion rewrites' patterns: 1 + tanh, a spelled-out sigmoid, softmax.
-            21 => 1.0 + a.tanh(),
-            22 => b / (1.0 + (-a).exp()),
-            _ => {
+            22 => 1.0 + a.tanh(),
+            23 => b / (1.0 + (-a).exp()),
+            24 => {
                 let e = (a - a.row_max()).exp();
-                e / e.sum() + a * consts[ib as usize % consts.len()]
+                e / e.sum()
             }
+            _ => a * consts[k % consts.len()],
         };
         pool.push(e);
     }

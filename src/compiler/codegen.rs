@@ -630,6 +630,25 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
             }
         })
         .collect();
+    // A reduction of a full (or column) value: its accumulator, one pass, the block-wide
+    // reduction into red{rid} (declared by `decl`, or already).
+    let full_reduce = |s: &mut String, rid: NodeId, op: Reduce, a: NodeId, decl: &str| {
+        let (init, combine, block) = reduce_c(op);
+        writeln!(s, "    float acc{rid} = {init};").ok();
+        pass(
+            s,
+            a,
+            &format!("{{ const float v = {{v}}; float acc = acc{rid}; acc{rid} = {combine}; }}"),
+            "",
+        )?;
+        let fin = if op == Reduce::Mean {
+            " / (float)cols"
+        } else {
+            ""
+        };
+        writeln!(s, "    {decl}red{rid} = {block}(acc{rid}, scratch){fin};").ok();
+        Ok::<(), Error>(())
+    };
     let mut done: Vec<NodeId> = Vec::new();
     for &(rid, op, a) in &reductions {
         if done.contains(&rid) {
@@ -648,33 +667,15 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
             writeln!(s, "    ms{rm} = block_maxsum(ms{rm}, scratch);").ok();
             writeln!(s, "    red{rm} = ms{rm}.m; red{rs} = ms{rm}.s;").ok();
             writeln!(s, "    }} else {{").ok();
-            writeln!(s, "    float acc{rm} = __int_as_float(0xff800000);").ok();
-            pass(
-                s,
-                x,
-                &format!(
-                    "{{ const float v = {{v}}; float acc = acc{rm}; acc{rm} = fmax_nan(acc, v); }}"
-                ),
-                "",
-            )?;
-            writeln!(s, "    red{rm} = kl_gen_block_max(acc{rm}, scratch);").ok();
-            writeln!(s, "    float acc{rs} = 0.0f;").ok();
-            let e = match g.node(rs) {
-                Node::Reduce(_, e) => e,
-                _ => unreachable!("a sum"),
+            full_reduce(s, rm, Reduce::Max, x, "")?;
+            let Node::Reduce(_, e) = g.node(rs) else {
+                unreachable!("a sum")
             };
-            pass(
-                s,
-                e,
-                &format!("{{ const float v = {{v}}; acc{rs} += v; }}"),
-                "",
-            )?;
-            writeln!(s, "    red{rs} = kl_gen_block_sum(acc{rs}, scratch);").ok();
+            full_reduce(s, rs, Reduce::Sum, e, "")?;
             writeln!(s, "    }}").ok();
             done.push(rs);
             continue;
         }
-        let (init, combine, block) = reduce_c(op);
         match g.layout(a) {
             // A value a row (or one value): its reduction over one column is itself (a mean
             // too: the mean of cols copies).
@@ -684,27 +685,7 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
                 single(s, a, &format!("red{rid} = {{v}};"))?;
                 writeln!(s, "    }}").ok();
             }
-            Layout::Full | Layout::Col => {
-                writeln!(s, "    float acc{rid} = {init};").ok();
-                pass(
-                    s,
-                    a,
-                    &format!(
-                        "{{ const float v = {{v}}; float acc = acc{rid}; acc{rid} = {combine}; }}"
-                    ),
-                    "",
-                )?;
-                let fin = if op == Reduce::Mean {
-                    " / (float)cols"
-                } else {
-                    ""
-                };
-                writeln!(
-                    s,
-                    "    const float red{rid} = {block}(acc{rid}, scratch){fin};"
-                )
-                .ok();
-            }
+            Layout::Full | Layout::Col => full_reduce(s, rid, op, a, "const float ")?,
         }
     }
     if g.layout(out) == Layout::Row {

@@ -67,6 +67,13 @@ fn temp_shape(layout: Layout, rows: usize, cols: usize) -> Vec<usize> {
     }
 }
 
+/// The kernel that converts its input `a`, stored as `from`, to `to`.
+fn conversion(from: DType, to: DType, name: &str) -> Result<Kernel> {
+    let m = Graph::new();
+    let a = m.input("a", Layout::Full)?;
+    build_io(&m, a.id, from, to, name)
+}
+
 /// The eager plan for node `out` of `g`, stored in `dtype` (a full `rows × cols` value),
 /// kernel symbols named from `name`.
 pub fn plan(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Eager> {
@@ -89,10 +96,8 @@ pub fn plan(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Eager> {
                 layout,
             } = g.node(i)
             {
-                let m = Graph::new();
-                let a = m.input("a", Layout::Full)?;
                 steps.push(Step {
-                    kernel: build_io(&m, a.id, dtype, DType::F32, &format!("{name}_float"))?,
+                    kernel: conversion(dtype, DType::F32, &format!("{name}_float"))?,
                     operands: vec![("a".into(), Source::Input(input))],
                     dest: Dest::Temp(i, layout),
                 });
@@ -164,10 +169,8 @@ pub fn plan(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Eager> {
     }
     // f32 back to the storage dtype.
     if convert {
-        let m = Graph::new();
-        let a = m.input("a", Layout::Full)?;
         steps.push(Step {
-            kernel: build_io(&m, a.id, DType::F32, dtype, &format!("{name}_to_{dtype}"))?,
+            kernel: conversion(DType::F32, dtype, &format!("{name}_to_{dtype}"))?,
             operands: vec![("a".into(), Source::Temp(out))],
             dest: Dest::Output,
         });

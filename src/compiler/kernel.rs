@@ -65,7 +65,12 @@ pub fn build_io(
     dtype: DType,
     name: &str,
 ) -> Result<Kernel> {
-    let reductions: Vec<String> = (0..=out.min(g.len().saturating_sub(1)))
+    if out >= g.len() {
+        return Err(Error::Invalid(format!("node %{out} is not in the graph")));
+    }
+    // The reductions the output needs (a reduction nothing reads is not a row kernel's).
+    let reductions: Vec<String> = codegen::needed(g, out)
+        .into_iter()
         .filter_map(|i| match g.node(i) {
             Node::Reduce(r, _) => Some(format!("%{i} row_{}", r.name())),
             _ => None,
@@ -115,25 +120,33 @@ pub fn intern(name: &str, source: &str) -> &'static KernelSource {
     s
 }
 
-/// A process-wide cache of built kernels by `key` (an op, its parameters and a dtype), so a
-/// timed call does not generate its source again.
-pub fn cached(key: &str, make: impl FnOnce() -> Result<Kernel>) -> Result<Arc<Kernel>> {
-    static KERNELS: Mutex<Option<HashMap<String, Arc<Kernel>>>> = Mutex::new(None);
-    if let Some(k) = KERNELS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get_or_insert_with(HashMap::new)
-        .get(key)
-    {
-        return Ok(k.clone());
+/// A process-wide cache of built things by `key` (an op, its parameters and a dtype), so a
+/// timed call does not generate its source again: fused kernels, eager plans.
+pub struct Memo<T>(Mutex<Option<HashMap<String, Arc<T>>>>);
+
+impl<T> Default for Memo<T> {
+    fn default() -> Memo<T> {
+        Memo::new()
     }
-    let k = Arc::new(make()?);
-    KERNELS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get_or_insert_with(HashMap::new)
-        .insert(key.to_string(), k.clone());
-    Ok(k)
+}
+
+impl<T> Memo<T> {
+    pub const fn new() -> Memo<T> {
+        Memo(Mutex::new(None))
+    }
+
+    /// The value kept for `key`, else `make`'s, kept. `make` runs without the lock held.
+    pub fn get_or_make(&self, key: &str, make: impl FnOnce() -> Result<T>) -> Result<Arc<T>> {
+        let lock = || self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = lock().get_or_insert_with(HashMap::new).get(key) {
+            return Ok(v.clone());
+        }
+        let v = Arc::new(make()?);
+        lock()
+            .get_or_insert_with(HashMap::new)
+            .insert(key.to_string(), v.clone());
+        Ok(v)
+    }
 }
 
 /// How a call launches: which form (symbol), its grid, and its dynamic shared memory.
@@ -268,11 +281,7 @@ impl Kernel {
                 y.strides()
             )));
         }
-        let ld_y = if y.is_contiguous() {
-            y.rows_cols().1.max(1)
-        } else {
-            y.rows_cols().2
-        };
+        let ld_y = y.rows_cols().2;
         // The frame: the output's, or for one value a row, the full inputs' rows.
         let (rows, cols) = if self.generated.out_layout == Layout::Row {
             let full = self
@@ -333,7 +342,7 @@ impl Kernel {
                 })?;
             let ld = match layout {
                 Layout::Full => {
-                    let (tr, tc, _) = t.rows_cols();
+                    let (tr, tc, ld) = t.rows_cols();
                     // A vector frame (one row or one column) takes any contiguous vector of
                     // its length.
                     let vector =
@@ -348,7 +357,7 @@ impl Kernel {
                             t.strides()
                         )));
                     }
-                    let ld = if vector { cols } else { t.rows_cols().2 };
+                    let ld = if vector { cols } else { ld };
                     packed &= ld.is_multiple_of(n);
                     Some(ld as i64)
                 }

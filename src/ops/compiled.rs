@@ -6,13 +6,13 @@
 use super::op::Op;
 use super::params::Params;
 use crate::compiler::eager::{self, Eager};
-use crate::compiler::{kernel, Graph, Kernel};
+use crate::compiler::kernel::{self, Memo};
+use crate::compiler::{Graph, Kernel};
 use crate::runtime::dtype::DType;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::kernels::KernelSource;
 use crate::runtime::tensor::Tensor;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// The stem of the op's kernel names: `kl_{tier}_{op}[_{form}]_{dtype}`.
 pub fn stem(tier: &str, op: Op, p: &Params, dtype: DType) -> String {
@@ -32,7 +32,8 @@ fn with_graph<R>(op: Op, p: &Params, f: impl FnOnce(&Graph, usize) -> Result<R>)
 
 /// `op`'s fused kernel for parameters `p` in `dtype`.
 pub fn kernel(op: Op, p: &Params, dtype: DType) -> Result<Arc<Kernel>> {
-    kernel::cached(&format!("{op}|{p:?}|{dtype}"), || {
+    static KERNELS: Memo<Kernel> = Memo::new();
+    KERNELS.get_or_make(&format!("{op}|{p:?}|{dtype}"), || {
         with_graph(op, p, |g, out| {
             kernel::build(g, out, dtype, &stem("compiled", op, p, dtype))
         })
@@ -41,25 +42,12 @@ pub fn kernel(op: Op, p: &Params, dtype: DType) -> Result<Arc<Kernel>> {
 
 /// `op`'s eager plan (one launch a node) for parameters `p` in `dtype`.
 pub fn eager_plan(op: Op, p: &Params, dtype: DType) -> Result<Arc<Eager>> {
-    static PLANS: Mutex<Option<HashMap<String, Arc<Eager>>>> = Mutex::new(None);
-    let key = format!("{op}|{p:?}|{dtype}");
-    if let Some(e) = PLANS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get_or_insert_with(HashMap::new)
-        .get(&key)
-    {
-        return Ok(e.clone());
-    }
-    let e = Arc::new(with_graph(op, p, |g, out| {
-        eager::plan(g, out, dtype, &stem("eager", op, p, dtype))
-    })?);
-    PLANS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get_or_insert_with(HashMap::new)
-        .insert(key, e.clone());
-    Ok(e)
+    static PLANS: Memo<Eager> = Memo::new();
+    PLANS.get_or_make(&format!("{op}|{p:?}|{dtype}"), || {
+        with_graph(op, p, |g, out| {
+            eager::plan(g, out, dtype, &stem("eager", op, p, dtype))
+        })
+    })
 }
 
 /// The call's inputs named as the graph declares them.
