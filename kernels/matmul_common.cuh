@@ -30,3 +30,22 @@ __device__ __forceinline__ float mm_epilogue(float acc, const T* __restrict__ bi
     if (act == KL_ACT_GELU_ERF) return gelu_erf(v);
     return v;
 }
+
+// The epilogue functors the matmul bodies take: `epi(acc, m, n)` is c[m, n] from its f32
+// accumulator. READS_ROWS says whether it reads anything by row, so that rows past M are not
+// evaluated where a body computes whole fragments. kernlab's compiler generates others from a
+// graph's element-wise tail (docs/compiled.md).
+template <class T, int ACT> struct ActEpilogue {
+    static constexpr bool READS_ROWS = false;
+    const T* __restrict__ bias;
+    __device__ __forceinline__ float operator()(float acc, int, int n) const {
+        return mm_epilogue<T>(acc, bias, n, ACT);
+    }
+};
+// The hand kernels' epilogue: bias and the activation chosen at run time (act, as above); the
+// bodies branch on it once a tile, each branch an ActEpilogue.
+template <class T> struct ActSwitch {
+    static constexpr bool READS_ROWS = false;
+    const T* __restrict__ bias;
+    int act;
+};

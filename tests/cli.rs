@@ -830,11 +830,33 @@ fn compile_shows_the_graph_the_fusion_and_the_generated_kernel() {
         out.contains("(eps 1e-6)") && out.contains("row_mean"),
         "{out}"
     );
-    let e = run(&["compile", "matmul"]).unwrap_err();
+    // linear: the matmul on the tensor cores, bias + GeLU its generated epilogue (bf16 by
+    // default), one tanh.approx a value.
+    let out = run(&["compile", "linear", "--source", "--arch", "sm_90a"]).unwrap();
     assert!(
-        e.contains("not written as a graph yet") && e.contains("gelu, softmax, rmsnorm"),
-        "{e}"
+        out.contains("linear (bias + gelu-tanh), bf16")
+            && out.contains("%2   = matmul %0, %1")
+            && out.contains("one GEMM for 11 operations")
+            && out.contains("the other 10 operations its epilogue"),
+        "{out}"
     );
+    assert!(
+        out.contains("struct Epi {")
+            && out.contains("fast_tanh(")
+            && out.contains("v7_body<T, 256, 3>"),
+        "{out}"
+    );
+    if out.contains("ptxas (sm_90a") {
+        assert!(
+            out.contains("kl_compiled_linear_bias_gelu_tanh_bf16_v7_128x256x64_s3: ")
+                && !out.contains("B spill stores, 1"),
+            "{out}"
+        );
+    }
+    let e = run(&["compile", "matmul", "--dtype", "f32"]).unwrap_err();
+    assert!(e.contains("bf16 or f16"), "{e}");
+    let e = run(&["compile", "--expr", "matmul(x, w) + x"]).unwrap_err();
+    assert!(e.contains("cannot also be read element-wise"), "{e}");
     let e = run(&["compile", "gelu", "--eps", "1"]).unwrap_err();
     assert!(e.contains("--eps applies to rmsnorm"), "{e}");
     let e = run(&["compile", "gelu", "--arch", "volta"]).unwrap_err();

@@ -555,6 +555,95 @@ crate::test_gpu!(
     super::user_expressions_compile_validate_and_time
 );
 
+/// A GEMM with a generated epilogue that reads a value a row, a column vector and a full
+/// (strided) residual, on the GPU, against the graph's interpretation: M past a tile edge (the
+/// epilogue must skip rows past M), N whose rows take the TMA store (v7) and N whose rows do
+/// not (v6's stores), bf16 and f16. Hopper only (the template is wgmma's).
+fn gemm_epilogues_match_their_interpretation(dev: &kernlab::Device) {
+    use kernlab::compiler::{gemm, parse::parse, Layout};
+    use kernlab::ops::matmul::{sm90, Activation, Gemm};
+    use kernlab::runtime::tensor::Tensor;
+    let Some(cuda) = dev.cuda() else { return };
+    if cuda.props.compute_capability != (9, 0) {
+        println!(
+            "skipped: the GEMM template needs sm_90 ({})",
+            cuda.props.name
+        );
+        return;
+    }
+    let text = "silu(matmul(x, w) * s + res) + 0.5 * b";
+    let layouts = [
+        ("s".to_string(), Layout::Row),
+        ("b".to_string(), Layout::Col),
+    ];
+    for (case, (dt, (m, n, k), ld)) in [
+        (DType::BF16, (130, 264, 72), 264),
+        (DType::F16, (67, 100, 40), 100),
+        (DType::BF16, (300, 136, 136), 144),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let g = Graph::new();
+        let y = parse(&g, text, &layouts).unwrap();
+        let kern = gemm::build(&g, y.id, dt, "kl_test_epi", &sm90::generated_tiles()).unwrap();
+        let seed = 90 + case as u64;
+        let host: HashMap<String, Vec<f64>> = [
+            ("x", m * k),
+            ("w", n * k),
+            ("s", m),
+            ("res", m * n),
+            ("b", n),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, len))| (name.to_string(), values(len, 0.5, dt, seed * 7 + i as u64)))
+        .collect();
+        let dev_t = |name: &str, shape: &[usize]| {
+            Tensor::from_f64(&host[name], shape, dt)
+                .unwrap()
+                .to_device(dev)
+                .unwrap()
+        };
+        let (x, w) = (dev_t("x", &[m, k]), dev_t("w", &[n, k]));
+        let (s, b) = (dev_t("s", &[m]), dev_t("b", &[n]));
+        let res = strided_on(dev, &host["res"], m, n, ld, dt);
+        let mut c = Tensor::empty(&[m, n], dt, dev).unwrap();
+        c.poison_nan().unwrap();
+        let call = Gemm {
+            a: &x,
+            w: &w,
+            bias: None,
+            act: Activation::None,
+            m,
+            n,
+            k,
+        };
+        sm90::run_generated(&kern, &call, &[("s", &s), ("res", &res), ("b", &b)], &mut c)
+            .unwrap_or_else(|e| panic!("case {case}: {e}"));
+        let got = c.to_f64_vec().unwrap();
+        let exact = g.eval(y.id, &host, m, n, dt).unwrap();
+        let f32v = g.eval_f32(y.id, &host, m, n, dt).unwrap();
+        for i in 0..got.len() {
+            assert!(
+                agrees(got[i], exact[i], f32v[i], dt),
+                "case {case} ({dt}, {m}×{n}×{k}, res ld {ld}): element {i} (row {}): got {}, \
+                 f64 {}",
+                i / n,
+                got[i],
+                exact[i]
+            );
+        }
+        // A missing epilogue input is named, before any launch.
+        let e = sm90::run_generated(&kern, &call, &[("s", &s), ("b", &b)], &mut c).unwrap_err();
+        assert!(e.to_string().contains("'res'"), "{e}");
+    }
+}
+crate::test_gpu!(
+    gemm_epilogues_match_their_interpretation,
+    super::gemm_epilogues_match_their_interpretation
+);
+
 /// A random graph's recipe, as proptest draws and shrinks it: extra inputs' layouts, then
 /// steps (an operation and two operand picks).
 #[derive(Debug, Clone)]

@@ -37,7 +37,7 @@ fn may_refuse(dev: &Device, v: &Variant, k: usize, dt: DType, act: Activation, e
     // "needs sm_90" is a reason only on a device older than sm_90.
     let pre_hopper = dev.cuda().is_some_and(|d| d.props.compute_capability.0 < 9);
     match (v.name, e) {
-        ("v6_wgmma" | "v7_wgmma_tma_store", Error::UnsupportedShape { .. }) => {
+        ("v6_wgmma" | "v7_wgmma_tma_store" | "compiled", Error::UnsupportedShape { .. }) => {
             !(k * dt.size()).is_multiple_of(16) || (pre_hopper && s.contains("sm_90"))
         }
         ("cublaslt", _) => act == Activation::GeluErf && s.contains("erf"),

@@ -15,10 +15,11 @@ use std::io::Write;
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  kernlab compile gelu                      # manual_gelu's 9 operations, fused into one kernel\n  kernlab compile softmax --dtype bf16 --source\n  kernlab compile rmsnorm --eps 1e-6 --arch sm_80\n  kernlab compile --expr 'silu(a) * b'      # SwiGLU's element-wise part\n  kernlab compile --expr 'x * sigmoid(1.702 * x)' --run --shape 4096x4096 --dtype bf16\n  kernlab compile --expr 'x - logsumexp(x)' --run\n  kernlab compile --expr 'x * rsqrt(mean(x * x) + 1e-6) * w' --input w:col --run\n\nExpressions: numbers, inputs (any other name; a full rows × cols tensor unless --input says\notherwise), + - * / ^ (integer powers), comparisons < <= > >= == (1 or 0), and the functions\nexp log tanh erf sqrt rsqrt sigmoid silu relu abs f32 bf16 f16 max(a, b) min(a, b)\nwhere(c, a, b), and the row reductions sum mean amax (max of one value) logsumexp, broadcast\nback along the row.\n\nWorks without a GPU: NVRTC compiles the generated kernel for --arch (and reports its ptxas\nregisters, spills and cold and cached compile times) wherever libnvrtc loads. --run needs a\nCUDA GPU."
+    after_help = "Examples:\n  kernlab compile gelu                      # manual_gelu's 9 operations, fused into one kernel\n  kernlab compile softmax --dtype bf16 --source\n  kernlab compile rmsnorm --eps 1e-6 --arch sm_80\n  kernlab compile --expr 'silu(a) * b'      # SwiGLU's element-wise part\n  kernlab compile --expr 'x * sigmoid(1.702 * x)' --run --shape 4096x4096 --dtype bf16\n  kernlab compile --expr 'x - logsumexp(x)' --run\n  kernlab compile --expr 'x * rsqrt(mean(x * x) + 1e-6) * w' --input w:col --run\n  kernlab compile linear --activation gelu-erf   # bias + GeLU generated as the GEMM's epilogue\n  kernlab compile --expr 'silu(matmul(x, w) + b) * g' --input b:col --arch sm_90a\n\nExpressions: numbers, inputs (any other name; a full rows × cols tensor unless --input says\notherwise), + - * / ^ (integer powers), comparisons < <= > >= == (1 or 0), and the functions\nexp log tanh erf sqrt rsqrt sigmoid silu relu abs f32 bf16 f16 max(a, b) min(a, b)\nwhere(c, a, b), and the row reductions sum mean amax (max of one value) logsumexp, broadcast\nback along the row. matmul(x, w) is x [rows, K] times w [cols, K] transposed: the graph then\ncompiles as one GEMM (Hopper, bf16/f16) whose epilogue is the element-wise rest.\n\nWorks without a GPU: NVRTC compiles the generated kernel for --arch (and reports its ptxas\nregisters, spills and cold and cached compile times) wherever libnvrtc loads. --run needs a\nCUDA GPU."
 )]
 pub(super) struct CompileArgs {
-    /// The op (gelu, softmax, rmsnorm: the ops written as graphs); or give --expr
+    /// The op (gelu, softmax, rmsnorm, matmul, linear: the ops written as graphs); or give
+    /// --expr
     op: Option<String>,
     /// A tensor expression of your own instead of an op, e.g. 'silu(a) * b'
     #[arg(long, value_name = "TEXT", conflicts_with = "op")]
@@ -27,9 +28,10 @@ pub(super) struct CompileArgs {
     /// NAME:col (a value a column, as a weight), NAME:scalar; repeat for several
     #[arg(long = "input", value_name = "NAME:LAYOUT", requires = "expr")]
     inputs: Vec<String>,
-    /// The storage dtype of the generated kernel: f32, bf16 or f16
-    #[arg(long, default_value = "f32")]
-    dtype: String,
+    /// The storage dtype of the generated kernel: f32, bf16 or f16 (default: f32; bf16 for a
+    /// graph with a matmul, which the tensor-core GEMM template takes in 16 bits)
+    #[arg(long)]
+    dtype: Option<String>,
     /// NVRTC target, e.g. sm_80 or sm_90a
     #[arg(long, default_value = DEFAULT_ARCH)]
     arch: String,
@@ -49,8 +51,14 @@ pub(super) struct CompileArgs {
 }
 
 pub(super) fn run(a: CompileArgs, flags: &FlagValues, out: &mut dyn Write) -> Result<()> {
-    let dtype: DType = a.dtype.parse().map_err(anyhow::Error::msg)?;
     let g = Graph::new();
+    // The dtype the kernel's name carries is settled once the graph is known.
+    let given: Option<DType> = a
+        .dtype
+        .as_deref()
+        .map(|d| d.parse().map_err(anyhow::Error::msg))
+        .transpose()?;
+    let dtype = given.unwrap_or(DType::F32);
     let (y, title, name) = match (&a.op, &a.expr) {
         (Some(op), None) => {
             let op: Op = op.parse()?;
@@ -78,6 +86,13 @@ pub(super) fn run(a: CompileArgs, flags: &FlagValues, out: &mut dyn Write) -> Re
             (y, format!("`{text}`"), format!("kl_expr_{dtype}"))
         }
         _ => bail!("name an op (kernlab compile gelu) or give --expr 'TEXT'"),
+    };
+    let (dtype, name) = match given {
+        None if crate::compiler::gemm::has_matmul(&g, y.id) => (
+            DType::BF16,
+            name.replace(&format!("_{dtype}"), &format!("_{}", DType::BF16)),
+        ),
+        _ => (dtype, name),
     };
     let report = compile_graph(&g, y.id, &name, dtype, &a.arch)?;
     writeln!(out, "kernlab compile {title}, {dtype}, for {}\n", a.arch)?;

@@ -95,7 +95,7 @@ fn unit(
 }
 
 /// One element of input `name` read where the thread stands (row `r`, column `c`), as f32.
-fn load(name: &str, layout: Layout) -> String {
+pub(crate) fn load(name: &str, layout: Layout) -> String {
     match layout {
         Layout::Full => format!("to_f32(in_{name}[r * ld_{name} + c])"),
         Layout::Col => format!("to_f32(in_{name}[c])"),
@@ -105,7 +105,7 @@ fn load(name: &str, layout: Layout) -> String {
 }
 
 /// The C type of a storage dtype, as `common.cuh` names it.
-fn c_type(dt: DType) -> &'static str {
+pub(crate) fn c_type(dt: DType) -> &'static str {
     match dt {
         DType::F32 => "float",
         DType::BF16 => "bf16",
@@ -131,7 +131,7 @@ fn literal(v: f64) -> String {
 }
 
 /// The f32 expression of one node from its operands' names.
-fn expr(g: &Graph, id: NodeId, name: &dyn Fn(NodeId) -> String) -> Result<String> {
+pub(crate) fn expr(g: &Graph, id: NodeId, name: &dyn Fn(NodeId) -> String) -> Result<String> {
     Ok(match g.node(id) {
         Node::Input { .. } => unreachable!("inputs are loaded, not computed"),
         Node::Const(v) => literal(v),
@@ -193,6 +193,12 @@ fn expr(g: &Graph, id: NodeId, name: &dyn Fn(NodeId) -> String) -> Result<String
                 "%{id} is a row reduction (row_{}): the element-wise code generator takes \
                  none; reductions fuse into row kernels",
                 op.name()
+            )))
+        }
+        Node::MatMul(..) => {
+            return Err(Error::Invalid(format!(
+                "%{id} is a matmul: it compiles as a GEMM whose epilogue is the element-wise \
+                 graph above it (compiler::gemm), not inside an element-wise or row kernel"
             )))
         }
     })

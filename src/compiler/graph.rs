@@ -144,6 +144,10 @@ pub enum Node {
     /// The value rounded to a dtype and back (a store and a load in that dtype).
     Cast(DType, NodeId),
     Reduce(Reduce, NodeId),
+    /// `a · wᵀ`: a `[rows, K]` and w `[cols, K]`, two inputs nothing else reads (see
+    /// [`Graph::check`]); a full `rows × cols` value, summed in f32 on the tensor cores where
+    /// it is compiled, the epilogue of which is the element-wise graph above it.
+    MatMul(NodeId, NodeId),
 }
 
 /// The interning key of a node: its operation and operands, a constant by its bits.
@@ -153,7 +157,7 @@ impl Node {
         match *self {
             Node::Input { .. } | Node::Const(_) => vec![],
             Node::Unary(_, a) | Node::Powi(a, _) | Node::Cast(_, a) | Node::Reduce(_, a) => vec![a],
-            Node::Binary(_, a, b) => vec![a, b],
+            Node::Binary(_, a, b) | Node::MatMul(a, b) => vec![a, b],
             Node::Select(c, a, b) => vec![c, a, b],
         }
     }
@@ -169,6 +173,7 @@ enum Key {
     Select(NodeId, NodeId, NodeId),
     Cast(DType, NodeId),
     Reduce(Reduce, NodeId),
+    MatMul(NodeId, NodeId),
 }
 
 fn key(n: &Node) -> Key {
@@ -186,6 +191,7 @@ fn key(n: &Node) -> Key {
         Node::Select(c, a, b) => Key::Select(*c, *a, *b),
         Node::Cast(dt, a) => Key::Cast(*dt, *a),
         Node::Reduce(op, a) => Key::Reduce(*op, *a),
+        Node::MatMul(a, w) => Key::MatMul(*a, *w),
     }
 }
 
@@ -311,6 +317,7 @@ impl Graph {
             Node::Select(..) => Node::Select(o(0), o(1), o(2)),
             Node::Cast(dt, _) => Node::Cast(*dt, o(0)),
             Node::Reduce(op, _) => Node::Reduce(*op, o(0)),
+            Node::MatMul(..) => Node::MatMul(o(0), o(1)),
         }))
     }
 
@@ -325,7 +332,89 @@ impl Graph {
             Node::Select(..) => "select".into(),
             Node::Cast(dt, _) => format!("cast_{dt}"),
             Node::Reduce(op, _) => format!("row_{}", op.name()),
+            Node::MatMul(..) => "matmul".into(),
         }
+    }
+
+    /// The nodes `out` depends on, itself included, in order.
+    pub fn reaching(&self, out: NodeId) -> Vec<NodeId> {
+        let inner = self.inner.borrow();
+        let mut keep = vec![false; out + 1];
+        keep[out] = true;
+        for id in (0..=out).rev() {
+            if keep[id] {
+                for o in inner.nodes[id].operands() {
+                    keep[o] = true;
+                }
+            }
+        }
+        (0..=out).filter(|&i| keep[i]).collect()
+    }
+
+    /// The inputs `out` reads as matmul operands: `(a, w)` for each matmul it depends on.
+    pub fn matmuls(&self, out: NodeId) -> Vec<(NodeId, NodeId)> {
+        self.reaching(out)
+            .into_iter()
+            .filter_map(|i| match self.node(i) {
+                Node::MatMul(a, w) => Some((a, w)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The checks a graph that holds matmuls must pass before it is evaluated or compiled:
+    /// their operands are inputs (the `[rows, K]` and `[cols, K]` matrices, outside the
+    /// `rows × cols` frame), one input is not both, and nothing else reads them.
+    pub fn check(&self, out: NodeId) -> Result<()> {
+        if out >= self.len() {
+            return Err(Error::Invalid(format!("node %{out} is not in the graph")));
+        }
+        let mm = self.matmuls(out);
+        if mm.is_empty() {
+            return Ok(());
+        }
+        let name = |i: NodeId| match self.node(i) {
+            Node::Input { name, .. } => Some(name),
+            _ => None,
+        };
+        for &(a, w) in &mm {
+            for (o, what) in [(a, "a [rows, K]"), (w, "w [cols, K]")] {
+                if name(o).is_none() {
+                    return Err(Error::Invalid(format!(
+                        "matmul's operands must be graph inputs; its {what} is %{o} ({})",
+                        self.op_name(o)
+                    )));
+                }
+            }
+            if a == w {
+                return Err(Error::Invalid(format!(
+                    "matmul(%{a}, %{w}): one input cannot be both a [rows, K] and a [cols, K] \
+                     matrix"
+                )));
+            }
+            if mm.iter().any(|&(a2, w2)| a2 == w || w2 == a) {
+                return Err(Error::Invalid(format!(
+                    "input '{}' is a matmul's a in one place and its w in another",
+                    name(a).unwrap_or_default()
+                )));
+            }
+        }
+        for i in self.reaching(out) {
+            if matches!(self.node(i), Node::MatMul(..)) {
+                continue;
+            }
+            for o in self.node(i).operands() {
+                if mm.iter().any(|&(a, w)| o == a || o == w) {
+                    return Err(Error::Invalid(format!(
+                        "input '{}' is a matmul operand (a matrix with K columns) and cannot \
+                         also be read element-wise (%{i} {})",
+                        name(o).unwrap_or_default(),
+                        self.op_name(i)
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn constant_of(&self, id: NodeId) -> Option<f64> {
@@ -355,7 +444,8 @@ impl Graph {
                 }
             }
             Node::Cast(dt, a) => self.constant_of(*a).map(|a| dt.round(a)),
-            // A reduction of a constant depends on the row's length: not folded.
+            // A reduction of a constant depends on the row's length, a product on K: not
+            // folded.
             _ => None,
         };
         let node = folded.map_or(node, Node::Const);
@@ -372,6 +462,7 @@ impl Graph {
             Node::Binary(_, a, b) => l(*a).broadcast(l(*b)),
             Node::Select(c, a, b) => l(*c).broadcast(l(*a)).broadcast(l(*b)),
             Node::Reduce(_, a) => l(*a).reduced(),
+            Node::MatMul(..) => Layout::Full,
         };
         let id = inner.nodes.len();
         inner.nodes.push(node);
@@ -418,6 +509,12 @@ impl Graph {
         dtype: DType,
         f32_nodes: bool,
     ) -> Result<Vec<f64>> {
+        self.check(out)?;
+        let operands: Vec<NodeId> = self
+            .matmuls(out)
+            .into_iter()
+            .flat_map(|(a, w)| [a, w])
+            .collect();
         let inner = self.inner.borrow();
         let mut values: Vec<Option<Vec<f64>>> = vec![None; out + 1];
         for id in 0..=out {
@@ -446,7 +543,8 @@ impl Graph {
                     let x = inputs.get(name).ok_or_else(|| {
                         Error::Invalid(format!("graph input '{name}' was not given"))
                     })?;
-                    if x.len() != n {
+                    // A matmul operand's K is its length over its rows (checked there).
+                    if x.len() != n && !operands.contains(&id) {
                         return Err(Error::Invalid(format!(
                             "graph input '{name}' ({}) needs {n} values in a {rows}×{cols} frame, got {}",
                             layout.name(),
@@ -467,6 +565,22 @@ impl Graph {
                     }
                 }),
                 Node::Cast(dt, a) => map(&|r, c| dt.round(at(*a, r, c))),
+                Node::MatMul(a, w) => {
+                    let (a, w) = (v(*a), v(*w));
+                    let k = a.len().checked_div(rows).unwrap_or(0);
+                    if a.len() != rows * k || w.len() != cols * k {
+                        return Err(Error::Invalid(format!(
+                            "matmul %{id}: a has {} values and w {}: they must be [{rows}, K] \
+                             and [{cols}, K] for one K",
+                            a.len(),
+                            w.len()
+                        )));
+                    }
+                    map(&|r, c| {
+                        let (ar, wc) = (&a[r * k..(r + 1) * k], &w[c * k..(c + 1) * k]);
+                        ar.iter().zip(wc).map(|(x, y)| x * y).sum()
+                    })
+                }
                 Node::Reduce(op, a) => {
                     // Over the operand's columns: `cols` of them, or one for a per-row value
                     // (whose mean and max are itself, and whose sum is itself).
@@ -608,6 +722,11 @@ impl<'g> Expr<'g> {
     pub fn mean(self) -> Expr<'g> {
         self.reduce(Reduce::Mean)
     }
+    /// `self · wᵀ`, self an input `[rows, K]` and w an input `[cols, K]` (a Linear's weight):
+    /// a full `rows × cols` value.
+    pub fn matmul(self, w: Expr<'g>) -> Expr<'g> {
+        self.graph.push(Node::MatMul(self.id, w.id))
+    }
 }
 
 macro_rules! binary_ops {
@@ -645,6 +764,14 @@ impl fmt::Display for Graph {
     /// One line a node, in SSA form: `%4 = mul %1, %3    rows×cols`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inner = self.inner.borrow();
+        // A matmul's operands are matrices with K columns, outside the frame.
+        let role = |id: NodeId| {
+            inner.nodes.iter().find_map(|n| match *n {
+                Node::MatMul(a, _) if a == id => Some("rows×K"),
+                Node::MatMul(_, w) if w == id => Some("cols×K"),
+                _ => None,
+            })
+        };
         for (id, (n, l)) in inner.nodes.iter().zip(&inner.layouts).enumerate() {
             let lower = |s: String| s.to_lowercase();
             let text = match n {
@@ -656,8 +783,9 @@ impl fmt::Display for Graph {
                 Node::Select(c, a, b) => format!("select %{c}, %{a}, %{b}"),
                 Node::Cast(dt, a) => format!("cast.{dt} %{a}"),
                 Node::Reduce(op, a) => format!("row_{} %{a}", op.name()),
+                Node::MatMul(a, w) => format!("matmul %{a}, %{w}"),
             };
-            writeln!(f, "%{id:<3} = {text:<32} {}", l.name())?;
+            writeln!(f, "%{id:<3} = {text:<32} {}", role(id).unwrap_or(l.name()))?;
         }
         Ok(())
     }
@@ -672,6 +800,48 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.clone()))
             .collect()
+    }
+
+    #[test]
+    fn a_matmul_is_a_times_w_transposed_and_its_operands_are_matrices() {
+        let g = Graph::new();
+        let x = g.input("x", Layout::Full).unwrap();
+        let w = g.input("w", Layout::Full).unwrap();
+        let b = g.input("b", Layout::Col).unwrap();
+        let y = x.matmul(w) + b;
+        // x [2, 3], w [2, 3] (N = 2), b [2].
+        let inputs = frame(&[
+            ("x", vec![1.0, 2.0, 3.0, -1.0, 0.5, 4.0]),
+            ("w", vec![1.0, 0.0, 2.0, 3.0, -1.0, 1.0]),
+            ("b", vec![10.0, 20.0]),
+        ]);
+        let got = g.eval(y.id, &inputs, 2, 2, DType::F32).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                1.0 + 6.0 + 10.0,
+                3.0 - 2.0 + 3.0 + 20.0,
+                7.0 + 10.0,
+                -3.0 - 0.5 + 4.0 + 20.0
+            ]
+        );
+        let text = g.to_string();
+        assert!(text.lines().next().unwrap().ends_with("rows×K"), "{text}");
+        assert!(text.contains("matmul %0, %1"), "{text}");
+        // A K that does not divide, and w of another K, are refused.
+        let mut bad = inputs.clone();
+        bad.insert("w".into(), vec![1.0; 4]);
+        let e = g
+            .eval(y.id, &bad, 2, 2, DType::F32)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("for one K"), "{e}");
+        // Its operands are read by the matmul only.
+        let e = g
+            .eval((y + x).id, &inputs, 2, 2, DType::F32)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("matmul operand"), "{e}");
     }
 
     #[test]

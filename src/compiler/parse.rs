@@ -9,7 +9,9 @@
 //!   `f32 bf16 f16` (rounding to that format);
 //! - of two or three: `max(a, b)`, `min(a, b)`, `where(c, a, b)` (a where c ≠ 0, else b);
 //! - row reductions over the last dimension, broadcast back where combined with a full value:
-//!   `sum(x)`, `mean(x)`, `amax(x)` (also `max(x)`), `logsumexp(x)`.
+//!   `sum(x)`, `mean(x)`, `amax(x)` (also `max(x)`), `logsumexp(x)`;
+//! - `matmul(x, w)`: x `[rows, K]` times w `[cols, K]` transposed (two inputs read by nothing
+//!   else), compiled as a GEMM whose epilogue is the rest: `gelu(matmul(x, w) + b)`.
 
 use super::graph::{Expr, Graph, Layout};
 use crate::runtime::dtype::DType;
@@ -324,11 +326,15 @@ impl<'g> Parser<'g, '_> {
                         let v = self.args(&name, 3)?;
                         g.select(v[0], v[1], v[2])
                     }
+                    "matmul" => {
+                        let v = self.args(&name, 2)?;
+                        v[0].matmul(v[1])
+                    }
                     _ => {
                         return Err(Error::Invalid(format!(
                             "expression: unknown function '{name}' (exp log tanh erf sqrt rsqrt \
                              sigmoid silu relu abs f32 bf16 f16 max min where sum mean amax \
-                             logsumexp)"
+                             logsumexp matmul)"
                         )))
                     }
                 })

@@ -17,8 +17,16 @@ use std::sync::Arc;
 /// The stem of the op's kernel names: `kl_{tier}_{op}[_{form}]_{dtype}`.
 pub fn stem(tier: &str, op: Op, p: &Params, dtype: DType) -> String {
     let form = p.form().map(|f| format!("_{f}")).unwrap_or_default();
-    format!("kl_{tier}_{op}{form}_{dtype}")
-        .replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "_")
+    let raw = format!("kl_{tier}_{op}{form}_{dtype}")
+        .replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "_");
+    // One underscore between words (`bias + gelu-tanh` → `bias_gelu_tanh`).
+    let mut out = String::with_capacity(raw.len());
+    for c in raw.chars() {
+        if !(c == '_' && out.ends_with('_')) {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Build `op`'s graph for `p` and hand it, with its output, to `f`.

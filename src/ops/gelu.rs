@@ -225,11 +225,15 @@ pub fn reference_f64(x: f64, approx: GeluApprox) -> f64 {
 /// `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))` (x³ as x·x·x, as the eager code multiplies it),
 /// or `0.5·x·(1 + erf(x/√2))`.
 pub fn graph<'g>(g: &'g Graph, p: &GeluParams) -> Result<Expr<'g>> {
-    let x = g.input("x", Layout::Full)?;
-    Ok(match p.gelu {
+    Ok(of(g.input("x", Layout::Full)?, p.gelu))
+}
+
+/// The lecture's GeLU of `x` as graph operations (`manual_gelu`'s, in its order).
+pub fn of(x: Expr<'_>, approx: GeluApprox) -> Expr<'_> {
+    match approx {
         GeluApprox::Tanh => 0.5 * x * (1.0 + (SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)).tanh()),
         GeluApprox::Erf => 0.5 * x * (1.0 + (x * std::f64::consts::FRAC_1_SQRT_2).erf()),
-    })
+    }
 }
 
 pub fn reference(x: &[f64], p: &GeluParams) -> Vec<f64> {

@@ -28,4 +28,8 @@ pub static HEADERS: &[KernelSource] = &[
         file: "matmul_common.cuh",
         src: include_str!("../../kernels/matmul_common.cuh"),
     },
+    KernelSource {
+        file: "matmul_sm90.cuh",
+        src: include_str!("../../kernels/matmul_sm90.cuh"),
+    },
 ];

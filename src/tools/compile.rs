@@ -68,19 +68,27 @@ pub fn compile_graph(
     arch: &str,
 ) -> Result<CompileReport> {
     crate::tools::inspect::check_arch(arch)?;
-    let k = crate::compiler::kernel::build(g, out, dtype, name)?;
-    let plan = k.plan();
-    let src = k.source;
-    let k = k.generated;
+    let (plan, src, symbols) = if crate::compiler::gemm::has_matmul(g, out) {
+        let k = crate::compiler::gemm::build(
+            g,
+            out,
+            dtype,
+            name,
+            &crate::ops::matmul::sm90::generated_tiles(),
+        )?;
+        (gemm_plan(&k), k.source, k.symbols.clone())
+    } else {
+        let k = crate::compiler::kernel::build(g, out, dtype, name)?;
+        (k.plan(), k.source, k.generated.symbols.clone())
+    };
     let (ptxas, compile_ms, warm_ms) = match nvrtc::nvrtc_available() {
         Err(e) => (Err(e.to_string()), None, None),
         Ok(()) => {
             let t = std::time::Instant::now();
-            let c = nvrtc::compile(src, arch, &nvrtc::base_options(arch), &k.name)?;
+            let c = nvrtc::compile(src, arch, &nvrtc::base_options(arch), &symbols[0])?;
             let ms = t.elapsed().as_secs_f64() * 1e3;
             use crate::tools::inspect::{Category, Census};
-            let infos = k
-                .symbols
+            let infos = symbols
                 .iter()
                 .map(|s| {
                     let info = c
@@ -104,12 +112,37 @@ pub fn compile_graph(
     Ok(CompileReport {
         graph: g.to_string(),
         plan,
-        source: k.source,
+        source: src.src.to_string(),
         arch: arch.to_string(),
         ptxas,
         compile_ms,
         warm_ms,
     })
+}
+
+/// A generated GEMM's fusion plan in words.
+fn gemm_plan(k: &crate::compiler::gemm::GemmKernel) -> String {
+    let inputs = if k.inputs.is_empty() {
+        String::from("no other input")
+    } else {
+        k.inputs
+            .iter()
+            .map(|(n, l)| format!("{n} ({l:?})").to_lowercase())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "one GEMM for {} operations: {} · {}ᵀ on the tensor cores (matmul v7's template: TMA \
+         loads, wgmma, its tile stored by TMA; v6's register stores where the output's rows \
+         are not 16-byte multiples), the other {} operations its epilogue, applied to the f32 \
+         accumulator in registers before the one store (reading {inputs}); {} instantiations, \
+         one a tile the launcher picks from",
+        k.operations,
+        k.a,
+        k.w,
+        k.epilogue_ops,
+        k.symbols.len()
+    )
 }
 
 /// The time a cached compile takes: the source compiled into a fresh cache folder, then
@@ -212,6 +245,14 @@ pub fn run_graph(
     let dev = device.cuda().cloned().ok_or_else(|| {
         Error::Invalid("--run needs a CUDA GPU (none here; the report above needs none)".into())
     })?;
+    if crate::compiler::gemm::has_matmul(g, out) {
+        return Err(Error::Invalid(
+            "--run takes element-wise and row graphs; a graph with a matmul runs as the GEMM \
+             ops' compiled variant: kernlab bench linear --variants compiled,v7_wgmma_tma_store \
+             --dtype bf16"
+                .into(),
+        ));
+    }
     if g.layout(out) != Layout::Full {
         return Err(Error::Invalid(
             "--run writes a full rows × cols output: this expression is one value a row or \

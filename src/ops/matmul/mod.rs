@@ -8,6 +8,7 @@
 //! accumulator before the single store.
 
 pub mod auto;
+pub mod compiled;
 pub mod cuda;
 pub mod sm90;
 pub mod vendor;
@@ -631,6 +632,16 @@ macro_rules! gemm_def_methods {
         fn out_shape(&self, shape: &[usize]) -> Vec<usize> {
             $crate::ops::matmul::def::out_shape(shape)
         }
+        fn graph<'g>(
+            &self,
+            g: &'g $crate::compiler::Graph,
+            p: &$crate::ops::Params,
+        ) -> Option<$crate::runtime::error::Result<$crate::compiler::Expr<'g>>> {
+            Some(
+                p.get::<$crate::ops::matmul::GemmParams>()
+                    .and_then(|p| $crate::ops::matmul::compiled::graph(g, p)),
+            )
+        }
         fn call_out_shape(&self, inputs: &[&$crate::runtime::tensor::Tensor]) -> Vec<usize> {
             vec![
                 inputs[0].shape()[0],
@@ -766,6 +777,13 @@ macro_rules! gemm_rows {
                 |p, x, y| gemm_call(auto::run_auto, p, x, y))
                 .kernels(&cuda::MATMUL, auto_symbols)
                 .picks(auto::label_inputs),
+            Variant::new($op, "compiled", Tier::Compiled, DeviceKind::Cuda,
+                "kernlab's compiler: the graph's element-wise tail generated as the epilogue of v7's template (v6's where c cannot take a TMA store; sm_90a)",
+                |p, x, y| gemm_call($crate::ops::matmul::compiled::run, p, x, y))
+                .generated($crate::ops::matmul::compiled::kernels)
+                .dtypes(HALF_DTYPES)
+                .min_arch(90)
+                .claims(&["wgmma.mma_async", "cp.async.bulk.tensor"]),
             Variant::new($op, "cublaslt", Tier::Vendor, DeviceKind::Cuda,
                 "cuBLASLt matmul with its fused epilogue (bias, GELU), heuristic algorithm cached",
                 |p, x, y| gemm_call(vendor::run_cublaslt, p, x, y)),
@@ -778,7 +796,7 @@ macro_rules! gemm_rows {
 pub(crate) use gemm_rows;
 
 /// Matmul's rows: the shared ones, and cuBLAS (no epilogue).
-static VARIANTS: [Variant; 12] = {
+static VARIANTS: [Variant; 13] = {
     let rows = gemm_rows!(OP);
     [
         rows[0],
@@ -792,6 +810,7 @@ static VARIANTS: [Variant; 12] = {
         rows[8],
         rows[9],
         rows[10],
+        rows[11],
         Variant::new(
             OP,
             "cublas",

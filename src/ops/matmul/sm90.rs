@@ -13,6 +13,8 @@
 //! 16-byte row pitch) and 16-byte aligned operand buffers.
 
 use super::{gemm_bufs, Gemm, GemmBufs};
+use crate::compiler::gemm::{GemmKernel, Tile};
+use crate::compiler::Layout;
 use crate::runtime::device::cuda::launch_err;
 use crate::runtime::device::CudaDevice;
 use crate::runtime::dtype::DType;
@@ -310,16 +312,38 @@ fn tensor_map(
 pub fn run_with(cfg: &Config, g: &Gemm, c: &mut Tensor) -> Result<()> {
     let dev = device_of(g)?;
     check(V6, cfg, &dev, g)?;
-    launch(V6, cfg, &dev, g, c)
+    launch(V6, cfg, &dev, g, c, Target::Hand)
+}
+
+/// Which kernel a launch runs and what its epilogue parameters are: a hand kernel of
+/// `MATMUL_SM90` (bias pointer and activation code), or a generated one (its source, symbol,
+/// and the functor's parameters: a pointer an input, a full input's row stride after it).
+enum Target<'a> {
+    Hand,
+    Generated {
+        source: &'static KernelSource,
+        symbol: String,
+        epilogue: &'a [u64],
+    },
 }
 
 /// Build the tensor maps and launch a checked configuration of v6 or v7. v6's third
 /// parameter is c's pointer, v7's is c's tensor map (boxes of 64 rows × 64 columns, the
 /// 128-byte swizzle span: one box per 64-column chunk of a consumer's 64 × bn sub-tile; the
 /// store clips rows ≥ M and columns ≥ N).
-fn launch(ver: Version, cfg: &Config, dev: &CudaDevice, g: &Gemm, c: &mut Tensor) -> Result<()> {
+fn launch(
+    ver: Version,
+    cfg: &Config,
+    dev: &CudaDevice,
+    g: &Gemm,
+    c: &mut Tensor,
+    target: Target,
+) -> Result<()> {
     let dt = g.dtype();
-    let name = ver.symbol(cfg, dt);
+    let (source, name) = match &target {
+        Target::Hand => (&MATMUL_SM90, ver.symbol(cfg, dt)),
+        Target::Generated { source, symbol, .. } => (*source, symbol.clone()),
+    };
     let GemmBufs {
         a: a_buf,
         w: w_buf,
@@ -369,26 +393,42 @@ fn launch(ver: Version, cfg: &Config, dev: &CudaDevice, g: &Gemm, c: &mut Tensor
     let grid = tiles.min(dev.props.sm_count.max(1) as usize) as u32;
     let smem = ver.smem_bytes(cfg);
 
-    let f = dev.function(&MATMUL_SM90, &name)?;
+    let f = dev.function(source, &name)?;
     // This also makes the device's context current for the launch below.
     crate::runtime::launch::allow_dynamic_smem(dev, &f, &name, smem as usize)?;
-    // The kernel's parameters, in order: (ta, tw, c or tc, bias, M, N, K, act, group_m).
-    let mut args: [*mut c_void; 9] = [
+    // The kernel's parameters, in order: (ta, tw, c or tc, bias, M, N, K, act, group_m) for a
+    // hand kernel; (ta, tw, c or tc, the epilogue's parameters, M, N, K, group_m) for a
+    // generated one.
+    let mut epilogue: Vec<u64> = match &target {
+        Target::Hand => Vec::new(),
+        Target::Generated { epilogue, .. } => epilogue.to_vec(),
+    };
+    let mut args: Vec<*mut c_void> = vec![
         &mut ta as *mut sys::CUtensorMap as *mut c_void,
         &mut tw as *mut sys::CUtensorMap as *mut c_void,
         c_param,
-        &mut bias_ptr as *mut u64 as *mut c_void,
+    ];
+    match target {
+        Target::Hand => args.push(&mut bias_ptr as *mut u64 as *mut c_void),
+        Target::Generated { .. } => {
+            args.extend(epilogue.iter_mut().map(|p| p as *mut u64 as *mut c_void))
+        }
+    }
+    args.extend([
         &mut m as *mut i32 as *mut c_void,
         &mut n as *mut i32 as *mut c_void,
         &mut k as *mut i32 as *mut c_void,
-        &mut act as *mut i32 as *mut c_void,
-        &mut group_m as *mut i32 as *mut c_void,
-    ];
+    ]);
+    if matches!(target, Target::Hand) {
+        args.push(&mut act as *mut i32 as *mut c_void);
+    }
+    args.push(&mut group_m as *mut i32 as *mut c_void);
     // SAFETY: `args` point at live values whose types match the kernel's parameters
     // (CUtensorMap ×2, then c as a u64 pointer (v6) or a third CUtensorMap (v7), the bias
-    // pointer as u64, five ints); the buffers they name stay valid on this stream until the
-    // kernel has run (see `launch!`), and the guards above are held until the launch is
-    // enqueued.
+    // pointer as u64 or the generated epilogue's 8-byte pointers and strides, then the ints);
+    // the buffers they name stay valid on this stream until the kernel has run (see
+    // `launch!`), and the guards above (and the caller's, for the epilogue's inputs) are held
+    // until the launch is enqueued.
     unsafe {
         sys::cuLaunchKernel(
             f.cu_function(),
@@ -504,7 +544,135 @@ pub fn run_with_v7(cfg: &Config, g: &Gemm, c: &mut Tensor) -> Result<()> {
     if !c_fits_tma(g, c)? {
         return run_v6(g, c);
     }
-    launch(V7, cfg, &dev, g, c)
+    launch(V7, cfg, &dev, g, c, Target::Hand)
+}
+
+// ---- generated epilogues --------------------------------------------------------------------
+
+/// The tiles a generated GEMM instantiates, in the order of [`generated_tile`]'s indices:
+/// v7's two default tiles, then v6's (for outputs a TMA store cannot take).
+pub fn generated_tiles() -> Vec<Tile> {
+    let tile = |c: &Config, tma_store: bool| Tile {
+        tma_store,
+        bn: c.bn,
+        stages: c.stages,
+    };
+    vec![
+        tile(&CONFIGS_V7[0], true),
+        tile(&CONFIGS_V7[3], true),
+        tile(&CONFIGS[0], false),
+        tile(&CONFIGS[3], false),
+    ]
+}
+
+/// Run a GEMM whose epilogue kernlab's compiler generated ([`GemmKernel`], built with
+/// [`generated_tiles`]): `c = epi(a·wᵀ)`, the epilogue's inputs by name in `epilogue`. The
+/// tile is v7's default for the shape, or v6's where c cannot take a TMA store; the checks
+/// are v6's and v7's, plus each epilogue input's dtype, device and extent.
+pub fn run_generated(
+    k: &GemmKernel,
+    g: &Gemm,
+    epilogue: &[(&str, &Tensor)],
+    c: &mut Tensor,
+) -> Result<()> {
+    let dev = device_of(g)?;
+    let what = "compiled";
+    let tma = c_fits_tma(g, c)?;
+    let (ver, cfg) = if tma {
+        (V7, default_config_v7(g.m, g.n, dev.props.sm_count))
+    } else {
+        (V6, default_config(g.m, g.n, dev.props.sm_count))
+    };
+    let ver = Version {
+        variant: what,
+        ..ver
+    };
+    check(ver, &cfg, &dev, g)?;
+    if g.dtype() != k.dtype {
+        return Err(Error::Invalid(format!(
+            "matmul/{what}: the kernel was generated for {}, the operands are {}",
+            k.dtype,
+            g.dtype()
+        )));
+    }
+    let index = k
+        .tiles
+        .iter()
+        .position(|t| (t.tma_store, t.bn, t.stages) == (tma, cfg.bn, cfg.stages))
+        .ok_or_else(|| {
+            Error::Invalid(format!(
+                "matmul/{what}: the generated kernel has no {} tile 128x{}x64_s{}",
+                if tma { "v7" } else { "v6" },
+                cfg.bn,
+                cfg.stages
+            ))
+        })?;
+    let mut guards = Vec::new();
+    let mut params: Vec<u64> = Vec::new();
+    for (name, layout) in &k.inputs {
+        let t = epilogue
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| *t)
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "matmul/{what}: no tensor for the epilogue's input '{name}'"
+                ))
+            })?;
+        if t.dtype() != g.dtype() {
+            return Err(Error::Invalid(format!(
+                "matmul/{what}: epilogue input '{name}' is {}, the operands {}",
+                t.dtype(),
+                g.dtype()
+            )));
+        }
+        let buf = t
+            .cuda_buf()
+            .filter(|_| t.device().cuda().map(|d| d.ordinal) == Some(dev.ordinal))
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "matmul/{what}: epilogue input '{name}' is on {}, the operands on cuda:{}",
+                    t.device().describe(),
+                    dev.ordinal
+                ))
+            })?;
+        let (ptr, guard) = buf.device_ptr(&dev.stream);
+        guards.push(guard);
+        params.push(ptr);
+        if *layout == Layout::Full {
+            let (rows, cols, ld) = t.rows_cols();
+            if (rows, cols) != (g.m, g.n) || !(t.is_contiguous() || t.is_row_strided()) {
+                return Err(Error::Invalid(format!(
+                    "matmul/{what}: epilogue input '{name}' must be {} rows of {} columns, each                      contiguous (got {:?}, strides {:?})",
+                    g.m,
+                    g.n,
+                    t.shape(),
+                    t.strides()
+                )));
+            }
+            params.push(ld as u64);
+        } else {
+            let want = layout.len(g.m, g.n);
+            if t.numel() != want || !t.is_contiguous() {
+                return Err(Error::Invalid(format!(
+                    "matmul/{what}: epilogue input '{name}' is {:?}: it must be {want}                      contiguous values",
+                    t.shape()
+                )));
+            }
+        }
+    }
+    launch(
+        ver,
+        &cfg,
+        &dev,
+        g,
+        c,
+        Target::Generated {
+            source: k.source,
+            symbol: k.symbols[index].clone(),
+            epilogue: &params,
+        },
+    )
 }
 
 #[cfg(test)]
