@@ -445,6 +445,21 @@ pub const ROW_FORMS: [(&str, bool, bool); 4] = [
     ("_looped_scalar", false, false),
 ];
 
+/// The register forms a row kernel of `dtype` staging `staged` inputs is generated in: P
+/// 16-byte packs a thread ([`crate::runtime::row_slots::KS`]), each a symbol `{name}_regs{P}`
+/// after [`ROW_FORMS`]'s, where the row's share a thread holds (P packs of each staged input)
+/// is at most 32 floats, so a 1024-thread block keeps it within its 64 registers a thread.
+pub fn register_packs(dtype: DType, staged: usize) -> Vec<usize> {
+    let w = 16 / dtype.size();
+    if staged == 0 {
+        return Vec::new();
+    }
+    crate::runtime::row_slots::KS
+        .into_iter()
+        .filter(|p| p * w * staged <= 32)
+        .collect()
+}
+
 /// One row kernel computing node `out` of `g` (a full `rows × cols` value), row reductions
 /// included, stored in `dtype`: a block a row. Each reduction, in the order the graph needs
 /// them, is one pass over the row (its producers recomputed, earlier reductions known), then a
@@ -497,7 +512,12 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
     s.push_str(ROW_HELPERS);
     writeln!(
         s,
-        "template <bool STAGED, int W>\n__device__ __forceinline__ void {name}_row({params}T* __restrict__ y, i64 ld_y, i64 rows, int cols) {{"
+        "template <int MODE, int W, int P>\n__device__ __forceinline__ void {name}_row({params}T* __restrict__ y, i64 ld_y, i64 rows, int cols) {{"
+    )
+    .ok();
+    writeln!(
+        s,
+        "    // MODE: 0 looped (every pass reads global memory), 1 staged (the row in shared memory), 2 the row in registers (P packs a thread)."
     )
     .ok();
     writeln!(s, "    __shared__ float scratch[64];").ok();
@@ -517,8 +537,28 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
         )
         .ok();
     }
+    for n in &staged {
+        writeln!(s, "    float g_{n}[P][W]; (void)g_{n};").ok();
+    }
     if !staged.is_empty() {
-        writeln!(s, "    if constexpr (STAGED) {{").ok();
+        writeln!(s, "    if constexpr (MODE == 2) {{").ok();
+        writeln!(s, "        #pragma unroll").ok();
+        writeln!(s, "        for (int p = 0; p < P; ++p) {{").ok();
+        writeln!(
+            s,
+            "            const int c0 = (threadIdx.x + p * blockDim.x) * W;"
+        )
+        .ok();
+        for n in &staged {
+            writeln!(
+                s,
+                "            if (c0 < cols) kl_gen_ld<W>(in_{n} + r * ld_{n} + c0, g_{n}[p]);"
+            )
+            .ok();
+        }
+        writeln!(s, "        }}").ok();
+        writeln!(s, "    }}").ok();
+        writeln!(s, "    if constexpr (MODE == 1) {{").ok();
         writeln!(
             s,
             "        for (int c0 = threadIdx.x * W; c0 < cols; c0 += blockDim.x * W) {{"
@@ -537,17 +577,25 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
     }
     // One pass over the row, W columns a step: the loads of the inputs `target` needs, then,
     // column by column, the statements computing it, then `each` (with the value in v{target}).
-    let pass = |s: &mut String, target: NodeId, each: &str, after: &str| -> Result<()> {
-        writeln!(
-            s,
-            "    for (int c0 = threadIdx.x * W; c0 < cols; c0 += blockDim.x * W) {{"
-        )
-        .ok();
+    let pass = |dst: &mut String, target: NodeId, each: &str, after: &str| -> Result<()> {
+        // The loads from memory (looped and staged forms), from registers (the register
+        // form), and the statements both share.
+        let mut loads = String::new();
+        let mut loads_regs = String::new();
+        let mut body = String::new();
         for (n, l) in pass_inputs(target) {
+            if l == Layout::Full && staged.contains(&n) {
+                writeln!(
+                    loads_regs,
+                    "        float a_{n}[W];\n        #pragma unroll\n        for (int j = 0; j < W; ++j) a_{n}[j] = g_{n}[p][j];"
+                )
+                .ok();
+            }
+            let s = &mut loads;
             match l {
                 Layout::Full if staged.contains(&n) => writeln!(
                     s,
-                    "        float a_{n}[W];\n        if constexpr (STAGED) kl_gen_lds<W>(s_{n} + c0, a_{n});\n        else kl_gen_ld<W>(in_{n} + r * ld_{n} + c0, a_{n});"
+                    "        float a_{n}[W];\n        if constexpr (MODE == 1) kl_gen_lds<W>(s_{n} + c0, a_{n});\n        else kl_gen_ld<W>(in_{n} + r * ld_{n} + c0, a_{n});"
                 ),
                 Layout::Full => writeln!(
                     s,
@@ -558,7 +606,12 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
                 Layout::Scalar => writeln!(s, "        const float b_{n} = to_f32(in_{n}[0]);"),
             }
             .ok();
+            if !(l == Layout::Full && staged.contains(&n)) {
+                let line = loads.lines().last().unwrap_or_default().to_string();
+                writeln!(loads_regs, "{line}").ok();
+            }
         }
+        let s = &mut body;
         writeln!(s, "        float o[W]; (void)o;").ok();
         writeln!(s, "        #pragma unroll").ok();
         writeln!(s, "        for (int j = 0; j < W; ++j) {{").ok();
@@ -584,6 +637,28 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
         if !after.is_empty() {
             writeln!(s, "        {after}").ok();
         }
+        let s = dst;
+        writeln!(s, "    if constexpr (MODE == 2) {{").ok();
+        writeln!(s, "    #pragma unroll").ok();
+        writeln!(s, "    for (int p = 0; p < P; ++p) {{").ok();
+        writeln!(
+            s,
+            "        const int c0 = (threadIdx.x + p * blockDim.x) * W;"
+        )
+        .ok();
+        writeln!(s, "        if (c0 >= cols) break;").ok();
+        s.push_str(&loads_regs);
+        s.push_str(&body);
+        writeln!(s, "    }}").ok();
+        writeln!(s, "    }} else {{").ok();
+        writeln!(
+            s,
+            "    for (int c0 = threadIdx.x * W; c0 < cols; c0 += blockDim.x * W) {{"
+        )
+        .ok();
+        s.push_str(&loads);
+        s.push_str(&body);
+        writeln!(s, "    }}").ok();
         writeln!(s, "    }}").ok();
         Ok(())
     };
@@ -662,7 +737,7 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
         }
         if let Some(&(rm, rs, x)) = online.iter().find(|(rm, _, _)| *rm == rid) {
             writeln!(s, "    float red{rm}, red{rs};").ok();
-            writeln!(s, "    if constexpr (!STAGED) {{").ok();
+            writeln!(s, "    if constexpr (MODE == 0) {{").ok();
             writeln!(
                 s,
                 "    MaxSum ms{rm} = MaxSum{{__int_as_float(0xff800000), 0.0f}};"
@@ -703,19 +778,29 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
     }
     writeln!(s, "}}").ok();
     let mut symbols = Vec::new();
-    for (suffix, staged_form, packed) in ROW_FORMS {
+    let args: String = inputs
+        .iter()
+        .map(|(n, l)| match l {
+            Layout::Full => format!("in_{n}, ld_{n}, "),
+            _ => format!("in_{n}, "),
+        })
+        .collect();
+    let forms = ROW_FORMS
+        .iter()
+        .map(|&(suffix, staged_form, packed)| {
+            (suffix.to_string(), i32::from(staged_form), packed, 1)
+        })
+        .chain(
+            register_packs(dtype, staged.len())
+                .into_iter()
+                .map(|p| (format!("_regs{p}"), 2, true, p)),
+        );
+    for (suffix, mode, packed, p) in forms {
         let sym = format!("{name}{suffix}");
         let w = if packed { "Pack<T>::N" } else { "1" };
-        let args: String = inputs
-            .iter()
-            .map(|(n, l)| match l {
-                Layout::Full => format!("in_{n}, ld_{n}, "),
-                _ => format!("in_{n}, "),
-            })
-            .collect();
         writeln!(
             s,
-            "extern \"C\" __global__ void __launch_bounds__(1024) {sym}({params}T* __restrict__ y, i64 ld_y, i64 rows, int cols) {{\n    {name}_row<{staged_form}, {w}>({args}y, ld_y, rows, cols);\n}}"
+            "extern \"C\" __global__ void __launch_bounds__(1024) {sym}({params}T* __restrict__ y, i64 ld_y, i64 rows, int cols) {{\n    {name}_row<{mode}, {w}, {p}>({args}y, ld_y, rows, cols);\n}}"
         )
         .ok();
         symbols.push(sym);
@@ -799,14 +884,37 @@ mod tests {
         let k = row_kernel(&g, y.id, DType::F32, "kl_softmax").unwrap();
         let src = &k.source;
         // Staged: the copy, then two reductions, each its own pass and block reduction, then
-        // the output's pass; looped: one online (max, sum) pass instead of the two.
+        // the output's pass; looped: one online (max, sum) pass instead of the two. The
+        // register form's passes (the two reductions' and the output's) loop over its P packs.
         assert_eq!(
             src.matches("for (int c0 = threadIdx.x * W; c0 < cols; c0 += blockDim.x * W)")
                 .count(),
             5,
             "{src}"
         );
-        assert!(src.contains("if constexpr (!STAGED)"), "{src}");
+        assert!(src.contains("if constexpr (MODE == 0)"), "{src}");
+        assert_eq!(src.matches("if (c0 >= cols) break;").count(), 4, "{src}");
+        assert!(
+            src.contains("if (c0 < cols) kl_gen_ld<W>(in_x + r * ld_x + c0, g_x[p]);"),
+            "{src}"
+        );
+        // f32: 1, 2, 4 and 8 packs a thread (at most 32 floats of x).
+        assert_eq!(
+            k.symbols[ROW_FORMS.len()..],
+            [
+                "kl_softmax_regs1",
+                "kl_softmax_regs2",
+                "kl_softmax_regs4",
+                "kl_softmax_regs8"
+            ]
+        );
+        assert!(
+            src.contains("kl_softmax_row<2, Pack<T>::N, 8>(in_x, ld_x, in_w, y, ld_y, rows, cols)"),
+            "{src}"
+        );
+        assert_eq!(register_packs(DType::BF16, 1), [1, 2, 4]);
+        assert_eq!(register_packs(DType::F32, 2), [1, 2, 4]);
+        assert!(register_packs(DType::F32, 0).is_empty());
         assert!(src.contains("ms2 = maxsum_add(ms2, v0);"), "{src}");
         assert!(src.contains("red2 = ms2.m; red5 = ms2.s;"), "{src}");
         assert!(
@@ -817,8 +925,9 @@ mod tests {
             src.contains("red5 = kl_gen_block_sum(acc5, scratch)"),
             "{src}"
         );
-        // The sum's pass and the output's pass recompute e from x and the known max.
-        assert_eq!(src.matches("= red2;").count(), 2, "{src}");
+        // The sum's pass and the output's pass recompute e from x and the known max (each
+        // pass written twice: over the register form's packs, and over memory).
+        assert_eq!(src.matches("= red2;").count(), 4, "{src}");
         // x is staged (the reductions read it), w is not (only the output reads it).
         assert_eq!(k.staged, ["x"]);
         assert!(
@@ -828,7 +937,7 @@ mod tests {
         assert!(src.contains("kl_gen_ld<W>(in_w + c0, a_w)"), "{src}");
         assert!(src.contains("kl_gen_st<W>(y + r * ld_y + c0, o)"), "{src}");
         assert_eq!(
-            k.symbols,
+            k.symbols[..ROW_FORMS.len()],
             [
                 "kl_softmax",
                 "kl_softmax_staged_scalar",

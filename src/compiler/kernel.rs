@@ -156,6 +156,8 @@ pub struct LaunchPlan {
     pub cfg: (u32, u32, u32),
     pub packed: bool,
     pub staged: bool,
+    /// The register form's packs a thread (0: another form).
+    pub regs: usize,
 }
 
 /// Threads a row for a row kernel: about four steps (packs or elements) a thread, in whole
@@ -182,7 +184,7 @@ impl Kernel {
                  {ops} launches); its {} reduction(s) ({}) each take a pass over the row, then a \
                  last pass writes the output. Staged forms ({}, {}) copy the row's {} into shared \
                  memory once and every pass reads it there; looped forms ({}, {}) read global \
-                 memory each pass, for rows wider than shared memory holds",
+                 memory each pass, for rows wider than shared memory holds{}",
                 self.reductions.len(),
                 self.reductions.join(", "),
                 s[0],
@@ -193,7 +195,16 @@ impl Kernel {
                     self.generated.staged.join(", ")
                 },
                 s[2],
-                s[3]
+                s[3],
+                if s.len() > ROW_FORMS.len() {
+                    format!(
+                        "; register forms ({}) hold a packed row in registers, P packs a \
+                         thread, for rows of up to 1024·P packs",
+                        s[ROW_FORMS.len()..].join(", ")
+                    )
+                } else {
+                    String::new()
+                }
             ),
         }
     }
@@ -226,6 +237,7 @@ impl Kernel {
                     cfg: (blocks as u32, 256, 0),
                     packed,
                     staged: false,
+                    regs: 0,
                 })
             }
             Fusion::Rows => {
@@ -234,7 +246,28 @@ impl Kernel {
                         "{rows} rows: a row kernel takes at most 2^31 − 1 (a block a row)"
                     )));
                 }
-                let bytes = self.generated.staged.len() * cols.div_ceil(n) * n * self.dtype.size();
+                // The row in registers where a generated register form holds it (packed rows of
+                // at most 8 packs a thread, by the hand kernels' rule where it can).
+                let packs = cols.div_ceil(n);
+                let forms = codegen::register_packs(self.dtype, self.generated.staged.len());
+                let p = crate::runtime::row_slots::slots_per_thread(packs)
+                    .filter(|p| forms.contains(p))
+                    .or_else(|| forms.iter().copied().find(|p| packs.div_ceil(*p) <= 1024));
+                if let Some(p) = p.filter(|_| packed) {
+                    let sym = format!("{}_regs{p}", syms[0]);
+                    return Ok(LaunchPlan {
+                        symbol: sym,
+                        cfg: (
+                            rows as u32,
+                            (packs.div_ceil(p).div_ceil(32) * 32).clamp(32, 1024) as u32,
+                            0,
+                        ),
+                        packed,
+                        staged: false,
+                        regs: p,
+                    });
+                }
+                let bytes = self.generated.staged.len() * packs * n * self.dtype.size();
                 let staged = bytes <= smem_limit;
                 let form = ROW_FORMS
                     .iter()
@@ -254,6 +287,7 @@ impl Kernel {
                     ),
                     packed,
                     staged,
+                    regs: 0,
                 })
             }
         }
@@ -454,10 +488,30 @@ mod tests {
         let g = Graph::new();
         let out = softmax(&g);
         let k = build(&g, out, DType::F32, "kl_t_rows").unwrap();
-        // 4096 f32 columns, packed: 1024 packs, four a thread; 16 KB staged.
+        // 4096 f32 columns, packed: 1024 packs, four a thread, held in registers.
         let p = k.launch_plan(8192, 4096, true, 227 * 1024).unwrap();
-        assert_eq!(p.symbol, "kl_t_rows");
-        assert_eq!(p.cfg, (8192, 256, 16384));
+        assert_eq!((p.symbol.as_str(), p.regs), ("kl_t_rows_regs4", 4));
+        assert_eq!(p.cfg, (8192, 256, 0));
+        // 32768 f32 columns: 8 packs a thread, 1024 threads; 33 packs: 2 a thread, a warp.
+        let p = k.launch_plan(4096, 32768, true, 227 * 1024).unwrap();
+        assert_eq!(
+            (p.symbol.as_str(), p.cfg),
+            ("kl_t_rows_regs8", (4096, 1024, 0))
+        );
+        let p = k.launch_plan(2, 132, true, 227 * 1024).unwrap();
+        assert_eq!((p.symbol.as_str(), p.cfg), ("kl_t_rows_regs2", (2, 32, 0)));
+        // Past 8192 packs, or bf16 past 4096 (its 8 would be 64 floats): staged in shared
+        // memory, about four packs a thread.
+        let p = k.launch_plan(8, 40000, true, 227 * 1024).unwrap();
+        assert_eq!((p.symbol.as_str(), p.cfg), ("kl_t_rows", (8, 1024, 160000)));
+        let kb = build(&g, out, DType::BF16, "kl_t_rows_b").unwrap();
+        let p = kb.launch_plan(8, 65536, true, 227 * 1024).unwrap();
+        assert_eq!(
+            (p.symbol.as_str(), p.cfg),
+            ("kl_t_rows_b", (8, 1024, 131072))
+        );
+        let p = kb.launch_plan(8, 32768, true, 227 * 1024).unwrap();
+        assert_eq!(p.symbol, "kl_t_rows_b_regs4");
         // Wider than shared memory: looped, 1024 threads, none staged.
         let p = k.launch_plan(1024, 131072, true, 227 * 1024).unwrap();
         assert_eq!(

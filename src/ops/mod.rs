@@ -12,7 +12,8 @@ mod op;
 mod params;
 pub mod primitives;
 pub mod rmsnorm;
-pub mod row_slots;
+/// The slots-a-thread rule of block-a-row kernels (the runtime's: the compiler's row kernels use it too).
+pub use crate::runtime::row_slots;
 pub mod softmax;
 
 pub use op::*;

@@ -8,5 +8,6 @@ pub mod error;
 pub mod kernels;
 pub mod launch;
 pub mod nvtx;
+pub mod row_slots;
 pub mod tensor;
 pub mod tuning;

@@ -1,6 +1,7 @@
 //! The Rust side of `kernels/rows.cuh`'s `RowSlots`: how many slots (16-byte packs, or
 //! elements) each thread of a block-a-row kernel holds. Softmax v3 and rmsnorm v2 launch by
-//! the same rule and take the same tuning.
+//! the same rule and take the same tuning; the compiler's register-held row kernels launch by
+//! the rule.
 
 /// The slots a thread the kernels are built for.
 pub const KS: [usize; 4] = [1, 2, 4, 8];
