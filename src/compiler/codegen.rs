@@ -445,19 +445,16 @@ pub const ROW_FORMS: [(&str, bool, bool); 4] = [
     ("_looped_scalar", false, false),
 ];
 
-/// The register forms a row kernel of `dtype` staging `staged` inputs is generated in: P
-/// 16-byte packs a thread ([`crate::runtime::row_slots::KS`]), each a symbol `{name}_regs{P}`
-/// after [`ROW_FORMS`]'s, where the row's share a thread holds (P packs of each staged input)
-/// is at most 32 floats, so a 1024-thread block keeps it within its 64 registers a thread.
-pub fn register_packs(dtype: DType, staged: usize) -> Vec<usize> {
-    let w = 16 / dtype.size();
+/// The register forms a row kernel staging `staged` inputs is generated in: P 16-byte packs
+/// a thread, each a symbol `{name}_regs{P}` after [`ROW_FORMS`]'s. The packs stay as loaded
+/// (a 16-bit row unpacked pass by pass, as the hand kernels keep theirs), at most 8 a thread
+/// over the staged inputs: 32 registers, within a 1024-thread block's 64. P = 4 takes rows of
+/// up to 4096 packs (fewer threads for shorter ones), P = 8 up to 8192.
+pub fn register_packs(staged: usize) -> Vec<usize> {
     if staged == 0 {
         return Vec::new();
     }
-    crate::runtime::row_slots::KS
-        .into_iter()
-        .filter(|p| p * w * staged <= 32)
-        .collect()
+    [4, 8].into_iter().filter(|p| p * staged <= 8).collect()
 }
 
 /// One row kernel computing node `out` of `g` (a full `rows × cols` value), row reductions
@@ -517,7 +514,7 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
     .ok();
     writeln!(
         s,
-        "    // MODE: 0 looped (every pass reads global memory), 1 staged (the row in shared memory), 2 the row in registers (P packs a thread)."
+        "    // MODE: 0 looped (every pass reads global memory), 1 staged (the row in shared memory), 2 the row in registers (P 16-byte packs a thread, as loaded)."
     )
     .ok();
     writeln!(s, "    __shared__ float scratch[64];").ok();
@@ -538,7 +535,7 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
         .ok();
     }
     for n in &staged {
-        writeln!(s, "    float g_{n}[P][W]; (void)g_{n};").ok();
+        writeln!(s, "    uint4 g_{n}[P]; (void)g_{n};").ok();
     }
     if !staged.is_empty() {
         writeln!(s, "    if constexpr (MODE == 2) {{").ok();
@@ -552,7 +549,7 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
         for n in &staged {
             writeln!(
                 s,
-                "            if (c0 < cols) kl_gen_ld<W>(in_{n} + r * ld_{n} + c0, g_{n}[p]);"
+                "            if (c0 < cols) g_{n}[p] = ld16(in_{n} + r * ld_{n} + c0);"
             )
             .ok();
         }
@@ -587,7 +584,7 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
             if l == Layout::Full && staged.contains(&n) {
                 writeln!(
                     loads_regs,
-                    "        float a_{n}[W];\n        #pragma unroll\n        for (int j = 0; j < W; ++j) a_{n}[j] = g_{n}[p][j];"
+                    "        float a_{n}[W]; unpack(g_{n}[p], a_{n}, in_{n});"
                 )
                 .ok();
             }
@@ -791,7 +788,7 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
             (suffix.to_string(), i32::from(staged_form), packed, 1)
         })
         .chain(
-            register_packs(dtype, staged.len())
+            register_packs(staged.len())
                 .into_iter()
                 .map(|p| (format!("_regs{p}"), 2, true, p)),
         );
@@ -895,26 +892,20 @@ mod tests {
         assert!(src.contains("if constexpr (MODE == 0)"), "{src}");
         assert_eq!(src.matches("if (c0 >= cols) break;").count(), 4, "{src}");
         assert!(
-            src.contains("if (c0 < cols) kl_gen_ld<W>(in_x + r * ld_x + c0, g_x[p]);"),
+            src.contains("if (c0 < cols) g_x[p] = ld16(in_x + r * ld_x + c0);"),
             "{src}"
         );
-        // f32: 1, 2, 4 and 8 packs a thread (at most 32 floats of x).
+        // 4 and 8 packs a thread (at most 8 packs of x).
         assert_eq!(
             k.symbols[ROW_FORMS.len()..],
-            [
-                "kl_softmax_regs1",
-                "kl_softmax_regs2",
-                "kl_softmax_regs4",
-                "kl_softmax_regs8"
-            ]
+            ["kl_softmax_regs4", "kl_softmax_regs8"]
         );
         assert!(
             src.contains("kl_softmax_row<2, Pack<T>::N, 8>(in_x, ld_x, in_w, y, ld_y, rows, cols)"),
             "{src}"
         );
-        assert_eq!(register_packs(DType::BF16, 1), [1, 2, 4]);
-        assert_eq!(register_packs(DType::F32, 2), [1, 2, 4]);
-        assert!(register_packs(DType::F32, 0).is_empty());
+        assert_eq!(register_packs(2), [4]);
+        assert!(register_packs(0).is_empty() && register_packs(3).is_empty());
         assert!(src.contains("ms2 = maxsum_add(ms2, v0);"), "{src}");
         assert!(src.contains("red2 = ms2.m; red5 = ms2.s;"), "{src}");
         assert!(

@@ -199,7 +199,7 @@ impl Kernel {
                 if s.len() > ROW_FORMS.len() {
                     format!(
                         "; register forms ({}) hold a packed row in registers, P packs a \
-                         thread, for rows of up to 1024·P packs",
+                         thread as loaded, for rows of up to 1024·P packs",
                         s[ROW_FORMS.len()..].join(", ")
                     )
                 } else {
@@ -246,13 +246,12 @@ impl Kernel {
                         "{rows} rows: a row kernel takes at most 2^31 − 1 (a block a row)"
                     )));
                 }
-                // The row in registers where a generated register form holds it (packed rows of
-                // at most 8 packs a thread, by the hand kernels' rule where it can).
+                // The row in registers where a register form holds it (packed rows of up to
+                // 8192 packs): P = 4 up to 4096 packs, else 8.
                 let packs = cols.div_ceil(n);
-                let forms = codegen::register_packs(self.dtype, self.generated.staged.len());
-                let p = crate::runtime::row_slots::slots_per_thread(packs)
-                    .filter(|p| forms.contains(p))
-                    .or_else(|| forms.iter().copied().find(|p| packs.div_ceil(*p) <= 1024));
+                let p = codegen::register_packs(self.generated.staged.len())
+                    .into_iter()
+                    .find(|p| packs <= 1024 * p);
                 if let Some(p) = p.filter(|_| packed) {
                     let sym = format!("{}_regs{p}", syms[0]);
                     return Ok(LaunchPlan {
@@ -492,23 +491,23 @@ mod tests {
         let p = k.launch_plan(8192, 4096, true, 227 * 1024).unwrap();
         assert_eq!((p.symbol.as_str(), p.regs), ("kl_t_rows_regs4", 4));
         assert_eq!(p.cfg, (8192, 256, 0));
-        // 32768 f32 columns: 8 packs a thread, 1024 threads; 33 packs: 2 a thread, a warp.
+        // 32768 f32 columns: 8 packs a thread, 1024 threads; 33 packs: a warp.
         let p = k.launch_plan(4096, 32768, true, 227 * 1024).unwrap();
         assert_eq!(
             (p.symbol.as_str(), p.cfg),
             ("kl_t_rows_regs8", (4096, 1024, 0))
         );
         let p = k.launch_plan(2, 132, true, 227 * 1024).unwrap();
-        assert_eq!((p.symbol.as_str(), p.cfg), ("kl_t_rows_regs2", (2, 32, 0)));
-        // Past 8192 packs, or bf16 past 4096 (its 8 would be 64 floats): staged in shared
-        // memory, about four packs a thread.
+        assert_eq!((p.symbol.as_str(), p.cfg), ("kl_t_rows_regs4", (2, 32, 0)));
+        // Past 8192 packs: staged in shared memory, about four packs a thread.
         let p = k.launch_plan(8, 40000, true, 227 * 1024).unwrap();
         assert_eq!((p.symbol.as_str(), p.cfg), ("kl_t_rows", (8, 1024, 160000)));
+        // bf16 holds its packs as loaded: 65536 columns are 8192 packs, 8 a thread.
         let kb = build(&g, out, DType::BF16, "kl_t_rows_b").unwrap();
         let p = kb.launch_plan(8, 65536, true, 227 * 1024).unwrap();
         assert_eq!(
             (p.symbol.as_str(), p.cfg),
-            ("kl_t_rows_b", (8, 1024, 131072))
+            ("kl_t_rows_b_regs8", (8, 1024, 0))
         );
         let p = kb.launch_plan(8, 32768, true, 227 * 1024).unwrap();
         assert_eq!(p.symbol, "kl_t_rows_b_regs4");
