@@ -837,7 +837,7 @@ fn compile_shows_the_graph_the_fusion_and_the_generated_kernel() {
         out.contains("linear (bias + gelu-tanh), bf16")
             && out.contains("%2   = matmul %0, %1")
             && out.contains("one GEMM for 11 operations")
-            && out.contains("the other 10 operations its epilogue"),
+            && out.contains("the rest its epilogue (10 operations after the fusion rewrites)"),
         "{out}"
     );
     assert!(

@@ -369,6 +369,13 @@ fn generated_variant_kernels_compile_with_packed_loads_and_no_spills() {
                             "{s} {arch}"
                         );
                     }
+                    // A generated GEMM is the Hopper template: its PTX holds what the
+                    // variant claims (wgmma, the TMA copies).
+                    if arch == "sm_90a" && v.tier == kernlab::Tier::Compiled {
+                        for claim in v.ptx_claims {
+                            assert!(c.ptx.contains(claim), "{} {dt}: no {claim}", v.id());
+                        }
+                    }
                     if v.vec16 && k == 0 && v.source.is_none() {
                         let body = ptx_entry_body(&c.ptx, &symbols[0]).unwrap();
                         for want in ["ld.global.v4", "st.global.v4"] {
@@ -380,9 +387,9 @@ fn generated_variant_kernels_compile_with_packed_loads_and_no_spills() {
             compiled_variants += (v.tier == kernlab::Tier::Compiled) as usize;
         }
     }
-    // gelu, softmax and rmsnorm, three dtypes each.
+    // gelu, softmax and rmsnorm, three dtypes each; matmul and linear, two each.
     assert!(
-        compiled_variants >= 9,
+        compiled_variants >= 13,
         "{compiled_variants} compiled variants checked"
     );
 }

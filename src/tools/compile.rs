@@ -134,9 +134,9 @@ fn gemm_plan(k: &crate::compiler::gemm::GemmKernel) -> String {
     format!(
         "one GEMM for {} operations: {} · {}ᵀ on the tensor cores (matmul v7's template: TMA \
          loads, wgmma, its tile stored by TMA; v6's register stores where the output's rows \
-         are not 16-byte multiples), the other {} operations its epilogue, applied to the f32 \
-         accumulator in registers before the one store (reading {inputs}); {} instantiations, \
-         one a tile the launcher picks from",
+         are not 16-byte multiples), the rest its epilogue ({} operations after the fusion \
+         rewrites), applied to the f32 accumulator in registers before the one store (reading \
+         {inputs}); {} instantiations, one a tile the launcher picks from",
         k.operations,
         k.a,
         k.w,
