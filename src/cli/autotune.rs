@@ -16,16 +16,37 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use std::io::Write;
 use std::path::PathBuf;
 
+/// `autotune --help`'s closing text: examples, then what each op searches and among which of
+/// its variants (from the ops' descriptors, so it names what the registry has).
+pub(super) fn after_help() -> String {
+    let mut s = String::from(
+        "Examples:\n  kernlab autotune matmul --shape 8192x8192x8192 --dtype bf16\n  kernlab autotune linear --shape 4096x4096x1024 --variants v5_mma,v6_wgmma\n  kernlab autotune softmax --shape 4096x1280 --dtype f32\n  kernlab autotune rmsnorm --shape 4096x4096 --dtype bf16\n\nWhat each op searches:\n",
+    );
+    for op in Op::all() {
+        if let Some(t) = op.tuning() {
+            s.push_str(&format!(
+                "  {op}: {} ({}; default dtype {})\n",
+                t.what,
+                t.versions.join(", "),
+                t.default_dtype
+            ));
+        }
+    }
+    s.push_str(
+        "Entries are keyed by device, op, variant, dtype and shape bucket (each size rounded up \
+         to a power of two), kept in autotune.json in kernlab's cache folder (~/.cache/kernlab, or \
+         $KERNLAB_CACHE_DIR), written atomically.",
+    );
+    s
+}
+
 #[derive(Args)]
-#[command(
-    after_help = "Examples:\n  kernlab autotune matmul --shape 8192x8192x8192 --dtype bf16\n  kernlab autotune linear --shape 4096x4096x1024 --variants v5_mma,v6_wgmma\n  kernlab autotune softmax --shape 4096x1280 --dtype f32\n  kernlab autotune rmsnorm --shape 4096x4096 --dtype bf16\n\nmatmul/linear: every configuration (tiles, stages, warps, GROUP_M) of v3_regs, v4_grouped,\nv5_mma and v6_wgmma (sm_90). softmax: which version and configuration `auto` should run:\nv2_warp_row, v4_online and v6_split, and v3_block_regs, v8_onchip, v9_gridsync and (sm_90) v11_deal\nin each of their named configurations (default, k1..k8; fill, cluster4, ...; pingpong, smpair, ...;\nchunk8k, ...). rmsnorm: which of v1_warp_row, v2_block_regs (default, k1..k8) and v3_two_pass\n`auto` should run.\nEntries are keyed by device, op, variant, dtype and shape bucket (each size rounded up to a power\nof two), kept in autotune.json in kernlab's cache folder (~/.cache/kernlab, or $KERNLAB_CACHE_DIR), written atomically."
-)]
 pub(super) struct AutotuneArgs {
     /// An op with something to tune: matmul, linear, softmax or rmsnorm
     op: String,
     /// The shape to tune on, in the op's grammar (M×N×K for matmul/linear, ROWSxCOLS for
     /// the row ops; default: the op's bench shape on a GPU); repeat for several
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_hyphen_values = true)]
     shape: Vec<String>,
     /// f32, bf16 or f16 (default: the op's, bf16 for matmul, linear and rmsnorm, f32 for softmax); comma
     /// list

@@ -17,7 +17,7 @@ pub(super) struct BenchArgs {
     /// Tensor shape, e.g. 16384x16384 (row ops run over the last dimension), or M×N×K for
     /// matmul and linear (8192x8192x8192: a [M,K] · w[N,K]ᵀ); repeat the flag for several
     /// shapes. Default: the lecture's sizes on a GPU, smaller ones on the CPU
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_hyphen_values = true)]
     shape: Vec<String>,
     /// Row stride in elements for the input (row ops on strided rows); default: contiguous
     #[arg(long, allow_negative_numbers = true)]

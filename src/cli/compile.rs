@@ -43,7 +43,12 @@ pub(super) struct CompileArgs {
     #[arg(long)]
     run: bool,
     /// The shape --run uses: ROWSxCOLS
-    #[arg(long, default_value = "4096x4096", requires = "run")]
+    #[arg(
+        long,
+        default_value = "4096x4096",
+        requires = "run",
+        allow_hyphen_values = true
+    )]
     shape: String,
     /// Seed for --run's random inputs (default: a fresh one, printed)
     #[arg(long, requires = "run")]

@@ -106,6 +106,7 @@ fn command() -> clap::Command {
         });
     }
     cmd.mut_subcommand("sweep", |s| s.after_help(sweep::after_help()))
+        .mut_subcommand("autotune", |s| s.after_help(autotune::after_help()))
 }
 
 /// The op flags given on the command line.

@@ -22,7 +22,7 @@ pub(super) struct ProfileArgs {
     variant: String,
     /// Tensor shape, e.g. 8192x8192, or M×N×K for matmul/linear (default: bench's default
     /// shape on a GPU)
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_hyphen_values = true)]
     shape: Option<String>,
     /// f32, bf16 or f16
     #[arg(long, default_value = "f32")]

@@ -41,17 +41,17 @@ pub(super) struct SweepArgs {
     op: String,
     /// matmul / linear: square sizes M = N = K (SIZES; a range without a step doubles:
     /// 1024..16384 is 1024, 2048, … 16384). The table and plot show TFLOP/s
-    #[arg(long, value_name = "SIZES", allow_negative_numbers = true)]
+    #[arg(long, value_name = "SIZES", allow_hyphen_values = true)]
     square: Option<String>,
     /// Rows (SIZES): the rows of a row op (softmax, rmsnorm), or the leading dimension of a
     /// 2-D GeLU input
-    #[arg(long, value_name = "SIZES", allow_negative_numbers = true)]
+    #[arg(long, value_name = "SIZES", allow_hyphen_values = true)]
     rows: Option<String>,
     /// Columns (SIZES): the row width
-    #[arg(long, value_name = "SIZES", allow_negative_numbers = true)]
+    #[arg(long, value_name = "SIZES", allow_hyphen_values = true)]
     cols: Option<String>,
     /// Element counts (SIZES) of 1-D inputs, e.g. 2^20..2^28:x2 (for GeLU)
-    #[arg(long, value_name = "SIZES", allow_negative_numbers = true)]
+    #[arg(long, value_name = "SIZES", allow_hyphen_values = true)]
     numel: Option<String>,
     /// Plot GB/s against the swept size to this file, .svg or .png
     #[arg(long, value_name = "PATH")]

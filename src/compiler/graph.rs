@@ -385,6 +385,13 @@ impl Graph {
                         self.op_name(o)
                     )));
                 }
+                if self.layout(o) != Layout::Full {
+                    return Err(Error::Invalid(format!(
+                        "matmul's {what} '{}' is declared {}: a matmul operand is a full matrix",
+                        name(o).unwrap_or_default(),
+                        self.layout(o).name()
+                    )));
+                }
             }
             if a == w {
                 return Err(Error::Invalid(format!(
@@ -392,10 +399,11 @@ impl Graph {
                      matrix"
                 )));
             }
-            if mm.iter().any(|&(a2, w2)| a2 == w || w2 == a) {
+            if let Some(&(a2, _)) = mm.iter().find(|&&(a2, w2)| a2 == w || w2 == a) {
+                let both = if a2 == w { w } else { a };
                 return Err(Error::Invalid(format!(
                     "input '{}' is a matmul's a in one place and its w in another",
-                    name(a).unwrap_or_default()
+                    name(both).unwrap_or_default()
                 )));
             }
         }
@@ -836,6 +844,23 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("for one K"), "{e}");
+        let mut bad = inputs.clone();
+        bad.insert("x".into(), vec![1.0; 5]);
+        let e = g
+            .eval(y.id, &bad, 2, 2, DType::F32)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a has 5 values"), "{e}");
+        // The input in both roles is the one named; operands are full matrices.
+        let v = g.input("v", Layout::Full).unwrap();
+        let e = g
+            .check((x.matmul(w) + w.matmul(v)).id)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("input 'w' is a matmul's a"), "{e}");
+        let s = g.input("s", Layout::Scalar).unwrap();
+        let e = g.check(x.matmul(s).id).unwrap_err().to_string();
+        assert!(e.contains("'s' is declared 1×1"), "{e}");
         // Its operands are read by the matmul only.
         let e = g
             .eval((y + x).id, &inputs, 2, 2, DType::F32)

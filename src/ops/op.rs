@@ -28,6 +28,9 @@ pub struct Tuning {
     pub default_dtype: DType,
     /// A few words on what is searched, for `--help` and errors.
     pub what: &'static str,
+    /// The variants it compares (each in its configurations), as the registry names them;
+    /// `autotune --help` lists them.
+    pub versions: &'static [&'static str],
     pub candidates: CandidatesFn,
 }
 

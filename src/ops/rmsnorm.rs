@@ -223,6 +223,7 @@ impl OpDef for RmsNorm {
         Some(super::Tuning {
             default_dtype: DType::BF16,
             what: "which numbered version `auto` runs, and v2's slots a thread (default, k1..k8)",
+            versions: &VERSIONS,
             candidates,
         })
     }

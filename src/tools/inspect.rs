@@ -1022,19 +1022,21 @@ pub fn variant_symbols(
 }
 
 pub fn check_arch(arch: &str) -> Result<()> {
-    let ok = arch
+    let number = arch
         .strip_prefix("sm_")
-        .map(|n| {
-            let n = n.trim_end_matches(['a', 'f']);
-            !n.is_empty() && n.chars().all(|c| c.is_ascii_digit())
-        })
-        .unwrap_or(false);
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::Invalid(format!(
+        .map(|n| n.trim_end_matches(['a', 'f']))
+        .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+        .and_then(|n| n.parse::<u32>().ok());
+    match number {
+        None => Err(Error::Invalid(format!(
             "bad architecture '{arch}' (use an NVRTC target such as sm_80, sm_90a)"
-        )))
+        ))),
+        // The kernels use sm_80 instructions (cvt.*x2 packs, cp.async, bf16 arithmetic).
+        Some(n) if n < 80 => Err(Error::Invalid(format!(
+            "architecture {arch}: kernlab's kernels need sm_80 or newer (Ampere, Hopper: sm_80, \
+             sm_86, sm_89, sm_90a)"
+        ))),
+        Some(_) => Ok(()),
     }
 }
 
@@ -1386,5 +1388,7 @@ $L__BB0_2:
         assert!(e.contains("runs on the CPU"), "{e}");
         assert!(check_arch("sm_90a").is_ok() && check_arch("sm_80").is_ok());
         assert!(check_arch("hopper").is_err() && check_arch("sm_").is_err());
+        let e = check_arch("sm_75").unwrap_err().to_string();
+        assert!(e.contains("need sm_80 or newer"), "{e}");
     }
 }

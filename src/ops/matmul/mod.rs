@@ -584,8 +584,9 @@ pub(crate) mod def {
     pub fn tuning(candidates: crate::ops::CandidatesFn) -> Tuning {
         Tuning {
             default_dtype: DType::BF16,
-            what: "every configuration (tiles, stages, warps, GROUP_M) of v3_regs, v4_grouped, \
-                   v5_mma, v6_wgmma and v7_wgmma_tma_store (sm_90), and which one `auto` runs",
+            what: "every configuration (tiles, stages, warps, GROUP_M) of each version (the \
+                   wgmma ones on sm_90), and which one `auto` runs",
+            versions: &auto::TUNABLE,
             candidates,
         }
     }

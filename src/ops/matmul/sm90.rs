@@ -643,7 +643,8 @@ pub fn run_generated(
             let (rows, cols, ld) = t.rows_cols();
             if (rows, cols) != (g.m, g.n) || !(t.is_contiguous() || t.is_row_strided()) {
                 return Err(Error::Invalid(format!(
-                    "matmul/{what}: epilogue input '{name}' must be {} rows of {} columns, each                      contiguous (got {:?}, strides {:?})",
+                    "matmul/{what}: epilogue input '{name}' must be {} rows of {} columns, each \
+                     contiguous (got {:?}, strides {:?})",
                     g.m,
                     g.n,
                     t.shape(),
@@ -655,7 +656,8 @@ pub fn run_generated(
             let want = layout.len(g.m, g.n);
             if t.numel() != want || !t.is_contiguous() {
                 return Err(Error::Invalid(format!(
-                    "matmul/{what}: epilogue input '{name}' is {:?}: it must be {want}                      contiguous values",
+                    "matmul/{what}: epilogue input '{name}' is {:?}: it must be {want} \
+                     contiguous values",
                     t.shape()
                 )));
             }

@@ -183,7 +183,10 @@ impl OpDef for Softmax {
     fn tuning(&self) -> Option<crate::ops::Tuning> {
         Some(crate::ops::Tuning {
             default_dtype: DType::F32,
-            what: "which numbered version `auto` runs, each in its named configurations",
+            what: "which numbered version `auto` runs, each in its named configurations (v3: \
+                   k1..k8; v8: fill, cluster4, ...; v9: pingpong, smpair, ...; v11: chunk8k, ...; \
+                   v11 on sm_90)",
+            versions: &auto::AUTO_CANDIDATES,
             candidates,
         })
     }
