@@ -831,6 +831,7 @@ fn the_real_baselines_script_runs_or_says_why_not() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU: tools/gpu-suite.sh runs it (--include-ignored)"]
 fn cuda_graph_replays_rotation_and_repeats_time_every_variant() {
     let Some(dev) = crate::common::cuda() else {
         return;
@@ -877,6 +878,7 @@ fn cuda_graph_replays_rotation_and_repeats_time_every_variant() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU: tools/gpu-suite.sh runs it (--include-ignored)"]
 fn cuda_ceilings_measure_cublas_bf16_and_exact_f32() {
     let Some(dev) = crate::common::cuda() else {
         return;
@@ -1057,6 +1059,7 @@ fn a_sampled_gemm_reference_checks_rows_and_scans_the_rest() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU: tools/gpu-suite.sh runs it (--include-ignored)"]
 fn cuda_the_flush_overwrites_the_whole_buffer() {
     let Some(dev) = crate::common::cuda() else {
         return;
@@ -1084,6 +1087,7 @@ fn cuda_the_flush_overwrites_the_whole_buffer() {
 /// stream) instead of hanging; launch-blocking mode is refused before the stream is parked; the
 /// timer works again afterwards. A bench run gives a µs-sized call its settled median.
 #[test]
+#[ignore = "needs a CUDA GPU: tools/gpu-suite.sh runs it (--include-ignored)"]
 fn cuda_settled_timing_times_what_enqueues_and_refuses_what_waits() {
     let Some(dev) = crate::common::cuda() else {
         return;
@@ -1162,6 +1166,7 @@ fn cuda_settled_timing_times_what_enqueues_and_refuses_what_waits() {
 /// across CTAs; the note under the table counts them. Without torch the script says why and
 /// the test stops after one line.
 #[test]
+#[ignore = "needs a CUDA GPU: tools/gpu-suite.sh runs it (--include-ignored)"]
 fn kernlab_do_bench_replays_auto_in_pytorch_s_process() {
     let Some(dev) = crate::common::cuda() else {
         return;

@@ -594,6 +594,7 @@ fn a_dtype_op_or_shape_named_twice_runs_once() {
 /// because it refuses the shape; the `auto` entry names the fastest timed one; `--dry-run`
 /// writes no cache.
 #[test]
+#[ignore = "needs a CUDA GPU: tools/gpu-suite.sh runs it (--include-ignored)"]
 fn autotune_softmax_keeps_the_fastest_candidate_as_auto() {
     let Some(dev) = crate::common::cuda() else {
         return;
@@ -672,6 +673,7 @@ fn autotune_softmax_keeps_the_fastest_candidate_as_auto() {
 /// `kernlab autotune rmsnorm` on the GPU: v1 refuses a row a warp cannot hold, v2 runs in each
 /// of its named configurations and v3 as it is, each validated; `auto`'s entry is the fastest.
 #[test]
+#[ignore = "needs a CUDA GPU: tools/gpu-suite.sh runs it (--include-ignored)"]
 fn autotune_rmsnorm_measures_v2_in_each_configuration() {
     if crate::common::cuda().is_none() {
         return;

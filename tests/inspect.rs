@@ -358,6 +358,7 @@ fn every_cuda_variant_of_an_op_when_none_is_named() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU: tools/gpu-suite.sh runs it (--include-ignored)"]
 fn occupancy_comes_from_the_driver_on_a_gpu() {
     let Some(dev) = crate::common::cuda() else {
         return;

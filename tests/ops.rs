@@ -1122,6 +1122,7 @@ fn asking_for_a_missing_cuda_device_is_a_clear_error() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU: tools/gpu-suite.sh runs it (--include-ignored)"]
 fn out_of_device_memory_is_a_clear_error() {
     let Some(dev) = crate::common::cuda() else {
         return;
@@ -1136,6 +1137,7 @@ fn out_of_device_memory_is_a_clear_error() {
 /// Workspaces: distinct names in one call, a buffer kept while it is large enough, a larger
 /// one made when asked for, and no new one made while the stream captures a CUDA graph.
 #[test]
+#[ignore = "needs a CUDA GPU: tools/gpu-suite.sh runs it (--include-ignored)"]
 fn workspaces_are_kept_grown_and_refused_where_they_must_be() {
     use cudarc::driver::{sys, DevicePtr};
     if crate::common::cuda().is_none() {
@@ -1200,6 +1202,7 @@ fn workspaces_are_kept_grown_and_refused_where_they_must_be() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU: tools/gpu-suite.sh runs it (--include-ignored)"]
 fn tensors_round_trip_through_the_device() {
     let Some(dev) = crate::common::cuda() else {
         return;
@@ -1326,6 +1329,7 @@ test_device!(
 /// 16-bit, four or eight by its 16-bit rule), then v11 for rows to `V11_ROW_BYTES` that v9 and
 /// v11 hold, then v9, v6 and v4.
 #[test]
+#[ignore = "needs a CUDA GPU: tools/gpu-suite.sh runs it (--include-ignored)"]
 fn softmax_auto_sends_wide_packed_rows_to_v8_on_hopper() {
     let Some(dev) = crate::common::cuda() else {
         return;
@@ -1418,6 +1422,7 @@ fn softmax_auto_sends_wide_packed_rows_to_v8_on_hopper() {
 /// rows that do not peel alike in x and y (its scalar path). Before sm_90, v3 to 4096 columns
 /// and v6 (peeled, where its resident CTAs hold the row) past that.
 #[test]
+#[ignore = "needs a CUDA GPU: tools/gpu-suite.sh runs it (--include-ignored)"]
 fn softmax_auto_sends_odd_widths_to_v8_on_hopper() {
     let Some(dev) = crate::common::cuda() else {
         return;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU test suite, on the GPU machine, in one call: every test executable that
-# ../shared/gpu/pack gathered in .gpu/tests, one thread each, with KERNLAB_REQUIRE_GPU=1 so that
-# a GPU test that finds no GPU fails instead of skipping. Prints the failures and the wall time;
+# ../shared/gpu/pack gathered in .gpu/tests, one thread each, the GPU tests included (they are
+# #[ignore]d for machines without a GPU), with KERNLAB_REQUIRE_GPU=1 so that a GPU test that
+# finds no GPU fails instead of skipping. Prints the failures and the wall time;
 # exits non-zero if any test fails. The full log goes to ${OUT:-out}/gpu-suite.log.
 #
 #   ../shared/gpu/pack                              (here: build and gather the executables)
@@ -19,7 +20,7 @@ status=0
 : > "$log"
 for t in .gpu/tests/*; do
   echo "== $t" >> "$log"
-  "$t" --test-threads=1 "$@" >> "$log" 2>&1 || status=1
+  "$t" --test-threads=1 --include-ignored "$@" >> "$log" 2>&1 || status=1
 done
 wall=$(( $(date +%s) - start ))
 grep -E "^test .* (FAILED|failed)$|panicked at" "$log" | head -40

@@ -146,7 +146,7 @@ pub(super) fn run(a: AutotuneArgs, flags: &FlagValues, out: &mut dyn Write) -> R
     for shape in &shapes {
         for &dt in &dtypes {
             let candidates = (tuning.candidates)(&d, dt, only.as_deref())?;
-            let bar = progress_bar();
+            let bar = progress_bar("candidates");
             let r = tune::tune(
                 &d,
                 op,

@@ -373,19 +373,74 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
     Ok(())
 }
 
-fn progress_bar() -> indicatif::ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
+/// Progress through a run's points: a bar on a terminal; elsewhere (a log, a pipe, CI) one
+/// plain line on stderr each time the count moves, so a long sweep shows that it is alive.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    what: &'static str,
+    len: std::cell::Cell<u64>,
+    shown: std::cell::Cell<Option<u64>>,
+    msg: std::cell::RefCell<String>,
+}
+
+impl Progress {
+    fn set_length(&self, n: u64) {
+        self.len.set(n);
+        if let Some(b) = &self.bar {
+            b.set_length(n);
+        }
     }
-    let bar = indicatif::ProgressBar::new(0);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{bar:30.cyan/blue} {pos}/{len} points · {elapsed} (eta {eta}) · {wide_msg}",
-        )
-        .expect("the template is valid")
-        .progress_chars("█▉▊▋▌▍▎▏ "),
-    );
-    bar
+    fn set_message(&self, m: String) {
+        match &self.bar {
+            Some(b) => b.set_message(m),
+            None => *self.msg.borrow_mut() = m,
+        }
+    }
+    fn set_position(&self, done: u64) {
+        match &self.bar {
+            Some(b) => b.set_position(done),
+            None if self.shown.get() != Some(done) => {
+                self.shown.set(Some(done));
+                let msg = self.msg.borrow();
+                let sep = if msg.is_empty() { "" } else { " · " };
+                stderr_line!("  {done}/{} {}{sep}{msg}", self.len.get(), self.what);
+            }
+            None => {}
+        }
+    }
+    fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+        match &self.bar {
+            Some(b) => b.suspend(f),
+            None => f(),
+        }
+    }
+    fn finish_and_clear(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// A [`Progress`] counting `what` (points, candidates).
+fn progress_bar(what: &'static str) -> Progress {
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(&format!(
+                "{{bar:30.cyan/blue}} {{pos}}/{{len}} {what} · {{elapsed}} (eta {{eta}}) · {{wide_msg}}"
+            ))
+            .expect("the template is valid")
+            .progress_chars("█▉▊▋▌▍▎▏ "),
+        );
+        bar
+    });
+    Progress {
+        bar,
+        what,
+        len: std::cell::Cell::new(0),
+        shown: std::cell::Cell::new(None),
+        msg: std::cell::RefCell::new(String::new()),
+    }
 }
 
 #[cfg(test)]

@@ -128,7 +128,7 @@ pub(super) fn run(a: SweepArgs, flags: &FlagValues, out: &mut dyn Write) -> Resu
     }
     cfg.shapes = plan.shapes.clone();
     stderr_line!("{line}");
-    let bar = progress_bar();
+    let bar = progress_bar("points");
     let mut partial = PartialCsv::new(a.run.csv.as_deref());
     let report = bench::run(&cfg, &dev, &mut |e| match e {
         bench::Event::Note(m) => bar.set_message(m.to_string()),
