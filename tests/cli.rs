@@ -906,3 +906,56 @@ fn negative_sizes_and_old_architectures_get_their_own_errors() {
     let e = run(&["inspect", "gelu", "--arch", "sm_75"]).unwrap_err();
     assert!(e.contains("need sm_80 or newer"), "{e}");
 }
+
+/// A tiny problem behind a cache flush gets as many timed calls as fill the measurement's
+/// wall time, flushes included (do_bench's estimate covers its cache clear), not 10,000 calls
+/// of a few µs each behind a flush of milliseconds; without the flush, the calls fill it alone.
+#[test]
+fn tiny_problems_take_the_flush_into_the_call_count() {
+    let dir = std::env::temp_dir().join(format!("kernlab-tiny-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let calls = |extra: &[&str]| -> Vec<u64> {
+        let json = dir.join("b.json");
+        let mut args = vec![
+            "bench",
+            "gelu",
+            "--device",
+            "cpu",
+            "--shape",
+            "64x64",
+            "--seed",
+            "1",
+            "--variants",
+            "fused",
+            "--warmup-ms",
+            "2",
+            "--rep-ms",
+            "50",
+            "--json",
+        ];
+        let path = json.to_str().unwrap().to_string();
+        args.push(&path);
+        args.extend_from_slice(extra);
+        run(&args).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        v["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["calls"].as_u64().unwrap())
+            .collect()
+    };
+    let flushed = calls(&[]);
+    let unflushed = calls(&["--no-flush"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    // A flush of 64 MiB or more takes a millisecond or more: 50 ms hold at most ~50 cycles.
+    assert!(
+        flushed.iter().all(|&c| (5..=200).contains(&c)),
+        "{flushed:?}"
+    );
+    assert!(
+        unflushed.iter().zip(&flushed).all(|(u, f)| u > f),
+        "{unflushed:?} {flushed:?}"
+    );
+}

@@ -1,8 +1,9 @@
 //! Timing with `triton.testing.do_bench` semantics, and a little further.
 //!
-//! GPU: run once; estimate one call's time from 5 calls; warm up for `warmup_ms`; then time
-//! `rep_ms` worth of calls, each with its own event pair, with the L2 flushed (a write of
-//! max(2 × L2, 256 MiB), read from the device) before every call, outside the events.
+//! GPU: run once; estimate one call's time from 5 calls (and, as do_bench does, the cycle of a
+//! flush and a call); warm up for `warmup_ms`; then time `rep_ms` worth of cycles, each call
+//! with its own event pair, with the L2 flushed (a write of max(2 × L2, 256 MiB), read from
+//! the device) before every call, outside the events.
 //! CPU: the same with a monotonic clock, the last-level cache flushed by writing a buffer
 //! twice its size before every call. Both report median, p20, p80, min and the call count.
 //!
@@ -586,6 +587,7 @@ impl<'a> CudaTimer<'a> {
         f()?;
         dev.sync()?;
         let est = event_pairs(dev, 5)?;
+        let t = Instant::now();
         for pair in &est {
             if opts.flush {
                 self.flush_l2()?;
@@ -593,12 +595,15 @@ impl<'a> CudaTimer<'a> {
             between(dev, pair, f)?;
             dev.sync()?;
         }
+        // A timed call's cycle, the flush included, as do_bench's estimate includes its
+        // cache clear: the timed calls fill `rep_ms` of wall time, not of kernel time.
+        let cycle = t.elapsed().as_secs_f64() * 1e3 / est.len() as f64;
         let estimate = pair_stats(&est)?.median_ms;
         let warm = calls_for(opts, estimate, opts.warmup_ms);
         for _ in 0..warm {
             f()?;
         }
-        let n = calls_for(opts, estimate, opts.rep_ms).max(opts.min_calls);
+        let n = calls_for(opts, cycle.max(estimate), opts.rep_ms).max(opts.min_calls);
         let events = event_pairs(dev, n)?;
         for pair in &events {
             if opts.flush {
@@ -705,19 +710,26 @@ impl CpuTimer {
     pub fn time(&mut self, opts: &TimingOpts, f: &mut dyn FnMut() -> Result<()>) -> Result<Stats> {
         f()?;
         let mut est = Vec::new();
+        let mut cycles = Vec::new();
         for _ in 0..3 {
+            let t0 = Instant::now();
             if opts.flush {
                 self.flush_cache();
             }
             let t = Instant::now();
             f()?;
             est.push(t.elapsed().as_secs_f64() * 1e3);
+            cycles.push(t0.elapsed().as_secs_f64() * 1e3);
         }
         let estimate = Stats::from_samples(&est)?.median_ms;
+        // A timed call's cycle, the flush included (do_bench's estimate includes its cache
+        // clear): a call far shorter than the flush gets as many calls as fill `rep_ms` of wall
+        // time (a 64×64 tensor: ~25 behind 4 ms flushes, not 10,000).
+        let cycle = Stats::from_samples(&cycles)?.median_ms;
         for _ in 0..calls_for(opts, estimate, opts.warmup_ms) {
             f()?;
         }
-        let n = calls_for(opts, estimate, opts.rep_ms).max(opts.min_calls);
+        let n = calls_for(opts, cycle, opts.rep_ms).max(opts.min_calls);
         let mut samples = Vec::with_capacity(n);
         for _ in 0..n {
             if opts.flush {

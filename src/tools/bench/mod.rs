@@ -186,9 +186,14 @@ impl Timer<'_> {
     /// One line saying how times were taken, for the table's header.
     fn describe(&self, o: &TimingOpts) -> String {
         let mut s = format!(
-            "do_bench timing: warm-up {} ms, then {} ms of calls, each with its own ",
+            "do_bench timing: warm-up {} ms, then {} ms of {}, each call with its own ",
             report::fmt_sig(o.warmup_ms),
-            report::fmt_sig(o.rep_ms)
+            report::fmt_sig(o.rep_ms),
+            if o.flush {
+                "flush-and-call cycles"
+            } else {
+                "calls"
+            }
         );
         s += match self {
             Timer::Cpu(_) => "monotonic-clock reading",
