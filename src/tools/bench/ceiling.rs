@@ -366,10 +366,51 @@ pub fn store(path: &Path, key: &str, c: &Ceilings) -> Result<()> {
     Ok(())
 }
 
-/// The ceilings of a device: from the cache unless `fresh` (or absent there), else `copy` with
-/// the matmul rates that `measure` measures now, kept in the cache when there is one.
+/// A cached matmul ceiling older than this is measured again.
+pub const MAX_AGE_DAYS: u64 = 7;
+/// A cached matmul ceiling is measured again when this run's copy rate differs from the one
+/// measured beside it by more than this fraction: the device is not in the state (clocks,
+/// other work) it was measured in.
+pub const COPY_DRIFT: f64 = 0.10;
+
+/// Why cached ceilings `c` cannot stand for the device now (`None`: they can): older than
+/// [`MAX_AGE_DAYS`], of unreadable date, or measured beside a copy rate [`COPY_DRIFT`] away
+/// from `copy_now`'s (where this run measured one).
+pub fn stale(
+    c: &Ceilings,
+    copy_now: Option<&CopyCeiling>,
+    now: std::time::SystemTime,
+) -> Option<String> {
+    let Ok(at) = humantime::parse_rfc3339(&c.measured_at) else {
+        return Some(format!("has an unreadable date ('{}')", c.measured_at));
+    };
+    let age = now.duration_since(at).unwrap_or_default();
+    if age.as_secs() > MAX_AGE_DAYS * 86_400 {
+        return Some(format!(
+            "is {} days old (kept for {MAX_AGE_DAYS})",
+            age.as_secs() / 86_400
+        ));
+    }
+    if let Some(now_copy) = copy_now {
+        let then = c.copy.gbps;
+        if then > 0.0 && ((now_copy.gbps - then) / then).abs() > COPY_DRIFT {
+            return Some(format!(
+                "was measured beside a copy rate of {then:.0} GB/s, and this run measured \
+                 {:.0} GB/s (more than {:.0}% apart: the device is in another state)",
+                now_copy.gbps,
+                COPY_DRIFT * 100.0
+            ));
+        }
+    }
+    None
+}
+
+/// The ceilings of a device: from the cache unless `fresh`, absent there or [`stale`], else
+/// `copy` with the matmul rates that `measure` measures now, kept in the cache when there is
+/// one. `copy_now` is the copy rate this run measured, where it measured one.
 pub fn cached_or_measured(
     device: &Device,
+    copy_now: Option<&CopyCeiling>,
     copy: &mut dyn FnMut() -> Result<CopyCeiling>,
     measure: &mut dyn FnMut() -> Result<Vec<MatmulCeiling>>,
     cache: Option<&Path>,
@@ -377,7 +418,12 @@ pub fn cached_or_measured(
 ) -> Result<(Ceilings, Provenance)> {
     let key = device_key(device);
     if let (false, Some(c)) = (fresh, cache.and_then(|p| load(p, &key))) {
-        return Ok((c, Provenance::Cached));
+        match stale(&c, copy_now, std::time::SystemTime::now()) {
+            None => return Ok((c, Provenance::Cached)),
+            Some(why) => {
+                stderr_line!("kernlab: the cached matmul ceiling {why}; measuring it again")
+            }
+        }
     }
     let copy = copy()?;
     let mut notes = Vec::new();
@@ -462,14 +508,35 @@ mod tests {
             Ok(vec![MatmulCeiling::new("m", "f32", 10, stats(runs as f64))])
         };
         let dev = Device::Cpu;
-        let (a, pa) =
-            cached_or_measured(&dev, &mut || Ok(copy()), &mut measure, Some(&path), false).unwrap();
-        let (b, pb) =
-            cached_or_measured(&dev, &mut || Ok(copy()), &mut measure, Some(&path), false).unwrap();
+        let (a, pa) = cached_or_measured(
+            &dev,
+            None,
+            &mut || Ok(copy()),
+            &mut measure,
+            Some(&path),
+            false,
+        )
+        .unwrap();
+        let (b, pb) = cached_or_measured(
+            &dev,
+            None,
+            &mut || Ok(copy()),
+            &mut measure,
+            Some(&path),
+            false,
+        )
+        .unwrap();
         assert_eq!((pa, pb), (Provenance::Measured, Provenance::Cached));
         assert_eq!(a.matmul, b.matmul);
-        let (c, pc) =
-            cached_or_measured(&dev, &mut || Ok(copy()), &mut measure, Some(&path), true).unwrap();
+        let (c, pc) = cached_or_measured(
+            &dev,
+            None,
+            &mut || Ok(copy()),
+            &mut measure,
+            Some(&path),
+            true,
+        )
+        .unwrap();
         assert_eq!(pc, Provenance::Measured);
         assert_eq!(c.matmul[0].stats.median_ms, 2.0);
         // Other devices' entries survive a store; a broken file is measured over.
@@ -482,12 +549,20 @@ mod tests {
         assert_eq!(load(&path, "other").unwrap().device, "other");
         std::fs::write(&path, "{ not json").unwrap();
         assert!(load(&path, "other").is_none());
-        let (_, p) =
-            cached_or_measured(&dev, &mut || Ok(copy()), &mut measure, Some(&path), false).unwrap();
+        let (_, p) = cached_or_measured(
+            &dev,
+            None,
+            &mut || Ok(copy()),
+            &mut measure,
+            Some(&path),
+            false,
+        )
+        .unwrap();
         assert_eq!(p, Provenance::Measured);
         // No cache: always measured; a missing library is a note, and nothing is kept.
         let (d, _) = cached_or_measured(
             &dev,
+            None,
             &mut || Ok(copy()),
             &mut || {
                 Err(Error::MissingLibrary {
@@ -503,6 +578,7 @@ mod tests {
         let fresh_path = dir.path().join("none.json");
         cached_or_measured(
             &dev,
+            None,
             &mut || Ok(copy()),
             &mut || Err(Error::Invalid("cublasCreate failed".into())),
             Some(&fresh_path),
@@ -510,5 +586,62 @@ mod tests {
         )
         .unwrap();
         assert!(!fresh_path.exists());
+    }
+
+    #[test]
+    fn a_cached_ceiling_is_stale_when_old_or_beside_another_copy_rate() {
+        let now = std::time::SystemTime::now();
+        let at = |secs_ago: u64| {
+            humantime::format_rfc3339_seconds(now - std::time::Duration::from_secs(secs_ago))
+                .to_string()
+        };
+        let c = |measured_at: String| Ceilings {
+            device: "d".into(),
+            measured_at,
+            kernlab_version: "0".into(),
+            copy: copy(),
+            matmul: vec![MatmulCeiling::new("m", "f32", 10, stats(1.0))],
+            notes: vec![],
+        };
+        assert_eq!(stale(&c(at(3600)), Some(&copy()), now), None);
+        let old = stale(&c(at(8 * 86_400)), None, now).unwrap();
+        assert!(old.contains("8 days old"), "{old}");
+        assert!(stale(&c("yesterday".into()), None, now).is_some());
+        // This run's copy 20% faster than the one measured beside the cached rate.
+        let faster = CopyCeiling {
+            gbps: copy().gbps * 1.2,
+            ..copy()
+        };
+        let drift = stale(&c(at(60)), Some(&faster), now).unwrap();
+        assert!(drift.contains("another state"), "{drift}");
+        let near = CopyCeiling {
+            gbps: copy().gbps * 1.05,
+            ..copy()
+        };
+        assert_eq!(stale(&c(at(60)), Some(&near), now), None);
+        // Through the cache: a drifted copy rate measures the matmul again.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ceilings.json");
+        let mut measure = || Ok(vec![MatmulCeiling::new("m", "f32", 10, stats(1.0))]);
+        let dev = Device::Cpu;
+        cached_or_measured(
+            &dev,
+            None,
+            &mut || Ok(copy()),
+            &mut measure,
+            Some(&path),
+            false,
+        )
+        .unwrap();
+        let (_, p) = cached_or_measured(
+            &dev,
+            Some(&faster),
+            &mut || Ok(faster.clone()),
+            &mut measure,
+            Some(&path),
+            false,
+        )
+        .unwrap();
+        assert_eq!(p, Provenance::Measured);
     }
 }

@@ -315,6 +315,7 @@ pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<Ben
     ));
     let (ceilings, provenance) = ceiling::cached_or_measured(
         device,
+        Some(&copy),
         &mut || Ok(copy.clone()),
         &mut || timer.matmul(device),
         cfg.ceiling_cache.as_deref(),
@@ -370,7 +371,9 @@ pub fn device_ceilings(
     fresh: bool,
 ) -> Result<(ceiling::Ceilings, ceiling::Provenance)> {
     if let (false, Some(p)) = (fresh, cache) {
-        if let Some(c) = ceiling::load(p, &ceiling::device_key(device)) {
+        if let Some(c) = ceiling::load(p, &ceiling::device_key(device))
+            .filter(|c| ceiling::stale(c, None, std::time::SystemTime::now()).is_none())
+        {
             return Ok((c, ceiling::Provenance::Cached));
         }
     }
@@ -386,6 +389,7 @@ pub fn device_ceilings(
     };
     ceiling::cached_or_measured(
         device,
+        None,
         &mut || Ok(copy.clone()),
         &mut || timer.matmul(device),
         cache,
