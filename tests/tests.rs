@@ -10,6 +10,8 @@ mod bench;
 mod cli;
 /// The compiler's expression graphs against each op's f64 reference.
 mod compiler;
+/// Faults: several processes writing one cache folder.
+mod faults;
 /// Fuzzing: the parsers, the cache readers and random command lines never panic.
 mod fuzz;
 /// `kernlab inspect`: the PTX census on real NVRTC output, the SASS census on recorded listings.

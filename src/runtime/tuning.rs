@@ -130,11 +130,32 @@ pub fn lookup(
     lookup_in(&path, &key(&device_key(dev), op, variant, dtype, bucket))
 }
 
-/// Keep `entry` under `key`, with every other entry: written to a temporary file in the same
-/// folder, then renamed over the old one. A corrupt or stale file is replaced.
-pub fn store(path: &Path, key: &str, entry: &Entry) -> Result<()> {
+/// Run `f` holding an exclusive lock on `path`'s sibling lock file (`NAME.lock`): processes
+/// that read, change and rewrite the same cache file take turns, so none loses another's
+/// entry. The lock goes with the file handle when `f` returns.
+pub fn locked<R>(path: &Path, f: impl FnOnce() -> Result<R>) -> Result<R> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let lock_path = path.with_extension("lock");
+    let lock = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| Error::io(&lock_path, e))?;
+    lock.lock().map_err(|e| Error::io(&lock_path, e))?;
+    f()
+}
+
+/// Keep `entry` under `key`, with every other entry: under the cache's lock ([`locked`]),
+/// written to a temporary file in the same folder, then renamed over the old one (a reader
+/// never sees half a file). A corrupt or stale file is replaced.
+pub fn store(path: &Path, key: &str, entry: &Entry) -> Result<()> {
+    locked(path, || store_unlocked(path, key, entry))
+}
+
+fn store_unlocked(path: &Path, key: &str, entry: &Entry) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
     let mut file = read(path).ok().flatten().unwrap_or_default();
     file.version = CACHE_VERSION;
     file.entries.insert(key.to_string(), entry.clone());

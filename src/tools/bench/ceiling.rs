@@ -346,11 +346,15 @@ pub fn load(path: &Path, key: &str) -> Option<Ceilings> {
     file.devices.get(key).cloned()
 }
 
-/// Keep `c` under `key`, with the other devices' entries: written to a temporary file in the
-/// same folder, then renamed over the old one (a reader never sees half a file).
+/// Keep `c` under `key`, with the other devices' entries: under the cache's lock (one writer
+/// at a time, none losing another's entry), written to a temporary file in the same folder,
+/// then renamed over the old one (a reader never sees half a file).
 pub fn store(path: &Path, key: &str, c: &Ceilings) -> Result<()> {
+    crate::runtime::tuning::locked(path, || store_unlocked(path, key, c))
+}
+
+fn store_unlocked(path: &Path, key: &str, c: &Ceilings) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let mut file = std::fs::read_to_string(path)
         .ok()
         .and_then(|t| serde_json::from_str::<CacheFile>(&t).ok())
