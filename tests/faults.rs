@@ -43,8 +43,15 @@ fn write_entries(dir: &Path, who: &str) {
 #[test]
 #[ignore = "a helper: several_processes_writing_one_cache_lose_and_tear_nothing runs it in child processes"]
 fn cache_writer() {
-    let dir = std::env::var("KERNLAB_TEST_CACHE_DIR").expect("run by the parent test");
-    let who = std::env::var("KERNLAB_TEST_WRITER").expect("run by the parent test");
+    // Run with the ignored tests (tools/gpu-suite.sh does) but not by its parent: nothing to
+    // write to.
+    let (Ok(dir), Ok(who)) = (
+        std::env::var("KERNLAB_TEST_CACHE_DIR"),
+        std::env::var("KERNLAB_TEST_WRITER"),
+    ) else {
+        println!("a helper: only its parent test runs it with a folder to write to");
+        return;
+    };
     write_entries(Path::new(&dir), &who);
 }
 
