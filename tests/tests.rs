@@ -1,6 +1,8 @@
 //! kernlab's integration tests: one binary (ripgrep's layout), modules by purpose.
-//! GPU tests skip with one printed line where there is no GPU and fail when
-//! KERNLAB_REQUIRE_GPU=1; NVRTC tests likewise with KERNLAB_REQUIRE_NVRTC=1 (CI sets it).
+//! GPU tests are `#[ignore]`d with the reason (`--include-ignored` runs them, as
+//! tools/gpu-suite.sh does; there a missing GPU fails them with KERNLAB_REQUIRE_GPU=1). NVRTC
+//! tests skip with one printed line where libnvrtc does not load, and fail instead with
+//! KERNLAB_REQUIRE_NVRTC=1 (CI sets it).
 
 mod common;
 
