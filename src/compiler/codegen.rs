@@ -581,32 +581,29 @@ pub fn row_kernel(g: &Graph, out: NodeId, dtype: DType, name: &str) -> Result<Ge
         let mut loads_regs = String::new();
         let mut body = String::new();
         for (n, l) in pass_inputs(target) {
-            if l == Layout::Full && staged.contains(&n) {
-                writeln!(
-                    loads_regs,
-                    "        float a_{n}[W]; unpack(g_{n}[p], a_{n}, in_{n});"
-                )
-                .ok();
-            }
-            let s = &mut loads;
-            match l {
-                Layout::Full if staged.contains(&n) => writeln!(
-                    s,
-                    "        float a_{n}[W];\n        if constexpr (MODE == 1) kl_gen_lds<W>(s_{n} + c0, a_{n});\n        else kl_gen_ld<W>(in_{n} + r * ld_{n} + c0, a_{n});"
+            // A staged input is read from shared memory or global memory, or in the register
+            // form unpacked from its held pack; every other input is read alike in all forms.
+            let (mem, regs) = match l {
+                Layout::Full if staged.contains(&n) => (
+                    format!(
+                        "float a_{n}[W];\n        if constexpr (MODE == 1) kl_gen_lds<W>(s_{n} + c0, a_{n});\n        else kl_gen_ld<W>(in_{n} + r * ld_{n} + c0, a_{n});"
+                    ),
+                    format!("float a_{n}[W]; unpack(g_{n}[p], a_{n}, in_{n});"),
                 ),
-                Layout::Full => writeln!(
-                    s,
-                    "        float a_{n}[W]; kl_gen_ld<W>(in_{n} + r * ld_{n} + c0, a_{n});"
-                ),
-                Layout::Col => writeln!(s, "        float a_{n}[W]; kl_gen_ld<W>(in_{n} + c0, a_{n});"),
-                Layout::Row => writeln!(s, "        const float b_{n} = to_f32(in_{n}[r]);"),
-                Layout::Scalar => writeln!(s, "        const float b_{n} = to_f32(in_{n}[0]);"),
-            }
-            .ok();
-            if !(l == Layout::Full && staged.contains(&n)) {
-                let line = loads.lines().last().unwrap_or_default().to_string();
-                writeln!(loads_regs, "{line}").ok();
-            }
+                l => {
+                    let line = match l {
+                        Layout::Full => {
+                            format!("float a_{n}[W]; kl_gen_ld<W>(in_{n} + r * ld_{n} + c0, a_{n});")
+                        }
+                        Layout::Col => format!("float a_{n}[W]; kl_gen_ld<W>(in_{n} + c0, a_{n});"),
+                        Layout::Row => format!("const float b_{n} = to_f32(in_{n}[r]);"),
+                        Layout::Scalar => format!("const float b_{n} = to_f32(in_{n}[0]);"),
+                    };
+                    (line.clone(), line)
+                }
+            };
+            writeln!(loads, "        {mem}").ok();
+            writeln!(loads_regs, "        {regs}").ok();
         }
         let s = &mut body;
         writeln!(s, "        float o[W]; (void)o;").ok();
