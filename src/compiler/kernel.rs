@@ -167,6 +167,90 @@ pub fn row_threads(cols: usize, width: usize) -> u32 {
     (steps.div_ceil(4).div_ceil(32) * 32).clamp(32, 1024) as u32
 }
 
+/// One named operand of a generated kernel's launch, checked before any launch: the tensor
+/// `inputs` gives for `name`, stored as `dtype`, on CUDA device `ordinal`, spanning `layout`'s
+/// part of a `rows × cols` frame. A full input has `rows` rows of `cols` columns, each
+/// contiguous (its row stride is returned; with `vectors`, in a one-row or one-column frame,
+/// any contiguous vector of the frame's length); any other is `layout.len` contiguous values.
+/// `what` names the kernel in errors.
+#[allow(clippy::too_many_arguments)]
+pub fn operand<'a>(
+    what: &str,
+    inputs: &[(&str, &'a Tensor)],
+    name: &str,
+    layout: Layout,
+    dtype: DType,
+    ordinal: usize,
+    (rows, cols): (usize, usize),
+    vectors: bool,
+) -> Result<(&'a cudarc::driver::CudaSlice<u8>, Option<usize>)> {
+    let t = inputs
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, t)| *t)
+        .ok_or_else(|| {
+            Error::Invalid(format!(
+                "{what}: no tensor for the graph's input '{name}' (given: {})",
+                inputs
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+    if t.dtype() != dtype {
+        return Err(Error::Invalid(format!(
+            "{what}: input '{name}' is {}, the kernel reads {dtype}",
+            t.dtype()
+        )));
+    }
+    let buf = t
+        .cuda_buf()
+        .filter(|_| t.device().cuda().map(|d| d.ordinal) == Some(ordinal))
+        .ok_or_else(|| {
+            Error::Invalid(format!(
+                "{what}: input '{name}' is on {}, the output on cuda:{ordinal}",
+                t.device().describe()
+            ))
+        })?;
+    let ld = match layout {
+        Layout::Full => {
+            let (tr, tc, ld) = t.rows_cols();
+            // A vector frame (one row or one column) takes any contiguous vector of its length.
+            let vector = vectors
+                && (rows == 1 || cols == 1)
+                && t.is_contiguous()
+                && t.numel() == rows * cols;
+            if !vector && ((tr, tc) != (rows, cols) || !(t.is_contiguous() || t.is_row_strided())) {
+                return Err(Error::Invalid(format!(
+                    "{what}: input '{name}' must be {rows} rows of {cols} columns, each \
+                     contiguous (got {:?}, strides {:?})",
+                    t.shape(),
+                    t.strides()
+                )));
+            }
+            Some(if vector { cols } else { ld })
+        }
+        l => {
+            let want = l.len(rows, cols);
+            if t.numel() != want || !t.is_contiguous() {
+                return Err(Error::Invalid(format!(
+                    "{what}: input '{name}' is {:?}: it must be {want} contiguous values ({} of \
+                     a {rows} × {cols} output)",
+                    t.shape(),
+                    match l {
+                        Layout::Col => "a value a column",
+                        Layout::Row => "a value a row",
+                        _ => "one value",
+                    }
+                )));
+            }
+            None
+        }
+    };
+    Ok((buf, ld))
+}
+
 impl Kernel {
     /// The fusion in words: what fused, why its boundaries are where they are.
     pub fn plan(&self) -> String {
@@ -342,75 +426,20 @@ impl Kernel {
             && aligned16(&dev, y.cuda_buf().expect("checked: on CUDA"));
         let mut operands = Vec::with_capacity(self.generated.inputs.len());
         for (name, layout) in &self.generated.inputs {
-            let t = inputs
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, t)| *t)
-                .ok_or_else(|| {
-                    Error::Invalid(format!(
-                        "{what}: no tensor for the graph's input '{name}' (given: {})",
-                        inputs
-                            .iter()
-                            .map(|(n, _)| *n)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ))
-                })?;
-            if t.dtype() != self.in_dtype {
-                return Err(Error::Invalid(format!(
-                    "{what}: input '{name}' is {}, the kernel reads {}",
-                    t.dtype(),
-                    self.in_dtype
-                )));
+            let (buf, ld) = operand(
+                what,
+                inputs,
+                name,
+                *layout,
+                self.in_dtype,
+                dev.ordinal,
+                (rows, cols),
+                true,
+            )?;
+            if let Some(ld) = ld {
+                packed &= ld.is_multiple_of(n);
             }
-            let buf = t
-                .cuda_buf()
-                .filter(|_| t.device().cuda().map(|d| d.ordinal) == Some(dev.ordinal))
-                .ok_or_else(|| {
-                    Error::Invalid(format!(
-                        "{what}: input '{name}' is on {}, the output on cuda:{}",
-                        t.device().describe(),
-                        dev.ordinal
-                    ))
-                })?;
-            let ld = match layout {
-                Layout::Full => {
-                    let (tr, tc, ld) = t.rows_cols();
-                    // A vector frame (one row or one column) takes any contiguous vector of
-                    // its length.
-                    let vector =
-                        (rows == 1 || cols == 1) && t.is_contiguous() && t.numel() == rows * cols;
-                    if !vector
-                        && ((tr, tc) != (rows, cols) || !(t.is_contiguous() || t.is_row_strided()))
-                    {
-                        return Err(Error::Invalid(format!(
-                            "{what}: input '{name}' must be {rows} rows of {cols} columns, each \
-                             contiguous (got {:?}, strides {:?})",
-                            t.shape(),
-                            t.strides()
-                        )));
-                    }
-                    let ld = if vector { cols } else { ld };
-                    packed &= ld.is_multiple_of(n);
-                    Some(ld as i64)
-                }
-                l => {
-                    let want = l.len(rows, cols);
-                    if t.numel() != want || !t.is_contiguous() {
-                        return Err(Error::Invalid(format!(
-                            "{what}: input '{name}' is {:?}: it must be {want} contiguous \
-                             values ({} of a {rows} × {cols} output)",
-                            t.shape(),
-                            match l {
-                                Layout::Col => "a value a column",
-                                Layout::Row => "a value a row",
-                                _ => "one value",
-                            }
-                        )));
-                    }
-                    None
-                }
-            };
+            let ld = ld.map(|l| l as i64);
             if matches!(layout, Layout::Full | Layout::Col) {
                 packed &= aligned16(&dev, buf);
             }

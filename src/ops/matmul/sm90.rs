@@ -14,7 +14,6 @@
 
 use super::{gemm_bufs, Gemm, GemmBufs};
 use crate::compiler::gemm::{GemmKernel, Tile};
-use crate::compiler::Layout;
 use crate::runtime::device::cuda::launch_err;
 use crate::runtime::device::CudaDevice;
 use crate::runtime::dtype::DType;
@@ -610,58 +609,20 @@ pub fn run_generated(
     let mut guards = Vec::new();
     let mut params: Vec<u64> = Vec::new();
     for (name, layout) in &k.inputs {
-        let t = epilogue
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, t)| *t)
-            .ok_or_else(|| {
-                Error::Invalid(format!(
-                    "matmul/{what}: no tensor for the epilogue's input '{name}'"
-                ))
-            })?;
-        if t.dtype() != g.dtype() {
-            return Err(Error::Invalid(format!(
-                "matmul/{what}: epilogue input '{name}' is {}, the operands {}",
-                t.dtype(),
-                g.dtype()
-            )));
-        }
-        let buf = t
-            .cuda_buf()
-            .filter(|_| t.device().cuda().map(|d| d.ordinal) == Some(dev.ordinal))
-            .ok_or_else(|| {
-                Error::Invalid(format!(
-                    "matmul/{what}: epilogue input '{name}' is on {}, the operands on cuda:{}",
-                    t.device().describe(),
-                    dev.ordinal
-                ))
-            })?;
+        let (buf, ld) = crate::compiler::kernel::operand(
+            &format!("matmul/{what}"),
+            epilogue,
+            name,
+            *layout,
+            g.dtype(),
+            dev.ordinal,
+            (g.m, g.n),
+            false,
+        )?;
         let (ptr, guard) = buf.device_ptr(&dev.stream);
         guards.push(guard);
         params.push(ptr);
-        if *layout == Layout::Full {
-            let (rows, cols, ld) = t.rows_cols();
-            if (rows, cols) != (g.m, g.n) || !(t.is_contiguous() || t.is_row_strided()) {
-                return Err(Error::Invalid(format!(
-                    "matmul/{what}: epilogue input '{name}' must be {} rows of {} columns, each \
-                     contiguous (got {:?}, strides {:?})",
-                    g.m,
-                    g.n,
-                    t.shape(),
-                    t.strides()
-                )));
-            }
-            params.push(ld as u64);
-        } else {
-            let want = layout.len(g.m, g.n);
-            if t.numel() != want || !t.is_contiguous() {
-                return Err(Error::Invalid(format!(
-                    "matmul/{what}: epilogue input '{name}' is {:?}: it must be {want} \
-                     contiguous values",
-                    t.shape()
-                )));
-            }
-        }
+        params.extend(ld.map(|l| l as u64));
     }
     launch(
         ver,
