@@ -340,6 +340,28 @@ fn bad_arguments_get_clear_errors() {
             "cannot be written",
         ),
         (&["inspect", "gelu", "--variant", ","], "names no variant"),
+        // A negative size is the parsers' error, not clap's "unexpected argument".
+        (
+            &["bench", "gelu", "--shape", "-5x3"],
+            "'-5' is not a whole number",
+        ),
+        (
+            &["profile", "gelu", "--variant", "manual", "--shape", "-4x4"],
+            "'-4' is not a whole number",
+        ),
+        (
+            &["autotune", "softmax", "--shape", "-1x8"],
+            "'-1' is not a whole number",
+        ),
+        (
+            &["sweep", "softmax", "--cols", "-5..10"],
+            "'-5' is not a whole number",
+        ),
+        // An architecture older than the kernels' is named as such.
+        (
+            &["inspect", "gelu", "--arch", "sm_75"],
+            "need sm_80 or newer",
+        ),
     ] {
         let e = run(args).expect_err(&format!("{args:?} must fail"));
         assert!(
@@ -888,23 +910,6 @@ fn autotune_help_names_the_versions_each_op_compares() {
         help.contains("v11_deal") && help.contains("v7_wgmma_tma_store"),
         "{help}"
     );
-}
-
-/// A negative size is the parsers' clear error, not clap's "unexpected argument"; an
-/// architecture older than the kernels' is named as such.
-#[test]
-fn negative_sizes_and_old_architectures_get_their_own_errors() {
-    for args in [
-        &["bench", "gelu", "--shape", "-5x3"][..],
-        &["profile", "gelu", "--variant", "manual", "--shape", "-4x4"],
-        &["autotune", "softmax", "--shape", "-1x8"],
-        &["sweep", "softmax", "--cols", "-5..10"],
-    ] {
-        let e = run(args).unwrap_err();
-        assert!(e.contains("is not a whole number"), "{args:?}: {e}");
-    }
-    let e = run(&["inspect", "gelu", "--arch", "sm_75"]).unwrap_err();
-    assert!(e.contains("need sm_80 or newer"), "{e}");
 }
 
 /// A tiny problem behind a cache flush gets as many timed calls as fill the measurement's
