@@ -57,14 +57,14 @@ pub(super) struct CompileArgs {
 
 pub(super) fn run(a: CompileArgs, flags: &FlagValues, out: &mut dyn Write) -> Result<()> {
     let g = Graph::new();
-    // The dtype the kernel's name carries is settled once the graph is known.
+    // The dtype (and so the kernel's name) is settled once the graph is known.
     let given: Option<DType> = a
         .dtype
         .as_deref()
         .map(|d| d.parse().map_err(anyhow::Error::msg))
         .transpose()?;
-    let dtype = given.unwrap_or(DType::F32);
-    let (y, title, name) = match (&a.op, &a.expr) {
+    // The op and parameters an op's kernel is named from (an expression's is `kl_expr_`).
+    let (y, title, named_from) = match (&a.op, &a.expr) {
         (Some(op), None) => {
             let op: Op = op.parse()?;
             check_op_flags(&[op], "compile", flags)?;
@@ -73,7 +73,7 @@ pub(super) fn run(a: CompileArgs, flags: &FlagValues, out: &mut dyn Write) -> Re
             (
                 op_graph(op, &params, &g)?,
                 format!("{op}{form}"),
-                crate::ops::compiled::stem("compiled", op, &params, dtype),
+                Some((op, params)),
             )
         }
         (None, Some(text)) => {
@@ -88,16 +88,18 @@ pub(super) fn run(a: CompileArgs, flags: &FlagValues, out: &mut dyn Write) -> Re
                     bail!("--input {n}: the expression has no input '{n}'");
                 }
             }
-            (y, format!("`{text}`"), format!("kl_expr_{dtype}"))
+            (y, format!("`{text}`"), None)
         }
         _ => bail!("name an op (kernlab compile gelu) or give --expr 'TEXT'"),
     };
-    let (dtype, name) = match given {
-        None if crate::compiler::gemm::has_matmul(&g, y.id) => (
-            DType::BF16,
-            name.replace(&format!("_{dtype}"), &format!("_{}", DType::BF16)),
-        ),
-        _ => (dtype, name),
+    let dtype = match given {
+        Some(dt) => dt,
+        None if crate::compiler::gemm::has_matmul(&g, y.id) => DType::BF16,
+        None => DType::F32,
+    };
+    let name = match &named_from {
+        Some((op, params)) => crate::ops::compiled::stem("compiled", *op, params, dtype),
+        None => format!("kl_expr_{dtype}"),
     };
     let report = compile_graph(&g, y.id, &name, dtype, &a.arch)?;
     writeln!(out, "kernlab compile {title}, {dtype}, for {}\n", a.arch)?;
