@@ -98,20 +98,23 @@ fn bytes_and_flops_are_counted_per_op() {
     for dt in DType::ALL {
         // GeLU and softmax read the input once and write the output once.
         assert_eq!(
-            gelu::OP.min_bytes(&[1024, 4096], dt),
+            gelu::OP.min_bytes(&[1024, 4096], dt, &gelu::OP.default_params()),
             2 * 1024 * 4096 * dt.size()
         );
         assert_eq!(
-            softmax::OP.min_bytes(&[4096, 256], dt),
+            softmax::OP.min_bytes(&[4096, 256], dt, &softmax::OP.default_params()),
             2 * 4096 * 256 * dt.size()
         );
         assert_eq!(
-            gelu::OP.min_bytes(&[1 << 20], dt),
+            gelu::OP.min_bytes(&[1 << 20], dt, &gelu::OP.default_params()),
             2 * (1 << 20) * dt.size()
         );
     }
-    assert_eq!(gelu::OP.flops(&[10, 10]), 900.0);
-    assert_eq!(softmax::OP.flops(&[4, 8]), 160.0);
+    assert_eq!(gelu::OP.flops(&[10, 10], &gelu::OP.default_params()), 900.0);
+    assert_eq!(
+        softmax::OP.flops(&[4, 8], &softmax::OP.default_params()),
+        160.0
+    );
 }
 
 #[test]
@@ -698,7 +701,7 @@ fn the_baselines_script_rotates_as_many_copies_as_kernlab() {
     let got: Vec<usize> = stdout.lines().map(|l| l.trim().parse().unwrap()).collect();
     let want: Vec<usize> = cases
         .iter()
-        .map(|(op, dt, s)| Rotate::Auto.copies(op.min_bytes(s, *dt), l2))
+        .map(|(op, dt, s)| Rotate::Auto.copies(op.min_bytes(s, *dt, &op.default_params()), l2))
         .collect();
     assert_eq!(got, want);
     // The cases cover the rule's range: at most 1024, exactly 1 past 4x L2, and between.
@@ -941,7 +944,8 @@ fn a_sampled_reference_checks_its_rows_and_every_row_for_nan() {
         let numel: usize = shape.iter().product();
         let blocks = numel.div_ceil(width);
         let p = op.default_params();
-        let host = check::make_inputs(op, shape, DType::F32, 5, row_stride).unwrap();
+        let host =
+            check::make_inputs(op, shape, DType::F32, 5, row_stride, &op.default_params()).unwrap();
         let full = check::make_reference(op, shape, &host, &p, 5).unwrap();
         assert!(full.rows.is_none());
         // 20 blocks' worth of elements; a smaller problem (the 2-D GeLU) is checked in full.
@@ -1002,7 +1006,15 @@ fn a_sampled_reference_checks_its_rows_and_every_row_for_nan() {
     }
     // Softmax's sampled reference is the softmax of those rows.
     let p = softmax::SoftmaxParams::default();
-    let host = check::make_inputs(softmax::OP, &[64, 9], DType::F32, 3, None).unwrap();
+    let host = check::make_inputs(
+        softmax::OP,
+        &[64, 9],
+        DType::F32,
+        3,
+        None,
+        &softmax::OP.default_params(),
+    )
+    .unwrap();
     let r = check::Reference::make(
         softmax::OP,
         &[64, 9],
@@ -1024,7 +1036,15 @@ fn a_sampled_reference_checks_its_rows_and_every_row_for_nan() {
 fn a_sampled_gemm_reference_checks_rows_and_scans_the_rest() {
     use kernlab::runtime::tensor::Tensor;
     let (m, n, k) = (4096, 512, 2048); // 2^32 multiply-adds: half the rows sampled
-    let host = check::make_inputs(matmul::OP, &[m, n, k], DType::F32, 9, None).unwrap();
+    let host = check::make_inputs(
+        matmul::OP,
+        &[m, n, k],
+        DType::F32,
+        9,
+        None,
+        &matmul::OP.default_params(),
+    )
+    .unwrap();
     let r = check::make_reference(
         matmul::OP,
         &[m, n, k],

@@ -49,7 +49,8 @@ fn may_refuse(dev: &Device, v: &Variant, k: usize, dt: DType, act: Activation, e
 fn check(dev: &Device, v: &Variant, dt: DType, shape: [usize; 3], act: Activation, bias: bool) {
     let p = Params::new(GemmParams { act, bias });
     let seed = 7 + shape.iter().sum::<usize>() as u64;
-    let mut host = check::make_inputs(v.op, &shape, dt, seed, None).unwrap();
+    let mut host =
+        check::make_inputs(v.op, &shape, dt, seed, None, &v.op.default_params()).unwrap();
     if !bias {
         host.truncate(2);
     }
@@ -226,16 +227,29 @@ fn the_f64_epilogue_is_pytorchs() {
 fn gemm_accounting() {
     // bytes: a, w, c (and the bias for linear), each once; FLOPs 2·M·N·K
     assert_eq!(
-        matmul::OP.min_bytes(&[2, 3, 4], DType::BF16),
+        matmul::OP.min_bytes(&[2, 3, 4], DType::BF16, &matmul::OP.default_params()),
         (2 * 4 + 3 * 4 + 2 * 3) * 2
     );
     assert_eq!(
-        linear::OP.min_bytes(&[2, 3, 4], DType::F32),
+        linear::OP.min_bytes(&[2, 3, 4], DType::F32, &linear::OP.default_params()),
         (2 * 4 + 3 * 4 + 2 * 3 + 3) * 4
     );
-    assert_eq!(matmul::OP.flops(&[2, 3, 4]), 48.0);
-    assert_eq!(linear::OP.out_shape(&[2, 3, 4]), vec![2, 3]);
-    let e = match check::make_inputs(matmul::OP, &[4, 4], DType::F32, 1, None) {
+    assert_eq!(
+        matmul::OP.flops(&[2, 3, 4], &matmul::OP.default_params()),
+        48.0
+    );
+    assert_eq!(
+        linear::OP.out_shape(&[2, 3, 4], &linear::OP.default_params()),
+        vec![2, 3]
+    );
+    let e = match check::make_inputs(
+        matmul::OP,
+        &[4, 4],
+        DType::F32,
+        1,
+        None,
+        &matmul::OP.default_params(),
+    ) {
         Err(e) => e,
         Ok(_) => panic!("a 2-D shape for matmul must be refused"),
     };

@@ -51,6 +51,7 @@ fn validate_variant(
         rows: None,
         cols,
         unit: "rows",
+        params: p.clone(),
     };
     check::validate(v, p, &[x], &r)
 }

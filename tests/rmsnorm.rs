@@ -24,7 +24,7 @@ fn params(eps: f32) -> Params {
 /// or (v1 and v2 only) refuse a row wider than it holds in registers.
 fn check(dev: &Device, v: &Variant, shape: &[usize], dt: DType, ld: Option<usize>, p: &Params) {
     let seed = 11 + shape.iter().sum::<usize>() as u64;
-    let host = make_inputs(OP, shape, dt, seed, ld).unwrap();
+    let host = make_inputs(OP, shape, dt, seed, ld, &OP.default_params()).unwrap();
     let reference = make_reference(OP, shape, &host, p, seed).unwrap();
     let inputs: Vec<Tensor> = host.iter().map(|t| t.to_device(dev).unwrap()).collect();
     let x: Vec<&Tensor> = inputs.iter().collect();
@@ -118,6 +118,7 @@ fn rmsnorm_special_values_follow_pytorch(dev: &Device) {
                     rows: None,
                     cols,
                     unit: "rows",
+                    params: p.clone(),
                 };
                 let (c, y) = check::validate(v, &p, &[&inputs[0], &inputs[1]], &r).unwrap();
                 assert!(c.passed, "{} {dt} eps {eps}: {}", v.id(), c.describe());
@@ -152,7 +153,7 @@ test_device!(
 fn rmsnorm_bad_operands_get_clear_errors(dev: &Device) {
     let p = params(1e-6);
     for v in variants(dev) {
-        let host = make_inputs(OP, &[4, 64], DType::F32, 3, None).unwrap();
+        let host = make_inputs(OP, &[4, 64], DType::F32, 3, None, &OP.default_params()).unwrap();
         let x = host[0].to_device(dev).unwrap();
         let w = host[1].to_device(dev).unwrap();
         let mut y = Tensor::empty(&[4, 64], DType::F32, dev).unwrap();
@@ -186,7 +187,13 @@ test_device!(
 /// RMSNorm reads x and the weight once and writes y once: its bytes, and ~4 FLOPs an element.
 #[test]
 fn rmsnorm_counts_its_bytes_and_flops() {
-    assert_eq!(OP.min_bytes(&[64, 32], DType::BF16), (2 * 64 * 32 + 32) * 2);
-    assert_eq!(OP.min_bytes(&[2, 3, 8], DType::F32), (2 * 48 + 8) * 4);
-    assert_eq!(OP.flops(&[64, 32]), 4.0 * 64.0 * 32.0);
+    assert_eq!(
+        OP.min_bytes(&[64, 32], DType::BF16, &OP.default_params()),
+        (2 * 64 * 32 + 32) * 2
+    );
+    assert_eq!(
+        OP.min_bytes(&[2, 3, 8], DType::F32, &OP.default_params()),
+        (2 * 48 + 8) * 4
+    );
+    assert_eq!(OP.flops(&[64, 32], &OP.default_params()), 4.0 * 64.0 * 32.0);
 }

@@ -2,7 +2,7 @@
 //! the host from a seed by the op's descriptor.
 
 use super::reference::{reference_elems, FULL_REFERENCE_ELEMS};
-use crate::ops::Op;
+use crate::ops::{Op, Params};
 use crate::runtime::dtype::DType;
 use crate::runtime::error::Result;
 use crate::runtime::tensor::{check_host_memory, row_strided_layout, shape_str, Tensor};
@@ -10,10 +10,16 @@ use crate::runtime::tensor::{check_host_memory, row_strided_layout, shape_str, T
 /// Check a point before any of its inputs is made: the op's shape rules, the row stride's fit
 /// and the host memory the point needs. `bench` checks every point this way before any work
 /// starts, so a bad one does not end a run after the others were timed.
-pub fn check_point(op: Op, shape: &[usize], dtype: DType, row_stride: Option<usize>) -> Result<()> {
+pub fn check_point(
+    op: Op,
+    shape: &[usize],
+    dtype: DType,
+    row_stride: Option<usize>,
+    p: &Params,
+) -> Result<()> {
     op.check_shape(shape, row_stride)?;
     check_host_memory(
-        host_bytes(op, shape, dtype, row_stride).unwrap_or(usize::MAX),
+        host_bytes(op, shape, dtype, row_stride, p).unwrap_or(usize::MAX),
         &format!(
             "{op} {dtype} {} (inputs, output, f64 reference, temporaries)",
             shape_str(shape)
@@ -29,9 +35,10 @@ pub fn host_bytes(
     shape: &[usize],
     dtype: DType,
     row_stride: Option<usize>,
+    p: &Params,
 ) -> Option<usize> {
     let mut inputs = 0usize;
-    for (i, s) in op.input_shapes(shape).iter().enumerate() {
+    for (i, s) in op.input_shapes(shape, p).iter().enumerate() {
         let numel = s.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?;
         // The first input is the one a row stride spreads out.
         let span = match (i, row_stride) {
@@ -41,10 +48,10 @@ pub fn host_bytes(
         inputs = inputs.checked_add(span)?;
     }
     let out = op
-        .out_shape(shape)
+        .out_shape(shape, p)
         .iter()
         .try_fold(1usize, |a, &d| a.checked_mul(d))?;
-    let (reference, reference_inputs) = reference_elems(op, shape, FULL_REFERENCE_ELEMS)?;
+    let (reference, reference_inputs) = reference_elems(op, shape, FULL_REFERENCE_ELEMS, p)?;
     inputs
         .checked_mul(8 + dtype.size())?
         .checked_add(out.checked_mul(2 * dtype.size() + 8)?)?
@@ -59,9 +66,10 @@ pub fn make_inputs(
     dtype: DType,
     seed: u64,
     row_stride: Option<usize>,
+    p: &Params,
 ) -> Result<Vec<Tensor>> {
-    check_point(op, shape, dtype, row_stride)?;
-    op.inputs(shape, dtype, seed, row_stride)
+    check_point(op, shape, dtype, row_stride, p)?;
+    op.inputs(shape, dtype, seed, row_stride, p)
 }
 
 /// A fresh seed from the OS (time and address entropy through a hasher).
@@ -87,9 +95,14 @@ mod tests {
     #[test]
     fn points_are_checked_before_any_input_is_made() {
         let f = DType::F32;
-        assert!(check_point(softmax::OP, &[64, 64], f, None).is_ok());
-        assert!(check_point(softmax::OP, &[64, 64], f, Some(80)).is_ok());
-        let e = |op, shape: &[usize], ld| check_point(op, shape, f, ld).unwrap_err().to_string();
+        let d = |op: Op| op.default_params();
+        assert!(check_point(softmax::OP, &[64, 64], f, None, &d(softmax::OP)).is_ok());
+        assert!(check_point(softmax::OP, &[64, 64], f, Some(80), &d(softmax::OP)).is_ok());
+        let e = |op, shape: &[usize], ld| {
+            check_point(op, shape, f, ld, &d(op))
+                .unwrap_err()
+                .to_string()
+        };
         assert!(e(softmax::OP, &[4, 1 << 36], None).contains("of host memory"));
         assert!(e(softmax::OP, &[64, 64], Some(32)).contains("less than the rows' width"));
         assert!(e(gelu::OP, &[64], Some(80)).contains("needs rows"));
@@ -101,7 +114,8 @@ mod tests {
     #[test]
     fn gemm_points_count_their_output_and_reference_on_the_host() {
         const GIB: usize = 1 << 30;
-        let b = |s: &[usize], dt| host_bytes(matmul::OP, s, dt, None);
+        let p = matmul::OP.default_params();
+        let b = |s: &[usize], dt| host_bytes(matmul::OP, s, dt, None, &p);
         // A 100000×100000 output of f32 from 1-wide operands: the output and the sampled
         // reference rows, not the tiny operands, make it too big for most hosts.
         assert!(b(&[100_000, 100_000, 1], DType::F32).unwrap() > 100 * GIB);

@@ -24,6 +24,8 @@ pub struct Reference {
     pub cols: usize,
     /// What a block is, for reports ("rows", or for GeLU "blocks of 4096 elements").
     pub unit: &'static str,
+    /// The op's parameters the values were made for (tolerances may depend on them).
+    pub params: Params,
 }
 
 impl Reference {
@@ -37,9 +39,9 @@ impl Reference {
         seed: u64,
         full_elems: usize,
     ) -> Result<Reference> {
-        let out = op.out_shape(shape);
+        let out = op.out_shape(shape, p);
         let (width, unit) = op.check_block(&out);
-        let rows = op.reference_blocks(shape, seed, full_elems);
+        let rows = op.reference_blocks(shape, seed, full_elems, p);
         let values = op.reference(inputs, rows.as_deref(), p)?;
         Ok(Reference {
             op,
@@ -47,6 +49,7 @@ impl Reference {
             rows,
             cols: width,
             unit,
+            params: p.clone(),
         })
     }
 
@@ -76,7 +79,7 @@ impl Reference {
     }
 
     fn compare(&self, out: &[f64], dtype: DType) -> Check {
-        let tol = self.op.tolerance(dtype);
+        let tol = self.op.tolerance(dtype, &self.params);
         match self.op.compare() {
             Compare::RowsL2 => compare_rows_l2_within(out, &self.values, self.cols, dtype, tol),
             Compare::Elementwise => compare_within(out, &self.values, self.cols, dtype, tol),
@@ -113,14 +116,19 @@ pub fn make_reference(
 
 /// The elements a reference of `shape` holds, and the f64 input elements it reads to make
 /// them (for host-memory estimates). `None` on overflow.
-pub fn reference_elems(op: Op, shape: &[usize], full_elems: usize) -> Option<(usize, usize)> {
-    let out = op.out_shape(shape);
+pub fn reference_elems(
+    op: Op,
+    shape: &[usize],
+    full_elems: usize,
+    p: &Params,
+) -> Option<(usize, usize)> {
+    let out = op.out_shape(shape, p);
     let (width, _) = op.check_block(&out);
-    let blocks = op.reference_block_count(shape, full_elems);
+    let blocks = op.reference_block_count(shape, full_elems, p);
     let numel = out.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?;
     Some((
         blocks.checked_mul(width)?.min(numel),
-        op.reference_input_elems(shape, blocks),
+        op.reference_input_elems(shape, blocks, p),
     ))
 }
 
@@ -133,7 +141,7 @@ pub fn validate(
     reference: &Reference,
 ) -> Result<(Check, Tensor)> {
     let x = inputs[0];
-    let mut y = Tensor::empty(&v.op.call_out_shape(inputs), x.dtype(), &x.device())?;
+    let mut y = Tensor::empty(&v.op.call_out_shape(inputs, p), x.dtype(), &x.device())?;
     y.poison_nan()?;
     v.run(p, inputs, &mut y)?;
     if let Some(d) = x.device().cuda() {

@@ -127,7 +127,7 @@ impl OpDef for Gelu {
     fn check_shape(&self, shape: &[usize], row_stride: Option<usize>) -> Result<()> {
         row_strided_layout(shape, row_stride).map(|_| ())
     }
-    fn input_shapes(&self, shape: &[usize]) -> Vec<Vec<usize>> {
+    fn input_shapes(&self, shape: &[usize], _: &Params) -> Vec<Vec<usize>> {
         vec![shape.to_vec()]
     }
     /// x ~ N(0, 2): both tails of GeLU, and the region near −3 where the manual form's
@@ -138,6 +138,7 @@ impl OpDef for Gelu {
         dtype: DType,
         seed: u64,
         row_stride: Option<usize>,
+        _: &Params,
     ) -> Result<Vec<Tensor>> {
         let init = Init::Normal {
             mean: 0.0,
@@ -152,7 +153,7 @@ impl OpDef for Gelu {
             &Device::Cpu,
         )?])
     }
-    fn out_shape(&self, shape: &[usize]) -> Vec<usize> {
+    fn out_shape(&self, shape: &[usize], _: &Params) -> Vec<usize> {
         shape.to_vec()
     }
     fn check_block(&self, _out_shape: &[usize]) -> (usize, &'static str) {
@@ -170,11 +171,11 @@ impl OpDef for Gelu {
         };
         Ok(reference(&x, p.get()?))
     }
-    fn min_bytes(&self, shape: &[usize], dtype: DType) -> usize {
+    fn min_bytes(&self, shape: &[usize], dtype: DType, _: &Params) -> usize {
         2 * shape.iter().product::<usize>() * dtype.size()
     }
     /// 0.5·x·(1 + tanh(k·(x + 0.044715·x³))): 3 mul, 1 add, 1 mul, tanh, 1 add, 2 mul.
-    fn flops(&self, shape: &[usize]) -> f64 {
+    fn flops(&self, shape: &[usize], _: &Params) -> f64 {
         9.0 * shape.iter().product::<usize>() as f64
     }
     fn variants(&self) -> &'static [Variant] {

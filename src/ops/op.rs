@@ -69,7 +69,7 @@ pub trait OpDef: Send + Sync + 'static {
     /// point needs is checked by the caller.
     fn check_shape(&self, shape: &[usize], row_stride: Option<usize>) -> Result<()>;
     /// The shapes of the input tensors for `shape`, in order (for memory estimates).
-    fn input_shapes(&self, shape: &[usize]) -> Vec<Vec<usize>>;
+    fn input_shapes(&self, shape: &[usize], p: &Params) -> Vec<Vec<usize>>;
     /// The inputs every variant is validated and timed on, on the host: fresh random values
     /// from `seed`, never zeros; rows `row_stride` apart where given.
     fn inputs(
@@ -78,11 +78,12 @@ pub trait OpDef: Send + Sync + 'static {
         dtype: DType,
         seed: u64,
         row_stride: Option<usize>,
+        p: &Params,
     ) -> Result<Vec<Tensor>>;
     /// The output's shape for the point `shape`.
-    fn out_shape(&self, shape: &[usize]) -> Vec<usize>;
+    fn out_shape(&self, shape: &[usize], p: &Params) -> Vec<usize>;
     /// The output's shape for a call on `inputs` (already checked).
-    fn call_out_shape(&self, inputs: &[&Tensor]) -> Vec<usize> {
+    fn call_out_shape(&self, inputs: &[&Tensor], _p: &Params) -> Vec<usize> {
         inputs[0].shape().to_vec()
     }
 
@@ -93,8 +94,8 @@ pub trait OpDef: Send + Sync + 'static {
     }
     /// How many output blocks the reference covers: every one of an output up to
     /// `full_elems` elements, else at least 16 (as many as `full_elems` elements hold).
-    fn reference_block_count(&self, shape: &[usize], full_elems: usize) -> usize {
-        let out = self.out_shape(shape);
+    fn reference_block_count(&self, shape: &[usize], full_elems: usize, p: &Params) -> usize {
+        let out = self.out_shape(shape, p);
         let numel: usize = out.iter().product();
         let (width, _) = self.check_block(&out);
         let blocks = numel.div_ceil(width);
@@ -111,17 +112,18 @@ pub trait OpDef: Send + Sync + 'static {
         shape: &[usize],
         seed: u64,
         full_elems: usize,
+        p: &Params,
     ) -> Option<Vec<usize>> {
-        let out = self.out_shape(shape);
+        let out = self.out_shape(shape, p);
         let (width, _) = self.check_block(&out);
         let blocks = out.iter().product::<usize>().div_ceil(width);
-        let want = self.reference_block_count(shape, full_elems);
+        let want = self.reference_block_count(shape, full_elems, p);
         (want < blocks).then(|| super::sample_rows(blocks, want, seed))
     }
     /// The input elements the reference reads in f64 to make `blocks` output blocks (for the
     /// host-memory estimate): by default the same blocks of the first input.
-    fn reference_input_elems(&self, shape: &[usize], blocks: usize) -> usize {
-        let (width, _) = self.check_block(&self.out_shape(shape));
+    fn reference_input_elems(&self, shape: &[usize], blocks: usize, p: &Params) -> usize {
+        let (width, _) = self.check_block(&self.out_shape(shape, p));
         blocks.saturating_mul(width)
     }
     /// The f64 oracle: the output's values in `blocks` (all of them where `None`), in order,
@@ -136,14 +138,14 @@ pub trait OpDef: Send + Sync + 'static {
         Compare::Elementwise
     }
     /// The largest error (kernlab's measure, see `check`) a correct output may show.
-    fn tolerance(&self, dtype: DType) -> f64 {
+    fn tolerance(&self, dtype: DType, _p: &Params) -> f64 {
         dtype.tolerance()
     }
 
     /// Minimum bytes a call must move: each input read once, each output written once.
-    fn min_bytes(&self, shape: &[usize], dtype: DType) -> usize;
+    fn min_bytes(&self, shape: &[usize], dtype: DType, p: &Params) -> usize;
     /// FLOPs of one call, as the usual formula counts them.
-    fn flops(&self, shape: &[usize]) -> f64;
+    fn flops(&self, shape: &[usize], p: &Params) -> f64;
 
     /// Every variant, reference included, in the lecture's order of tiers and versions.
     fn variants(&self) -> &'static [Variant];

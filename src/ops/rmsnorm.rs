@@ -121,7 +121,7 @@ impl OpDef for RmsNorm {
     fn check_shape(&self, shape: &[usize], row_stride: Option<usize>) -> Result<()> {
         row_strided_layout(shape, row_stride).map(|_| ())
     }
-    fn input_shapes(&self, shape: &[usize]) -> Vec<Vec<usize>> {
+    fn input_shapes(&self, shape: &[usize], _: &Params) -> Vec<Vec<usize>> {
         vec![shape.to_vec(), vec![*shape.last().unwrap_or(&1)]]
     }
     /// x ~ N(0, 1); w ~ N(1, 0.25), so every column is scaled differently.
@@ -131,6 +131,7 @@ impl OpDef for RmsNorm {
         dtype: DType,
         seed: u64,
         row_stride: Option<usize>,
+        _: &Params,
     ) -> Result<Vec<Tensor>> {
         let cpu = Device::Cpu;
         let cols = *shape.last().unwrap_or(&1);
@@ -158,7 +159,7 @@ impl OpDef for RmsNorm {
         )?;
         Ok(vec![x, w])
     }
-    fn out_shape(&self, shape: &[usize]) -> Vec<usize> {
+    fn out_shape(&self, shape: &[usize], _: &Params) -> Vec<usize> {
         shape.to_vec()
     }
     fn reference(
@@ -180,11 +181,11 @@ impl OpDef for RmsNorm {
     fn compare(&self) -> Compare {
         Compare::Elementwise
     }
-    fn min_bytes(&self, shape: &[usize], dtype: DType) -> usize {
+    fn min_bytes(&self, shape: &[usize], dtype: DType, _: &Params) -> usize {
         let n: usize = shape.iter().product();
         (2 * n + shape.last().copied().unwrap_or(0)) * dtype.size()
     }
-    fn flops(&self, shape: &[usize]) -> f64 {
+    fn flops(&self, shape: &[usize], _: &Params) -> f64 {
         4.0 * shape.iter().product::<usize>() as f64
     }
     fn variants(&self) -> &'static [Variant] {

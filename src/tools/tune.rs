@@ -62,17 +62,17 @@ pub fn tune(
 ) -> Result<TuneReport> {
     let device = Device::Cuda(dev.clone());
     let seed = fresh_seed();
-    let host = make_inputs(op, shape, dtype, seed, None)?;
+    let host = make_inputs(op, shape, dtype, seed, None, params)?;
     let reference = make_reference(op, shape, &host, params, seed)?;
-    let y_shape = op.out_shape(shape);
+    let y_shape = op.out_shape(shape, params);
     // As `kernlab bench --rotate`: copies of the inputs and outputs, cycled call by call, so
     // that (with `--rotate auto`) no timed call finds its input still in L2.
     let copies = bench::rotated_inputs(timing.rotate, &host, &y_shape, dtype, &device)?;
     let n_buf = copies.len();
     drop(host);
     let x: Vec<&Tensor> = copies[0].iter().collect();
-    let bytes = op.min_bytes(shape, dtype) as f64;
-    let flops = op.flops(shape);
+    let bytes = op.min_bytes(shape, dtype, params) as f64;
+    let flops = op.flops(shape, params);
     let mut timer = CudaTimer::new(dev)?;
     let mut trials = Vec::new();
     let total = candidates.len();

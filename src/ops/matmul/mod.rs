@@ -618,7 +618,7 @@ macro_rules! gemm_def_methods {
         ) -> $crate::runtime::error::Result<()> {
             $crate::ops::matmul::def::check_shape($name, shape, row_stride)
         }
-        fn input_shapes(&self, shape: &[usize]) -> Vec<Vec<usize>> {
+        fn input_shapes(&self, shape: &[usize], _: &$crate::ops::Params) -> Vec<Vec<usize>> {
             $crate::ops::matmul::def::input_shapes(shape, $bias)
         }
         fn inputs(
@@ -627,10 +627,11 @@ macro_rules! gemm_def_methods {
             dtype: $crate::runtime::dtype::DType,
             seed: u64,
             _: Option<usize>,
+            _: &$crate::ops::Params,
         ) -> $crate::runtime::error::Result<Vec<Tensor>> {
             $crate::ops::matmul::def::inputs($name, shape, dtype, seed, $bias)
         }
-        fn out_shape(&self, shape: &[usize]) -> Vec<usize> {
+        fn out_shape(&self, shape: &[usize], _: &$crate::ops::Params) -> Vec<usize> {
             $crate::ops::matmul::def::out_shape(shape)
         }
         fn graph<'g>(
@@ -643,19 +644,39 @@ macro_rules! gemm_def_methods {
                     .and_then(|p| $crate::ops::matmul::compiled::graph(g, p)),
             )
         }
-        fn call_out_shape(&self, inputs: &[&$crate::runtime::tensor::Tensor]) -> Vec<usize> {
+        fn call_out_shape(
+            &self,
+            inputs: &[&$crate::runtime::tensor::Tensor],
+            _: &$crate::ops::Params,
+        ) -> Vec<usize> {
             vec![
                 inputs[0].shape()[0],
                 inputs.get(1).map_or(0, |w| w.shape()[0]),
             ]
         }
-        fn reference_block_count(&self, shape: &[usize], _: usize) -> usize {
+        fn reference_block_count(
+            &self,
+            shape: &[usize],
+            _: usize,
+            _: &$crate::ops::Params,
+        ) -> usize {
             $crate::ops::matmul::def::reference_block_count(shape)
         }
-        fn reference_blocks(&self, shape: &[usize], seed: u64, _: usize) -> Option<Vec<usize>> {
+        fn reference_blocks(
+            &self,
+            shape: &[usize],
+            seed: u64,
+            _: usize,
+            _: &$crate::ops::Params,
+        ) -> Option<Vec<usize>> {
             $crate::ops::matmul::def::reference_blocks(shape, seed)
         }
-        fn reference_input_elems(&self, shape: &[usize], rows: usize) -> usize {
+        fn reference_input_elems(
+            &self,
+            shape: &[usize],
+            rows: usize,
+            _: &$crate::ops::Params,
+        ) -> usize {
             $crate::ops::matmul::def::reference_input_elems(shape, rows)
         }
         fn reference(
@@ -669,10 +690,15 @@ macro_rules! gemm_def_methods {
         fn compare(&self) -> $crate::ops::Compare {
             $crate::ops::Compare::RowsL2
         }
-        fn min_bytes(&self, shape: &[usize], dtype: $crate::runtime::dtype::DType) -> usize {
+        fn min_bytes(
+            &self,
+            shape: &[usize],
+            dtype: $crate::runtime::dtype::DType,
+            _: &$crate::ops::Params,
+        ) -> usize {
             $crate::ops::matmul::def::min_bytes(shape, dtype, $bias)
         }
-        fn flops(&self, shape: &[usize]) -> f64 {
+        fn flops(&self, shape: &[usize], _: &$crate::ops::Params) -> f64 {
             $crate::ops::matmul::def::flops(shape)
         }
         fn check_call(

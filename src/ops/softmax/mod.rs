@@ -115,7 +115,7 @@ impl OpDef for Softmax {
     fn check_shape(&self, shape: &[usize], row_stride: Option<usize>) -> Result<()> {
         row_strided_layout(shape, row_stride).map(|_| ())
     }
-    fn input_shapes(&self, shape: &[usize]) -> Vec<Vec<usize>> {
+    fn input_shapes(&self, shape: &[usize], _: &Params) -> Vec<Vec<usize>> {
         vec![shape.to_vec()]
     }
     /// N(0, 1) with an outlier ×20 every thousand elements or so, as llm.c plants them.
@@ -125,6 +125,7 @@ impl OpDef for Softmax {
         dtype: DType,
         seed: u64,
         row_stride: Option<usize>,
+        _: &Params,
     ) -> Result<Vec<Tensor>> {
         let init = Init::NormalWithOutliers {
             std: 1.0,
@@ -140,7 +141,7 @@ impl OpDef for Softmax {
             &Device::Cpu,
         )?])
     }
-    fn out_shape(&self, shape: &[usize]) -> Vec<usize> {
+    fn out_shape(&self, shape: &[usize], _: &Params) -> Vec<usize> {
         shape.to_vec()
     }
     fn reference(
@@ -157,11 +158,11 @@ impl OpDef for Softmax {
         };
         Ok(reference(&x64, cols, p.get()?))
     }
-    fn min_bytes(&self, shape: &[usize], dtype: DType) -> usize {
+    fn min_bytes(&self, shape: &[usize], dtype: DType, _: &Params) -> usize {
         2 * shape.iter().product::<usize>() * dtype.size()
     }
     /// max, subtract, exp, sum, divide.
-    fn flops(&self, shape: &[usize]) -> f64 {
+    fn flops(&self, shape: &[usize], _: &Params) -> f64 {
         5.0 * shape.iter().product::<usize>() as f64
     }
     fn variants(&self) -> &'static [Variant] {

@@ -291,7 +291,7 @@ pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<Ben
     // So are a point's shape, row stride and host memory.
     let points = cfg.points(kind)?;
     for p in &points {
-        check_point(p.op, &p.shape, p.dtype, cfg.row_stride)?;
+        check_point(p.op, &p.shape, p.dtype, cfg.row_stride, &p.params)?;
     }
     let mut timer = match device {
         Device::Cpu => Timer::Cpu(CpuTimer::new()),
@@ -416,11 +416,11 @@ fn measure_point(
         "{op} {dtype} {}: making inputs and the f64 reference",
         shape_str(shape)
     )));
-    let host = make_inputs(op, shape, dtype, seed, cfg.row_stride)?;
+    let host = make_inputs(op, shape, dtype, seed, cfg.row_stride, params)?;
     // The reference's f64 values (of the inputs rounded to the dtype) are the oracle.
     let reference = check::make_reference(op, shape, &host, params, seed)?;
     // `--rotate N`: N copies of the inputs and N outputs, cycled through call by call.
-    let y_shape = op.out_shape(shape);
+    let y_shape = op.out_shape(shape, params);
     let inputs = rotated_inputs(cfg.timing.rotate, &host, &y_shape, dtype, device)?;
     let n_buf = inputs.len();
     drop(host);
@@ -429,8 +429,8 @@ fn measure_point(
     let mut records = Vec::new();
     for v in &variants {
         let mut rec = Record::new(op, v, device, dtype, shape, params, seed);
-        rec.bytes = op.min_bytes(shape, dtype);
-        rec.flops = op.flops(shape);
+        rec.bytes = op.min_bytes(shape, dtype, params);
+        rec.flops = op.flops(shape, params);
         if !v.dtypes.contains(&dtype) {
             rec.status = Status::Unsupported;
             rec.note = Some(format!("dtype {dtype} not supported"));

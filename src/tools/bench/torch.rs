@@ -277,8 +277,8 @@ pub fn to_records(
             &p,
             doc.seed.unwrap_or(0),
         );
-        r.bytes = op.min_bytes(&shape, dtype);
-        r.flops = op.flops(&shape);
+        r.bytes = op.min_bytes(&shape, dtype, &p);
+        r.flops = op.flops(&shape, &p);
         r.status = match t.status.as_str() {
             "ok" => Status::Ok,
             "failed" => Status::Failed,

@@ -305,7 +305,7 @@ pub fn run(req: &ProfileRequest, note: &mut dyn FnMut(&str)) -> Result<ProfileRe
         req.params.form_suffix()
     );
     note(&format!("{workload}: making inputs and the f64 reference"));
-    let host = make_inputs(req.op, &req.shape, req.dtype, seed, None)?;
+    let host = make_inputs(req.op, &req.shape, req.dtype, seed, None, &req.params)?;
     let reference = make_reference(req.op, &req.shape, &host, &req.params, seed)?;
     let inputs = host
         .iter()

@@ -5,7 +5,7 @@ use super::*;
 /// One record's fields in the order of [`CSV_COLUMNS`].
 /// `rows`, `cols` and `numel` are the output's: for a GEMM `M×N×K`, M, N and M·N.
 pub fn csv_row(r: &Record) -> Vec<String> {
-    let out = r.op.out_shape(&r.shape);
+    let out = r.op.out_shape(&r.shape, &r.params);
     let (rows, cols) = match out.as_slice() {
         [] => (1, 1),
         [n] => (1, *n),
