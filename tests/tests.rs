@@ -20,6 +20,8 @@ mod fuzz;
 mod inspect;
 /// Matmul and linear: every variant against f64, every epilogue, odd shapes, bad operands.
 mod matmul;
+/// The MLP: forward and training step against f64 and finite differences, every tier.
+mod mlp;
 /// Every op and variant against the f64 reference, one body for the CPU and CUDA.
 mod ops;
 /// `kernlab profile`: CUPTI record parsing, the key_averages table and the Chrome trace from

@@ -8,6 +8,7 @@ pub mod cpu_prims;
 pub mod gelu;
 pub mod linear;
 pub mod matmul;
+pub mod mlp;
 mod op;
 mod params;
 pub mod primitives;
@@ -20,7 +21,14 @@ pub use op::*;
 pub use params::*;
 
 /// Every op, in the lecture's order: the one registration list.
-pub static OPS: &[Op] = &[gelu::OP, softmax::OP, matmul::OP, linear::OP, rmsnorm::OP];
+pub static OPS: &[Op] = &[
+    gelu::OP,
+    softmax::OP,
+    matmul::OP,
+    linear::OP,
+    rmsnorm::OP,
+    mlp::OP,
+];
 
 /// Rows (or blocks) of an `m`-row output for a sampled f64 reference: min(`want`, `m`)
 /// distinct rows, the first and the last among them where `want ≥ 2`, the rest spread over

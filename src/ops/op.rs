@@ -147,6 +147,12 @@ pub trait OpDef: Send + Sync + 'static {
     /// FLOPs of one call, as the usual formula counts them.
     fn flops(&self, shape: &[usize], p: &Params) -> f64;
 
+    /// Whether its rates are FLOP rates (TFLOP/s against the matmul ceiling, as GEMMs), not
+    /// bytes moved against the copy ceiling.
+    fn flops_bound(&self) -> bool {
+        self.grammar() == Grammar::Gemm
+    }
+
     /// Every variant, reference included, in the lecture's order of tiers and versions.
     fn variants(&self) -> &'static [Variant];
     /// Check a call's operands (count, shapes, dtypes, device, layout) with a clear error,

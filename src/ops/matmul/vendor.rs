@@ -508,6 +508,118 @@ pub fn run_cublas(g: &Gemm, c: &mut Tensor) -> Result<()> {
     dev.after_launch(name)
 }
 
+/// Row-major `c[M,N] = op(a)·op(b)` through cuBLAS (`cublasGemmEx`, f32 compute; f32 exact):
+/// `a` is stored `[M,K]`, or `[K,M]` where `ta` (then op(a) = aᵀ); `b` is stored `[K,N]`, or
+/// `[N,K]` where `tb`. The MLP's backward uses it for the products whose layouts the matmul
+/// contract (`a·wᵀ`) does not cover: `dZ·W` (neither transposed) and `dZᵀ·H` (`ta`).
+///
+/// As column-major, the buffers hold the transposes, so the call computes `cᵀ = op(b)ᵀ·op(a)ᵀ`:
+/// cuBLAS's A is b's buffer and its B is a's, each with its stored width as leading dimension.
+pub fn run_cublas_rm(a: &Tensor, ta: bool, b: &Tensor, tb: bool, c: &mut Tensor) -> Result<()> {
+    let v = "cublas";
+    let dims2 = |t: &Tensor, what: &str| -> Result<(usize, usize)> {
+        match *t.shape() {
+            [r, c] if t.is_contiguous() => Ok((r, c)),
+            _ => Err(Error::Invalid(format!(
+                "the row-major cuBLAS product takes contiguous 2-D tensors; {what} is {:?}",
+                t.shape()
+            ))),
+        }
+    };
+    let (ar, ac) = dims2(a, "a")?;
+    let (br, bc) = dims2(b, "b")?;
+    let (cr, cc) = dims2(c, "c")?;
+    let (m, k) = if ta { (ac, ar) } else { (ar, ac) };
+    let (kb, n) = if tb { (bc, br) } else { (br, bc) };
+    if kb != k || (cr, cc) != (m, n) || a.dtype() != b.dtype() || c.dtype() != a.dtype() {
+        return Err(Error::ShapeMismatch {
+            op: OP.into(),
+            why: format!(
+                "op(a) {m}x{k} · op(b) {kb}x{n} into c {cr}x{cc} ({} {} {})",
+                a.dtype(),
+                b.dtype(),
+                c.dtype()
+            ),
+        });
+    }
+    require_cublas()?;
+    let dev = a.device().cuda().cloned().ok_or_else(|| {
+        Error::Invalid("the row-major cuBLAS product was handed CPU tensors".into())
+    })?;
+    let buf = |t: &Tensor, what: &str| -> Result<u64> {
+        let b = t
+            .cuda_buf()
+            .ok_or_else(|| Error::Invalid(format!("cuBLAS product: {what} is not on CUDA")))?;
+        let (p, _g) = b.device_ptr(&dev.stream);
+        Ok(p)
+    };
+    let (pa, pb) = (buf(a, "a")?, buf(b, "b")?);
+    let pc = {
+        let cb_ = c
+            .cuda_buf_mut()
+            .ok_or_else(|| Error::Invalid("cuBLAS product: c is not on CUDA".into()))?;
+        let (p, _g) = cb_.device_ptr_mut(&dev.stream);
+        p
+    };
+    let op = |t: bool| {
+        if t {
+            cb::cublasOperation_t::CUBLAS_OP_T
+        } else {
+            cb::cublasOperation_t::CUBLAS_OP_N
+        }
+    };
+    let (mi, ni, ki) = (
+        dim_i32(v, "N", n)?,
+        dim_i32(v, "M", m)?,
+        dim_i32(v, "K", k)?,
+    );
+    let (lda, ldb, ldc) = (
+        dim_i32(v, "ld", bc)?,
+        dim_i32(v, "ld", ac)?,
+        dim_i32(v, "ld", n)?,
+    );
+    dev.ctx
+        .bind_to_thread()
+        .map_err(|e| Error::driver("cuCtxSetCurrent (before cuBLAS)", e))?;
+    let mut map = lock_state();
+    let st = DeviceState::get(&mut map, &dev)?;
+    let h = st.blas(&dev)?;
+    let (alpha, beta) = (1.0f32, 0.0f32);
+    let dt = a.dtype();
+    let status = unsafe {
+        cb::cublasGemmEx(
+            h,
+            op(tb),
+            op(ta),
+            mi,
+            ni,
+            ki,
+            &alpha as *const f32 as *const c_void,
+            pb as *const c_void,
+            blas_type(dt),
+            lda,
+            pa as *const c_void,
+            blas_type(dt),
+            ldb,
+            &beta as *const f32 as *const c_void,
+            pc as *mut c_void,
+            blas_type(dt),
+            ldc,
+            cb::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+            cb::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+        )
+    };
+    check_cb(status, || {
+        format!(
+            "cublasGemmEx ({dt} M={m} N={n} K={k}, a{} b{})",
+            if ta { "ᵀ" } else { "" },
+            if tb { "ᵀ" } else { "" }
+        )
+    })?;
+    drop(map);
+    dev.after_launch("cublasGemmEx")
+}
+
 // ---- cuBLASLt ------------------------------------------------------------------------------------
 
 /// Set one attribute of a matmul descriptor; `T` must be the attribute's C type.

@@ -22,19 +22,25 @@ impl BenchReport {
                     .iter()
                     .find(|r| r.op == op && r.dtype == dt && r.shape == shape)
                     .expect("a group comes from a record");
-                let gemm = op.grammar() == crate::ops::Grammar::Gemm;
+                let gemm = op.flops_bound();
+                let vendor = op.vendor_variant().is_some();
+                let per_call = if first.flops >= 1e12 {
+                    format!("{:.2} TFLOP", first.flops / 1e12)
+                } else {
+                    format!("{} GFLOP", fmt_sig(first.flops / 1e9))
+                };
                 let title = format!(
                     "{op}{} {dt} {} — {}",
                     first.params.form_suffix(),
                     shape_str(&shape),
-                    if gemm {
+                    if op.grammar() == crate::ops::Grammar::Gemm {
                         format!(
-                            "M×N×K, {} per call (2·M·N·K), {} MB at minimum",
-                            if first.flops >= 1e12 {
-                                format!("{:.2} TFLOP", first.flops / 1e12)
-                            } else {
-                                format!("{} GFLOP", fmt_sig(first.flops / 1e9))
-                            },
+                            "M×N×K, {per_call} per call (2·M·N·K), {} MB at minimum",
+                            fmt_sig(first.bytes as f64 / 1e6)
+                        )
+                    } else if gemm {
+                        format!(
+                            "{per_call} per call, {} MB at minimum",
                             fmt_sig(first.bytes as f64 / 1e6)
                         )
                     } else {
@@ -50,7 +56,11 @@ impl BenchReport {
                     "p20–p80",
                     "min · calls",
                     if gemm { "TFLOP/s" } else { "GB/s" },
-                    if gemm { "% vendor" } else { "% copy" },
+                    match (gemm, vendor) {
+                        (false, _) => "% copy",
+                        (true, true) => "% vendor",
+                        (true, false) => "% matmul",
+                    },
                     "× manual",
                     "max rel err",
                     "status",
@@ -107,8 +117,15 @@ impl BenchReport {
                             r.gbps.map(fmt_gbps).unwrap_or_else(|| "—".into())
                         })
                         .set_alignment(CellAlignment::Right),
-                        Cell::new(f(if gemm { r.pct_of_vendor } else { r.pct_of_copy }, 1))
-                            .set_alignment(CellAlignment::Right),
+                        Cell::new(f(
+                            match (gemm, vendor) {
+                                (false, _) => r.pct_of_copy,
+                                (true, true) => r.pct_of_vendor,
+                                (true, false) => r.pct_of_matmul,
+                            },
+                            1,
+                        ))
+                        .set_alignment(CellAlignment::Right),
                         Cell::new(
                             r.speedup_vs_manual
                                 .map(|s| {
