@@ -463,6 +463,72 @@ __device__ __forceinline__ void mm_v5_mma(const T* __restrict__ a, const T* __re
 #endif
 }
 
+// ============================================================================================
+// v8_skinny — few rows (M ≤ 8: batch-1 inference, the MLP's batch-1 forward). A tiled kernel
+// gives such a product M/BM of a tile's work per CTA and leaves most SMs idle; here the
+// product is a stream of w, read once. A warp owns one output column n for all M rows: its
+// lanes read w[n, :] in 16-byte packs (four packs a lane in flight, coalesced 2 KB a warp),
+// multiply them with the same packs of each row of `a` (M·K elements, L1/L2-resident),
+// accumulate in f32, reduce across the warp, and lane m stores row m through the epilogue.
+// `vec` = 0 (K not a multiple of the pack, or a base not 16-byte aligned): scalar loads.
+// ============================================================================================
+#define KL_SKINNY_ROWS 8
+template <class T>
+__device__ __forceinline__ void mm_v8_skinny(const T* __restrict__ a, const T* __restrict__ w,
+                                             const T* __restrict__ bias, T* __restrict__ c,
+                                             int M, int N, int K, int act, int vec) {
+    const int n = (int)(((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5);
+    const int lane = threadIdx.x & 31;
+    if (n >= N) return;
+    float acc[KL_SKINNY_ROWS];
+#pragma unroll
+    for (int m = 0; m < KL_SKINNY_ROWS; ++m) acc[m] = 0.0f;
+    const T* wr = w + (i64)n * K;
+    if (vec) {
+        constexpr int P = Pack<T>::N;
+        constexpr int U = 4;
+        const int packs = K / P;
+        for (int p0 = lane; p0 < packs; p0 += 32 * U) {
+            uint4 wp[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int p = p0 + 32 * u;
+                wp[u] = p < packs ? ld_stream16(wr + (i64)p * P) : make_uint4(0, 0, 0, 0);
+            }
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int p = p0 + 32 * u;
+                if (p >= packs) break;
+                float wv[P];
+                unpack(wp[u], wv, (const T*)nullptr);
+#pragma unroll
+                for (int m = 0; m < KL_SKINNY_ROWS; ++m) {
+                    if (m < M) {
+                        float av[P];
+                        unpack(ld16(a + (i64)m * K + (i64)p * P), av, (const T*)nullptr);
+#pragma unroll
+                        for (int j = 0; j < P; ++j) acc[m] = fmaf(av[j], wv[j], acc[m]);
+                    }
+                }
+            }
+        }
+    } else {
+        for (int k = lane; k < K; k += 32) {
+            const float wv = to_f32(wr[k]);
+#pragma unroll
+            for (int m = 0; m < KL_SKINNY_ROWS; ++m)
+                if (m < M) acc[m] = fmaf(to_f32(a[(i64)m * K + k]), wv, acc[m]);
+        }
+    }
+#pragma unroll
+    for (int m = 0; m < KL_SKINNY_ROWS; ++m) {
+        if (m < M) {
+            const float s = warp_sum(acc[m]);
+            if (lane == m) c[(i64)m * N + n] = from_f32<T>(mm_epilogue(s, bias, n, act));
+        }
+    }
+}
+
 // ---- exported symbols ----------------------------------------------------------------------
 #define KL_MM_ARGS(T) const T* a, const T* w, const T* bias, T* c, int M, int N, int K, int act
 #define KL_MM_PASS a, w, bias, c, M, N, K, act
@@ -473,6 +539,10 @@ __device__ __forceinline__ void mm_v5_mma(const T* __restrict__ a, const T* __re
 #define KL_V2(TN, T)                                                                            \
     extern "C" __global__ void __launch_bounds__(1024) matmul_v2_smem_##TN(KL_MM_ARGS(T)) {     \
         mm_v2_smem<T>(KL_MM_PASS); }
+#define KL_V8(TN, T)                                                                            \
+    extern "C" __global__ void __launch_bounds__(256) matmul_v8_skinny_##TN(KL_MM_ARGS(T),      \
+                                                                           int vec) {           \
+        mm_v8_skinny<T>(KL_MM_PASS, vec); }
 
 // v3 (row-major order: group_m fixed at 1) and v4 (group_m an argument) of one tile shape,
 // with 16-byte loads (KIND vec, VEC true) or scalar loads (KIND scalar, VEC false).
@@ -497,6 +567,7 @@ __device__ __forceinline__ void mm_v5_mma(const T* __restrict__ a, const T* __re
 #define KL_SIMT_ALL(TN, T)                                                                      \
     KL_V1(TN, T)                                                                                \
     KL_V2(TN, T)                                                                                \
+    KL_V8(TN, T)                                                                                \
     KL_REGS(128x128x8_8x8, vec, true, TN, T, 128, 128, 8, 8, 8, 2)                              \
     KL_REGS(128x64x8_8x4, vec, true, TN, T, 128, 64, 8, 8, 4, 2)                                \
     KL_REGS(64x64x8_4x4, vec, true, TN, T, 64, 64, 8, 4, 4, 2)                                  \

@@ -13,7 +13,7 @@ fn bad_arguments_get_clear_errors() {
         (&["bench", "--shape", "0x4"], "at least 1"),
         (
             &["bench", "gelux"],
-            "unknown op 'gelux' (known: gelu, softmax, matmul, linear, rmsnorm)",
+            "unknown op 'gelux' (known: gelu, softmax, matmul, linear, rmsnorm, mlp)",
         ),
         (
             &["bench", "linear", "--device", "cpu", "--activation", "relu"],
@@ -181,7 +181,7 @@ fn bad_arguments_get_clear_errors() {
         ),
         (
             &["bench", "softmax", "--device", "cpu", "--gelu", "erf"],
-            "--gelu applies to gelu, which this run does not time",
+            "--gelu applies to gelu and mlp, which this run does not time",
         ),
         (
             &["sweep", "gelu", "--device", "cpu", "--activation", "none"],
@@ -193,7 +193,7 @@ fn bad_arguments_get_clear_errors() {
         ),
         (
             &["profile", "softmax", "--variant", "auto", "--gelu", "erf"],
-            "--gelu applies to gelu, which this run does not profile",
+            "--gelu applies to gelu and mlp, which this run does not profile",
         ),
         (
             &["autotune", "softmax", "--activation", "none"],
@@ -201,7 +201,7 @@ fn bad_arguments_get_clear_errors() {
         ),
         (
             &["inspect", "softmax", "--gelu", "erf"],
-            "--gelu applies to gelu, which this run does not inspect",
+            "--gelu applies to gelu and mlp, which this run does not inspect",
         ),
         // Outputs: one file a flag, and a file that can be written, checked before the run.
         (
@@ -485,9 +485,9 @@ fn an_end_to_end_cpu_bench_validates_times_and_writes_json() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let records = report["records"].as_array().unwrap();
-    // 3 row ops (gelu, softmax, rmsnorm) × 2 dtypes × (manual, fused); the GEMMs take
-    // M×N×K shapes and are left out.
-    assert_eq!(records.len(), 12, "{report}");
+    // 3 row ops (gelu, softmax, rmsnorm) × 2 dtypes × (manual, fused), and the MLP (64
+    // layers of 300) × 2 dtypes × faer; the GEMMs take M×N×K shapes and are left out.
+    assert_eq!(records.len(), 14, "{report}");
     for r in records {
         for key in [
             "op",

@@ -52,6 +52,7 @@ fn validate_variant(
         cols,
         unit: "rows",
         params: p.clone(),
+        out_shape: x.shape().to_vec(),
     };
     check::validate(v, p, &[x], &r)
 }

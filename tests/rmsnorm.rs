@@ -119,6 +119,7 @@ fn rmsnorm_special_values_follow_pytorch(dev: &Device) {
                     cols,
                     unit: "rows",
                     params: p.clone(),
+                    out_shape: vec![4, cols],
                 };
                 let (c, y) = check::validate(v, &p, &[&inputs[0], &inputs[1]], &r).unwrap();
                 assert!(c.passed, "{} {dt} eps {eps}: {}", v.id(), c.describe());

@@ -246,6 +246,76 @@ pub fn compare_rows_l2_within(
     }
 }
 
+/// The gradients' check ([`crate::ops::Compare::GroupsL2`]): row `r` (of `cols`) belongs to
+/// group `groups[r]`; its error is ‖out − ref‖₂ over the larger of its group's RMS row norm
+/// ‖ref‖₂ and `√cols · min_normal / tolerance` (so that errors of the size of the dtype's
+/// smallest normal, the format's underflow, pass), the largest over the rows against
+/// `tolerance`, special values matched as in [`compare`].
+pub fn compare_groups_l2_within(
+    out: &[f64],
+    reference: &[f64],
+    cols: usize,
+    groups: &[usize],
+    dtype: DType,
+    tolerance: f64,
+) -> Check {
+    if out.len() != reference.len() {
+        return length_mismatch(out, reference, tolerance);
+    }
+    let cols = cols.max(1);
+    let elementwise = compare(out, reference, cols, dtype);
+    let rows: Vec<(f64, f64)> = out
+        .par_chunks(cols)
+        .zip(reference.par_chunks(cols))
+        .map(|(o, f)| {
+            let (mut num, mut den) = (0.0f64, 0.0f64);
+            for (&o, &f) in o.iter().zip(f).filter(|(_, f)| f.is_finite()) {
+                num += (o - f) * (o - f);
+                den += f * f;
+            }
+            (num, den)
+        })
+        .collect();
+    let mut scale: std::collections::HashMap<usize, (f64, usize)> = Default::default();
+    for (r, &(_, den)) in rows.iter().enumerate() {
+        let e = scale
+            .entry(groups.get(r).copied().unwrap_or(r))
+            .or_default();
+        e.0 += den;
+        e.1 += 1;
+    }
+    let floor = (cols as f64).sqrt() * dtype.min_normal() / tolerance.max(f64::MIN_POSITIVE);
+    let (mut max_err, mut worst_row) = (0.0f64, 0usize);
+    for (r, &(num, _)) in rows.iter().enumerate() {
+        let (sum, n) = scale[&groups.get(r).copied().unwrap_or(r)];
+        let e = num.sqrt() / (sum / n as f64).sqrt().max(floor);
+        let e = if e.is_nan() { f64::INFINITY } else { e };
+        if e > max_err {
+            (max_err, worst_row) = (e, r);
+        }
+    }
+    let special = elementwise.special_mismatches;
+    Check {
+        passed: special == 0 && max_err <= tolerance,
+        max_rel_err: if special > 0 { f64::INFINITY } else { max_err },
+        rel_l2: elementwise.rel_l2,
+        tolerance,
+        special_mismatches: special,
+        worst: if special > 0 {
+            elementwise.worst
+        } else {
+            let at = (worst_row * cols).min(out.len());
+            let end = (at + cols).min(out.len());
+            let (row, o) = (&reference[at..end], &out[at..end]);
+            (0..end - at)
+                .max_by(|&i, &j| (o[i] - row[i]).abs().total_cmp(&(o[j] - row[j]).abs()))
+                .map(|j| (at + j, o[j], row[j]))
+        },
+        outside_sample: None,
+        lengths: None,
+    }
+}
+
 pub use crate::ops::sample_rows;
 
 #[cfg(test)]
@@ -267,6 +337,28 @@ mod tests {
         assert_eq!(c.worst, Some((2, 3.0, 3.5)));
         let c = compare_rows_l2(&[], &[], 3, f);
         assert!(c.passed && c.worst.is_none());
+    }
+
+    #[test]
+    fn gradient_rows_are_judged_in_their_groups_scale() {
+        let bf = DType::BF16;
+        // Group 0: a large row and a small one off by 5% of itself, 0.05% of the group's scale.
+        let r = vec![10.0, -10.0, 0.01, 0.01];
+        let o = vec![10.0, -10.0, 0.0105, 0.0105];
+        assert!(!compare_rows_l2(&o, &r, 2, bf).passed);
+        let c = compare_groups_l2_within(&o, &r, 2, &[0, 0], bf, 8e-3);
+        assert!(c.passed, "{}", c.describe());
+        // The same small row in a group of its own fails.
+        assert!(!compare_groups_l2_within(&o, &r, 2, &[0, 1], bf, 8e-3).passed);
+        // A row off by 5% of the group's scale fails.
+        let o2 = vec![10.5, -10.5, 0.01, 0.01];
+        assert!(!compare_groups_l2_within(&o2, &r, 2, &[0, 0], bf, 8e-3).passed);
+        // Underflow: values around 1e-39 off by their own size pass; NaN never does.
+        let tiny = vec![1e-39, -2e-39];
+        let off = vec![3e-39, -1e-40];
+        assert!(compare_groups_l2_within(&off, &tiny, 2, &[0], bf, 8e-3).passed);
+        let nan = vec![f64::NAN, -2e-39];
+        assert!(!compare_groups_l2_within(&nan, &tiny, 2, &[0], bf, 8e-3).passed);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The f64 reference a variant's output is judged against, made by the op's descriptor from
 //! the inputs rounded to their dtype, and the validation of one call against it.
 
-use super::compare::{compare_rows_l2_within, compare_within, Check};
+use super::compare::{compare_groups_l2_within, compare_rows_l2_within, compare_within, Check};
 use crate::ops::{Compare, Op, Params, Variant};
 use crate::runtime::dtype::DType;
 use crate::runtime::error::Result;
@@ -26,6 +26,8 @@ pub struct Reference {
     pub unit: &'static str,
     /// The op's parameters the values were made for (tolerances may depend on them).
     pub params: Params,
+    /// The output's shape (the groups of [`Compare::GroupsL2`] depend on it).
+    pub out_shape: Vec<usize>,
 }
 
 impl Reference {
@@ -50,6 +52,7 @@ impl Reference {
             cols: width,
             unit,
             params: p.clone(),
+            out_shape: out,
         })
     }
 
@@ -83,6 +86,16 @@ impl Reference {
         match self.op.compare() {
             Compare::RowsL2 => compare_rows_l2_within(out, &self.values, self.cols, dtype, tol),
             Compare::Elementwise => compare_within(out, &self.values, self.cols, dtype, tol),
+            Compare::GroupsL2 => {
+                let rows = out.len() / self.cols.max(1);
+                let groups: Vec<usize> = (0..rows)
+                    .map(|i| {
+                        let row = self.rows.as_ref().map_or(i, |r| r[i]);
+                        self.op.check_group(&self.out_shape, &self.params, row)
+                    })
+                    .collect();
+                compare_groups_l2_within(out, &self.values, self.cols, &groups, dtype, tol)
+            }
         }
     }
 

@@ -31,8 +31,15 @@ pub(super) fn run(a: BenchArgs, flags: &FlagValues, out: &mut dyn Write) -> Resu
     let shapes = parse_shapes(&a.shape)?;
     let (mut cfg, dev, line) = config(&a.run, flags, ops, shapes)?;
     cfg.row_stride = a.row_stride;
-    // A row stride is for rows (softmax's, and GeLU's reference): GEMMs that `all` brought in
-    // are left out, and a GEMM named with it is an error before any work starts.
+    // A row stride is for rows (softmax's, and GeLU's reference): the ops of other grammars
+    // (GEMMs, the MLP) that `all` brought in are left out, and one named with it is an error
+    // before any work starts.
+    let strideless = |ops: &[Op]| -> Vec<String> {
+        ops.iter()
+            .filter(|o| o.grammar() != Grammar::Rows)
+            .map(|o| o.to_string())
+            .collect()
+    };
     let gemm_names = |ops: &[Op]| -> Vec<String> {
         ops.iter()
             .filter(|o| o.grammar() == Grammar::Gemm)
@@ -40,13 +47,13 @@ pub(super) fn run(a: BenchArgs, flags: &FlagValues, out: &mut dyn Write) -> Resu
             .collect()
     };
     if let Some(ld) = cfg.row_stride {
-        let gemms = gemm_names(&cfg.ops);
-        // Left out only where `all` alone brought them in: a GEMM named beside it is refused.
+        let gemms = strideless(&cfg.ops);
+        // Left out only where `all` alone brought them in: one named beside it is refused.
         let names = || a.op.split(',').map(str::trim);
         let named_all = names().any(|o| o.eq_ignore_ascii_case("all"))
             && !names().any(|o| {
                 o.parse::<Op>()
-                    .is_ok_and(|op| op.grammar() == Grammar::Gemm)
+                    .is_ok_and(|op| op.grammar() != Grammar::Rows)
             });
         let leave_out = named_all && gemms.len() < cfg.ops.len();
         if !gemms.is_empty() && !leave_out {
@@ -56,7 +63,7 @@ pub(super) fn run(a: BenchArgs, flags: &FlagValues, out: &mut dyn Write) -> Resu
             );
         }
         if !gemms.is_empty() {
-            cfg.ops.retain(|o| !(o.grammar() == Grammar::Gemm));
+            cfg.ops.retain(|o| o.grammar() == Grammar::Rows);
             stderr_line!(
                 "  … {} left out: --row-stride applies to softmax and GeLU rows",
                 gemms.join(" and ")

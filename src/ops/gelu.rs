@@ -83,11 +83,11 @@ struct Gelu;
 
 static FLAGS: [Flag; 1] = [Flag {
     name: "gelu",
-    help: "GeLU form: tanh (PyTorch's approximate=\"tanh\") or erf (exact); linear's \
-           epilogue takes --activation",
+    help: "GeLU form: tanh (PyTorch's approximate=\"tanh\") or erf (exact); the gelu op's \
+           default is tanh, the mlp's erf (F.gelu's); linear's epilogue takes --activation",
     kind: FlagKind::Value {
         value_name: "FORM",
-        default: "tanh",
+        default: "tanh (gelu), erf (mlp)",
         values: Some(&["tanh", "erf"]),
     },
 }];

@@ -184,7 +184,7 @@ fn manual_gelu_kernels(
 
 // ---- the registry's rows ------------------------------------------------------------------
 /// Linear's rows: the manual composition, then the rows every GEMM op has.
-static VARIANTS: [Variant; 14] = {
+static VARIANTS: [Variant; 15] = {
     let rows = gemm_rows!(OP);
     [
         Variant::new(OP, "manual", Tier::Manual, DeviceKind::Cpu,
@@ -196,7 +196,7 @@ static VARIANTS: [Variant; 14] = {
             .kernels(&ELEMENTWISE, manual_symbols)
             .generated(manual_gelu_kernels),
         rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], rows[6], rows[7], rows[8], rows[9],
-        rows[10], rows[11],
+        rows[10], rows[11], rows[12],
     ]
 };
 

@@ -174,7 +174,7 @@ impl OpDef for Mlp {
         "the lecture's MLP: --layers L of gelu(x·Wᵀ + b), forward or a training step: shape B×D"
     }
     fn grammar(&self) -> Grammar {
-        Grammar::Rows
+        Grammar::Batch
     }
     fn default_shape(&self, device: DeviceKind) -> Vec<usize> {
         match device {
@@ -409,8 +409,23 @@ impl OpDef for Mlp {
             }
         }
     }
+    /// Gradients are judged in their tensor's scale: dX, each layer's db, each layer's dW
+    /// (forward rows each on their own).
     fn compare(&self) -> Compare {
-        Compare::RowsL2
+        Compare::GroupsL2
+    }
+    fn check_group(&self, out_shape: &[usize], p: &Params, row: usize) -> usize {
+        let Ok(mp) = p.get::<MlpParams>() else {
+            return row;
+        };
+        let (l, d) = (mp.layers, *out_shape.last().unwrap_or(&1));
+        let b = out_shape[0].saturating_sub(l + l * d);
+        match mp.mode {
+            Mode::Forward => row,
+            Mode::Train if row < b => 0,
+            Mode::Train if row < b + l => 1 + (row - b),
+            Mode::Train => 1 + l + (row - b - l) / d.max(1),
+        }
     }
     /// The dtype's tolerance, widened with the depth: each layer rounds its activations (and in
     /// training its gradients) to the dtype, and the errors add up over √L layers' worth.
@@ -980,10 +995,10 @@ fn transpose(x: &Tensor) -> Result<Tensor> {
     Ok(t)
 }
 
-/// `c = a·bᵀ` by the tier's matmul variant.
-fn tier_matmul(t: &TierPlan, a: &Tensor, b: &Tensor, c: &mut Tensor) -> Result<()> {
-    let name = if t.gemm == "manual" { "cublas" } else { t.gemm };
-    let v = super::find(matmul::OP, name, DeviceKind::Cuda)?;
+/// `c = a·bᵀ` by kernlab's hand GEMM (the backward products of the cuda and compiled tiers:
+/// plain products, with no epilogue for a compiler to generate).
+fn hand_matmul(a: &Tensor, b: &Tensor, c: &mut Tensor) -> Result<()> {
+    let v = super::find(matmul::OP, "auto", DeviceKind::Cuda)?;
     v.run(&matmul::OP.default_params(), &[a, b], c)
 }
 
@@ -1077,9 +1092,9 @@ fn train_step(
             // dW = dZᵀ·H as a·wᵀ with a = dZᵀ, w = Hᵀ; dH = dZ·W with w = Wᵀ.
             let dzt = transpose(&dz)?;
             let ht = transpose(input)?;
-            tier_matmul(t, &dzt, &ht, &mut dw)?;
+            hand_matmul(&dzt, &ht, &mut dw)?;
             let wt = transpose(w[l])?;
-            tier_matmul(t, &dz, &wt, &mut dh)?;
+            hand_matmul(&dz, &wt, &mut dh)?;
         }
         rows_of(y, b + nl + l * d, d, &dw)?;
     }

@@ -137,6 +137,11 @@ pub trait OpDef: Send + Sync + 'static {
     fn compare(&self) -> Compare {
         Compare::Elementwise
     }
+    /// The group output row `row` is judged in ([`Compare::GroupsL2`]): by default each row is
+    /// its own.
+    fn check_group(&self, _out_shape: &[usize], _p: &Params, row: usize) -> usize {
+        row
+    }
     /// The largest error (kernlab's measure, see `check`) a correct output may show.
     fn tolerance(&self, dtype: DType, _p: &Params) -> f64 {
         dtype.tolerance()

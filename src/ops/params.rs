@@ -47,6 +47,8 @@ pub enum Grammar {
     Rows,
     /// `M×N×K`: a GEMM `a[M,K] · w[N,K]ᵀ`.
     Gemm,
+    /// `BATCH×DIM`: a model's input batch (the MLP; its depth is a flag). No row stride.
+    Batch,
 }
 
 impl Grammar {
@@ -55,6 +57,7 @@ impl Grammar {
         match self {
             Grammar::Rows => !shape.is_empty(),
             Grammar::Gemm => shape.len() == 3,
+            Grammar::Batch => shape.len() == 2,
         }
     }
     /// How a shape is written, for help and errors.
@@ -62,6 +65,7 @@ impl Grammar {
         match self {
             Grammar::Rows => "ROWS×COLS (e.g. 4096x4096; the last dimension is the row)",
             Grammar::Gemm => "M×N×K (e.g. 8192x8192x8192: a[M,K] · w[N,K]ᵀ)",
+            Grammar::Batch => "BATCH×DIM (e.g. 1024x2048; the depth is --layers)",
         }
     }
 }
@@ -74,6 +78,11 @@ pub enum Compare {
     /// The relative L2 error of each output row: a GEMM's accumulation order moves single
     /// elements near zero far more than the row.
     RowsL2,
+    /// Each row's L2 error relative to the root-mean-square L2 norm of the rows of its group
+    /// (`OpDef::check_group`), where an element's error below the dtype's smallest normal is
+    /// underflow, not a fault: gradients, whose rows within one tensor differ in scale by
+    /// cancellation and whose deep layers' values fall out of the normal range.
+    GroupsL2,
 }
 
 /// An op's default sweep, as the size lists `kernlab sweep` takes (`4096`, `256..12672:128`,

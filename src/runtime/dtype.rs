@@ -52,6 +52,15 @@ impl DType {
         }
     }
 
+    /// The smallest positive normal value: below it the format underflows (subnormals keep
+    /// fewer digits).
+    pub fn min_normal(self) -> f64 {
+        match self {
+            DType::F32 | DType::BF16 => f32::MIN_POSITIVE as f64,
+            DType::F16 => f16::MIN_POSITIVE.to_f64(),
+        }
+    }
+
     /// Round an f64 through this dtype and back (what storing it would give).
     pub fn round(self, v: f64) -> f64 {
         match self {

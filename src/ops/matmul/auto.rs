@@ -143,10 +143,13 @@ pub fn v6_fits(g: &Gemm) -> bool {
     hopper && g.dtype() != DType::F32 && (g.k * g.dtype().size()).is_multiple_of(16)
 }
 
-/// `auto`'s heuristic when nothing is cached: Hopper's wgmma where it fits, else the
-/// mma.sync version for 16-bit inputs, else (f32) the grouped register-blocked version.
+/// `auto`'s heuristic when nothing is cached: the skinny version for a few rows (a tiled
+/// kernel would leave most SMs idle), Hopper's wgmma where it fits, else the mma.sync version
+/// for 16-bit inputs, else (f32) the grouped register-blocked version.
 pub fn heuristic(g: &Gemm) -> &'static str {
-    if v6_fits(g) {
+    if g.m <= cuda::SKINNY_ROWS {
+        "v8_skinny"
+    } else if v6_fits(g) {
         "v6_wgmma"
     } else if g.dtype() != DType::F32 {
         "v5_mma"
@@ -210,6 +213,7 @@ pub fn run_auto(g: &Gemm, c: &mut Tensor) -> Result<()> {
         "v7_wgmma_tma_store" => sm90::run_v7(g, c),
         "v6_wgmma" => sm90::run_v6(g, c),
         "v5_mma" => cuda::run_v5(g, c),
+        "v8_skinny" => cuda::run_v8(g, c),
         _ => cuda::run_v4(g, c),
     }
 }

@@ -205,9 +205,10 @@ enum V {
     V3,
     V4,
     V5,
+    V8,
 }
 
-const KNOWN: &str = "v1_naive, v2_smem, v3_regs, v4_grouped, v5_mma";
+const KNOWN: &str = "v1_naive, v2_smem, v3_regs, v4_grouped, v5_mma, v8_skinny";
 
 /// A version by name: `v3_regs`, `v3` or `cuda/v3_regs`.
 fn parse(variant: &str) -> Result<V> {
@@ -218,6 +219,7 @@ fn parse(variant: &str) -> Result<V> {
         "v3_regs" | "v3" => V::V3,
         "v4_grouped" | "v4" => V::V4,
         "v5_mma" | "v5" => V::V5,
+        "v8_skinny" | "v8" => V::V8,
         _ => {
             return Err(Error::UnknownVariant {
                 op: "matmul".into(),
@@ -235,6 +237,7 @@ fn version_name(v: V) -> &'static str {
         V::V3 => "v3_regs",
         V::V4 => "v4_grouped",
         V::V5 => "v5_mma",
+        V::V8 => "v8_skinny",
     }
 }
 
@@ -263,6 +266,7 @@ pub fn symbols(variant: &str, dt: DType) -> Vec<String> {
     match parse(variant) {
         Ok(V::V1) => vec![format!("matmul_v1_naive_{dt}")],
         Ok(V::V2) => vec![format!("matmul_v2_smem_{dt}")],
+        Ok(V::V8) => vec![format!("matmul_v8_skinny_{dt}")],
         Ok(V::V3) => simt("v3_regs"),
         Ok(V::V4) => simt("v4_grouped"),
         Ok(V::V5) if dt != DType::F32 => {
@@ -419,6 +423,32 @@ pub fn run_v1(g: &Gemm, c: &mut Tensor) -> Result<()> {
     let io = gemm_bufs(version_name(V::V1), g, c)?;
     let name = format!("matmul_v1_naive_{}", g.dtype());
     launch_gemm(io, g, &name, cfg_1d(blocks, 256, 0), None)
+}
+
+/// The rows v8 takes: its warps keep this many accumulators.
+pub const SKINNY_ROWS: usize = 8;
+
+/// v8: a warp per output column for all M ≤ [`SKINNY_ROWS`] rows, w streamed once in 16-byte
+/// packs (scalar loads where K is not a multiple of the pack or a base is unaligned).
+pub fn run_v8(g: &Gemm, c: &mut Tensor) -> Result<()> {
+    if g.m > SKINNY_ROWS {
+        return Err(unsupported(
+            g,
+            V::V8,
+            format!(
+                "M = {}: v8 is for products of at most {SKINNY_ROWS} rows (batch-1 inference); \
+                 a tiled version runs more",
+                g.m
+            ),
+        ));
+    }
+    let blocks = g.n.div_ceil(8);
+    check_dims(g, V::V8, blocks)?;
+    let io = gemm_bufs(version_name(V::V8), g, c)?;
+    let pack = 16 / g.dtype().size();
+    let vec = g.k.is_multiple_of(pack) && aligned16(&io.dev, io.a) && aligned16(&io.dev, io.w);
+    let name = format!("matmul_v8_skinny_{}", g.dtype());
+    launch_gemm(io, g, &name, cfg_1d(blocks, 256, 0), Some(vec as i32))
 }
 
 /// v2: 32×32 shared-memory tiles, 1024 threads (one output each) per block.

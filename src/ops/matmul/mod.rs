@@ -799,8 +799,13 @@ macro_rules! gemm_rows {
                 .dtypes(HALF_DTYPES)
                 .min_arch(90)
                 .claims(&["wgmma.mma_async", "cp.async.bulk.tensor", "cp.async.bulk.commit_group"]),
+            Variant::new($op, "v8_skinny", Tier::Cuda, DeviceKind::Cuda,
+                "few rows (M ≤ 8, batch-1 inference): a warp per output column, w streamed once in 16-byte packs",
+                |p, x, y| gemm_call(cuda::run_v8, p, x, y))
+                .kernels(&cuda::MATMUL, |dt| cuda::symbols("v8_skinny", dt))
+                .vec16(),
             Variant::new($op, "auto", Tier::Cuda, DeviceKind::Cuda,
-                "the autotuned (version, configuration) for the device, dtype and shape bucket, else v6 on sm_90 / v5 / v4 (f32)",
+                "the autotuned (version, configuration) for the device, dtype and shape bucket, else v8 for M ≤ 8, v6 on sm_90 / v5 / v4 (f32)",
                 |p, x, y| gemm_call(auto::run_auto, p, x, y))
                 .kernels(&cuda::MATMUL, auto_symbols)
                 .picks(auto::label_inputs),
@@ -823,7 +828,7 @@ macro_rules! gemm_rows {
 pub(crate) use gemm_rows;
 
 /// Matmul's rows: the shared ones, and cuBLAS (no epilogue).
-static VARIANTS: [Variant; 13] = {
+static VARIANTS: [Variant; 14] = {
     let rows = gemm_rows!(OP);
     [
         rows[0],
@@ -838,6 +843,7 @@ static VARIANTS: [Variant; 13] = {
         rows[9],
         rows[10],
         rows[11],
+        rows[12],
         Variant::new(
             OP,
             "cublas",
