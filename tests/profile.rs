@@ -179,6 +179,13 @@ fn trace_is_valid_chrome_trace_event_json() {
                 assert_eq!(e["bp"], "e");
                 finishes.insert(e["id"].as_u64().unwrap());
             }
+            "C" => {
+                // The host's counter track: a name, a time, a whole number ≥ 0.
+                assert_eq!(e["name"], "queued kernels");
+                assert_eq!(e["pid"].as_u64(), Some(trace::HOST_PID as u64));
+                assert!(e["ts"].as_f64().unwrap() >= 0.0);
+                assert!(e["args"]["kernels"].as_i64().unwrap() >= 0, "{e}");
+            }
             other => panic!("unexpected phase {other}"),
         }
     }
@@ -534,4 +541,52 @@ mod gpu {
             );
         }
     }
+}
+
+/// The host runs ahead: the recorded manual GeLU launches its kernels every ~6 µs while each
+/// runs ~195 µs, so the queue of launched, unfinished kernels grows to a whole iteration and
+/// more; it never goes negative, ends empty, and its largest value is what counting at each
+/// launch's return finds.
+#[test]
+fn the_queue_depth_counts_kernels_launched_and_not_finished() {
+    let rec = fixture();
+    let steps = rec.queue_depth();
+    assert!(steps.iter().all(|&(_, d)| d >= 0), "{steps:?}");
+    assert_eq!(steps.last().unwrap().1, 0);
+    assert!(steps.windows(2).all(|w| w[0].0 <= w[1].0));
+    let launch_end: HashMap<u32, u64> = rec
+        .api
+        .iter()
+        .filter(|a| a.is_launch())
+        .map(|a| (a.correlation, a.end_ns))
+        .collect();
+    let brute = rec
+        .kernels
+        .iter()
+        .map(|k| {
+            let t = launch_end[&k.correlation].min(k.start_ns);
+            let launched = rec
+                .kernels
+                .iter()
+                .filter(|j| launch_end[&j.correlation].min(j.start_ns) <= t)
+                .count() as i64;
+            let done = rec.kernels.iter().filter(|j| j.end_ns <= t).count() as i64;
+            launched - done
+        })
+        .max()
+        .unwrap();
+    let (max, mean) = rec.queue_summary().unwrap();
+    assert_eq!(max, brute);
+    assert!(max >= 9, "{max}");
+    assert!(mean > 1.0 && mean <= max as f64, "{mean}");
+    let text = summary::render(&rec, 2, None);
+    assert!(text.contains(&format!("up to {max} kernels")), "{text}");
+    let t = trace::chrome_trace(&rec, "gelu");
+    let counters = t["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "C" && e["name"] == "queued kernels")
+        .count();
+    assert_eq!(counters, steps.len());
 }

@@ -456,6 +456,9 @@ impl OpDef for Mlp {
     fn flops_bound(&self) -> bool {
         true
     }
+    fn shows_peak_memory(&self) -> bool {
+        true
+    }
     fn variants(&self) -> &'static [Variant] {
         &VARIANTS
     }

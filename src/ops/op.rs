@@ -158,6 +158,12 @@ pub trait OpDef: Send + Sync + 'static {
         self.grammar() == Grammar::Gemm
     }
 
+    /// Whether bench's table shows each variant's peak device memory (a model's activations
+    /// and gradients are part of its story; a kernel's memory is its inputs and output).
+    fn shows_peak_memory(&self) -> bool {
+        false
+    }
+
     /// Every variant, reference included, in the lecture's order of tiers and versions.
     fn variants(&self) -> &'static [Variant];
     /// Check a call's operands (count, shapes, dtypes, device, layout) with a clear error,

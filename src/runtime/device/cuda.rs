@@ -378,6 +378,49 @@ impl CudaDevice {
             "cuStreamSynchronize (a fault in an earlier kernel surfaces here)",
         ))
     }
+
+    /// The device's default memory pool, which kernlab's stream-ordered allocations come from.
+    fn default_pool(&self) -> Result<sys::CUmemoryPool> {
+        let mut pool = std::ptr::null_mut();
+        let dev = self.ctx.cu_device();
+        unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, dev) }
+            .result()
+            .map_err(drv("cuDeviceGetDefaultMemPool"))?;
+        Ok(pool)
+    }
+
+    /// The most device memory kernlab's allocations held at once since the last
+    /// [`CudaDevice::reset_peak_memory`] (the default pool's high-water mark of bytes in use:
+    /// inputs, outputs and every temporary).
+    pub fn peak_memory(&self) -> Result<u64> {
+        let pool = self.default_pool()?;
+        let mut v = 0u64;
+        unsafe {
+            sys::cuMemPoolGetAttribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+                &mut v as *mut u64 as *mut std::ffi::c_void,
+            )
+        }
+        .result()
+        .map_err(drv("cuMemPoolGetAttribute(USED_MEM_HIGH)"))?;
+        Ok(v)
+    }
+
+    /// Start a new high-water mark at the memory in use now.
+    pub fn reset_peak_memory(&self) -> Result<()> {
+        let pool = self.default_pool()?;
+        let mut zero = 0u64;
+        unsafe {
+            sys::cuMemPoolSetAttribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+                &mut zero as *mut u64 as *mut std::ffi::c_void,
+            )
+        }
+        .result()
+        .map_err(drv("cuMemPoolSetAttribute(USED_MEM_HIGH)"))
+    }
 }
 
 /// Map a launch failure to an error naming the kernel.

@@ -441,7 +441,15 @@ fn measure_point(
         // Nsight Systems shows each variant's validation and timing under its name.
         let _range = crate::runtime::nvtx::range(&what);
         progress(Event::Note(&format!("{what}: validating")));
-        let (check, y) = match validate(v, params, &x0, &reference) {
+        if let Some(d) = device.cuda() {
+            d.sync()?;
+            d.reset_peak_memory()?;
+        }
+        let validated = validate(v, params, &x0, &reference);
+        if let (Some(d), Ok(_)) = (device.cuda(), &validated) {
+            rec.peak_mem_bytes = Some(d.peak_memory()?);
+        }
+        let (check, y) = match validated {
             Ok(r) => r,
             Err(e @ (Error::UnsupportedShape { .. } | Error::NotContiguous { .. })) => {
                 rec.status = Status::Unsupported;

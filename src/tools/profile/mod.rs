@@ -160,6 +160,54 @@ impl Recording {
             .collect()
     }
 
+    /// How far the host runs ahead of the GPU: the kernels launched (their launch call
+    /// returned) and not yet finished, over time, as `(timestamp, depth)` steps in time order.
+    /// A kernel without a launch record is left out.
+    pub fn queue_depth(&self) -> Vec<(u64, i64)> {
+        let launched: std::collections::HashMap<u32, u64> = self
+            .api
+            .iter()
+            .filter(|a| a.is_launch())
+            .map(|a| (a.correlation, a.end_ns))
+            .collect();
+        let mut events: Vec<(u64, i64)> = Vec::new();
+        for k in &self.kernels {
+            if let Some(&t) = launched.get(&k.correlation) {
+                // A kernel may start before its launch call returns: count it from the
+                // earlier of the two, so the depth never goes negative.
+                events.push((t.min(k.start_ns), 1));
+                events.push((k.end_ns, -1));
+            }
+        }
+        // At one timestamp, finishes before launches (a conservative depth).
+        events.sort();
+        let mut depth = 0i64;
+        events
+            .into_iter()
+            .map(|(t, d)| {
+                depth += d;
+                (t, depth)
+            })
+            .collect()
+    }
+
+    /// [`Recording::queue_depth`] summarised: the largest depth, and the time-weighted mean
+    /// from the first launch to the last kernel's end (None without launch records).
+    pub fn queue_summary(&self) -> Option<(i64, f64)> {
+        let steps = self.queue_depth();
+        let (first, last) = (steps.first()?.0, steps.last()?.0);
+        let max = steps.iter().map(|s| s.1).max()?;
+        let span = last.saturating_sub(first);
+        if span == 0 {
+            return Some((max, max as f64));
+        }
+        let area: f64 = steps
+            .windows(2)
+            .map(|w| w[0].1 as f64 * w[1].0.saturating_sub(w[0].0) as f64)
+            .sum();
+        Some((max, area / span as f64))
+    }
+
     /// The earliest timestamp in the recording (the trace's zero).
     pub fn t0(&self) -> u64 {
         let k = self.kernels.iter().map(|k| k.start_ns);

@@ -305,6 +305,11 @@ pub fn render(rec: &Recording, iters: usize, row_limit: Option<usize>) -> String
             );
         }
     }
+    if let Some((max, mean)) = rec.queue_summary() {
+        s += &format!(
+            "host ahead of the GPU: up to {max} kernels launched and not yet finished, {mean:.1} on average (the trace's \"queued kernels\" track)\n"
+        );
+    }
     let per_iter: Vec<usize> = rec
         .kernels_per_iteration()
         .iter()

@@ -5,7 +5,8 @@
 //! iteration) and thread 2 for the driver-API calls; process 2 is the GPU, one thread per
 //! CUDA stream, holding its kernels, copies and memsets. Every slice is an `X` (complete)
 //! event, `ts` and `dur` in µs from the recording's first timestamp; `M` events name the
-//! tracks; a flow (`s` → `f`) joins each launch call to the kernel it launched.
+//! tracks; a flow (`s` → `f`) joins each launch call to the kernel it launched; a `C` (counter)
+//! track on the host, "queued kernels", counts the kernels launched and not yet finished.
 
 use super::Recording;
 use serde_json::{json, Value};
@@ -165,6 +166,14 @@ pub fn chrome_trace(rec: &Recording, title: &str) -> Value {
             "pid": GPU_PID, "tid": m.stream,
             "ts": us(m.start_ns, t0), "dur": d,
             "args": args,
+        }));
+    }
+    // A counter track on the host: kernels launched and not yet finished (how far the host
+    // runs ahead of the GPU).
+    for (t, depth) in rec.queue_depth() {
+        ev.push(json!({
+            "ph": "C", "name": "queued kernels", "pid": HOST_PID,
+            "ts": us(t, t0), "args": {"kernels": depth},
         }));
     }
     json!({

@@ -159,6 +159,10 @@ pub struct Record {
     pub note: Option<String>,
     /// For a dispatching variant (`auto`): the variant it ran.
     pub picked: Option<String>,
+    /// CUDA: the most device memory held at once during the validation call (inputs, output
+    /// and the variant's temporaries), in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_mem_bytes: Option<u64>,
 }
 
 impl Record {
@@ -238,6 +242,7 @@ impl Record {
             note: None,
             picked: None,
             rotate_copies: None,
+            peak_mem_bytes: None,
         }
     }
 

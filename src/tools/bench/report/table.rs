@@ -47,9 +47,10 @@ impl BenchReport {
                         format!("{} MB moved at minimum", first.bytes as f64 / 1e6)
                     }
                 );
+                let memory = op.shows_peak_memory();
                 let mut t = Table::new();
                 t.load_preset(UTF8_FULL_CONDENSED);
-                t.set_header(vec![
+                let mut header = vec![
                     "variant",
                     "tier",
                     "ms (median)",
@@ -64,7 +65,11 @@ impl BenchReport {
                     "× manual",
                     "max rel err",
                     "status",
-                ]);
+                ];
+                if memory {
+                    header.insert(header.len() - 1, "peak MiB");
+                }
+                t.set_header(header);
                 for r in self
                     .records
                     .iter()
@@ -88,7 +93,7 @@ impl BenchReport {
                         (Some(m), Some(sp)) => format!("{m:.ms_digits$} ±{:.1}%", 100.0 * sp),
                         (m, _) => f(m, ms_digits),
                     };
-                    t.add_row(vec![
+                    let mut row = vec![
                         Cell::new(match &r.picked {
                             Some(p) => format!("{} → {p}", r.variant),
                             None => r.variant.clone(),
@@ -141,7 +146,18 @@ impl BenchReport {
                         )
                         .set_alignment(CellAlignment::Right),
                         status,
-                    ]);
+                    ];
+                    if memory {
+                        let mib = r
+                            .peak_mem_bytes
+                            .map(|b| format!("{:.0}", b as f64 / (1u64 << 20) as f64))
+                            .unwrap_or_else(|| "—".into());
+                        row.insert(
+                            row.len() - 1,
+                            Cell::new(mib).set_alignment(CellAlignment::Right),
+                        );
+                    }
+                    t.add_row(row);
                 }
                 (title, t)
             })
