@@ -467,7 +467,7 @@ __device__ __forceinline__ void mm_v5_mma(const T* __restrict__ a, const T* __re
 // v8_skinny — few rows (M ≤ 8: batch-1 inference, the MLP's batch-1 forward). A tiled kernel
 // gives such a product M/BM of a tile's work per CTA and leaves most SMs idle; here the
 // product is a stream of w, read once. A warp owns one output column n for all M rows: its
-// lanes read w[n, :] in 16-byte packs (four packs a lane in flight, coalesced 2 KB a warp),
+// lanes read w[n, :] in 16-byte packs (two packs a lane in flight, coalesced 1 KB a warp),
 // multiply them with the same packs of each row of `a` (M·K elements, L1/L2-resident),
 // accumulate in f32, reduce across the warp, and lane m stores row m through the epilogue.
 // `vec` = 0 (K not a multiple of the pack, or a base not 16-byte aligned): scalar loads.
@@ -486,7 +486,7 @@ __device__ __forceinline__ void mm_v8_skinny(const T* __restrict__ a, const T* _
     const T* wr = w + (i64)n * K;
     if (vec) {
         constexpr int P = Pack<T>::N;
-        constexpr int U = 4;
+        constexpr int U = 2;
         const int packs = K / P;
         for (int p0 = lane; p0 < packs; p0 += 32 * U) {
             uint4 wp[U];
@@ -498,12 +498,11 @@ __device__ __forceinline__ void mm_v8_skinny(const T* __restrict__ a, const T* _
 #pragma unroll
             for (int u = 0; u < U; ++u) {
                 const int p = p0 + 32 * u;
-                if (p >= packs) break;
                 float wv[P];
                 unpack(wp[u], wv, (const T*)nullptr);
 #pragma unroll
                 for (int m = 0; m < KL_SKINNY_ROWS; ++m) {
-                    if (m < M) {
+                    if (m < M && p < packs) {
                         float av[P];
                         unpack(ld16(a + (i64)m * K + (i64)p * P), av, (const T*)nullptr);
 #pragma unroll

@@ -1,7 +1,8 @@
-"""Checking an output against its float64 reference: kernlab's two error measures (the
-element-wise one for the row ops, the row relative L2 one for GEMMs), each in a pure-Python
-form and an array form that runs on torch tensors (on the GPU) or NumPy arrays, and the rows a
-large GEMM is checked on. No torch, no NumPy at import."""
+"""Checking an output against its float64 reference: kernlab's error measures (the
+element-wise one for the row ops, the row relative L2 one for GEMMs, the group-scaled one for
+the MLP's outputs and gradients), each in a pure-Python form and an array form that runs on
+torch tensors (on the GPU) or NumPy arrays, and the rows a large GEMM is checked on. No torch,
+no NumPy at import."""
 
 import math
 import random
@@ -18,6 +19,13 @@ MEASURE_CHUNK_ELEMS = 1 << 26
 # random rest) against all N columns.
 GEMM_SAMPLE_ROWS = 64
 GEMM_FULL_CHECK_ELEMS = 1 << 22
+
+
+def group_floor(cols, min_normal, tolerance):
+    """The group check's least scale (kernlab's `compare_groups_l2_within`): sqrt(cols) x the
+    dtype's smallest normal / the tolerance, so that a row whose elements are off by about the
+    format's underflow passes."""
+    return math.sqrt(max(1, int(cols))) * min_normal / max(tolerance, MIN_POSITIVE)
 
 
 def _status_ok(o, f):
@@ -78,6 +86,35 @@ def row_rel_l2_py(out_rows, ref_rows):
     return max_err, mismatches
 
 
+def group_rel_l2_py(out_rows, ref_rows, groups, floor):
+    """kernlab's group-scaled measure (`Compare::GroupsL2`, `compare_groups_l2_within`) in pure
+    Python, mirroring `group_rel_l2_array`: row r belongs to group groups[r]; its error is
+    ||out_r - ref_r||_2 over the larger of its group's RMS row norm, sqrt(mean over the
+    group's rows of ||ref||_2^2), and `floor` (`group_floor`); the norms over the elements
+    whose reference is finite and whose NaN/inf status is right. Returns (max over rows,
+    mismatches), the mismatches counted as in `rel_err_py`."""
+    nums, dens, mismatches = [], [], 0
+    for o_row, r_row in zip(out_rows, ref_rows):
+        num = den = 0.0
+        for o, f in zip(o_row, r_row):
+            if not _status_ok(o, f):
+                mismatches += 1
+            elif math.isfinite(f):
+                num += (o - f) ** 2
+                den += f * f
+        nums.append(num)
+        dens.append(den)
+    sums = {}
+    for g, den in zip(groups, dens):
+        s, n = sums.get(g, (0.0, 0))
+        sums[g] = (s + den, n + 1)
+    max_err = 0.0
+    for g, num in zip(groups, nums):
+        s, n = sums[g]
+        max_err = max(max_err, math.sqrt(num) / max(math.sqrt(s / n), floor))
+    return max_err, mismatches
+
+
 class TorchOps:
     """The array operations `rel_err_array` needs, on torch tensors (any device)."""
 
@@ -116,6 +153,9 @@ class TorchOps:
 
     def sqrt(self, a):
         return a.sqrt()
+
+    def mean_all(self, a):
+        return float(a.mean().item()) if a.numel() else 0.0
 
 
 class NumpyOps:
@@ -157,6 +197,9 @@ class NumpyOps:
     def sqrt(self, a):
         return self.np.sqrt(a)
 
+    def mean_all(self, a):
+        return float(a.mean()) if a.size else 0.0
+
 
 def rel_err_array(ops, out, ref, floor):
     """kernlab's error measure on 2-D float64 arrays (rows on the last dim); see `rel_err_py`.
@@ -189,6 +232,26 @@ def row_rel_l2_array(ops, out, ref):
     num = ops.rowsum(d * d)
     den = ops.clamp_min(ops.rowsum(r * r), MIN_POSITIVE)
     return ops.max_all(ops.sqrt(num / den)), mismatches
+
+
+def group_rel_l2_array(ops, out, ref, floor, one_group=True):
+    """The group-scaled measure on 2-D float64 arrays (see `group_rel_l2_py`): every row of
+    `out` one group (`one_group`: a tensor's gradient), or each row a group of its own (the
+    MLP's forward rows). Returns (max over rows, mismatches)."""
+    fin = ops.isfinite(ref)
+    ok = ops.where(ops.isnan(ref), ops.isnan(out),
+                   ops.where(ops.isinf(ref), out == ref, ops.isfinite(out)))
+    mismatches = ops.count(~ok)
+    use = fin & ok
+    d = ops.where(use, out - ref, 0.0)
+    r = ops.where(use, ref, 0.0)
+    num = ops.sqrt(ops.rowsum(d * d))
+    den = ops.rowsum(r * r)
+    if one_group:
+        e = num / max(math.sqrt(ops.mean_all(den)), floor)
+    else:
+        e = num / ops.clamp_min(ops.sqrt(den), floor)
+    return ops.max_all(e), mismatches
 
 
 def measure_rows(torch, ops, out, ref, floor, chunk_elems=MEASURE_CHUNK_ELEMS):

@@ -7,11 +7,12 @@ import random
 import sys
 
 from . import ops
-from .common import (DTYPES, EXIT_INTERNAL, EXIT_OK, PROG, VARIANTS, parse_variants,
-                     shape_str)
+from .common import (COMPILE_RO, DTYPES, EXIT_INTERNAL, EXIT_OK, PROG, VARIANTS,
+                     parse_variants, shape_str)
 from .contract import report_unavailable
 from .ops.gelu import GELU_FORMS
 from .ops.gemm import ACTIVATIONS
+from .ops.mlp import DEFAULT_LAYERS, MLP_MODES
 from .ops.rmsnorm import F32_EPS
 from .replay import KERNLAB_VARIANT, load_kernlab_plans
 from .timing import parse_rotate
@@ -34,11 +35,12 @@ def build_parser():
     p.add_argument("--shapes", help=f"comma-separated ROWSxCOLS list for {rows}, e.g. "
                                     "16384x16384,4096x256 (softmax and rmsnorm are over the last "
                                     "dim); MxNxK for matmul/linear, e.g. 8192x8192x8192,127x255x63 "
-                                    "(c[M,N] = act(a[M,K] . w[N,K]^T + bias[N]))")
+                                    "(c[M,N] = act(a[M,K] . w[N,K]^T + bias[N])); BxD for mlp "
+                                    "(batch x width, e.g. 1024x2048; the depth is --layers)")
     p.add_argument("--dtype", choices=tuple(DTYPES), help="element type (required unless --self-test)")
-    p.add_argument("--gelu", choices=GELU_FORMS, default="tanh",
-                   help="GeLU form: tanh approximation or exact erf (default tanh; ignored by "
-                        "the other ops)")
+    p.add_argument("--gelu", choices=GELU_FORMS, default=None,
+                   help="GeLU form: tanh approximation or exact erf (default tanh for gelu, erf "
+                        "for mlp, F.gelu's default; ignored by the other ops)")
     p.add_argument("--activation", choices=ACTIVATIONS, default="gelu-tanh",
                    help="linear's activation after the bias (default gelu-tanh; matmul has none, "
                         "the row ops ignore it)")
@@ -46,9 +48,23 @@ def build_parser():
                    help=f"rmsnorm's eps, added to the mean of squares (default float32's machine "
                         f"epsilon, {F32_EPS!r}, as F.rms_norm's eps=None; ignored by the other "
                         f"ops)")
+    p.add_argument("--layers", type=int, default=None, metavar="L",
+                   help=f"mlp: the number of layers, each nn.Linear(D, D) then GeLU (default "
+                        f"{DEFAULT_LAYERS}, kernlab's; ignored by the other ops)")
+    p.add_argument("--mode", choices=MLP_MODES, default=None,
+                   help="mlp: forward (y = model(x)) or train (zero_grad, model(x).mean(), "
+                        "backward: every gradient, dX too) (default forward, or train where "
+                        "--steps is given, as kernlab's; ignored by the other ops)")
+    p.add_argument("--steps", type=int, default=None, metavar="N",
+                   help="mlp: forward passes or training steps one timed call runs (default 1; "
+                        "ignored by the other ops)")
+    p.add_argument("--sync-each-step", action="store_true",
+                   help="mlp: read one value back to the host after every step (loss.item() in "
+                        "training), as kernlab's --sync-each-step; ignored by the other ops")
     p.add_argument("--variants", default=None,
-                   help=f"comma-separated subset of {','.join(VARIANTS)} (default: all; matmul "
-                        f"has no torch_manual, which would be torch_native)")
+                   help=f"comma-separated subset of {','.join(VARIANTS)} (default: all the op "
+                        f"has; matmul has no torch_manual, which would be torch_native); mlp's "
+                        f"are torch_native, torch_compile and {COMPILE_RO}")
     p.add_argument("--warmup-ms", type=float, default=25.0, help="do_bench warmup, ms (default 25)")
     p.add_argument("--rep-ms", type=float, default=100.0, help="do_bench repetition time, ms (default 100)")
     p.add_argument("--json", metavar="PATH", help="write the results (or the unavailable note) here")
@@ -62,14 +78,16 @@ def build_parser():
     p.add_argument("--compile-mode", default="default",
                    help="torch.compile mode (default, reduce-overhead, max-autotune, ...); "
                         f"torch_compile compiles torch_manual for {rows}, torch_native for "
-                        "matmul/linear")
+                        f"matmul/linear, the model for mlp (whose {COMPILE_RO} is always "
+                        "reduce-overhead)")
     p.add_argument("--rotate", type=str, default="1",
                    help="cycle the timed calls through N copies of the inputs (each call's "
                         "output kept until its copy comes round again), or 'auto': as many "
                         "as make the copies 4x the L2, at most 1024, as kernlab's --rotate "
-                        "(default 1: one buffer, do_bench's usual way)")
+                        "(default 1: one buffer, do_bench's usual way; mlp takes it but times "
+                        "one model and one x, and says so in its records' notes)")
     p.add_argument("--repeat", type=int, default=1, metavar="K",
-                   help=f"{rows}: time every variant of a shape K times, in K rounds that "
+                   help=f"{rows} and mlp: time every variant of a shape K times, in K rounds that "
                         "take the variants in turn; the record keeps the round whose median is "
                         "the median of the K (the lower middle one for an even K), every "
                         "round's median and their spread, (max - min) / that median, as "
@@ -105,16 +123,21 @@ def main(argv=None):
     spec = ops.spec(args.op)
     try:
         args.shape_list = spec.parse_shapes(args.shapes)
-        asked = parse_variants(args.variants if args.variants is not None else ",".join(VARIANTS))
+        asked = (parse_variants(args.variants) if args.variants is not None
+                 else list(spec.variants))
     except ValueError as e:
         parser.error(str(e))
     args.variant_list, dropped = spec.resolve_variants(asked)
+
+    def missing():
+        why = "; ".join(w for w in (spec.missing_reason(v) for v in dropped) if w)
+        return (f"{args.op} has no {', '.join(dropped)} variant"
+                + (f" ({why})" if why else ""))
+
     if not args.variant_list:
-        parser.error(f"nothing to run: {args.op} has no {', '.join(dropped)} variant "
-                     f"(it would be torch_native)")
-    if dropped and args.variants is not None and not args.quiet:
-        print(f"{PROG}: {args.op} has no {', '.join(dropped)} variant (it would be torch_native); "
-              f"skipped", file=sys.stderr)
+        parser.error(f"nothing to run: {missing()}")
+    if dropped and not args.quiet:
+        print(f"{PROG}: {missing()}; skipped", file=sys.stderr)
     if args.warmup_ms <= 0 or args.rep_ms <= 0:
         parser.error("--warmup-ms and --rep-ms must be > 0")
     try:

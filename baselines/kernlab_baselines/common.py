@@ -10,8 +10,12 @@ EXIT_UNAVAILABLE = 3
 
 PROG = "torch_baselines"
 
-# The PyTorch columns every op may have (an op's module says which it has).
+# The PyTorch columns the row ops and GEMMs may have (an op's module says which it has).
 VARIANTS = ("torch_manual", "torch_native", "torch_compile", "triton")
+# torch.compile in mode "reduce-overhead" (CUDA graphs): a column of the MLP's alone.
+COMPILE_RO = "torch_compile_ro"
+# Every column name the command line and the contract know.
+KNOWN_VARIANTS = VARIANTS + (COMPILE_RO,)
 
 # dtype name -> (torch dtype attribute, element size, tolerance, floor = smallest subnormal).
 # The tolerances and floors are kernlab's (src/dtype.rs): the output's rounding plus room for
@@ -22,15 +26,20 @@ DTYPES = {
     "f16": ("float16", 2, 2e-3, 2.0 ** -24),     # 5.96e-8
 }
 
+# The smallest positive normal of each dtype (kernlab's DType::min_normal): the group check's
+# floor (`checking.group_floor`) forgives errors of that size, the format's underflow.
+MIN_NORMAL = {"f32": 2.0 ** -126, "bf16": 2.0 ** -126, "f16": 2.0 ** -14}
+
 MIN_POSITIVE = sys.float_info.min  # f64::MIN_POSITIVE, the denominator's lower bound (as kernlab)
 
 
-def parse_shapes(text, ndim=2):
+def parse_shapes(text, ndim=2, form=None, example=None):
     """'16384x16384,4096x256' -> [(16384, 16384), (4096, 256)] (ndim 2: ROWSxCOLS, the row
     ops); with ndim 3, '8192x8192x8192,127x255x63' -> [(8192, 8192, 8192), (127, 255, 63)]
-    (MxNxK, matmul and linear)."""
-    form = "ROWSxCOLS" if ndim == 2 else "MxNxK"
-    example = "16384x16384,4096x256" if ndim == 2 else "8192x8192x8192,127x255x63"
+    (MxNxK, matmul and linear). `form` and `example` name the grammar in the messages (the
+    MLP's BxD)."""
+    form = form or ("ROWSxCOLS" if ndim == 2 else "MxNxK")
+    example = example or ("16384x16384,4096x256" if ndim == 2 else "8192x8192x8192,127x255x63")
     if text is None or not text.strip():
         raise ValueError(f"no shapes given (expected e.g. {example})")
     shapes = []
@@ -52,14 +61,15 @@ def parse_shapes(text, ndim=2):
 
 
 def parse_variants(text):
-    """'triton,torch_native,triton' -> ['triton', 'torch_native'] (each of VARIANTS once)."""
+    """'triton,torch_native,triton' -> ['triton', 'torch_native'] (each of KNOWN_VARIANTS
+    once; which of them an op has, its `resolve_variants` says)."""
     out = []
     for v in text.split(","):
         v = v.strip()
         if not v:
             continue
-        if v not in VARIANTS:
-            raise ValueError(f"unknown variant '{v}' (use {', '.join(VARIANTS)})")
+        if v not in KNOWN_VARIANTS:
+            raise ValueError(f"unknown variant '{v}' (use {', '.join(KNOWN_VARIANTS)})")
         if v not in out:
             out.append(v)
     if not out:

@@ -1,6 +1,10 @@
-"""The JSON contract kernlab parses (src/bench/torch.rs): records (`make_record`), their byte
-count (`record_bytes`, kernlab's), the strict JSON writer, the unavailable document and
-`check_contract`, which every document this program writes keeps. No torch."""
+"""The JSON contract kernlab parses (src/tools/bench/torch.rs): records (`make_record`), their
+byte count (`record_bytes`, kernlab's), the strict JSON writer, the unavailable document and
+`check_contract`, which every document this program writes keeps. A record's status is ok,
+failed or error, or, for an op whose `OpSpec.statuses` has it, unsupported (the MLP's f16
+training, which kernlab refuses too: not run, not timed); an op's records may carry keys of
+their own (`OpSpec.record_keys`: rmsnorm's eps; the MLP's layers, mode, steps and peak memory),
+which kernlab's parser ignores where it does not read them. No torch."""
 
 import json
 import math
@@ -9,7 +13,7 @@ import sys
 import tempfile
 
 from . import ops
-from .common import DTYPES, EXIT_UNAVAILABLE, PROG, VARIANTS, fmt, is_int, is_number, shape_str
+from .common import DTYPES, EXIT_UNAVAILABLE, PROG, fmt, is_int, is_number, shape_str
 from .ops.base import ERROR_METRICS
 from .ops.gemm import GEMM_RECORD_KEYS
 from .replay import KERNLAB_VARIANT
@@ -23,17 +27,21 @@ __all__ = ["RECORD_KEYS", "GEMM_RECORD_KEYS", "ERROR_METRICS", "TOP_KEYS", "reco
            "format_table"]
 
 
-def record_bytes(op, dtype, shape):
-    """The bytes a call of `op` moves at least (kernlab's count, which GB/s divides)."""
-    return ops.spec(op).bytes(dtype, shape)
+def record_bytes(op, dtype, shape, opts=None):
+    """The bytes a call of `op` moves at least (kernlab's count, which GB/s divides); `opts`:
+    the op's own options (`OpSpec.opts`; the MLP's layers, mode and steps, kernlab's defaults
+    where None)."""
+    return ops.spec(op).bytes(dtype, shape, opts)
 
 
-def make_record(op, variant, dtype, shape, gelu, activation=None, eps=None):
+def make_record(op, variant, dtype, shape, gelu, activation=None, eps=None, opts=None):
     """A record in the "error" state (filled in by the run). `shape` is (rows, cols) for the
-    row ops, (M, N, K) for matmul and linear; `gelu` is gelu's form, `activation` linear's
-    (matmul: none), `eps` rmsnorm's (the other ops ignore the ones that are not theirs)."""
+    row ops, (M, N, K) for matmul and linear, (B, D) for mlp; `gelu` is gelu's and mlp's form,
+    `activation` linear's (matmul: none), `eps` rmsnorm's, `opts` the op's own options
+    (`OpSpec.opts`: mlp's layers, mode and steps); each op ignores the ones that are not
+    its own."""
     spec = ops.spec(op)
-    f = spec.record_fields(shape, gelu=gelu, activation=activation, eps=eps)
+    f = spec.record_fields(shape, gelu=gelu, activation=activation, eps=eps, opts=opts)
     r = {
         "op": op,
         "variant": variant,
@@ -47,10 +55,10 @@ def make_record(op, variant, dtype, shape, gelu, activation=None, eps=None):
         "median_ms": None,
         "p20_ms": None,
         "p80_ms": None,
-        "bytes": spec.bytes(dtype, shape),
+        "bytes": spec.bytes(dtype, shape, opts),
         "gbps": None,
         "note": None,
-        "tolerance": DTYPES[dtype][2],
+        "tolerance": spec.tolerance(dtype, opts),
         # matmul / linear (null for the row ops):
         "activation": f.pop("activation"),
         "bias": f.pop("bias"),
@@ -74,7 +82,7 @@ def make_record(op, variant, dtype, shape, gelu, activation=None, eps=None):
         "repeat_medians_ms": None,
         "spread": None,
     }
-    r.update(f)  # the op's own keys (rmsnorm: eps)
+    r.update(f)  # the op's own keys (rmsnorm: eps; mlp: layers, mode, steps, its tolerance, ...)
     return r
 
 
@@ -103,8 +111,8 @@ def check_contract(doc):
             need(k in r, f"{where}: missing key '{k}'")
         need(r["op"] in ops.OPS, f"{where}: bad op")
         spec = ops.spec(r["op"])
-        need(r["variant"] in VARIANTS or (r["variant"] == KERNLAB_VARIANT and spec.replays),
-             f"{where}: bad variant")
+        need(r["variant"] in spec.variants or (r["variant"] == KERNLAB_VARIANT and spec.replays),
+             f"{where}: bad variant (not one of {r['op']}'s)")
         need(r.get("picked") is None or isinstance(r["picked"], str), f"{where}: bad picked")
         need(r["tier"] == "torch", f"{where}: tier is not 'torch'")
         need(r["dtype"] in DTYPES, f"{where}: bad dtype")
@@ -115,7 +123,7 @@ def check_contract(doc):
         for k in spec.record_keys:
             need(k in r, f"{where}: missing key '{k}'")
         spec.check_record(r, need, where)
-        need(r["status"] in ("ok", "failed", "error"), f"{where}: bad status")
+        need(r["status"] in spec.statuses, f"{where}: bad status")
         rm, sp = r.get("repeat_medians_ms"), r.get("spread")  # optional (older documents lack them)
         need((rm is None) == (sp is None), f"{where}: 'repeat_medians_ms' and 'spread' not set together")
         if rm is not None:
@@ -194,8 +202,9 @@ def report_unavailable(reason, json_path):
 
 
 def format_table(records):
-    """The records as a text table (a TFLOP/s column where a GEMM is among them)."""
-    gemm = any(ops.spec(r["op"]).gemm for r in records)
+    """The records as a text table (a TFLOP/s column where one of them counts FLOPs: a GEMM's
+    or the MLP's)."""
+    gemm = any(r.get("flops") is not None for r in records)
     head = ("variant", "shape", "ms", "GB/s") + (("TFLOP/s",) if gemm else ()) + ("err", "status")
     rows = [head]
     for r in records:

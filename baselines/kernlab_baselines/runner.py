@@ -1,6 +1,7 @@
 """The run on the GPU: the environment probe, `Bench` (what every op's GPU code is handed), the
 two shape loops (row ops: validate each variant, then time them in --repeat rounds; GEMMs:
-validate on checked rows, then time once) and the document they fill. torch and triton are
+validate on checked rows, then time once; an op with a loop of its own, the MLP, runs it
+through `OpSpec.run_shape`) and the document they fill. torch and triton are
 imported here only through `probe_environment` and the modules it leads to."""
 
 import importlib
@@ -84,15 +85,23 @@ class Bench:
         """`t` (rows x cols) in the run's layout (--row-stride; `ops.base.row_layout`)."""
         return row_layout(self.torch, t, self.args.row_stride)
 
-    def compile(self, fn):
-        """torch.compile of fn, fresh and shape-specialised (dynamic=False), in --compile-mode."""
-        torch = self.torch
+    def reset_compiler(self):
+        """Drop everything torch.compile has compiled (torch._dynamo.reset), so the next
+        compile is fresh and specialised to its shape."""
         try:
-            torch._dynamo.reset()  # a fresh, shape-specialised compile for every shape
+            self.torch._dynamo.reset()
         except Exception:
             pass
-        mode = None if self.args.compile_mode == "default" else self.args.compile_mode
-        return torch.compile(fn, dynamic=False, mode=mode)
+
+    def compile(self, fn, mode=None, reset=True):
+        """torch.compile of fn, shape-specialised (dynamic=False), in `mode` (None: the run's
+        --compile-mode); fresh (`reset_compiler` first) unless `reset` is False, for a second
+        compile of a shape that must not drop the first."""
+        if reset:
+            self.reset_compiler()
+        if mode is None:
+            mode = self.args.compile_mode
+        return self.torch.compile(fn, dynamic=False, mode=None if mode == "default" else mode)
 
     def measure(self, out, ref):
         """(max_rel_err, mismatches) of `out` (any dtype) against the float64 `ref`."""
@@ -113,12 +122,19 @@ class Bench:
         """The records of one shape, every variant validated, then timed."""
         if self.spec.gemm:
             return run_gemm_shape(self, shape, variants, log)
-        return run_row_shape(self, shape, variants, log)
+        if self.spec.rows:
+            return run_row_shape(self, shape, variants, log)
+        return self.spec.run_shape(self, shape, variants, log)
+
+    def record(self, variant, shape):
+        """A fresh record of `variant` at `shape` with the run's options (`make_record`)."""
+        a = self.args
+        return make_record(a.op, variant, a.dtype, shape, a.gelu, a.activation, a.eps,
+                           opts=self.spec.opts(a))
 
 
 def _record(bench, variant, shape):
-    a = bench.args
-    return make_record(a.op, variant, a.dtype, shape, a.gelu, a.activation, a.eps)
+    return bench.record(variant, shape)
 
 
 def run_row_shape(bench, shape, variants, log):
@@ -422,7 +438,7 @@ def run_benchmarks(torch, args):
         "timer": "triton.testing.do_bench, L2 flushed before each call, Python's garbage "
                  "collector off while it runs",
         "rotate": args.rotate,
-        "repeat": args.repeat if spec.rows else 1,
+        "repeat": args.repeat if spec.rounds else 1,
         "warmup_ms": args.warmup_ms,
         "rep_ms": args.rep_ms,
         "manual_precision": args.manual_precision,
@@ -437,7 +453,7 @@ def run_benchmarks(torch, args):
         if args.quiet:
             return
         form = ops.spec(r["op"]).record_form(r)
-        tflops = f" {fmt(r.get('tflops'), '.1f')} TFLOP/s" if ops.spec(r["op"]).gemm else ""
+        tflops = f" {fmt(r.get('tflops'), '.1f')} TFLOP/s" if r.get("flops") is not None else ""
         print(f"{PROG}: {r['op']}{'/' + form if form else ''} {r['dtype']} "
               f"{shape_str(r['shape'])} {r['variant']}: {r['status']}"
               f" err {fmt(r['max_rel_err'], '.2e')} median {fmt(r['median_ms'], '.4f')} ms"

@@ -1,14 +1,16 @@
-"""The error measures (kernlab's element-wise one and the GEMMs' row relative L2 one), their
-array forms against the pure-Python ones, and the rows a GEMM is checked on."""
+"""The error measures (kernlab's element-wise one, the GEMMs' row relative L2 one and the
+MLP's group-scaled one), their array forms against the pure-Python ones, and the rows a GEMM
+is checked on."""
 
 import math
 import random
 import unittest
 
-from kernlab_baselines.checking import (GEMM_SAMPLE_ROWS, NumpyOps, TorchOps, rel_err_array,
+from kernlab_baselines.checking import (GEMM_SAMPLE_ROWS, NumpyOps, TorchOps, group_floor,
+                                        group_rel_l2_array, group_rel_l2_py, rel_err_array,
                                         rel_err_py, row_rel_l2_array, row_rel_l2_py,
                                         sample_rows)
-from kernlab_baselines.common import DTYPES, MIN_POSITIVE
+from kernlab_baselines.common import DTYPES, MIN_NORMAL, MIN_POSITIVE
 
 from .support import close, optional
 
@@ -54,6 +56,30 @@ ROW_L2_CASES = [
     ("zero row", [[0.0, 0.0]], [[0.0, 0.0]], 0.0, 0),
     ("zero ref", [[1e-150, 0.0]], [[0.0, 0.0]], 1e-150 / math.sqrt(MIN_POSITIVE), 0),
 ]
+
+
+# (name, out_rows, ref_rows, one group (else a group a row), floor, want_err, want_mismatches)
+TINY = group_floor(2, MIN_NORMAL["bf16"], 0.072)
+GROUP_CASES = [
+    ("identical", [[1.0, -2.0], [3.0, 4.0]], [[1.0, -2.0], [3.0, 4.0]], True, TINY, 0.0, 0),
+    # a small row is judged in its tensor's scale: the RMS of its group's row norms
+    ("the group's scale", [[3.0, 4.0], [0.0, 0.02]], [[3.0, 4.0], [0.0, 0.01]], True, TINY,
+     0.01 / math.sqrt((25.0 + 1e-4) / 2), 0),
+    ("rows apart", [[3.0, 4.0], [0.0, 0.02]], [[3.0, 4.0], [0.0, 0.01]], False, TINY, 1.0, 0),
+    ("worst row of the group", [[3.0, 4.5], [0.0, 0.0]], [[3.0, 4.0], [0.0, 0.0]], True, TINY,
+     0.5 / math.sqrt(12.5), 0),
+    # errors the size of the format's underflow are judged against the floor
+    ("underflow", [[0.0, 0.0]], [[1e-40, 0.0]], True, TINY, 1e-40 / TINY, 0),
+    ("underflow, a row apart", [[0.0, 0.0]], [[1e-40, 0.0]], False, TINY, 1e-40 / TINY, 0),
+    ("NaN for finite", [[NAN, 1.0], [1.0, 1.0]], [[1.0, 1.0], [1.0, 1.0]], True, TINY, 0.0, 1),
+    ("inf for inf", [[INF, 1.0]], [[INF, 1.0]], True, TINY, 0.0, 0),
+    ("finite for inf", [[1.0, 2.0]], [[-INF, 2.0]], False, TINY, 0.0, 1),
+    ("zero group", [[0.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 0.0]], True, TINY, 0.0, 0),
+]
+
+
+def groups_of(rows, one):
+    return [0] * len(rows) if one else list(range(len(rows)))
 
 
 def random_rows():
@@ -108,8 +134,40 @@ class RowL2Pure(unittest.TestCase):
         self.assertLessEqual(row_rel_l2_py(f32, [ref])[0], DTYPES["f32"][2])
 
 
+class GroupL2Pure(unittest.TestCase):
+    def test_hand_made_cases(self):
+        for name, o, r, one, floor, want_e, want_m in GROUP_CASES:
+            with self.subTest(name):
+                e, m = group_rel_l2_py(o, r, groups_of(o, one), floor)
+                self.assertTrue(close(e, want_e), f"got {e!r}, want {want_e!r}")
+                self.assertEqual(m, want_m)
+
+    def test_groups_are_apart(self):
+        o = [[3.0, 4.0], [0.0, 0.02], [1.0, 0.0]]
+        r = [[3.0, 4.0], [0.0, 0.01], [1.0, 0.0]]
+        e, _ = group_rel_l2_py(o, r, [0, 0, 1], TINY)
+        self.assertTrue(close(e, 0.01 / math.sqrt((25.0 + 1e-4) / 2)), e)
+        e, _ = group_rel_l2_py(o, r, [0, 1, 0], TINY)
+        self.assertTrue(close(e, 1.0), e)
+
+    def test_the_floor_is_kernlab_s(self):
+        # sqrt(cols) x the smallest normal / the tolerance
+        self.assertEqual(group_floor(4, MIN_NORMAL["f16"], 0.5), 2 * 2.0 ** -14 / 0.5)
+        self.assertEqual(MIN_NORMAL, {"f32": 2.0 ** -126, "bf16": 2.0 ** -126, "f16": 2.0 ** -14})
+        # bf16 underflow in a 2048-wide gradient of 64 layers passes (flushed to zero); a 10%
+        # error in the normal range does not
+        tol = 8e-3 * 9
+        floor = group_floor(2048, MIN_NORMAL["bf16"], tol)
+        tiny = [2.0 ** -130 * (1 + i % 3) for i in range(2048)]
+        self.assertLessEqual(group_rel_l2_py([[0.0] * 2048], [tiny], [0], floor)[0], tol)
+        normal = [1e-3 * (1 + i % 3) for i in range(2048)]
+        self.assertTrue(close(group_rel_l2_py([[v * 1.1 for v in normal]], [normal], [0],
+                                              floor)[0], 0.1))
+
+
 class ArrayForms(unittest.TestCase):
-    """`rel_err_array` and `row_rel_l2_array` give what the pure-Python forms give."""
+    """`rel_err_array`, `row_rel_l2_array` and `group_rel_l2_array` give what the pure-Python
+    forms give."""
 
     def backends(self):
         found = []
@@ -148,6 +206,19 @@ class ArrayForms(unittest.TestCase):
                 with self.subTest(backend=bname, case=name), self.quiet(np_mod):
                     want = row_rel_l2_py(o, r)
                     got = row_rel_l2_array(array_ops, make(o), make(r))
+                    self.assertTrue(close(got[0], want[0]) and got[1] == want[1], (got, want))
+
+
+    def test_group_l2(self):
+        out, ref = random_rows()
+        cases = ([(c[0], c[1], c[2], c[3], c[4]) for c in GROUP_CASES]
+                 + [("random, one group", out, ref, True, TINY),
+                    ("random, rows apart", out, ref, False, TINY)])
+        for bname, make, array_ops, np_mod in self.backends():
+            for name, o, r, one, floor in cases:
+                with self.subTest(backend=bname, case=name), self.quiet(np_mod):
+                    want = group_rel_l2_py(o, r, groups_of(o, one), floor)
+                    got = group_rel_l2_array(array_ops, make(o), make(r), floor, one_group=one)
                     self.assertTrue(close(got[0], want[0]) and got[1] == want[1], (got, want))
 
 

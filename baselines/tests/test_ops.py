@@ -5,7 +5,7 @@ import types
 import unittest
 
 from kernlab_baselines import ops
-from kernlab_baselines.common import DTYPES, VARIANTS
+from kernlab_baselines.common import DTYPES, KNOWN_VARIANTS
 from kernlab_baselines.contract import check_contract, make_record, record_bytes
 from kernlab_baselines.ops.base import OpSpec, RowOp
 
@@ -22,7 +22,10 @@ class TheTable(unittest.TestCase):
         self.assertEqual(ops.OPS[:4], ("gelu", "softmax", "matmul", "linear"))
         self.assertEqual(ops.GEMM_OPS, ("matmul", "linear"))
         self.assertEqual(ops.REPLAY_OPS, ("softmax",))
-        self.assertEqual(set(ops.ROW_OPS) | set(ops.GEMM_OPS), set(ops.OPS))
+        self.assertEqual(ops.OWN_LOOP_OPS, ("mlp",))
+        self.assertEqual(set(ops.ROW_OPS) | set(ops.GEMM_OPS) | set(ops.OWN_LOOP_OPS),
+                         set(ops.OPS))
+        self.assertFalse(set(ops.ROW_OPS) & set(ops.GEMM_OPS))
 
     def test_every_op_says_what_the_generic_code_asks(self):
         for name, spec in ops.TABLE.items():
@@ -30,9 +33,12 @@ class TheTable(unittest.TestCase):
                 self.assertIsInstance(spec, OpSpec)
                 self.assertEqual(spec.name, name)
                 self.assertEqual(spec.ndim, 3 if spec.gemm else 2)
-                self.assertEqual(spec.rows, not spec.gemm)
-                self.assertTrue(set(spec.variants) <= set(VARIANTS) and spec.variants)
+                self.assertFalse(spec.rows and spec.gemm)
+                self.assertEqual(spec.rounds, not spec.gemm)
+                self.assertTrue(set(spec.variants) <= set(KNOWN_VARIANTS) and spec.variants)
                 self.assertTrue(spec.summary)
+                if not spec.rows and not spec.gemm:  # a shape loop of its own
+                    self.assertIsNot(type(spec).run_shape, OpSpec.run_shape)
                 if spec.rows:  # the GPU side of a row op, each method its own
                     self.assertIsInstance(spec, RowOp)
                     for m in ("make_inputs", "reference", "native_fn", "triton_fn"):
@@ -62,7 +68,7 @@ class TheTable(unittest.TestCase):
             with self.subTest(name):
                 a = types.SimpleNamespace(gelu="erf", activation="gelu-erf", eps=None)
                 spec.normalise_args(a)
-                self.assertEqual(a.gelu, "erf" if name == "gelu" else None)
+                self.assertEqual(a.gelu, "erf" if name in ("gelu", "mlp") else None)
                 self.assertEqual(a.activation, {"matmul": "none", "linear": "gelu-erf"}.get(name))
                 self.assertEqual(a.eps is not None, "eps" in spec.record_keys)
                 self.assertIsNone(spec.arg_error(a))

@@ -15,8 +15,8 @@
 //! Tiers: `reference` (f64), `cpu` (faer, f32), and on CUDA `manual` (cuBLAS, a bias-add kernel
 //! and the manual GeLU's launches per layer, as eager PyTorch), `cuda` (kernlab's hand GEMMs
 //! with the bias and GeLU fused into their epilogue), `compiled` (the GEMMs with the epilogue
-//! kernlab's compiler generates) and `vendor` (cuBLASLt's GELU_BIAS epilogue). See
-//! docs/mlp.md.
+//! kernlab's compiler generates) and `vendor` (cuBLASLt's GELU_BIAS epilogue, or its BIAS
+//! epilogue and a GeLU kernel for erf). See docs/mlp.md.
 
 use super::gelu::{self, GeluApprox, GeluParams};
 use super::matmul::{self, Activation, GemmParams};
@@ -60,6 +60,9 @@ pub struct MlpParams {
     pub gelu: GeluApprox,
     /// Steps a call runs.
     pub steps: usize,
+    /// Read one value of the output back to the host after each step (a loop that prints
+    /// `loss.item()`): the host waits for the GPU each step.
+    pub sync_each_step: bool,
 }
 
 impl Default for MlpParams {
@@ -69,6 +72,7 @@ impl Default for MlpParams {
             mode: Mode::Forward,
             gelu: GeluApprox::Erf,
             steps: 1,
+            sync_each_step: false,
         }
     }
 }
@@ -88,16 +92,21 @@ impl OpParams for MlpParams {
             String::new()
         };
         Some(format!(
-            "{} layers, {mode}, gelu {}{steps}",
+            "{} layers, {mode}, gelu {}{steps}{}",
             self.layers,
-            self.gelu.name()
+            self.gelu.name(),
+            if self.sync_each_step {
+                ", a read-back each step"
+            } else {
+                ""
+            }
         ))
     }
 }
 
 struct Mlp;
 
-static FLAGS: [Flag; 4] = [
+static FLAGS: [Flag; 5] = [
     Flag {
         name: "layers",
         help: "MLP: the number of layers, each Linear(D, D) then GeLU",
@@ -125,6 +134,12 @@ static FLAGS: [Flag; 4] = [
             default: "1",
             values: None,
         },
+    },
+    Flag {
+        name: "sync-each-step",
+        help: "MLP: read one output value back to the host after every step, as a training loop \
+               that prints loss.item() does (the host then waits for the GPU each step)",
+        kind: FlagKind::Switch,
     },
     Flag {
         name: "gelu",
@@ -222,6 +237,7 @@ impl OpDef for Mlp {
             mode,
             gelu,
             steps,
+            sync_each_step: flags.switch("sync-each-step"),
         }))
     }
     fn check_shape(&self, shape: &[usize], row_stride: Option<usize>) -> Result<()> {
@@ -543,7 +559,11 @@ impl OpDef for Mlp {
             op: "mlp",
             args: |p| {
                 let m = p.get::<MlpParams>().map_err(|e| e.to_string())?;
-                Ok(vec![
+                let mut args: Vec<String> = Vec::new();
+                if m.sync_each_step {
+                    args.push("--sync-each-step".into());
+                }
+                args.extend([
                     "--layers".into(),
                     m.layers.to_string(),
                     "--mode".into(),
@@ -555,7 +575,8 @@ impl OpDef for Mlp {
                     m.gelu.name().into(),
                     "--steps".into(),
                     m.steps.to_string(),
-                ])
+                ]);
+                Ok(args)
             },
         })
     }
@@ -856,16 +877,14 @@ fn fwd_linear(
     g: GeluApprox,
     out: &mut Tensor,
 ) -> Result<()> {
-    if t.gemm == "cublaslt" && g == GeluApprox::Erf {
-        return Err(Error::UnsupportedShape {
-            op: "mlp".into(),
-            variant: "cublaslt".into(),
-            why: "cuBLASLt's GELU epilogue is the tanh approximation; the exact (erf) GeLU is \
-                  not there: run it with --gelu tanh"
-                .into(),
-        });
-    }
     let v = super::find(super::linear::OP, t.gemm, DeviceKind::Cuda)?;
+    if t.gemm == "cublaslt" && g == GeluApprox::Erf {
+        // cuBLASLt's GELU epilogue is the tanh form: its BIAS epilogue, then a GeLU kernel.
+        let mut z = Tensor::empty(out.shape(), out.dtype(), &out.device())?;
+        v.run(&linear_params(Activation::None), &[h, w, b], &mut z)?;
+        let gelu_v = super::find(gelu::OP, t.gelu, DeviceKind::Cuda)?;
+        return gelu_v.run(&Params::new(GeluParams { gelu: g }), &[&z], out);
+    }
     v.run(&linear_params(act_of(g)), &[h, w, b], out)
 }
 
@@ -966,18 +985,86 @@ fn gelu_backward(dh: &Tensor, z: &Tensor, g: GeluApprox, dz: &mut Tensor) -> Res
     Ok(())
 }
 
-fn bias_grad(dz: &Tensor, db: &mut Tensor) -> Result<()> {
-    let dev = dev_of(dz)?;
-    let (rows, cols) = (dz.shape()[0] as i32, dz.shape()[1] as i32);
-    let name = format!("bias_grad_{}", dz.dtype());
+/// The device address of element `at` of `t` (a row of the train output a kernel writes).
+fn addr(t: &mut Tensor, at: usize) -> Result<u64> {
+    use cudarc::driver::DevicePtrMut;
+    let es = t.dtype().size();
+    let dev = dev_of(t)?;
+    let b = buf_mut(t)?;
+    if (at + 1) * es > b.len() {
+        return Err(Error::Invalid(format!(
+            "element {at} is past the end of a {}-byte buffer",
+            b.len()
+        )));
+    }
+    let (p, _g) = b.device_ptr_mut(&dev.stream);
+    Ok(p + (at * es) as u64)
+}
+
+/// A device address of `t` (its first element), for kernels handed several views of buffers.
+fn addr0(t: &Tensor) -> Result<u64> {
+    use cudarc::driver::DevicePtr;
+    let dev = dev_of(t)?;
+    let (p, _g) = buf(t)?.device_ptr(&dev.stream);
+    Ok(p)
+}
+
+/// The bias gradient `Σ_rows` into row `db_row` of `y`, in two passes: column sums over row
+/// segments (f32), then their sum. With `dgelu = Some((z, form, dz))` the first pass is also
+/// GeLU's backward, `dz = dh·gelu'(z)`, summing dz as it stores it; with `None` it sums `dh`
+/// itself (eager's separate reduction after GeLU's backward).
+fn bias_grad(
+    dh: &Tensor,
+    dgelu: Option<(&Tensor, GeluApprox, &mut Tensor)>,
+    y: &mut Tensor,
+    db_row: usize,
+) -> Result<()> {
+    let dev = dev_of(dh)?;
+    let dt = dh.dtype();
+    let (rows, cols) = (dh.shape()[0], dh.shape()[1]);
+    let pack = 16 / dt.size();
+    let (pz, pdz) = match &dgelu {
+        Some((z, _, dz)) => (addr0(z)?, addr0(dz)?),
+        None => (addr0(dh)?, addr0(dh)?),
+    };
+    let pdh = addr0(dh)?;
+    let vec = cols.is_multiple_of(pack) && [pdh, pz, pdz].iter().all(|p| p % 16 == 0);
+    let per_block = 32 * if vec { pack } else { 1 };
+    let col_blocks = cols.div_ceil(per_block);
+    // Enough row segments for two blocks an SM, each at least 8 rows (one a warp).
+    let sms = dev.props.sm_count as usize;
+    let segs = (2 * sms)
+        .div_ceil(col_blocks)
+        .clamp(1, rows.div_ceil(8).max(1));
+    let seg = rows.div_ceil(segs);
+    let segs = rows.div_ceil(seg);
+    let mut part = Tensor::empty(&[segs, cols], DType::F32, &dh.device())?;
+    let kind = match &dgelu {
+        None => "col_sum".to_string(),
+        Some((_, g, _)) => format!("dgelu_db_{}", g.name()),
+    };
+    let name = format!("{kind}_{}_{dt}", if vec { "vec" } else { "scalar" });
     let cfg = LaunchConfig {
-        grid_dim: ((cols as u32).div_ceil(32), 1, 1),
-        block_dim: (32, 8, 1),
+        grid_dim: (col_blocks as u32, segs as u32, 1),
+        block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
     };
-    let a = buf(dz)?;
-    let out = buf_mut(db)?;
-    launch!(dev, &SOURCE, name, cfg, [a, out, &rows, &cols]);
+    let (r, c, s) = (rows as i32, cols as i32, seg as i32);
+    {
+        let p = buf_mut(&mut part)?;
+        launch!(dev, &SOURCE, name, cfg, [&pdh, &pz, &pdz, p, &r, &c, &s]);
+    }
+    let db = addr(y, db_row * cols)?;
+    let n = segs as i32;
+    let p = buf(&part)?;
+    let name = format!("bias_grad_finish_{dt}");
+    launch!(
+        dev,
+        &SOURCE,
+        name,
+        cfg_1d(cols as u64, 256)?,
+        [p, &db, &n, &c]
+    );
     Ok(())
 }
 
@@ -1028,6 +1115,11 @@ fn run_tier(t: &TierPlan, p: &Params, x: &[&Tensor], y: &mut Tensor) -> Result<(
                 }
             }
             Mode::Train => train_step(t, mp, x[0], w, bias, y)?,
+        }
+        if mp.sync_each_step {
+            // `loss.item()`: one element back to the host, which waits for the step.
+            let dev = dev_of(y)?;
+            dev.dtoh(buf(y)?, y.dtype().size())?;
         }
     }
     Ok(())
@@ -1081,35 +1173,53 @@ fn train_step(
     let mut dh = Tensor::empty(&[b, d], dt, &dev)?;
     fill(&mut dh, 1.0 / (b as f64 * d as f64) as f32)?;
     let mut dz = Tensor::empty(&[b, d], dt, &dev)?;
-    let mut db = Tensor::empty(&[d], dt, &dev)?;
     let mut dw = Tensor::empty(&[d, d], dt, &dev)?;
     for l in (0..nl).rev() {
-        gelu_backward(&dh, &zs[l], mp.gelu, &mut dz)?;
-        bias_grad(&dz, &mut db)?;
-        rows_of(y, b + l, 1, &db)?;
+        if t.gemm == "manual" {
+            // Eager: GeLU's backward, then a reduction over dz.
+            gelu_backward(&dh, &zs[l], mp.gelu, &mut dz)?;
+            bias_grad(&dz, None, y, b + l)?;
+        } else {
+            bias_grad(&dh, Some((&zs[l], mp.gelu, &mut dz)), y, b + l)?;
+        }
         let input = if l == 0 { x } else { &hs[l - 1] };
+        let dw_row = b + nl + l * d;
         if t.blas_backward {
-            matmul::vendor::run_cublas_rm(&dz, true, input, false, &mut dw)?;
-            matmul::vendor::run_cublas_rm(&dz, false, w[l], false, &mut dh)?;
+            // Straight into their rows of y: dW, and dX at the first layer.
+            matmul::vendor::run_cublas_rm(&dz, true, input, false, y, dw_row)?;
+            if l == 0 {
+                matmul::vendor::run_cublas_rm(&dz, false, w[l], false, y, 0)?;
+            } else {
+                matmul::vendor::run_cublas_rm(&dz, false, w[l], false, &mut dh, 0)?;
+            }
         } else {
             // dW = dZᵀ·H as a·wᵀ with a = dZᵀ, w = Hᵀ; dH = dZ·W with w = Wᵀ.
             let dzt = transpose(&dz)?;
             let ht = transpose(input)?;
             hand_matmul(&dzt, &ht, &mut dw)?;
+            rows_of(y, dw_row, d, &dw)?;
             let wt = transpose(w[l])?;
             hand_matmul(&dz, &wt, &mut dh)?;
+            if l == 0 {
+                rows_of(y, 0, b, &dh)?;
+            }
         }
-        rows_of(y, b + nl + l * d, d, &dw)?;
     }
-    rows_of(y, 0, b, &dh)
+    Ok(())
 }
 
 fn cuda_symbols(dt: DType) -> Vec<String> {
     let mut v = vec![
         format!("fill_{dt}"),
-        format!("bias_grad_{dt}"),
         format!("transpose_{dt}"),
+        format!("bias_grad_finish_{dt}"),
     ];
+    for form in ["vec", "scalar"] {
+        v.push(format!("col_sum_{form}_{dt}"));
+        for g in ["erf", "tanh"] {
+            v.push(format!("dgelu_db_{g}_{form}_{dt}"));
+        }
+    }
     for g in ["erf", "tanh"] {
         v.push(format!("gelu_backward_{g}_{dt}"));
     }
@@ -1122,11 +1232,11 @@ static VARIANTS: [Variant; 6] = [
         "f64 on the CPU (faer's GEMMs; the forward of sampled rows at large sizes): the oracle",
         run_reference),
     Variant::new(OP, "manual", Tier::Manual, DeviceKind::Cuda,
-        "eager PyTorch's launches a layer: cuBLAS, a bias add, the manual GeLU's launches; backward: cuBLAS and one kernel each for GeLU's backward and the bias gradient",
+        "eager PyTorch's launches a layer: cuBLAS, a bias add, the manual GeLU's launches; backward: cuBLAS, GeLU's backward, then a reduction for the bias gradient",
         |p, x, y| run_tier(&MANUAL, p, x, y))
         .kernels(&SOURCE, cuda_symbols),
     Variant::new(OP, "cuda", Tier::Cuda, DeviceKind::Cuda,
-        "kernlab's GEMMs (linear/auto) with bias and GeLU fused into the epilogue; backward on transposed operands",
+        "kernlab's GEMMs (linear/auto) with bias and GeLU fused into the epilogue; backward: GeLU's backward fused with the bias gradient's reduction, the hand GEMMs on transposed operands",
         |p, x, y| run_tier(&CUDA, p, x, y))
         .kernels(&SOURCE, cuda_symbols),
     Variant::new(OP, "compiled", Tier::Compiled, DeviceKind::Cuda,
@@ -1135,7 +1245,7 @@ static VARIANTS: [Variant; 6] = [
         .dtypes(super::HALF_DTYPES)
         .kernels(&SOURCE, cuda_symbols),
     Variant::new(OP, "cublaslt", Tier::Vendor, DeviceKind::Cuda,
-        "cuBLASLt with its GELU_BIAS epilogue (the tanh GeLU); backward: cuBLAS",
+        "cuBLASLt with its GELU_BIAS epilogue (tanh GeLU; erf: its BIAS epilogue, then a GeLU kernel); backward: cuBLAS writing each gradient in place, GeLU's backward fused with the bias gradient's reduction",
         |p, x, y| run_tier(&VENDOR, p, x, y))
         .kernels(&SOURCE, cuda_symbols),
     Variant::new(OP, "faer", Tier::Cpu, DeviceKind::Cpu,

@@ -1,12 +1,15 @@
 """What an op's module gives the generic code (`OpSpec`), and the common form of the row ops
 (`RowOp`: gelu, softmax, rmsnorm; one ROWSxCOLS input, rows on the last dim, judged element by
-element). The methods that take `bench` run on the GPU with the run's torch (`runner.Bench`:
-its torch, args, device and dtype, `generator()`, `rounded()`, `checked()`, `in_layout()`,
-`compile()`); the others need no torch."""
+element). An op that is neither a row op nor a GEMM (mlp) runs its shapes itself
+(`OpSpec.run_shape`). The methods that take `bench` run on the GPU with the run's torch
+(`runner.Bench`: its torch, args, device and dtype, `generator()`, `rounded()`, `checked()`,
+`in_layout()`, `compile()`, `record()`); the others need no torch."""
 
 from ..common import DTYPES, VARIANTS, parse_shapes
 
-ERROR_METRICS = {"elementwise": "elementwise_row_scaled", "gemm": "max_row_rel_l2"}
+ERROR_METRICS = {"elementwise": "elementwise_row_scaled", "gemm": "max_row_rel_l2",
+                 # the MLP: each row's L2 error over its group's RMS row norm (kernlab's GroupsL2)
+                 "groups": "max_row_l2_over_group_rms"}
 
 
 def row_layout(torch, t, row_stride):
@@ -31,8 +34,10 @@ class OpSpec:
     shape_keys = "[rows, cols]"   # a record's shape, as the contract's message names it
     gemm = False                  # judged by rows' relative L2 error, flops and tflops kept
     replays = False               # takes --kernlab-plans (kernlab's launch replayed)
-    rows = True                   # ROWSxCOLS rows: takes --row-stride and --repeat
+    rows = True                   # ROWSxCOLS rows: takes --row-stride
+    rounds = True                 # timed in --repeat rounds (the GEMMs are timed once)
     variants = VARIANTS           # the PyTorch columns it has
+    statuses = ("ok", "failed", "error")  # a record's status
     summary = ""                  # one line for --help
 
     def parse_shapes(self, text):
@@ -43,11 +48,25 @@ class OpSpec:
         return ([v for v in asked if v in self.variants],
                 [v for v in asked if v not in self.variants])
 
-    def bytes(self, dtype, shape):
+    def missing_reason(self, variant):
+        """Why the op has no `variant`, in a few words, where there is more to say than that it
+        has none (None)."""
+        return None
+
+    def opts(self, args):
+        """The run's options of the op's own that its byte and FLOP counts and its records
+        depend on, as `make_record` takes them (a dict; None where it has none)."""
+        return None
+
+    def bytes(self, dtype, shape, opts=None):
         raise NotImplementedError
 
-    def flops(self, shape):
+    def flops(self, shape, opts=None):
         return None
+
+    def tolerance(self, dtype, opts=None):
+        """The largest error a correct output may show (kernlab's: the dtype's)."""
+        return DTYPES[dtype][2]
 
     def normalise_args(self, args):
         """Set the run's op options (args.gelu, args.activation, args.eps) to what this op
@@ -68,9 +87,9 @@ class OpSpec:
         """A record's op option in a word, for its progress line (None where it has none)."""
         return None
 
-    def record_fields(self, shape, gelu=None, activation=None, eps=None):
+    def record_fields(self, shape, gelu=None, activation=None, eps=None, opts=None):
         """The op's values of a record's keys gelu, activation, bias, flops and error_metric,
-        and any keys of its own after them."""
+        and any keys of its own after them (`opts`: the op's own options, `OpSpec.opts`)."""
         return {"gelu": None, "activation": None, "bias": None, "flops": None,
                 "error_metric": ERROR_METRICS["elementwise"]}
 
@@ -88,6 +107,11 @@ class OpSpec:
         """Top-level keys of the JSON the op adds."""
         return {}
 
+    def run_shape(self, bench, shape, variants, log):
+        """The records of one shape, for an op that is neither a row op nor a GEMM (those run
+        through the runner's own loops)."""
+        raise NotImplementedError
+
 
 class RowOp(OpSpec):
     """A row op: x of shape ROWSxCOLS (with --row-stride, rows that far apart, the gaps NaN),
@@ -95,7 +119,7 @@ class RowOp(OpSpec):
     float64 reference; the variants take the inputs (`make_inputs`) in order, the Triton one
     an `out` after them."""
 
-    def bytes(self, dtype, shape):
+    def bytes(self, dtype, shape, opts=None):
         rows, cols = shape
         return 2 * int(rows) * int(cols) * DTYPES[dtype][1]  # input read once, output written once
 

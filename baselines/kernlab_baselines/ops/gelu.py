@@ -37,6 +37,8 @@ class Gelu(RowOp):
     summary = "y = GeLU(x) (--gelu tanh|erf), ROWSxCOLS"
 
     def normalise_args(self, args):
+        if args.gelu is None:
+            args.gelu = "tanh"
         args.activation = None
         args.eps = None
 
@@ -46,7 +48,7 @@ class Gelu(RowOp):
     def record_form(self, r):
         return r["gelu"]
 
-    def record_fields(self, shape, gelu=None, activation=None, eps=None):
+    def record_fields(self, shape, gelu=None, activation=None, eps=None, opts=None):
         return {"gelu": gelu, "activation": None, "bias": None, "flops": None,
                 "error_metric": ERROR_METRICS["elementwise"]}
 

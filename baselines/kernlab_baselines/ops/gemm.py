@@ -59,6 +59,7 @@ class Gemm(OpSpec):
     shape_keys = "[M, N, K]"
     gemm = True
     rows = False
+    rounds = False
 
     def __init__(self, name, bias):
         self.name = name
@@ -68,13 +69,16 @@ class Gemm(OpSpec):
         self.summary = ("c = act(a . w^T + bias) (--activation), MxNxK" if bias
                         else "c = a . w^T, MxNxK")
 
-    def bytes(self, dtype, shape):
+    def bytes(self, dtype, shape, opts=None):
         m, n, k = shape
         return gemm_bytes(m, n, k, dtype, self.bias)
 
-    def flops(self, shape):
+    def flops(self, shape, opts=None):
         m, n, k = shape
         return gemm_flops(m, n, k)
+
+    def missing_reason(self, variant):
+        return "it would be torch_native" if variant == "torch_manual" and not self.bias else None
 
     def normalise_args(self, args):
         args.gelu = None
@@ -88,7 +92,7 @@ class Gemm(OpSpec):
     def record_form(self, r):
         return r.get("activation") if self.bias else None
 
-    def record_fields(self, shape, gelu=None, activation=None, eps=None):
+    def record_fields(self, shape, gelu=None, activation=None, eps=None, opts=None):
         m, n, k = (int(v) for v in shape)
         return {"gelu": None, "activation": activation if self.bias else "none",
                 "bias": self.bias, "flops": gemm_flops(m, n, k),

@@ -65,7 +65,7 @@ class RmsNorm(RowOp):
     record_keys = ("eps",)
     summary = "y = x * rsqrt(mean(x^2) + eps) * weight over the last dim (--eps), ROWSxCOLS"
 
-    def bytes(self, dtype, shape):
+    def bytes(self, dtype, shape, opts=None):
         rows, cols = shape
         return rmsnorm_bytes(rows, cols, dtype)
 
@@ -87,7 +87,7 @@ class RmsNorm(RowOp):
         eps = r.get("eps")
         return None if eps is None else f"eps {eps:g}"
 
-    def record_fields(self, shape, gelu=None, activation=None, eps=None):
+    def record_fields(self, shape, gelu=None, activation=None, eps=None, opts=None):
         fields = super().record_fields(shape)
         fields["eps"] = float(F32_EPS if eps is None else eps)
         return fields

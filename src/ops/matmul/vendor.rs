@@ -515,7 +515,16 @@ pub fn run_cublas(g: &Gemm, c: &mut Tensor) -> Result<()> {
 ///
 /// As column-major, the buffers hold the transposes, so the call computes `cᵀ = op(b)ᵀ·op(a)ᵀ`:
 /// cuBLAS's A is b's buffer and its B is a's, each with its stored width as leading dimension.
-pub fn run_cublas_rm(a: &Tensor, ta: bool, b: &Tensor, tb: bool, c: &mut Tensor) -> Result<()> {
+/// The product lands in rows `c_row..c_row + M` of `c` (a gradient into its place in a larger
+/// output, with no copy).
+pub fn run_cublas_rm(
+    a: &Tensor,
+    ta: bool,
+    b: &Tensor,
+    tb: bool,
+    c: &mut Tensor,
+    c_row: usize,
+) -> Result<()> {
     let v = "cublas";
     let dims2 = |t: &Tensor, what: &str| -> Result<(usize, usize)> {
         match *t.shape() {
@@ -531,11 +540,12 @@ pub fn run_cublas_rm(a: &Tensor, ta: bool, b: &Tensor, tb: bool, c: &mut Tensor)
     let (cr, cc) = dims2(c, "c")?;
     let (m, k) = if ta { (ac, ar) } else { (ar, ac) };
     let (kb, n) = if tb { (bc, br) } else { (br, bc) };
-    if kb != k || (cr, cc) != (m, n) || a.dtype() != b.dtype() || c.dtype() != a.dtype() {
+    let fits = cc == n && c_row.checked_add(m).is_some_and(|end| end <= cr);
+    if kb != k || !fits || a.dtype() != b.dtype() || c.dtype() != a.dtype() {
         return Err(Error::ShapeMismatch {
             op: OP.into(),
             why: format!(
-                "op(a) {m}x{k} · op(b) {kb}x{n} into c {cr}x{cc} ({} {} {})",
+                "op(a) {m}x{k} · op(b) {kb}x{n} into rows {c_row}.. of c {cr}x{cc} ({} {} {})",
                 a.dtype(),
                 b.dtype(),
                 c.dtype()
@@ -559,7 +569,7 @@ pub fn run_cublas_rm(a: &Tensor, ta: bool, b: &Tensor, tb: bool, c: &mut Tensor)
             .cuda_buf_mut()
             .ok_or_else(|| Error::Invalid("cuBLAS product: c is not on CUDA".into()))?;
         let (p, _g) = cb_.device_ptr_mut(&dev.stream);
-        p
+        p + (c_row * n * a.dtype().size()) as u64
     };
     let op = |t: bool| {
         if t {

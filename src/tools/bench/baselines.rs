@@ -175,7 +175,12 @@ pub(super) fn add_torch_baselines(
             &mine,
         ) {
             torch::Outcome::Ran(doc) => {
-                let line = torch::describe(&doc, &t.script, cfg.timing.rotate, cfg.timing.repeat);
+                let rotate = if op.grammar() == crate::ops::Grammar::Batch {
+                    super::harness::Rotate::Copies(1)
+                } else {
+                    cfg.timing.rotate
+                };
+                let line = torch::describe(&doc, &t.script, rotate, cfg.timing.repeat);
                 if !report.torch_notes.contains(&line) {
                     report.torch_notes.push(line);
                 }

@@ -282,6 +282,7 @@ pub fn to_records(
         r.status = match t.status.as_str() {
             "ok" => Status::Ok,
             "failed" => Status::Failed,
+            "unsupported" => Status::Unsupported,
             _ => Status::Error,
         };
         r.validated = t.validated;
@@ -389,11 +390,13 @@ pub fn run_script(
         .arg("--json")
         .arg(&json)
         .arg("--quiet");
-    // --repeat K: the script's rounds (row ops; its GEMMs run once).
-    if timing.repeat > 1 && op.grammar() == Grammar::Rows {
+    // --repeat K: the script's rounds (row ops and the MLP; its GEMMs run once).
+    if timing.repeat > 1 && op.grammar() != Grammar::Gemm {
         cmd.args(["--repeat", &timing.repeat.to_string()]);
     }
-    if timing.rotate != Rotate::Copies(1) {
+    // The MLP's baselines compile one model and time it on one input (copies would each be
+    // compiled anew): no rotation there.
+    if timing.rotate != Rotate::Copies(1) && op.grammar() != Grammar::Batch {
         cmd.args(["--rotate", &timing.rotate.to_string()])
             .args(["--cache-bytes", &l2_bytes.max(1).to_string()]);
     }
