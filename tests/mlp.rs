@@ -219,3 +219,56 @@ fn the_command_line_runs_it_and_refuses_bad_input() {
     let e = run_cli(&["bench", "mlp", "--device", "cpu", "--shape", "8x32x4"]).unwrap_err();
     assert!(e.contains("BATCH×DIM"), "{e}");
 }
+
+/// `sweep mlp --layers LIST` varies the depth at one shape: one row a value, the time per call
+/// (more layers take longer), and one flag swept at a time.
+#[test]
+fn a_flag_sweep_varies_the_depth_at_one_shape() {
+    let out = run_cli(&[
+        "sweep",
+        "mlp",
+        "--device",
+        "cpu",
+        "--rows",
+        "8",
+        "--cols",
+        "32",
+        "--layers",
+        "1,16",
+        "--warmup-ms",
+        "1",
+        "--rep-ms",
+        "3",
+    ])
+    .unwrap();
+    assert!(
+        out.contains("ms per call (median) against --layers"),
+        "{out}"
+    );
+    let ms: Vec<f64> = out
+        .lines()
+        .filter(|l| l.contains("8×32"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('┆').map(|c| c.trim_matches(['│', ' '])).collect();
+            cells[2].parse().unwrap()
+        })
+        .collect();
+    assert_eq!(ms.len(), 2, "{out}");
+    assert!(ms[1] > ms[0], "16 layers must take longer than 1: {ms:?}");
+    for (args, says) in [
+        (
+            &["--layers", "1,2", "--steps", "1,2"][..],
+            "one flag at a time",
+        ),
+        (
+            &["--layers", "1,2", "--cols", "32..64:x2"][..],
+            "one thing at a time",
+        ),
+        (&["--layers", "0,2"][..], "at least 1"),
+    ] {
+        let mut argv = vec!["sweep", "mlp", "--device", "cpu"];
+        argv.extend_from_slice(args);
+        let e = run_cli(&argv).unwrap_err();
+        assert!(e.contains(says), "{args:?}: {e}");
+    }
+}

@@ -12,7 +12,7 @@
 #   tools/reproduce-docs.sh softmax-targets  one section (or several, in the order given)
 #   tools/reproduce-docs.sh --list           the sections
 #
-# 48 kernlab commands in 13 sections, about 65 minutes on an H200 in all. Each section stays
+# 58 kernlab commands in 14 sections, about 70 minutes on an H200 in all. Each section stays
 # under 10 minutes, so one section fits one call of a time-limited device:
 #
 #   section            commands  ~minutes  tables it remakes
@@ -28,6 +28,7 @@
 #   linear                    3      5     linear.md: the fused epilogue against PyTorch; GeLU 8192² bf16
 #   rmsnorm                   4      3     rmsnorm.md: against PyTorch, flushed and rotated; the versions; the stream
 #   compiled                 14      7     compiled.md: compiled against hand and PyTorch; launch counts
+#   mlp                      10      5     mlp.md: forward, training step, batch 1, f32, the sync pitfall, the profiles
 #   cpu                       4      3     gelu.md, softmax.md, linear.md: the CPU tier (--device cpu)
 #
 # The cache (compiled kernels, ceilings, autotune entries) is $OUT/cache, so your own is left
@@ -42,7 +43,7 @@ set -euo pipefail
 K=${KERNLAB:-.gpu/bin/kernlab}
 OUT=${OUT:-out}
 SECTIONS=(gelu softmax-targets softmax-sweep-f32 softmax-sweep-bf16 softmax-sweep-f16
-  softmax-wide softmax-misc matmul matmul-v7 linear rmsnorm compiled cpu)
+  softmax-wide softmax-misc matmul matmul-v7 linear rmsnorm compiled mlp cpu)
 
 export KERNLAB_CACHE_DIR="$OUT/cache"
 D=  # the current section's output folder
@@ -169,6 +170,21 @@ section_compiled() {
     done
   done
   kl expr compile --expr 'x * sigmoid(1.702 * x)' --run --shape 4096x4096 --dtype bf16
+}
+
+section_mlp() {
+  kl autotune-fwd autotune linear --shape 1024x2048x2048 --dtype bf16 --activation gelu-erf
+  kl autotune-wgrad autotune matmul --shape 2048x2048x1024 --dtype bf16
+  kl forward bench mlp --shape 1024x2048 --dtype bf16 --graph 1 --torch
+  kl train bench mlp --shape 1024x2048 --dtype bf16 --mode train --graph 1 --torch
+  kl batch1 bench mlp --shape 1x2048 --dtype bf16 --graph 1 --torch
+  kl f32 bench mlp --shape 1024x2048 --dtype f32 --torch --variants manual,cuda,cublaslt
+  kl steps bench mlp --shape 1024x2048 --dtype bf16 --steps 8 --layers 16 --variants manual,cuda
+  kl steps-sync bench mlp --shape 1024x2048 --dtype bf16 --steps 8 --layers 16 \
+    --variants manual,cuda --sync-each-step
+  kl profile-cuda profile mlp --variant cuda --shape 1024x2048 --dtype bf16 --layers 64 --iters 2
+  kl profile-manual profile mlp --variant manual --shape 1024x2048 --dtype bf16 --layers 64 \
+    --iters 2 --trace "$D/mlp.json"
 }
 
 section_cpu() {

@@ -155,6 +155,7 @@ pub(super) fn config(
         torch: a.torch.then(bench::torch::TorchConfig::locate),
         ceiling_cache: bench::ceiling::cache_path(),
         fresh_ceilings: a.fresh_ceilings,
+        flag_sweep: None,
     };
     Ok((cfg, dev, line))
 }

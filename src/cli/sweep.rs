@@ -17,7 +17,10 @@ pub(super) fn after_help() -> String {
     let mut s = "SIZES: a comma list of numbers (4096, 1_000, 2^20) and ranges with a step: \
 A..B:STEP adds STEP (256..12672:128), A..B:xF multiplies by F (2^20..2^28:x2); both ends are \
 included when the step lands on them. A missing --rows is 4096 on a GPU (1024 on the CPU), a \
-missing --cols 1024.\n\nDefault sweeps (on a GPU; on the CPU):"
+missing --cols 1024.\n\nAn op flag that takes a whole number may be given SIZES instead (mlp: \
+--layers 1..64:x2, --steps 1..16:x2): the sweep then varies that flag at one shape (--rows R \
+--cols C, or the op's bench shape), and a model's table shows its time per call.\n\nDefault \
+sweeps (on a GPU; on the CPU):"
         .to_string();
     let flags = |d: SweepDefault| match d {
         SweepDefault::Rows { rows, cols } => format!("--rows {rows} --cols {cols}"),
@@ -64,8 +67,59 @@ pub(super) struct SweepArgs {
     run: RunArgs,
 }
 
+/// Whether a value is a list of sizes (`1,2,4`, `1..64:x2`) rather than one.
+fn is_list(v: &str) -> bool {
+    v.contains(',') || v.contains("..")
+}
+
+/// The op flag given a list of values (`--layers 1..64:x2`): its name and values, and the
+/// other flags; an error for more than one such flag, or for a value the op does not take.
+type FlagSweep = Option<(&'static str, Vec<usize>)>;
+fn swept_flag(op: Op, flags: &FlagValues) -> Result<(FlagSweep, FlagValues)> {
+    let lists: Vec<&str> = op
+        .flags()
+        .iter()
+        .map(|f| f.name)
+        .filter(|n| flags.get(n).is_some_and(is_list))
+        .collect();
+    if let [first, second, ..] = lists.as_slice() {
+        bail!("--{first} and --{second} are both lists: a sweep varies one flag at a time");
+    }
+    let mut swept: FlagSweep = None;
+    for f in op.flags() {
+        let Some(v) = flags.get(f.name).filter(|v| is_list(v)) else {
+            continue;
+        };
+        let values = sweep::parse_sizes(v).with_context(|| format!("--{} {v}", f.name))?;
+        for x in &values {
+            let mut one = flags.clone();
+            one.set(f.name, x.to_string());
+            let names: Vec<&str> = op.flags().iter().map(|f| f.name).collect();
+            op.params(&one.only(&names))
+                .with_context(|| format!("--{} {v}", f.name))?;
+        }
+        swept = Some((f.name, values));
+    }
+    let others = match &swept {
+        Some((name, _)) => flags.only(&flags.names().filter(|n| n != name).collect::<Vec<_>>()),
+        None => flags.clone(),
+    };
+    Ok((swept, others))
+}
+
 pub(super) fn run(a: SweepArgs, flags: &FlagValues, out: &mut dyn Write) -> Result<()> {
     let op: Op = a.op.parse()?;
+    let (flag_sweep, flags) = swept_flag(op, flags)?;
+    let flags = &flags;
+    if let Some((name, _)) = &flag_sweep {
+        let ranged = [&a.rows, &a.cols].into_iter().flatten().any(|v| is_list(v));
+        if ranged || a.numel.is_some() || a.square.is_some() || a.max_elements.is_some() {
+            bail!(
+                "--{name} is swept: a sweep varies one thing at a time, so give one shape \
+                 (--rows R --cols C) or none (the op's bench shape)"
+            );
+        }
+    }
     check_distinct_outputs(&[
         ("--plot", a.plot.as_deref()),
         ("--json", a.run.json.as_deref()),
@@ -91,7 +145,20 @@ pub(super) fn run(a: SweepArgs, flags: &FlagValues, out: &mut dyn Write) -> Resu
         bail!("--square is for matmul and linear; {op} sweeps --rows/--cols or --numel");
     }
     let (mut cfg, dev, line) = config(&a.run, flags, vec![op], Vec::new())?;
-    let plan = if op.grammar() == Grammar::Gemm {
+    let plan = if let Some((name, values)) = &flag_sweep {
+        // One shape: the one given, else the op's bench shape.
+        let shape = match (&a.rows, &a.cols) {
+            (Some(r), Some(c)) => vec![sweep::parse_sizes(r)?[0], sweep::parse_sizes(c)?[0]],
+            (None, None) => op.default_shape(dev.kind()),
+            _ => bail!("with a flag swept, give the shape as both --rows and --cols (or neither: the op's bench shape)"),
+        };
+        let figure = if op.flops_bound() {
+            sweep::Figure::Ms
+        } else {
+            sweep::Figure::Gbps
+        };
+        sweep::SweepPlan::flag(name, values, shape, figure)
+    } else if op.grammar() == Grammar::Gemm {
         sweep::plan_square(op, dev.kind(), a.square.as_deref())?
     } else {
         sweep::plan_for(
@@ -103,6 +170,11 @@ pub(super) fn run(a: SweepArgs, flags: &FlagValues, out: &mut dyn Write) -> Resu
         )?
     };
     let mut plan = plan;
+    // A model's scaling is its time (linear in steps and layers), not a rate.
+    if op.grammar() == Grammar::Batch {
+        plan.figure = sweep::Figure::Ms;
+    }
+    cfg.flag_sweep = flag_sweep.clone();
     if let Some(cap) = &a.max_elements {
         let sizes = sweep::parse_sizes(cap).with_context(|| format!("--max-elements {cap}"))?;
         let &[cap] = sizes.as_slice() else {
@@ -140,16 +212,31 @@ pub(super) fn run(a: SweepArgs, flags: &FlagValues, out: &mut dyn Write) -> Resu
     });
     bar.finish_and_clear();
     let report = report?;
-    let title = format!(
-        "{op}{} {} on {}",
-        cfg.params(op)?.form_suffix(),
-        cfg.dtypes
-            .iter()
-            .map(|d| d.to_string())
-            .collect::<Vec<_>>()
-            .join(","),
-        report.device.description
-    );
+    let dtypes = cfg
+        .dtypes
+        .iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let title = match &flag_sweep {
+        // The parameters of the first and the last point, which differ in the swept flag.
+        Some((name, _)) => {
+            let points = cfg.points(dev.kind())?;
+            let form =
+                |p: Option<&bench::Point>| p.map(|p| p.params.form_suffix()).unwrap_or_default();
+            format!(
+                "{op} {dtypes} on {}, --{name} swept:{} …{}",
+                report.device.description,
+                form(points.first()),
+                form(points.last())
+            )
+        }
+        None => format!(
+            "{op}{} {dtypes} on {}",
+            cfg.params(op)?.form_suffix(),
+            report.device.description
+        ),
+    };
     // The files first, so that a reader that stops early (`| head`) does not lose them; the
     // table shown even when a file cannot be written.
     #[derive(serde::Serialize)]
@@ -183,7 +270,7 @@ pub(super) fn run(a: SweepArgs, flags: &FlagValues, out: &mut dyn Write) -> Resu
         writeln!(
             out,
             "\n{title}: {} against {}\n{}",
-            plan.axis.metric(),
+            plan.figure.metric(),
             plan.axis.label(),
             sweep::table(&report, &plan)
         )?;

@@ -129,38 +129,72 @@ pub enum Axis {
     Square,
     /// Row width swept; `rows` rows, fewer where rows × cols would pass `cap` elements.
     ColsCapped { rows: usize, cap: usize },
+    /// An op flag swept at one shape (the MLP's `--layers`, `--steps`).
+    Flag { name: &'static str },
+}
+
+/// The figure a sweep shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Figure {
+    /// Minimum bytes / median time.
+    Gbps,
+    /// 2·M·N·K (the op's FLOPs) / median time.
+    Tflops,
+    /// The median time of a call (a model's scaling: linear in steps and layers).
+    Ms,
+}
+
+impl Figure {
+    /// The figure for a record.
+    pub fn value(self, r: &Record) -> Option<f64> {
+        match self {
+            Figure::Gbps => r.gbps,
+            Figure::Tflops => r.tflops,
+            Figure::Ms => r.median_ms,
+        }
+    }
+
+    /// How the table and plot name it.
+    pub fn metric(self) -> &'static str {
+        match self {
+            Figure::Gbps => "GB/s (minimum bytes / median time)",
+            Figure::Tflops => "TFLOP/s (2·M·N·K / median time)",
+            Figure::Ms => "ms per call (median)",
+        }
+    }
+
+    /// A value as the table prints it.
+    pub fn format(self, v: f64) -> String {
+        match self {
+            Figure::Gbps => fmt_gbps(v),
+            Figure::Tflops if v >= 10.0 => format!("{v:.1}"),
+            Figure::Tflops => format!("{v:.3}"),
+            Figure::Ms => format!("{v:.3}"),
+        }
+    }
 }
 
 impl Axis {
+    /// The swept size of a shape (a flag sweep's value is in the record: [`Axis::x_of`]).
     pub fn x(&self, shape: &[usize]) -> usize {
         match self {
             Axis::Cols { .. } | Axis::ColsCapped { .. } => *shape.last().unwrap_or(&1),
             Axis::Rows { .. } => shape[..shape.len().saturating_sub(1)].iter().product(),
             Axis::Numel => shape.iter().product(),
             Axis::Square => shape[0],
+            Axis::Flag { .. } => 0,
         }
     }
 
-    /// Square GEMM sweeps show TFLOP/s; the others GB/s.
-    pub fn is_flops(&self) -> bool {
-        matches!(self, Axis::Square)
-    }
-
-    /// The figure a sweep shows for a record: TFLOP/s for GEMMs, GB/s for the rest.
-    pub fn value(&self, r: &Record) -> Option<f64> {
-        if self.is_flops() {
-            r.tflops
-        } else {
-            r.gbps
-        }
-    }
-
-    /// How the table and plot name that figure.
-    pub fn metric(&self) -> &'static str {
-        if self.is_flops() {
-            "TFLOP/s (2·M·N·K / median time)"
-        } else {
-            "GB/s (minimum bytes / median time)"
+    /// The swept value of a record: its shape's, or its parameters' value of the flag.
+    pub fn x_of(&self, r: &Record) -> usize {
+        match self {
+            Axis::Flag { name } => serde_json::to_value(&r.params)
+                .ok()
+                .and_then(|v| v.get(name.replace('-', "_"))?.as_u64())
+                .unwrap_or(0) as usize,
+            _ => self.x(&r.shape),
         }
     }
 
@@ -173,6 +207,7 @@ impl Axis {
             Axis::ColsCapped { rows, cap } => {
                 format!("columns (rows = {rows}, fewer where rows × cols > {cap})")
             }
+            Axis::Flag { name } => format!("--{name}"),
         }
     }
 
@@ -183,6 +218,7 @@ impl Axis {
             Axis::Rows { .. } => "rows",
             Axis::Numel => "elements",
             Axis::Square => "size",
+            Axis::Flag { name } => name,
         }
     }
 }
@@ -192,8 +228,26 @@ impl Axis {
 pub struct SweepPlan {
     pub shapes: Vec<Vec<usize>>,
     pub axis: Axis,
+    /// What the table and plot show.
+    pub figure: Figure,
     /// Plot x on a log scale (a geometric sweep).
     pub log_x: bool,
+}
+
+impl SweepPlan {
+    /// A sweep of op flag `name` over `values` at one shape.
+    pub fn flag(name: &'static str, values: &[usize], shape: Vec<usize>, figure: Figure) -> Self {
+        let (lo, hi) = (
+            values.iter().copied().min().unwrap_or(1),
+            values.iter().copied().max().unwrap_or(1),
+        );
+        SweepPlan {
+            shapes: vec![shape],
+            axis: Axis::Flag { name },
+            figure,
+            log_x: hi as f64 / lo.max(1) as f64 >= 64.0,
+        }
+    }
 }
 
 /// The plan from `--rows`/`--cols` (rows × cols shapes) or `--numel` (1-D shapes).
@@ -253,6 +307,7 @@ pub fn plan(rows: Option<&str>, cols: Option<&str>, numel: Option<&str>) -> Resu
     Ok(SweepPlan {
         shapes,
         axis,
+        figure: Figure::Gbps,
         log_x: hi as f64 / lo.max(1) as f64 >= 64.0,
     })
 }
@@ -344,6 +399,7 @@ pub fn plan_square(op: Op, device: DeviceKind, spec: Option<&str>) -> Result<Swe
     Ok(SweepPlan {
         shapes: sizes.iter().map(|&s| vec![s, s, s]).collect(),
         axis: Axis::Square,
+        figure: Figure::Tflops,
         log_x: hi as f64 / lo.max(1) as f64 >= 8.0,
     })
 }
@@ -390,7 +446,7 @@ pub fn plot_spec(report: &BenchReport, plan: &SweepPlan, title: &str) -> PlotSpe
                 .unwrap_or_default(),
             tier: k.1.to_string(),
             points: records_of(report, k)
-                .filter_map(|r| Some((plan.axis.x(&r.shape) as f64, plan.axis.value(r)?)))
+                .filter_map(|r| Some((plan.axis.x_of(r) as f64, plan.figure.value(r)?)))
                 .collect(),
         })
         .filter(|s| !s.points.is_empty())
@@ -398,10 +454,12 @@ pub fn plot_spec(report: &BenchReport, plan: &SweepPlan, title: &str) -> PlotSpe
     PlotSpec {
         title: title.to_string(),
         x_label: plan.axis.label(),
-        y_label: plan.axis.metric().into(),
+        y_label: plan.figure.metric().into(),
         log_x: plan.log_x,
         series,
-        hlines: if plan.axis.is_flops() {
+        hlines: if plan.figure == Figure::Ms {
+            Vec::new()
+        } else if plan.figure == Figure::Tflops {
             report
                 .matmul
                 .iter()
@@ -446,16 +504,20 @@ pub fn table(report: &BenchReport, plan: &SweepPlan) -> Table {
     }
     header.push("fastest".into());
     t.set_header(header);
-    let mut shapes: Vec<Vec<usize>> = Vec::new();
+    // A row a point: its shape and parameters (a flag sweep's points share the shape).
+    let mut points: Vec<(Vec<usize>, crate::ops::Params, usize)> = Vec::new();
     for r in &report.records {
-        if !shapes.contains(&r.shape) {
-            shapes.push(r.shape.clone());
+        if !points
+            .iter()
+            .any(|(s, p, _)| *s == r.shape && *p == r.params)
+        {
+            points.push((r.shape.clone(), r.params.clone(), plan.axis.x_of(r)));
         }
     }
-    for shape in shapes {
+    for (shape, params, x) in points {
         let row: Vec<Option<&Record>> = keys
             .iter()
-            .map(|k| records_of(report, k).find(|r| r.shape == shape))
+            .map(|k| records_of(report, k).find(|r| r.shape == shape && r.params == params))
             .collect();
         let best = row
             .iter()
@@ -463,13 +525,13 @@ pub fn table(report: &BenchReport, plan: &SweepPlan) -> Table {
             .filter(|r| r.status == Status::Ok && r.median_ms.is_some())
             .min_by(|a, b| a.median_ms.unwrap().total_cmp(&b.median_ms.unwrap()));
         let mut cells = vec![
-            Cell::new(plan.axis.x(&shape)).set_alignment(CellAlignment::Right),
+            Cell::new(x).set_alignment(CellAlignment::Right),
             Cell::new(shape_str(&shape)),
         ];
         for r in &row {
             let cell = match r {
                 None => Cell::new("—"),
-                Some(r) => match (r.status, plan.axis.value(r)) {
+                Some(r) => match (r.status, plan.figure.value(r)) {
                     (Status::Ok, Some(g)) => {
                         let is_best = best.is_some_and(|b| std::ptr::eq(*b, *r));
                         let noise = !is_best
@@ -481,15 +543,7 @@ pub fn table(report: &BenchReport, plan: &SweepPlan) -> Table {
                                     r.spread.unwrap_or(0.0),
                                 )
                             });
-                        let v = if plan.axis.is_flops() {
-                            if g >= 10.0 {
-                                format!("{g:.1}")
-                            } else {
-                                format!("{g:.3}")
-                            }
-                        } else {
-                            fmt_gbps(g)
-                        };
+                        let v = plan.figure.format(g);
                         let c = Cell::new(format!("{v}{}", if noise { " ~" } else { "" }));
                         if is_best {
                             c.fg(Color::Green)

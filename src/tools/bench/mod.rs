@@ -48,6 +48,9 @@ pub struct BenchConfig {
     pub ceiling_cache: Option<PathBuf>,
     /// Measure the matmul ceilings again even when the cache has them.
     pub fresh_ceilings: bool,
+    /// `kernlab sweep`'s swept op flag (`--layers 1..64:x2`): each value a point of its own,
+    /// for the ops that take the flag.
+    pub flag_sweep: Option<(&'static str, Vec<usize>)>,
 }
 
 impl BenchConfig {
@@ -66,6 +69,7 @@ impl BenchConfig {
             torch: None,
             ceiling_cache: ceiling::cache_path(),
             fresh_ceilings: false,
+            flag_sweep: None,
         }
     }
 
@@ -80,7 +84,19 @@ impl BenchConfig {
     pub fn points(&self, device: DeviceKind) -> Result<Vec<Point>> {
         let mut out = Vec::new();
         for (oi, &op) in self.ops.iter().enumerate() {
-            let params = self.params(op)?;
+            // One set of parameters, or one a value of the swept flag.
+            let names: Vec<&str> = op.flags().iter().map(|f| f.name).collect();
+            let param_sets: Vec<Params> = match &self.flag_sweep {
+                Some((name, values)) if names.contains(name) => values
+                    .iter()
+                    .map(|v| {
+                        let mut flags = self.flags.only(&names);
+                        flags.set(name, v.to_string());
+                        op.params(&flags)
+                    })
+                    .collect::<Result<_>>()?,
+                _ => vec![self.params(op)?],
+            };
             // An op takes the shapes of its grammar (GEMMs M×N×K); with several ops, other
             // shapes are not theirs (and an op named alone with the wrong shapes gets its
             // clear error).
@@ -99,16 +115,18 @@ impl BenchConfig {
             } else {
                 fits
             };
-            for (si, shape) in shapes.into_iter().enumerate() {
-                for &dtype in &self.dtypes {
-                    out.push(Point {
-                        op,
-                        shape: shape.clone(),
-                        dtype,
-                        params: params.clone(),
-                        op_index: oi,
-                        shape_index: si,
-                    });
+            for params in &param_sets {
+                for (si, shape) in shapes.iter().enumerate() {
+                    for &dtype in &self.dtypes {
+                        out.push(Point {
+                            op,
+                            shape: shape.clone(),
+                            dtype,
+                            params: params.clone(),
+                            op_index: oi,
+                            shape_index: si,
+                        });
+                    }
                 }
             }
         }
