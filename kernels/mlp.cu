@@ -30,10 +30,11 @@ __device__ __forceinline__ float dgelu_tanh(float z) {
     extern "C" __global__ void gelu_backward_tanh_##TN(const T* dh, const T* z, T* dz, i64 n) {    \
         KL_IDX dz[i] = from_f32<T>(to_f32(dh[i]) * dgelu_tanh(to_f32(z[i])));                     \
     }                                                                                               \
-    /* out[c, r] = in[r, c] for a rows×cols input, through a 32×33 shared tile. */                 \
+    /* out[c, r] = in[r, c] for a rows×cols input, through a 32×33 shared tile; blockIdx.x      */   \
+    /* walks the rows' tiles (the long side: a batch), blockIdx.y the columns'.                */   \
     extern "C" __global__ void transpose_##TN(const T* in, T* out, int rows, int cols) {           \
         __shared__ T tile[32][33];                                                                  \
-        const int c0 = blockIdx.x * 32, r0 = blockIdx.y * 32;                                       \
+        const int r0 = blockIdx.x * 32, c0 = blockIdx.y * 32;                                       \
         for (int k = threadIdx.y; k < 32; k += 8) {                                                 \
             const int r = r0 + k, c = c0 + threadIdx.x;                                             \
             if (r < rows && c < cols) tile[k][threadIdx.x] = in[(i64)r * cols + c];                 \

@@ -98,6 +98,7 @@ fn every_variant_matches_the_reference(dev: &Device) {
     let shapes: &[(usize, usize, usize)] = &[
         (1, 64, 2),
         (5, 24, 3),
+        (8, 64, 3),
         (33, 72, 2),
         (9, 37, 2),
         (128, 128, 4),
@@ -272,3 +273,60 @@ fn a_flag_sweep_varies_the_depth_at_one_shape() {
         assert!(e.contains(says), "{args:?}: {e}");
     }
 }
+
+/// Several steps a call, with and without a read-back each step, give the one step's output;
+/// zero layers or steps given programmatically are refused, never an unwritten output.
+fn steps_and_read_backs_leave_the_same_output(dev: &Device) {
+    for v in variants(dev) {
+        let dt = *v.dtypes.last().unwrap();
+        for mode in [Mode::Forward, Mode::Train] {
+            if mode == Mode::Train && dt == DType::F16 {
+                continue;
+            }
+            for sync_each_step in [false, true] {
+                let p = Params::new(MlpParams {
+                    layers: 2,
+                    mode,
+                    gelu: GeluApprox::Erf,
+                    steps: 3,
+                    sync_each_step,
+                });
+                let host = make_inputs(OP, &[6, 64], dt, 5, None, &p).unwrap();
+                let reference = make_reference(OP, &[6, 64], &host, &p, 5).unwrap();
+                let inputs: Vec<Tensor> = host.iter().map(|t| t.to_device(dev).unwrap()).collect();
+                let x: Vec<&Tensor> = inputs.iter().collect();
+                let (c, _) = check::validate(v, &p, &x, &reference).unwrap();
+                assert!(
+                    c.passed,
+                    "{} {mode:?} sync {sync_each_step}: {}",
+                    v.id(),
+                    c.describe()
+                );
+            }
+        }
+        for (layers, steps) in [(0, 1), (2, 0)] {
+            let p = Params::new(MlpParams {
+                layers,
+                mode: Mode::Forward,
+                gelu: GeluApprox::Erf,
+                steps,
+                sync_each_step: false,
+            });
+            let x = Tensor::from_f64(&[0.5; 8], &[2, 4], dt)
+                .unwrap()
+                .to_device(dev)
+                .unwrap();
+            let mut y = Tensor::empty(&[2, 4], dt, dev).unwrap();
+            let e = v.run(&p, &[&x], &mut y).unwrap_err().to_string();
+            assert!(
+                e.contains("at least one layer and one step"),
+                "{}: {e}",
+                v.id()
+            );
+        }
+    }
+}
+test_device!(
+    steps_and_read_backs,
+    super::steps_and_read_backs_leave_the_same_output
+);

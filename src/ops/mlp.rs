@@ -330,9 +330,9 @@ impl OpDef for Mlp {
             .map_or_else(|| self.out_shape(shape, p)[0], |b| b.len())
     }
     /// Forward: sampled rows where a full reference would cost more than
-    /// [`FORWARD_REFERENCE_MACS`]. Train: sampled rows of dX, both bias gradients of the first
-    /// and last layer, sampled rows of their weight gradients (the whole output is still read
-    /// for NaN); all rows of a small point.
+    /// [`FORWARD_REFERENCE_MACS`]. Train: the whole output where it fits `full` elements, else
+    /// sampled rows of dX, every layer's bias gradient, and sampled rows of the first and last
+    /// layer's weight gradients (the whole output is still read for NaN).
     fn reference_blocks(
         &self,
         shape: &[usize],
@@ -351,16 +351,14 @@ impl OpDef for Mlp {
             }
             Mode::Train => {
                 let total = b + l + l * d;
-                if total * d <= full && total <= 4 * TRAIN_SAMPLE_ROWS {
+                if total.saturating_mul(d) <= full {
                     return None;
                 }
+                // Sampled dX rows, every layer's db, sampled rows of the first and last dW.
                 let mut rows = super::sample_rows(b, TRAIN_SAMPLE_ROWS, seed);
-                rows.push(b);
-                if l > 1 {
-                    rows.push(b + l - 1);
-                }
+                rows.extend(b..b + l);
                 let first = b + l;
-                let last = b + l + (l - 1) * d;
+                let last = b + l + l.saturating_sub(1) * d;
                 let s = super::sample_rows(d, TRAIN_SAMPLE_ROWS, seed ^ 0xd3);
                 rows.extend(s.iter().map(|r| first + r));
                 if l > 1 {
@@ -408,7 +406,7 @@ impl OpDef for Mlp {
                     None => true,
                     Some(rows) => rows.iter().any(|&r| {
                         let dw = b + l + layer * d;
-                        r == b + layer || (dw..dw + d).contains(&r)
+                        (dw..dw + d).contains(&r)
                     }),
                 };
                 let g = net.train(x, &wanted)?;
@@ -483,6 +481,13 @@ impl OpDef for Mlp {
     fn check_call(&self, v: &Variant, p: &Params, inputs: &[&Tensor], y: &Tensor) -> Result<()> {
         let mp = p.get::<MlpParams>()?;
         let l = mp.layers;
+        if l == 0 || mp.steps == 0 {
+            return Err(Error::Invalid(format!(
+                "{}: the MLP needs at least one layer and one step (got {l} layers, {} steps)",
+                v.id(),
+                mp.steps
+            )));
+        }
         if mp.mode == Mode::Train && inputs.first().is_some_and(|x| x.dtype() == DType::F16) {
             return Err(Error::UnsupportedShape {
                 op: "mlp".into(),
@@ -761,8 +766,8 @@ impl<'a, T: HostFloat> HostNet<'a, T> {
         }
         Ok(h.into_iter().map(|v| v.to()).collect())
     }
-    /// One training step on the whole batch: the gradients of `mean(model(x))`; db and dW only
-    /// of the layers `wanted` says.
+    /// One training step on the whole batch: the gradients of `mean(model(x))`; every layer's
+    /// db, and dW only of the layers `wanted` says.
     fn train(&self, x: Vec<f64>, wanted: &dyn Fn(usize) -> bool) -> Result<Grads<T>> {
         let (b, d, nl) = (self.b, self.d, self.layers);
         let x: Vec<T> = x.into_iter().map(T::of).collect();
@@ -789,14 +794,14 @@ impl<'a, T: HostFloat> HostNet<'a, T> {
                 .zip(&z)
                 .map(|(g_, z)| T::of(g_.to() * dgelu_f64(z.to(), g)))
                 .collect();
-            if let Some(hl) = hs[l].take() {
-                let mut s = vec![0.0f64; d];
-                for row in dz.chunks(d) {
-                    for (a, v) in s.iter_mut().zip(row) {
-                        *a += v.to();
-                    }
+            let mut s = vec![0.0f64; d];
+            for row in dz.chunks(d) {
+                for (a, v) in s.iter_mut().zip(row) {
+                    *a += v.to();
                 }
-                db[l] = s.into_iter().map(T::of).collect();
+            }
+            db[l] = s.into_iter().map(T::of).collect();
+            if let Some(hl) = hs[l].take() {
                 let mut w = vec![T::of(0.0); d * d];
                 T::gemm(&mut w, &dz, true, &hl, false, d, d, b);
                 dw[l] = w;
@@ -1073,8 +1078,17 @@ fn transpose(x: &Tensor) -> Result<Tensor> {
     let (rows, cols) = (x.shape()[0], x.shape()[1]);
     let mut t = Tensor::empty(&[cols, rows], x.dtype(), &x.device())?;
     let name = format!("transpose_{}", x.dtype());
+    // Rows' tiles on x (up to 2^31 − 1), columns' on y (up to 65535: 2 Mi columns).
+    let col_tiles = cols.div_ceil(32);
+    if col_tiles > 65535 || rows.div_ceil(32) > i32::MAX as usize {
+        return Err(Error::UnsupportedShape {
+            op: "mlp".into(),
+            variant: "cuda".into(),
+            why: format!("a {rows}×{cols} transpose is past the grid's limits (2 Mi columns)"),
+        });
+    }
     let cfg = LaunchConfig {
-        grid_dim: ((cols as u32).div_ceil(32), (rows as u32).div_ceil(32), 1),
+        grid_dim: (rows.div_ceil(32) as u32, col_tiles as u32, 1),
         block_dim: (32, 8, 1),
         shared_mem_bytes: 0,
     };

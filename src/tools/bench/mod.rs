@@ -459,13 +459,16 @@ fn measure_point(
         // Nsight Systems shows each variant's validation and timing under its name.
         let _range = crate::runtime::nvtx::range(&what);
         progress(Event::Note(&format!("{what}: validating")));
-        if let Some(d) = device.cuda() {
-            d.sync()?;
-            d.reset_peak_memory()?;
-        }
+        // A model's peak device memory (the pool's high-water mark over the validation call:
+        // its inputs and output, with --rotate's copies, and the variant's temporaries). A
+        // driver without memory pools leaves it unknown.
+        let pool = device
+            .cuda()
+            .filter(|_| op.shows_peak_memory())
+            .filter(|d| d.sync().is_ok() && d.reset_peak_memory().is_ok());
         let validated = validate(v, params, &x0, &reference);
-        if let (Some(d), Ok(_)) = (device.cuda(), &validated) {
-            rec.peak_mem_bytes = Some(d.peak_memory()?);
+        if let (Some(d), Ok(_)) = (pool, &validated) {
+            rec.peak_mem_bytes = d.peak_memory().ok();
         }
         let (check, y) = match validated {
             Ok(r) => r,

@@ -174,9 +174,11 @@ impl Recording {
         for k in &self.kernels {
             if let Some(&t) = launched.get(&k.correlation) {
                 // A kernel may start before its launch call returns: count it from the
-                // earlier of the two, so the depth never goes negative.
-                events.push((t.min(k.start_ns), 1));
-                events.push((k.end_ns, -1));
+                // earlier of the two, and its end after that (a zero-length kernel too), so
+                // the depth never goes negative.
+                let from = t.min(k.start_ns);
+                events.push((from, 1));
+                events.push((k.end_ns.max(from + 1), -1));
             }
         }
         // At one timestamp, finishes before launches (a conservative depth).

@@ -159,8 +159,9 @@ pub struct Record {
     pub note: Option<String>,
     /// For a dispatching variant (`auto`): the variant it ran.
     pub picked: Option<String>,
-    /// CUDA: the most device memory held at once during the validation call (inputs, output
-    /// and the variant's temporaries), in bytes.
+    /// CUDA, ops that show it (the MLP): the most device memory held at once during the
+    /// validation call, in bytes: the inputs and outputs (with `--rotate`'s copies), the
+    /// variant's temporaries, and cuBLAS's workspace once a variant has made it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_mem_bytes: Option<u64>,
 }
