@@ -12,7 +12,7 @@
 #   tools/reproduce-docs.sh softmax-targets  one section (or several, in the order given)
 #   tools/reproduce-docs.sh --list           the sections
 #
-# 58 kernlab commands in 14 sections, about 70 minutes on an H200 in all. Each section stays
+# 62 kernlab commands in 14 sections, about 72 minutes on an H200 in all. Each section stays
 # under 10 minutes, so one section fits one call of a time-limited device:
 #
 #   section            commands  ~minutes  tables it remakes
@@ -28,7 +28,7 @@
 #   linear                    3      5     linear.md: the fused epilogue against PyTorch; GeLU 8192² bf16
 #   rmsnorm                   4      3     rmsnorm.md: against PyTorch, flushed and rotated; the versions; the stream
 #   compiled                 14      7     compiled.md: compiled against hand and PyTorch; launch counts
-#   mlp                      10      5     mlp.md: forward, training step, batch 1, f32, the sync pitfall, the profiles
+#   mlp                      14      7     mlp.md: forward, training step, batch 1, f32, the sync pitfall, the profiles, the scaling sweeps
 #   cpu                       4      3     gelu.md, softmax.md, linear.md: the CPU tier (--device cpu)
 #
 # The cache (compiled kernels, ceilings, autotune entries) is $OUT/cache, so your own is left
@@ -185,6 +185,14 @@ section_mlp() {
   kl profile-cuda profile mlp --variant cuda --shape 1024x2048 --dtype bf16 --layers 64 --iters 2
   kl profile-manual profile mlp --variant manual --shape 1024x2048 --dtype bf16 --layers 64 \
     --iters 2 --trace "$D/mlp.json"
+  kl sweep-steps sweep mlp --dtype bf16 --mode train --steps 1,2,4,8,16 --rows 1024 --cols 1024 \
+    --layers 8 --plot "$D/steps.svg"
+  kl sweep-layers sweep mlp --dtype bf16 --mode train --layers 1,4,16,64 --rows 1024 --cols 1024 \
+    --plot "$D/layers.svg"
+  kl sweep-batch sweep mlp --dtype bf16 --rows 1,16,256,4096 --cols 2048 --layers 16 \
+    --plot "$D/batch.svg"
+  kl sweep-dim sweep mlp --dtype bf16 --rows 1024 --cols 256..8192:x2 --layers 16 \
+    --plot "$D/dim.svg"
 }
 
 section_cpu() {

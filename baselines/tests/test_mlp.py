@@ -111,6 +111,7 @@ class Accounting(unittest.TestCase):
         self.assertAlmostEqual(mlp_tolerance("bf16", 64), 8e-3 * 9)
         self.assertAlmostEqual(mlp_tolerance("f32", 1), 2e-4)
         self.assertAlmostEqual(mlp_tolerance("f16", 4), 2e-3 * 3)
+        self.assertAlmostEqual(mlp_tolerance("bf16", 2, "train"), 8e-3 * 3)
         self.assertEqual(SPEC.tolerance("bf16", {"layers": 16}), mlp_tolerance("bf16", 16))
 
     def test_what_is_resident_and_what_is_checked(self):
@@ -212,7 +213,7 @@ class Records(unittest.TestCase):
         self.assertEqual((r["layers"], r["mode"], r["steps"], r["gelu"]), (4, "train", 2, "erf"))
         self.assertEqual(r["flops"], mlp_flops(8, 16, 4, "train", 2))
         self.assertEqual(r["bytes"], mlp_bytes(8, 16, "f32", 4, "train", 2))
-        self.assertEqual(r["tolerance"], mlp_tolerance("f32", 4))
+        self.assertEqual(r["tolerance"], mlp_tolerance("f32", 4, "train"))
         self.assertEqual(r["error_metric"], "max_row_l2_over_group_rms")
         self.assertEqual((r["activation"], r["bias"], r["tflops"], r["peak_mem_bytes"]),
                          (None, None, None, None))

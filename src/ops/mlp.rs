@@ -441,11 +441,15 @@ impl OpDef for Mlp {
             Mode::Train => 1 + l + (row - b - l) / d.max(1),
         }
     }
-    /// The dtype's tolerance, widened with the depth: each layer rounds its activations (and in
-    /// training its gradients) to the dtype, and the errors add up over √L layers' worth.
+    /// The dtype's tolerance, widened with the depth: each layer rounds its activations to the
+    /// dtype, and the errors add up as √L (a training step's gradients pass 2L roundings: the
+    /// forward's and the backward's).
     fn tolerance(&self, dtype: DType, p: &Params) -> f64 {
-        let l = p.get::<MlpParams>().map_or(1, |m| m.layers) as f64;
-        dtype.tolerance() * (1.0 + l.sqrt())
+        let (l, train) = p
+            .get::<MlpParams>()
+            .map_or((1, false), |m| (m.layers, m.mode == Mode::Train));
+        let passes = if train { 2 * l } else { l } as f64;
+        dtype.tolerance() * (1.0 + passes.sqrt())
     }
     fn min_bytes(&self, shape: &[usize], dtype: DType, p: &Params) -> usize {
         let (b, d, l, mp) = dims(shape, p);

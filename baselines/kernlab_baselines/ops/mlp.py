@@ -40,8 +40,8 @@ The measure is kernlab's for the op (`Compare::GroupsL2`; `checking.group_rel_l2
 row's L2 error over the larger of its group's RMS row norm and sqrt(D) x the dtype's smallest
 normal / the tolerance (errors the size of the format's underflow pass: a deep layer's
 gradients fall below the normal range), the max over rows. Groups: each forward row its own;
-dX, each db and each dW one group each. The tolerance is the dtype's times (1 + sqrt(L)),
-kernlab's for the op (`mlp_tolerance`). NaN never passes: the whole output, and every
+dX, each db and each dW one group each. The tolerance is the dtype's times (1 + sqrt(L)), to
+train (1 + sqrt(2L)): kernlab's for the op (`mlp_tolerance`). NaN never passes: the whole output, and every
 gradient of every layer, must be finite. A compiled variant is called twice first (its
 compile; for CUDA graphs their warm-up and capture) and its third call is the one checked.
 
@@ -119,10 +119,12 @@ def mlp_bytes(b, d, dtype, layers, mode, steps):
     return per_step * DTYPES[dtype][1] * int(steps)
 
 
-def mlp_tolerance(dtype, layers):
-    """The dtype's tolerance times (1 + sqrt(L)): kernlab's for the op (each layer rounds its
-    activations, and in training its gradients, to the dtype)."""
-    return DTYPES[dtype][2] * (1.0 + math.sqrt(int(layers)))
+def mlp_tolerance(dtype, layers, mode="forward"):
+    """The dtype's tolerance times (1 + sqrt(L)) for the forward, (1 + sqrt(2L)) for a training
+    step: kernlab's for the op (each layer rounds its activations to the dtype; a step's
+    gradients pass the forward's and the backward's roundings)."""
+    passes = int(layers) * (2 if mode == "train" else 1)
+    return DTYPES[dtype][2] * (1.0 + math.sqrt(passes))
 
 
 def model_bytes(b, d, dtype, layers):
@@ -405,7 +407,8 @@ class Mlp(OpSpec):
         return mlp_flops(b, d, o["layers"], o["mode"], o["steps"])
 
     def tolerance(self, dtype, opts=None):
-        return mlp_tolerance(dtype, _opts(opts)["layers"])
+        o = _opts(opts)
+        return mlp_tolerance(dtype, o["layers"], o["mode"])
 
     def normalise_args(self, args):
         """--gelu erf, --layers 64, --steps 1 and --mode forward (train where --steps is given)
@@ -459,8 +462,8 @@ class Mlp(OpSpec):
              f"{where}: flops is not 2*B*D*D*L (x3 to train) x steps")
         need(r["bytes"] == mlp_bytes(b, d, dt, layers, mode, steps),
              f"{where}: bytes is not kernlab's least traffic of the MLP")
-        need(r.get("tolerance") == mlp_tolerance(dt, layers),
-             f"{where}: tolerance is not the dtype's x (1 + sqrt(L))")
+        need(r.get("tolerance") == mlp_tolerance(dt, layers, mode),
+             f"{where}: tolerance is not the dtype's x (1 + sqrt(L)), sqrt(2L) to train")
         need(r["activation"] is None and r["bias"] is None,
              f"{where}: mlp with linear's activation or bias keys set")
         need(r["error_metric"] == ERROR_METRICS["groups"], f"{where}: bad error_metric")
@@ -624,7 +627,7 @@ class Mlp(OpSpec):
 
         b, d = (int(v) for v in shape)
         train = a.mode == "train"
-        tol = mlp_tolerance(a.dtype, a.layers)
+        tol = mlp_tolerance(a.dtype, a.layers, a.mode)
         floor = group_floor(d, MIN_NORMAL[a.dtype], tol)
         rows = sample_rows(b, d, a.seed, count=SAMPLE_ROWS, full_elems=0)
         n_checked = validated_row_count(b, d, a.layers, a.mode)
