@@ -232,18 +232,27 @@ pub fn compare_rows_l2_within(
         worst: if special > 0 {
             elementwise.worst
         } else {
-            // The worst row's worst element, for the report (the last row may be short; an
-            // empty output has none).
-            let at = (worst_row * cols).min(out.len());
-            let end = (at + cols).min(out.len());
-            let (row, o) = (&reference[at..end], &out[at..end]);
-            (0..end - at)
-                .max_by(|&i, &j| (o[i] - row[i]).abs().total_cmp(&(o[j] - row[j]).abs()))
-                .map(|j| (at + j, o[j], row[j]))
+            worst_in_row(out, reference, cols, worst_row)
         },
         outside_sample: None,
         lengths: None,
     }
+}
+
+/// The worst row's worst element `(index, out, reference)`, for the report (the last row may
+/// be short; an empty output has none).
+fn worst_in_row(
+    out: &[f64],
+    reference: &[f64],
+    cols: usize,
+    worst_row: usize,
+) -> Option<(usize, f64, f64)> {
+    let at = (worst_row * cols).min(out.len());
+    let end = (at + cols).min(out.len());
+    let (row, o) = (&reference[at..end], &out[at..end]);
+    (0..end - at)
+        .max_by(|&i, &j| (o[i] - row[i]).abs().total_cmp(&(o[j] - row[j]).abs()))
+        .map(|j| (at + j, o[j], row[j]))
 }
 
 /// The gradients' check ([`crate::ops::Compare::GroupsL2`]): row `r` (of `cols`) belongs to
@@ -304,12 +313,7 @@ pub fn compare_groups_l2_within(
         worst: if special > 0 {
             elementwise.worst
         } else {
-            let at = (worst_row * cols).min(out.len());
-            let end = (at + cols).min(out.len());
-            let (row, o) = (&reference[at..end], &out[at..end]);
-            (0..end - at)
-                .max_by(|&i, &j| (o[i] - row[i]).abs().total_cmp(&(o[j] - row[j]).abs()))
-                .map(|j| (at + j, o[j], row[j]))
+            worst_in_row(out, reference, cols, worst_row)
         },
         outside_sample: None,
         lengths: None,
