@@ -97,3 +97,97 @@ fn several_processes_writing_one_cache_lose_and_tear_nothing() {
         }
     }
 }
+
+/// The run [`ctrl_c_keeps_the_finished_points`] interrupts, in a child process (the output
+/// paths come in the environment): a long CPU sweep, its error printed for the parent.
+#[test]
+#[ignore = "a helper: ctrl_c_keeps_the_finished_points runs it in a child process"]
+fn interruptible_sweep() {
+    let (Ok(json), Ok(csv)) = (
+        std::env::var("KERNLAB_TEST_JSON"),
+        std::env::var("KERNLAB_TEST_CSV"),
+    ) else {
+        println!("a helper: only its parent test runs it with files to write");
+        return;
+    };
+    let args = [
+        "kernlab",
+        "sweep",
+        "mlp",
+        "--device",
+        "cpu",
+        "--rows",
+        "16",
+        "--cols",
+        "64",
+        "--layers",
+        "1..400:1",
+        "--warmup-ms",
+        "1",
+        "--rep-ms",
+        "20",
+        "--json",
+        &json,
+        "--csv",
+        &csv,
+    ];
+    let mut out = Vec::new();
+    match kernlab::cli::run(args, &mut out) {
+        Ok(()) => println!("RESULT: finished"),
+        Err(e) => println!("RESULT: {e:#}"),
+    }
+}
+
+/// Ctrl-C during a sweep: the point being measured finishes, the run stops there and says so,
+/// and the JSON and CSV hold exactly the finished points; the earlier run's files at those
+/// paths are gone from the start, so a run that dies never leaves one looking like its own.
+#[test]
+fn ctrl_c_keeps_the_finished_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csv) = (dir.path().join("run.json"), dir.path().join("run.csv"));
+    std::fs::write(&json, "{\"stale\": true}").unwrap();
+    std::fs::write(&csv, "stale\n").unwrap();
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "faults::interruptible_sweep",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("KERNLAB_TEST_JSON", &json)
+        .env("KERNLAB_TEST_CSV", &csv)
+        .env("KERNLAB_CACHE_DIR", dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The stale files go first; then the CSV comes back with the first finished point.
+    let started = std::time::Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&csv).unwrap_or_default();
+        if text.lines().count() >= 2 && !text.starts_with("stale") {
+            break;
+        }
+        assert!(started.elapsed().as_secs() < 120, "no point was written");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("RESULT: interrupted (Ctrl-C) after"),
+        "{stdout}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let done = report["interrupted"]["points_done"].as_u64().unwrap() as usize;
+    let planned = report["interrupted"]["points_planned"].as_u64().unwrap();
+    assert!(done >= 1 && (done as u64) < planned, "{done} of {planned}");
+    assert_eq!(report["records"].as_array().unwrap().len(), done);
+    let rows = std::fs::read_to_string(&csv).unwrap().lines().count();
+    assert_eq!(rows, done + 1, "a header and a line a finished point");
+}

@@ -1,6 +1,8 @@
 //! `kernlab bench`: validate, then time, every variant of the ops named, at their shapes.
 
-use super::run_args::{config, write_notes, write_outputs, PartialCsv, RunArgs};
+use super::run_args::{
+    check_interrupted, config, start_run, write_notes, write_outputs, PartialCsv, RunArgs,
+};
 use super::{parse_ops, parse_shapes};
 use crate::ops::{FlagValues, Grammar, Op};
 use crate::tools::bench;
@@ -81,6 +83,7 @@ pub(super) fn run(a: BenchArgs, flags: &FlagValues, out: &mut dyn Write) -> Resu
             );
         }
     }
+    start_run(&a.run, &[])?;
     let mut partial = PartialCsv::new(a.run.csv.as_deref());
     let report = bench::run(&cfg, &dev, &mut |e| match e {
         bench::Event::Note(m) => stderr_line!("  … {m}"),
@@ -103,6 +106,7 @@ pub(super) fn run(a: BenchArgs, flags: &FlagValues, out: &mut dyn Write) -> Resu
     })();
     files?;
     shown?;
+    check_interrupted(&report)?;
     if report.any_failed() {
         bail!("some variants FAILED validation or raised errors (see the notes above); they were not timed");
     }

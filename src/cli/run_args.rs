@@ -8,7 +8,7 @@ use super::{
 use crate::ops::{FlagValues, Op};
 use crate::runtime::device::{Device, DeviceSpec};
 use crate::tools::bench::{self, harness::TimingOpts, BenchConfig};
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -223,6 +223,34 @@ impl<'a> PartialCsv<'a> {
 }
 
 /// Write the JSON and CSV files a run asked for.
+/// Start a measuring run: from now on the first Ctrl-C stops it after the point it is on (the
+/// finished points are written and shown), and the files an earlier run left at this run's
+/// output paths are removed first, so that a run that dies never leaves one looking like its
+/// own.
+pub(super) fn start_run(a: &RunArgs, more: &[Option<&Path>]) -> Result<()> {
+    crate::runtime::interrupt::install();
+    let outputs = [a.json.as_deref(), a.csv.as_deref()];
+    for p in outputs.iter().chain(more).flatten() {
+        if std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file()) {
+            std::fs::remove_file(p)
+                .with_context(|| format!("removing the earlier {} first", p.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// A run stopped by Ctrl-C is an error once what it measured is written and shown.
+pub(super) fn check_interrupted(report: &bench::BenchReport) -> Result<()> {
+    if let Some(i) = report.interrupted {
+        bail!(
+            "interrupted (Ctrl-C) after {} of {} points: the tables and files hold those",
+            i.points_done,
+            i.points_planned
+        );
+    }
+    Ok(())
+}
+
 pub(super) fn write_outputs(
     a: &RunArgs,
     json: impl FnOnce() -> Result<String>,

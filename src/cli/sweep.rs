@@ -1,6 +1,8 @@
 //! `kernlab sweep`: one op over a range of sizes, a table of GB/s (or TFLOP/s) and a plot.
 
-use super::run_args::{config, write_notes, write_outputs, PartialCsv, RunArgs};
+use super::run_args::{
+    check_interrupted, config, start_run, write_notes, write_outputs, PartialCsv, RunArgs,
+};
 use super::{check_distinct_outputs, check_output_path, progress_bar};
 use crate::ops::{FlagValues, Grammar, Op};
 use crate::tools::{bench, sweep};
@@ -201,6 +203,7 @@ pub(super) fn run(a: SweepArgs, flags: &FlagValues, out: &mut dyn Write) -> Resu
     cfg.shapes = plan.shapes.clone();
     stderr_line!("{line}");
     let bar = progress_bar("points");
+    start_run(&a.run, &[a.plot.as_deref()])?;
     let mut partial = PartialCsv::new(a.run.csv.as_deref());
     let report = bench::run(&cfg, &dev, &mut |e| match e {
         bench::Event::Note(m) => bar.set_message(m.to_string()),
@@ -278,6 +281,7 @@ pub(super) fn run(a: SweepArgs, flags: &FlagValues, out: &mut dyn Write) -> Resu
     })();
     files?;
     shown?;
+    check_interrupted(&report)?;
     if report.any_failed() {
         bail!("some points FAILED validation or raised errors (see the notes above); they were not timed");
     }

@@ -5,6 +5,7 @@
 pub mod device;
 pub mod dtype;
 pub mod error;
+pub mod interrupt;
 pub mod kernels;
 pub mod launch;
 pub mod nvtx;

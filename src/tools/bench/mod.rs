@@ -348,6 +348,14 @@ pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<Ben
     // `auto`'s softmax launches, for the baselines' process to replay (see `wants_replay`).
     let mut replays = Replays::default();
     for (i, point) in points.iter().enumerate() {
+        // Ctrl-C: keep what was measured, skip the rest (and the baselines).
+        if crate::runtime::interrupt::requested() {
+            report.interrupted = Some(report::Interrupted {
+                points_done: i,
+                points_planned: total,
+            });
+            break;
+        }
         let records = measure_point(
             cfg,
             device,
@@ -365,7 +373,7 @@ pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<Ben
         progress(Event::Point(&report));
         progress(Event::Step { done: i + 1, total });
     }
-    if let Some(t) = &cfg.torch {
+    if let (Some(t), None) = (&cfg.torch, report.interrupted) {
         add_torch_baselines(
             cfg,
             t,

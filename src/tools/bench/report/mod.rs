@@ -312,6 +312,16 @@ pub struct BenchReport {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub torch_notes: Vec<String>,
     pub records: Vec<Record>,
+    /// Stopped by Ctrl-C: the points after the last record were not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<Interrupted>,
+}
+
+/// How far an interrupted run got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Interrupted {
+    pub points_done: usize,
+    pub points_planned: usize,
 }
 
 impl BenchReport {
@@ -334,6 +344,7 @@ impl BenchReport {
             timing_note: String::new(),
             torch_notes: Vec::new(),
             records: Vec::new(),
+            interrupted: None,
         }
     }
 
