@@ -222,6 +222,26 @@ pub fn compare_rows_l2_within(
             (if e.is_nan() { f64::INFINITY } else { e }, r)
         })
         .reduce(|| (0.0, 0), |a, b| if b.0 > a.0 { b } else { a });
+    row_check(
+        out,
+        reference,
+        cols,
+        &elementwise,
+        (max_err, worst_row),
+        tolerance,
+    )
+}
+
+/// A row measure's check: the largest row error `worst.0` (at row `worst.1`) against the
+/// tolerance, special values as the element-wise check found them.
+fn row_check(
+    out: &[f64],
+    reference: &[f64],
+    cols: usize,
+    elementwise: &Check,
+    (max_err, worst_row): (f64, usize),
+    tolerance: f64,
+) -> Check {
     let special = elementwise.special_mismatches;
     Check {
         passed: special == 0 && max_err <= tolerance,
@@ -303,21 +323,14 @@ pub fn compare_groups_l2_within(
             (max_err, worst_row) = (e, r);
         }
     }
-    let special = elementwise.special_mismatches;
-    Check {
-        passed: special == 0 && max_err <= tolerance,
-        max_rel_err: if special > 0 { f64::INFINITY } else { max_err },
-        rel_l2: elementwise.rel_l2,
+    row_check(
+        out,
+        reference,
+        cols,
+        &elementwise,
+        (max_err, worst_row),
         tolerance,
-        special_mismatches: special,
-        worst: if special > 0 {
-            elementwise.worst
-        } else {
-            worst_in_row(out, reference, cols, worst_row)
-        },
-        outside_sample: None,
-        lengths: None,
-    }
+    )
 }
 
 pub use crate::ops::sample_rows;
