@@ -27,9 +27,11 @@ pub fn check_point(
     )
 }
 
-/// What a point holds on the host at once, about: the inputs (each made in f64, then
-/// converted), the output (read back from a device, or a CPU tier's own) with a CPU tier's f32
-/// temporaries, and the f64 reference with the f64 inputs it reads. `None` on overflow.
+/// What a point holds on the host at once, an upper bound: the inputs (each made in f64, then
+/// converted), the output (read back from a device, or a CPU tier's own) with its copy for the
+/// check and a CPU tier's f32 temporaries (up to three an element), and the f64 reference with
+/// the f64 inputs it reads. Calibrated on measured peaks (docs/benchmarking.md, "Host memory").
+/// `None` on overflow.
 pub fn host_bytes(
     op: Op,
     shape: &[usize],
@@ -54,7 +56,7 @@ pub fn host_bytes(
     let (reference, reference_inputs) = reference_elems(op, shape, FULL_REFERENCE_ELEMS, p)?;
     inputs
         .checked_mul(8 + dtype.size())?
-        .checked_add(out.checked_mul(2 * dtype.size() + 8)?)?
+        .checked_add(out.checked_mul(4 * dtype.size() + 12)?)?
         .checked_add(reference.checked_add(reference_inputs)?.checked_mul(8)?)
 }
 
@@ -123,5 +125,16 @@ mod tests {
         let square = b(&[8192, 8192, 8192], DType::BF16).unwrap();
         assert!(square > GIB && square < 4 * GIB, "{square}");
         assert_eq!(b(&[usize::MAX, 2, 2], DType::F32), None);
+        // The bound covers the measured peaks of a CPU linear of that shape's kind (21.6 bytes
+        // an output element in f32, 17.7 in bf16, faer at 16000×16000×1): 34000×34000×1 f32,
+        // killed on a 24 GiB machine under the old estimate, now asks for more than 30 GiB.
+        let p = linear::OP.default_params();
+        let big = host_bytes(linear::OP, &[34_000, 34_000, 1], DType::F32, None, &p).unwrap();
+        assert!(big > 30 * GIB, "{big}");
+        for (dt, measured) in [(DType::F32, 21.6), (DType::BF16, 17.7)] {
+            let n = 16_000 * 16_000;
+            let est = host_bytes(linear::OP, &[16_000, 16_000, 1], dt, None, &p).unwrap();
+            assert!(est as f64 >= measured * n as f64, "{dt}: {est}");
+        }
     }
 }
