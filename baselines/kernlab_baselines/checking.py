@@ -73,26 +73,17 @@ def row_rel_l2_py(out_rows, ref_rows):
     right; the denominator at least MIN_POSITIVE), and the count of elements whose NaN/inf
     status differs from the reference, as in `rel_err_py`.
     """
-    max_err, mismatches = 0.0, 0
-    for o_row, r_row in zip(out_rows, ref_rows):
-        num = den = 0.0
-        for o, f in zip(o_row, r_row):
-            if not _status_ok(o, f):
-                mismatches += 1
-            elif math.isfinite(f):
-                num += (o - f) ** 2
-                den += f * f
+    nums, dens, mismatches = _row_sums_py(out_rows, ref_rows)
+    max_err = 0.0
+    for num, den in zip(nums, dens):
         max_err = max(max_err, math.sqrt(num / max(den, MIN_POSITIVE)))
     return max_err, mismatches
 
 
-def group_rel_l2_py(out_rows, ref_rows, groups, floor):
-    """kernlab's group-scaled measure (`Compare::GroupsL2`, `compare_groups_l2_within`) in pure
-    Python, mirroring `group_rel_l2_array`: row r belongs to group groups[r]; its error is
-    ||out_r - ref_r||_2 over the larger of its group's RMS row norm, sqrt(mean over the
-    group's rows of ||ref||_2^2), and `floor` (`group_floor`); the norms over the elements
-    whose reference is finite and whose NaN/inf status is right. Returns (max over rows,
-    mismatches), the mismatches counted as in `rel_err_py`."""
+def _row_sums_py(out_rows, ref_rows):
+    """Each row's sum of squared errors and of squared reference values, over the elements
+    whose reference is finite and whose NaN/inf status is right, and the count of elements
+    whose status differs (as in `rel_err_py`): (nums, dens, mismatches)."""
     nums, dens, mismatches = [], [], 0
     for o_row, r_row in zip(out_rows, ref_rows):
         num = den = 0.0
@@ -104,6 +95,17 @@ def group_rel_l2_py(out_rows, ref_rows, groups, floor):
                 den += f * f
         nums.append(num)
         dens.append(den)
+    return nums, dens, mismatches
+
+
+def group_rel_l2_py(out_rows, ref_rows, groups, floor):
+    """kernlab's group-scaled measure (`Compare::GroupsL2`, `compare_groups_l2_within`) in pure
+    Python, mirroring `group_rel_l2_array`: row r belongs to group groups[r]; its error is
+    ||out_r - ref_r||_2 over the larger of its group's RMS row norm, sqrt(mean over the
+    group's rows of ||ref||_2^2), and `floor` (`group_floor`); the norms over the elements
+    whose reference is finite and whose NaN/inf status is right. Returns (max over rows,
+    mismatches), the mismatches counted as in `rel_err_py`."""
+    nums, dens, mismatches = _row_sums_py(out_rows, ref_rows)
     sums = {}
     for g, den in zip(groups, dens):
         s, n = sums.get(g, (0.0, 0))

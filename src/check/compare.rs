@@ -204,16 +204,10 @@ pub fn compare_rows_l2_within(
     }
     let cols = cols.max(1);
     let elementwise = compare(out, reference, cols, dtype);
-    let (max_err, worst_row) = out
-        .par_chunks(cols)
-        .zip(reference.par_chunks(cols))
+    let (max_err, worst_row) = row_sums(out, reference, cols)
+        .into_iter()
         .enumerate()
-        .map(|(r, (o, f))| {
-            let (mut num, mut den) = (0.0f64, 0.0f64);
-            for (&o, &f) in o.iter().zip(f).filter(|(_, f)| f.is_finite()) {
-                num += (o - f) * (o - f);
-                den += f * f;
-            }
+        .map(|(r, (num, den))| {
             let e = if den > 0.0 {
                 (num / den).sqrt()
             } else {
@@ -221,7 +215,7 @@ pub fn compare_rows_l2_within(
             };
             (if e.is_nan() { f64::INFINITY } else { e }, r)
         })
-        .reduce(|| (0.0, 0), |a, b| if b.0 > a.0 { b } else { a });
+        .fold((0.0, 0), |a, b| if b.0 > a.0 { b } else { a });
     row_check(
         out,
         reference,
@@ -230,6 +224,21 @@ pub fn compare_rows_l2_within(
         (max_err, worst_row),
         tolerance,
     )
+}
+
+/// Each row's `(‖out − ref‖₂², ‖ref‖₂²)` over the elements whose reference is finite.
+fn row_sums(out: &[f64], reference: &[f64], cols: usize) -> Vec<(f64, f64)> {
+    out.par_chunks(cols)
+        .zip(reference.par_chunks(cols))
+        .map(|(o, f)| {
+            let (mut num, mut den) = (0.0f64, 0.0f64);
+            for (&o, &f) in o.iter().zip(f).filter(|(_, f)| f.is_finite()) {
+                num += (o - f) * (o - f);
+                den += f * f;
+            }
+            (num, den)
+        })
+        .collect()
 }
 
 /// A row measure's check: the largest row error `worst.0` (at row `worst.1`) against the
@@ -293,18 +302,7 @@ pub fn compare_groups_l2_within(
     }
     let cols = cols.max(1);
     let elementwise = compare(out, reference, cols, dtype);
-    let rows: Vec<(f64, f64)> = out
-        .par_chunks(cols)
-        .zip(reference.par_chunks(cols))
-        .map(|(o, f)| {
-            let (mut num, mut den) = (0.0f64, 0.0f64);
-            for (&o, &f) in o.iter().zip(f).filter(|(_, f)| f.is_finite()) {
-                num += (o - f) * (o - f);
-                den += f * f;
-            }
-            (num, den)
-        })
-        .collect();
+    let rows = row_sums(out, reference, cols);
     let mut scale: std::collections::HashMap<usize, (f64, usize)> = Default::default();
     for (r, &(_, den)) in rows.iter().enumerate() {
         let e = scale
