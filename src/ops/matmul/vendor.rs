@@ -417,6 +417,53 @@ fn describe(g: &Gemm) -> String {
 
 // ---- cuBLAS --------------------------------------------------------------------------------------
 
+/// cuBLAS's operation for "transposed" or not.
+fn blas_op(t: bool) -> cb::cublasOperation_t {
+    if t {
+        cb::cublasOperation_t::CUBLAS_OP_T
+    } else {
+        cb::cublasOperation_t::CUBLAS_OP_N
+    }
+}
+
+/// Column-major `C[m,n] = op(A)·op(B)` by `cublasGemmEx` on handle `h`: all three of `dt`,
+/// f32 compute, α = 1, β = 0; each matrix a device address and its leading dimension.
+///
+/// # Safety
+/// The addresses must be live device memory holding the matrices the sizes describe.
+unsafe fn gemm_ex(
+    h: cb::cublasHandle_t,
+    (ta, tb): (cb::cublasOperation_t, cb::cublasOperation_t),
+    (m, n, k): (i32, i32, i32),
+    (pa, lda): (u64, i32),
+    (pb, ldb): (u64, i32),
+    (pc, ldc): (u64, i32),
+    dt: DType,
+) -> cb::cublasStatus_t {
+    let (alpha, beta) = (1.0f32, 0.0f32);
+    cb::cublasGemmEx(
+        h,
+        ta,
+        tb,
+        m,
+        n,
+        k,
+        &alpha as *const f32 as *const c_void,
+        pa as *const c_void,
+        blas_type(dt),
+        lda,
+        pb as *const c_void,
+        blas_type(dt),
+        ldb,
+        &beta as *const f32 as *const c_void,
+        pc as *mut c_void,
+        blas_type(dt),
+        ldc,
+        cb::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+        cb::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+    )
+}
+
 /// `c = a·wᵀ` through cuBLAS: `cublasSgemm` (f32, exact) or `cublasGemmEx` (bf16/f16, f32
 /// compute), on the device's stream. No bias, no activation: cuBLAS cannot fuse them.
 pub fn run_cublas(g: &Gemm, c: &mut Tensor) -> Result<()> {
@@ -440,14 +487,7 @@ pub fn run_cublas(g: &Gemm, c: &mut Tensor) -> Result<()> {
         dim_i32(v, "K", call.ldb)?,
         dim_i32(v, "N", call.ldc)?,
     );
-    let op = |t: bool| {
-        if t {
-            cb::cublasOperation_t::CUBLAS_OP_T
-        } else {
-            cb::cublasOperation_t::CUBLAS_OP_N
-        }
-    };
-    let (ta, tb) = (op(call.transa_t), op(call.transb_t));
+    let (ta, tb) = (blas_op(call.transa_t), blas_op(call.transb_t));
     let GemmBufs { dev, a, w, c, .. } = gemm_bufs(v, g, c)?;
     dev.ctx
         .bind_to_thread()
@@ -480,27 +520,7 @@ pub fn run_cublas(g: &Gemm, c: &mut Tensor) -> Result<()> {
             )
         }),
         DType::BF16 | DType::F16 => ("cublasGemmEx", unsafe {
-            cb::cublasGemmEx(
-                h,
-                ta,
-                tb,
-                m,
-                n,
-                k,
-                &alpha as *const f32 as *const c_void,
-                pw as *const c_void,
-                blas_type(dt),
-                lda,
-                pa as *const c_void,
-                blas_type(dt),
-                ldb,
-                &beta as *const f32 as *const c_void,
-                pc as *mut c_void,
-                blas_type(dt),
-                ldc,
-                cb::cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                cb::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
-            )
+            gemm_ex(h, (ta, tb), (m, n, k), (pw, lda), (pa, ldb), (pc, ldc), dt)
         }),
     };
     check_cb(status, || format!("{name} ({})", describe(g)))?;
@@ -571,13 +591,6 @@ pub fn run_cublas_rm(
         let (p, _g) = cb_.device_ptr_mut(&dev.stream);
         p + (c_row * n * a.dtype().size()) as u64
     };
-    let op = |t: bool| {
-        if t {
-            cb::cublasOperation_t::CUBLAS_OP_T
-        } else {
-            cb::cublasOperation_t::CUBLAS_OP_N
-        }
-    };
     let (mi, ni, ki) = (
         dim_i32(v, "N", n)?,
         dim_i32(v, "M", m)?,
@@ -594,29 +607,17 @@ pub fn run_cublas_rm(
     let mut map = lock_state();
     let st = DeviceState::get(&mut map, &dev)?;
     let h = st.blas(&dev)?;
-    let (alpha, beta) = (1.0f32, 0.0f32);
     let dt = a.dtype();
+    // SAFETY: the three buffers are live device allocations of the sizes checked above.
     let status = unsafe {
-        cb::cublasGemmEx(
+        gemm_ex(
             h,
-            op(tb),
-            op(ta),
-            mi,
-            ni,
-            ki,
-            &alpha as *const f32 as *const c_void,
-            pb as *const c_void,
-            blas_type(dt),
-            lda,
-            pa as *const c_void,
-            blas_type(dt),
-            ldb,
-            &beta as *const f32 as *const c_void,
-            pc as *mut c_void,
-            blas_type(dt),
-            ldc,
-            cb::cublasComputeType_t::CUBLAS_COMPUTE_32F,
-            cb::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            (blas_op(tb), blas_op(ta)),
+            (mi, ni, ki),
+            (pb, lda),
+            (pa, ldb),
+            (pc, ldc),
+            dt,
         )
     };
     check_cb(status, || {
