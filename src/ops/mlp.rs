@@ -1191,7 +1191,6 @@ fn train_step(
     let mut dh = Tensor::empty(&[b, d], dt, &dev)?;
     fill(&mut dh, 1.0 / (b as f64 * d as f64) as f32)?;
     let mut dz = Tensor::empty(&[b, d], dt, &dev)?;
-    let mut dw = Tensor::empty(&[d, d], dt, &dev)?;
     for l in (0..nl).rev() {
         if t.gemm == "manual" {
             // Eager: GeLU's backward, then a reduction over dz.
@@ -1214,6 +1213,9 @@ fn train_step(
             // dW = dZᵀ·H as a·wᵀ with a = dZᵀ, w = Hᵀ; dH = dZ·W with w = Wᵀ.
             let dzt = transpose(&dz)?;
             let ht = transpose(input)?;
+            // The hand GEMM writes whole tensors: dW through a temporary (cuBLAS writes it
+            // straight into y).
+            let mut dw = Tensor::empty(&[d, d], dt, &dev)?;
             hand_matmul(&dzt, &ht, &mut dw)?;
             rows_of(y, dw_row, d, &dw)?;
             let wt = transpose(w[l])?;
