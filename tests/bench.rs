@@ -733,7 +733,7 @@ fn torch_records_merge_into_the_same_table_and_plot() {
         &doc,
         &sample_shapes(),
         &cfg.params(softmax::OP).unwrap(),
-        report.copy.gbps,
+        report.copy_gbps(),
     )
     .unwrap();
     report.records.extend(recs);

@@ -964,3 +964,53 @@ fn tiny_problems_take_the_flush_into_the_call_count() {
         "{unflushed:?} {flushed:?}"
     );
 }
+
+/// `bench --check-only`: every variant validated twice, nothing timed (no ceilings, no timed
+/// calls), one table; it refuses the flags that only make sense for timing.
+#[test]
+fn check_only_validates_and_times_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("check.json");
+    let out = run(&[
+        "bench",
+        "softmax,gelu",
+        "--check-only",
+        "--device",
+        "cpu",
+        "--dtype",
+        "f32,bf16",
+        "--shape",
+        "3x4097",
+        "--shape",
+        "1x1",
+        "--json",
+        json.to_str().unwrap(),
+    ])
+    .unwrap();
+    assert!(
+        out.contains("--check-only: each variant validated twice"),
+        "{out}"
+    );
+    assert!(!out.contains("copy ceiling"), "{out}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(doc["copy"].is_null());
+    let records = doc["records"].as_array().unwrap();
+    // softmax and gelu: manual and fused each, 2 dtypes, 2 shapes.
+    assert_eq!(records.len(), 16, "{records:?}");
+    for r in records {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert!(r["median_ms"].is_null(), "{r}");
+        assert!(r["max_rel_err"].as_f64().unwrap() < 1e-2, "{r}");
+    }
+    assert!(
+        out.contains("checked: 16 (variant, dtype, shape) cases passed twice"),
+        "{out}"
+    );
+    for flag in [&["--torch"][..], &["--graph", "2"], &["--repeat", "3"]] {
+        let mut args = vec!["bench", "gelu", "--check-only", "--device", "cpu"];
+        args.extend_from_slice(flag);
+        let err = run(&args).unwrap_err();
+        assert!(err.contains("cannot be used with"), "{flag:?}: {err}");
+    }
+}

@@ -191,3 +191,56 @@ fn ctrl_c_keeps_the_finished_points() {
     let rows = std::fs::read_to_string(&csv).unwrap().lines().count();
     assert_eq!(rows, done + 1, "a header and a line a finished point");
 }
+
+/// A point that does not fit (here: `--rotate`'s copies, more than the host or the device has)
+/// is that point's error, named in its records; the next point still runs and is timed.
+fn a_point_that_does_not_fit_leaves_the_next_one_running(dev: &kernlab::Device) {
+    let (device, variant) = match dev {
+        kernlab::Device::Cpu => ("cpu", "fused"),
+        kernlab::Device::Cuda(_) => ("cuda", "auto"),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    // 1024 copies of 8192×4096 f32 in and out: 256 GiB.
+    let err = crate::common::run_cli(&[
+        "bench",
+        "softmax",
+        "--device",
+        device,
+        "--variants",
+        variant,
+        "--shape",
+        "8192x4096",
+        "--shape",
+        "64x64",
+        "--rotate",
+        "1024",
+        "--warmup-ms",
+        "1",
+        "--rep-ms",
+        "2",
+        "--json",
+        json.to_str().unwrap(),
+    ])
+    .expect_err("a point that did not fit must fail the run");
+    assert!(err.contains("raised errors"), "{err}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let records = doc["records"].as_array().unwrap();
+    assert_eq!(records.len(), 2, "{records:?}");
+    let (big, small) = (&records[0], &records[1]);
+    assert_eq!(big["shape"], serde_json::json!([8192, 4096]));
+    assert_eq!(big["status"], "error");
+    let note = big["note"].as_str().unwrap();
+    assert!(
+        note.contains("does not fit") && note.contains("--rotate 1024"),
+        "{note}"
+    );
+    assert_eq!(small["shape"], serde_json::json!([64, 64]));
+    assert_eq!(small["status"], "ok", "{small}");
+    assert!(small["median_ms"].as_f64().unwrap() > 0.0);
+}
+crate::test_device!(
+    a_point_that_does_not_fit_leaves_the_next_one_running,
+    super::a_point_that_does_not_fit_leaves_the_next_one_running
+);

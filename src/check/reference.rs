@@ -154,13 +154,17 @@ pub fn validate(
     reference: &Reference,
 ) -> Result<(Check, Tensor)> {
     let x = inputs[0];
-    let mut y = Tensor::empty(&v.op.call_out_shape(inputs, p), x.dtype(), &x.device())?;
-    y.poison_nan()?;
-    v.run(p, inputs, &mut y)?;
-    if let Some(d) = x.device().cuda() {
-        d.sync()?;
-    }
-    Ok((reference.check(&y)?, y))
+    let call = || -> Result<(Check, Tensor)> {
+        let mut y = Tensor::empty(&v.op.call_out_shape(inputs, p), x.dtype(), &x.device())?;
+        y.poison_nan()?;
+        v.run(p, inputs, &mut y)?;
+        if let Some(d) = x.device().cuda() {
+            d.sync()?;
+        }
+        Ok((reference.check(&y)?, y))
+    };
+    // A kernel that faults is named: the fault surfaces at the next call, whichever it is.
+    call().map_err(|e| e.during(v.id()))
 }
 
 #[cfg(test)]

@@ -24,6 +24,12 @@ pub(super) struct BenchArgs {
     /// Row stride in elements for the input (row ops on strided rows); default: contiguous
     #[arg(long, allow_negative_numbers = true)]
     row_stride: Option<usize>,
+    /// Validate every variant and time nothing: each is called twice on the same inputs, each
+    /// call into a fresh NaN-poisoned output checked against the f64 reference (the second
+    /// catches state a call leaves behind); no ceilings, no timed calls. Exits non-zero if any
+    /// variant fails. Quick, and what tools/sanitize.sh runs under compute-sanitizer
+    #[arg(long, conflicts_with_all = ["torch", "graph", "repeat", "fresh_ceilings"])]
+    check_only: bool,
     #[command(flatten)]
     run: RunArgs,
 }
@@ -33,6 +39,7 @@ pub(super) fn run(a: BenchArgs, flags: &FlagValues, out: &mut dyn Write) -> Resu
     let shapes = parse_shapes(&a.shape)?;
     let (mut cfg, dev, line) = config(&a.run, flags, ops, shapes)?;
     cfg.row_stride = a.row_stride;
+    cfg.check_only = a.check_only;
     // A row stride is for rows (softmax's, and GeLU's reference): the ops of other grammars
     // (GEMMs, the MLP) that `all` brought in are left out, and one named with it is an error
     // before any work starts.
@@ -107,8 +114,32 @@ pub(super) fn run(a: BenchArgs, flags: &FlagValues, out: &mut dyn Write) -> Resu
     files?;
     shown?;
     check_interrupted(&report)?;
-    if report.any_failed() {
-        bail!("some variants FAILED validation or raised errors (see the notes above); they were not timed");
+    if a.check_only {
+        let checked = report.records.iter().filter(|r| r.validated).count();
+        let refused = report
+            .records
+            .iter()
+            .filter(|r| r.status == bench::Status::Unsupported)
+            .count();
+        if let Some(why) = report.failure_summary() {
+            bail!("{why} (every note is above)");
+        }
+        if checked == 0 {
+            bail!("nothing was checked: every variant refused its input (see the notes above)");
+        }
+        writeln!(
+            out,
+            "\nchecked: {checked} (variant, dtype, shape) cases passed twice{}",
+            if refused > 0 {
+                format!("; {refused} refused their input (see the notes)")
+            } else {
+                String::new()
+            }
+        )?;
+        return Ok(());
+    }
+    if let Some(why) = report.failure_summary() {
+        bail!("{why}; they were not timed (every note is above)");
     }
     if !report.any_timed() {
         bail!("nothing was timed: every variant refused its input (see the notes above)");

@@ -156,6 +156,7 @@ pub(super) fn config(
         ceiling_cache: bench::ceiling::cache_path(),
         fresh_ceilings: a.fresh_ceilings,
         flag_sweep: None,
+        check_only: false,
     };
     Ok((cfg, dev, line))
 }

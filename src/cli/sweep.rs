@@ -282,8 +282,8 @@ pub(super) fn run(a: SweepArgs, flags: &FlagValues, out: &mut dyn Write) -> Resu
     files?;
     shown?;
     check_interrupted(&report)?;
-    if report.any_failed() {
-        bail!("some points FAILED validation or raised errors (see the notes above); they were not timed");
+    if let Some(why) = report.failure_summary() {
+        bail!("{why}; they were not timed (every note is above)");
     }
     if !report.any_timed() {
         bail!("nothing was timed: every variant refused every point (see the notes above)");

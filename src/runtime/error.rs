@@ -77,8 +77,34 @@ pub enum Error {
         what: String,
     },
 
+    #[error(
+        "{what} needs {:.1} GiB of host memory to build; {:.1} GiB is available, and a tenth of \
+         it is kept free",
+        *requested as f64 / (1u64 << 30) as f64,
+        *available as f64 / (1u64 << 30) as f64
+    )]
+    OutOfHostMemory {
+        requested: usize,
+        available: usize,
+        what: String,
+    },
+
     #[error("CUDA driver error in {call}: {err}")]
     Driver { call: String, err: String },
+
+    /// A kernel faulted on the device (an illegal or misaligned address, a trap): one of CUDA's
+    /// sticky errors, after which the process's context runs nothing more.
+    #[error(
+        "{during} faulted on the GPU: {err} (reported by {call}). A fault like this is sticky: \
+         the CUDA context is lost and this process can run nothing more on the GPU. \
+         tools/sanitize.sh runs compute-sanitizer, which names the access"
+    )]
+    DeviceFault {
+        /// What was running: `op/variant` where the caller knows it, else "a kernel".
+        during: String,
+        call: String,
+        err: String,
+    },
 
     #[error("launching kernel {kernel} failed: {err}")]
     Launch { kernel: String, err: String },
@@ -111,6 +137,9 @@ pub enum Error {
     Io { path: String, err: std::io::Error },
 }
 
+/// A device fault's culprit before the caller names it.
+pub const UNNAMED_FAULT: &str = "a kernel";
+
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
@@ -120,6 +149,34 @@ impl Error {
             err: format!("{err:?}"),
         }
     }
+    /// A device fault's culprit, where it is not named yet (other errors pass unchanged).
+    pub fn during(self, what: impl Into<String>) -> Self {
+        match self {
+            Error::DeviceFault { during, call, err } if during == UNNAMED_FAULT => {
+                Error::DeviceFault {
+                    during: what.into(),
+                    call,
+                    err,
+                }
+            }
+            e => e,
+        }
+    }
+
+    /// Memory ran short (the device's, or the host's estimate): one point's problem, after
+    /// which a run can go on with smaller ones.
+    pub fn is_out_of_memory(&self) -> bool {
+        matches!(
+            self,
+            Error::OutOfDeviceMemory { .. } | Error::OutOfHostMemory { .. }
+        )
+    }
+
+    /// A kernel faulted and the context is lost: nothing more can run on the device.
+    pub fn is_device_fault(&self) -> bool {
+        matches!(self, Error::DeviceFault { .. })
+    }
+
     pub fn io(path: impl AsRef<std::path::Path>, err: std::io::Error) -> Self {
         Error::Io {
             path: path.as_ref().display().to_string(),

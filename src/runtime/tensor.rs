@@ -216,16 +216,14 @@ pub fn host_memory_available() -> Option<usize> {
 /// has available (where that is known), instead of an allocation failure that aborts the
 /// process.
 pub fn check_host_memory(bytes: usize, what: &str) -> Result<()> {
-    const GIB: f64 = (1u64 << 30) as f64;
     // A tenth of what is available stays free: the estimate is per point, and the process
     // holds other things (the ceilings' buffers, the allocator's slack).
     match host_memory_available() {
-        Some(avail) if bytes > avail / 10 * 9 => Err(Error::Invalid(format!(
-            "{what} needs {:.1} GiB of host memory to build; {:.1} GiB is available, and a \
-             tenth of it is kept free",
-            bytes as f64 / GIB,
-            avail as f64 / GIB
-        ))),
+        Some(avail) if bytes > avail / 10 * 9 => Err(Error::OutOfHostMemory {
+            requested: bytes,
+            available: avail,
+            what: what.to_string(),
+        }),
         _ => Ok(()),
     }
 }

@@ -478,8 +478,8 @@ pub fn plot_spec(report: &BenchReport, plan: &SweepPlan, title: &str) -> PlotSpe
                 .collect()
         } else {
             vec![(
-                format!("copy ceiling {} GB/s", fmt_sig(report.copy.gbps)),
-                report.copy.gbps,
+                format!("copy ceiling {} GB/s", fmt_sig(report.copy_gbps())),
+                report.copy_gbps(),
             )]
         },
     }

@@ -77,7 +77,33 @@ pub fn launches_on_this_thread() -> u64 {
 }
 
 fn drv(call: &str) -> impl FnOnce(DriverError) -> Error + '_ {
-    move |e| Error::driver(call, e)
+    move |e| match sticky_fault(call, &e) {
+        Some(f) => f,
+        None => Error::driver(call, e),
+    }
+}
+
+/// CUDA's sticky errors (a kernel faulted; the context is lost) as `Error::DeviceFault`: any
+/// later call returns them too, so they say what happened rather than what was called.
+pub fn sticky_fault(call: &str, e: &DriverError) -> Option<Error> {
+    use sys::CUresult::*;
+    matches!(
+        e.0,
+        CUDA_ERROR_ILLEGAL_ADDRESS
+            | CUDA_ERROR_MISALIGNED_ADDRESS
+            | CUDA_ERROR_LAUNCH_FAILED
+            | CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | CUDA_ERROR_HARDWARE_STACK_ERROR
+            | CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | CUDA_ERROR_INVALID_PC
+            | CUDA_ERROR_ASSERT
+            | CUDA_ERROR_LAUNCH_TIMEOUT
+    )
+    .then(|| Error::DeviceFault {
+        during: crate::runtime::error::UNNAMED_FAULT.into(),
+        call: call.to_string(),
+        err: format!("{e:?}"),
+    })
 }
 
 /// The NVRTC architecture for a compute capability: the `a` targets (all features, wgmma,
@@ -184,9 +210,13 @@ impl CudaDevice {
     pub fn after_launch(&self, kernel: &str) -> Result<()> {
         LAUNCHES.with(|n| n.set(n.get() + 1));
         if self.launches_block() {
-            self.sync().map_err(|e| Error::Launch {
-                kernel: kernel.to_string(),
-                err: format!("the kernel failed (launch-blocking mode): {e}"),
+            self.sync().map_err(|e| match e {
+                // In launch-blocking mode the kernel just launched is the culprit.
+                f @ Error::DeviceFault { .. } => f.during(format!("kernel {kernel}")),
+                e => Error::Launch {
+                    kernel: kernel.to_string(),
+                    err: format!("the kernel failed (launch-blocking mode): {e}"),
+                },
             })?;
         }
         Ok(())
@@ -423,10 +453,14 @@ impl CudaDevice {
     }
 }
 
-/// Map a launch failure to an error naming the kernel.
+/// Map a launch failure to an error naming the kernel (a sticky fault an earlier kernel left
+/// stays a fault: this launch did not cause it).
 pub fn launch_err(kernel: &str) -> impl FnOnce(DriverError) -> Error + '_ {
-    move |e| Error::Launch {
-        kernel: kernel.to_string(),
-        err: format!("{e:?}"),
+    move |e| match sticky_fault(&format!("the launch of {kernel}"), &e) {
+        Some(f) => f,
+        None => Error::Launch {
+            kernel: kernel.to_string(),
+            err: format!("{e:?}"),
+        },
     }
 }

@@ -184,7 +184,7 @@ pub(super) fn add_torch_baselines(
                 if !report.torch_notes.contains(&line) {
                     report.torch_notes.push(line);
                 }
-                if let Some(copy) = torch::copy_comparison(&doc, report.copy.gbps) {
+                if let Some(copy) = torch::copy_comparison(&doc, report.copy_gbps()) {
                     if !report
                         .torch_notes
                         .iter()
@@ -193,7 +193,7 @@ pub(super) fn add_torch_baselines(
                         report.torch_notes.push(copy);
                     }
                 }
-                let records = torch::to_records(&doc, &shapes, params, report.copy.gbps)?;
+                let records = torch::to_records(&doc, &shapes, params, report.copy_gbps())?;
                 if wants_replay(cfg, op, params) {
                     let mine = || {
                         records

@@ -51,6 +51,9 @@ pub struct BenchConfig {
     /// `kernlab sweep`'s swept op flag (`--layers 1..64:x2`): each value a point of its own,
     /// for the ops that take the flag.
     pub flag_sweep: Option<(&'static str, Vec<usize>)>,
+    /// Validate each variant twice (the second call on a fresh NaN-poisoned output, catching
+    /// state a call leaves behind) and time nothing: no ceilings, no timed calls, no baselines.
+    pub check_only: bool,
 }
 
 impl BenchConfig {
@@ -70,6 +73,7 @@ impl BenchConfig {
             ceiling_cache: ceiling::cache_path(),
             fresh_ceilings: false,
             flag_sweep: None,
+            check_only: false,
         }
     }
 
@@ -315,34 +319,46 @@ pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<Ben
         Device::Cpu => Timer::Cpu(CpuTimer::new()),
         Device::Cuda(d) => Timer::Cuda(CudaTimer::new(d)?),
     };
-    progress(Event::Note("measuring the copy ceiling"));
-    // Ceilings are timed call by call, whatever --graph, --rotate or --repeat say.
-    let copy_opts = TimingOpts {
-        graph: None,
-        rotate: Rotate::Copies(1),
-        repeat: 1,
-        ..cfg.timing
-    };
-    let copy: CopyCeiling = match (&mut timer, device) {
-        (Timer::Cpu(t), _) => ceiling::cpu_copy(t, &copy_opts)?,
-        (Timer::Cuda(t), Device::Cuda(d)) => ceiling::cuda_copy(d, t, &copy_opts)?,
-        _ => unreachable!("the timer matches the device"),
-    };
-    progress(Event::Note(
-        "the matmul ceiling (measured once per device and driver)",
-    ));
-    let (ceilings, provenance) = ceiling::cached_or_measured(
-        device,
-        Some(&copy),
-        &mut || Ok(copy.clone()),
-        &mut || timer.matmul(device),
-        cfg.ceiling_cache.as_deref(),
-        cfg.fresh_ceilings,
-    )?;
     let seed = cfg.seed.unwrap_or_else(fresh_seed);
-    let mut report = BenchReport::new(device, copy, seed, &cfg.timing);
-    report.timing_note = timer.describe(&cfg.timing);
-    report.set_matmul(&ceilings, provenance);
+    let mut report = if cfg.check_only {
+        if cfg.torch.is_some() {
+            return Err(Error::Invalid(
+                "--check-only times nothing, so it takes no PyTorch columns (--torch)".into(),
+            ));
+        }
+        let mut r = BenchReport::new(device, None, seed, &cfg.timing);
+        r.timing_note = "nothing timed (--check-only)".into();
+        r
+    } else {
+        progress(Event::Note("measuring the copy ceiling"));
+        // Ceilings are timed call by call, whatever --graph, --rotate or --repeat say.
+        let copy_opts = TimingOpts {
+            graph: None,
+            rotate: Rotate::Copies(1),
+            repeat: 1,
+            ..cfg.timing
+        };
+        let copy: CopyCeiling = match (&mut timer, device) {
+            (Timer::Cpu(t), _) => ceiling::cpu_copy(t, &copy_opts)?,
+            (Timer::Cuda(t), Device::Cuda(d)) => ceiling::cuda_copy(d, t, &copy_opts)?,
+            _ => unreachable!("the timer matches the device"),
+        };
+        progress(Event::Note(
+            "the matmul ceiling (measured once per device and driver)",
+        ));
+        let (ceilings, provenance) = ceiling::cached_or_measured(
+            device,
+            Some(&copy),
+            &mut || Ok(copy.clone()),
+            &mut || timer.matmul(device),
+            cfg.ceiling_cache.as_deref(),
+            cfg.fresh_ceilings,
+        )?;
+        let mut r = BenchReport::new(device, Some(copy), seed, &cfg.timing);
+        r.timing_note = timer.describe(&cfg.timing);
+        r.set_matmul(&ceilings, provenance);
+        r
+    };
     let total = points.len();
     progress(Event::Step { done: 0, total });
     // `auto`'s softmax launches, for the baselines' process to replay (see `wants_replay`).
@@ -362,7 +378,7 @@ pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<Ben
             &mut timer,
             point,
             seed,
-            report.copy.gbps,
+            report.copy_gbps(),
             &mut replays,
             progress,
         )?;
@@ -447,7 +463,24 @@ fn measure_point(
     let reference = check::make_reference(op, shape, &host, params, seed)?;
     // `--rotate N`: N copies of the inputs and N outputs, cycled through call by call.
     let y_shape = op.out_shape(shape, params);
-    let inputs = rotated_inputs(cfg.timing.rotate, &host, &y_shape, dtype, device)?;
+    let inputs = match rotated_inputs(cfg.timing.rotate, &host, &y_shape, dtype, device) {
+        Ok(inputs) => inputs,
+        // A point that does not fit is that point's error: the next point still runs.
+        Err(e) if e.is_out_of_memory() => {
+            return Ok(variants
+                .iter()
+                .map(|v| {
+                    let mut rec = Record::new(op, v, device, dtype, shape, params, seed);
+                    rec.bytes = op.min_bytes(shape, dtype, params);
+                    rec.flops = op.flops(shape, params);
+                    rec.status = Status::Error;
+                    rec.note = Some(format!("the point does not fit: {e}"));
+                    rec
+                })
+                .collect());
+        }
+        Err(e) => return Err(e),
+    };
     let n_buf = inputs.len();
     drop(host);
     // The first copy: validation's input.
@@ -486,6 +519,9 @@ fn measure_point(
                 records.push(rec);
                 continue;
             }
+            // The context is lost: nothing after this can run, so the run stops here, naming
+            // the variant (the finished points are kept by `--csv`).
+            Err(e) if e.is_device_fault() => return Err(e),
             Err(e) => {
                 rec.status = Status::Error;
                 rec.note = Some(e.to_string());
@@ -502,7 +538,6 @@ fn measure_point(
             records.push(rec);
             continue;
         }
-        progress(Event::Note(&format!("{what}: timing")));
         rec.picked = v.picks.map(|pick| pick(params, &x0));
         if reference.rows.is_some() {
             rec.note = Some(format!(
@@ -510,6 +545,26 @@ fn measure_point(
                 reference.describe(y_shape.iter().product())
             ));
         }
+        if cfg.check_only {
+            // A second call, on a fresh poisoned output: a kernel that leaves state behind
+            // (a counter, a flag, a cached plan) fails here.
+            progress(Event::Note(&format!("{what}: validating again")));
+            match validate(v, params, &x0, &reference) {
+                Ok((again, _)) if again.passed => {}
+                Ok((again, _)) => {
+                    rec.status = Status::Failed;
+                    rec.note = Some(format!("the second call: {}", again.describe()));
+                }
+                Err(e) if e.is_device_fault() => return Err(e),
+                Err(e) => {
+                    rec.status = Status::Error;
+                    rec.note = Some(format!("the second call: {e}"));
+                }
+            }
+            records.push(rec);
+            continue;
+        }
+        progress(Event::Note(&format!("{what}: timing")));
         let mut y = y;
         if v.replayable && wants_replay(cfg, op, params) {
             // One more call, its launch noted, for the baselines' process to replay.
@@ -536,6 +591,9 @@ fn measure_point(
         let mut rot = Rotation::new(&inputs, y, &y_shape, dtype, device)?;
         let mut run = |x: &[&Tensor], y: &mut Tensor| v.run(params, x, y);
         if let Err(e) = rot.warm(&mut run) {
+            if e.is_device_fault() {
+                return Err(e.during(v.id()));
+            }
             rec.status = Status::Error;
             rec.note = Some(format!("a call on a rotated copy failed: {e}"));
             records.push(rec);
@@ -557,6 +615,7 @@ fn measure_point(
                     }
                 }
             }
+            Err(e) if e.is_device_fault() => return Err(e.during(v.id())),
             Err(e) => {
                 rec.status = Status::Error;
                 rec.note = Some(format!("timing failed: {e}"));

@@ -296,7 +296,8 @@ pub struct BenchReport {
     pub kernlab_version: &'static str,
     pub date: String,
     pub device: DeviceInfo,
-    pub copy: CopyCeiling,
+    /// None in a `--check-only` run, which times nothing.
+    pub copy: Option<CopyCeiling>,
     /// The vendor matmul rates (cuBLAS bf16 and exact f32; faer on the CPU).
     pub matmul: Vec<MatmulCeiling>,
     /// Where the matmul rates came from, and when they were measured.
@@ -325,7 +326,12 @@ pub struct Interrupted {
 }
 
 impl BenchReport {
-    pub fn new(device: &Device, copy: CopyCeiling, seed: u64, timing: &TimingOpts) -> Self {
+    /// The copy ceiling's GB/s (NaN in a `--check-only` run, which has none and times nothing).
+    pub fn copy_gbps(&self) -> f64 {
+        self.copy.as_ref().map_or(f64::NAN, |c| c.gbps)
+    }
+
+    pub fn new(device: &Device, copy: Option<CopyCeiling>, seed: u64, timing: &TimingOpts) -> Self {
         BenchReport {
             kernlab_version: env!("CARGO_PKG_VERSION"),
             date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
@@ -419,10 +425,16 @@ impl BenchReport {
                 p.l2_bytes >> 20
             );
         }
-        h += &format!(
-            "\ncopy ceiling {:.0} GB/s ({}, median of {} calls) · seed {}",
-            self.copy.gbps, self.copy.how, self.copy.stats.calls, self.seed
-        );
+        h += &match &self.copy {
+            Some(c) => format!(
+                "\ncopy ceiling {:.0} GB/s ({}, median of {} calls) · seed {}",
+                c.gbps, c.how, c.stats.calls, self.seed
+            ),
+            None => format!(
+                "\n--check-only: each variant validated twice, nothing timed · seed {}",
+                self.seed
+            ),
+        };
         if !self.matmul.is_empty() {
             h += &format!(
                 "\nmatmul ceiling {} ({}{}): {}",
@@ -495,6 +507,31 @@ impl BenchReport {
         self.records.iter().any(|r| {
             r.tier != RecordTier::Torch && matches!(r.status, Status::Failed | Status::Error)
         })
+    }
+
+    /// How many of kernlab's own records failed or raised an error, and the first of them in
+    /// words (`op/variant dtype shape: note`), for the run's closing error.
+    pub fn failure_summary(&self) -> Option<String> {
+        let failed: Vec<&Record> = self
+            .records
+            .iter()
+            .filter(|r| {
+                r.tier != RecordTier::Torch && matches!(r.status, Status::Failed | Status::Error)
+            })
+            .collect();
+        let first = failed.first()?;
+        Some(format!(
+            "{} FAILED validation or raised errors; the first: {}/{} {} {}: {}",
+            match failed.len() {
+                1 => "1 case".to_string(),
+                n => format!("{n} cases"),
+            },
+            first.op,
+            first.variant,
+            first.dtype,
+            shape_str(&first.shape),
+            first.note.as_deref().unwrap_or("(no note)")
+        ))
     }
 
     /// [`against_pytorch`] over this report's records.

@@ -3,8 +3,11 @@
 use super::*;
 
 impl BenchReport {
-    /// One table per (op, dtype).
+    /// One table per (op, dtype, shape); a `--check-only` run's records in one table.
     pub fn tables(&self) -> Vec<(String, Table)> {
+        if self.copy.is_none() {
+            return vec![self.check_table()];
+        }
         let mut groups: Vec<(Op, DType, Vec<usize>)> = Vec::new();
         for r in &self.records {
             if !groups
@@ -162,5 +165,49 @@ impl BenchReport {
                 (title, t)
             })
             .collect()
+    }
+}
+
+impl BenchReport {
+    /// A `--check-only` run: a row per (op, variant, dtype, shape) with its errors.
+    fn check_table(&self) -> (String, Table) {
+        let mut t = Table::new();
+        t.load_preset(UTF8_FULL_CONDENSED);
+        t.set_header(vec![
+            "op",
+            "variant",
+            "dtype",
+            "shape",
+            "max rel err",
+            "rel L2",
+            "status",
+            "note",
+        ]);
+        let f = |v: Option<f64>| v.map(|v| format!("{v:.1e}")).unwrap_or_else(|| "—".into());
+        for r in &self.records {
+            t.add_row(vec![
+                Cell::new(format!("{}{}", r.op, r.params.form_suffix())),
+                Cell::new(match &r.picked {
+                    Some(p) => format!("{} → {p}", r.variant),
+                    None => r.variant.clone(),
+                }),
+                Cell::new(r.dtype.to_string()),
+                Cell::new(shape_str(&r.shape)),
+                Cell::new(f(r.max_rel_err)).set_alignment(CellAlignment::Right),
+                Cell::new(f(r.rel_l2)).set_alignment(CellAlignment::Right),
+                match r.status {
+                    Status::Ok => Cell::new("ok").fg(Color::Green),
+                    Status::Failed => Cell::new("FAILED").fg(Color::Red),
+                    Status::Unsupported => Cell::new("unsupported").fg(Color::DarkGrey),
+                    Status::Error => Cell::new("ERROR").fg(Color::Red),
+                },
+                Cell::new(r.note.clone().unwrap_or_default()),
+            ]);
+        }
+        (
+            "validation: each variant called twice, each output checked against the f64 reference"
+                .into(),
+            t,
+        )
     }
 }
