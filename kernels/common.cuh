@@ -223,21 +223,31 @@ __device__ __forceinline__ void cp_async_commit() {
 // shared slot with the row's other cp.async copies, so that cp.async.wait_all also waits for
 // it. Loaded by a plain ld.global after the 16-byte loads, ptxas issued it only after the
 // cp.async wait or the first use of their data, and a row waited for a second trip to memory
-// (docs/perf-notes.md, "softmax v8"). cp.async moves 4-byte words from
-// 4-byte-aligned addresses: a 16-bit element's word is read in full when the element is its
-// upper half, else only the element's 2 bytes (src_bytes 2; the rest is zero-filled), so no
-// byte past the element's row end is read.
-template <class T> __device__ __forceinline__ void scalar_copy(u32* slot, const T* p) {
-    const unsigned long long a = (unsigned long long)p;
-    const u32 src_bytes = sizeof(T) == 4 ? 4u : ((a & 2) ? 4u : 2u);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;"
-                 :: "r"(smem_addr(slot)), "l"(a & ~3ull), "r"(src_bytes) : "memory");
+// (docs/perf-notes.md, "softmax v8"). cp.async moves 4-byte words from 4-byte-aligned
+// addresses, so a 16-bit element goes with its word's other half, which must lie in the row
+// too (scalar_word): the row's first element in an upper half and its last in a lower half are
+// instead prefetched to L1 here and loaded plainly by scalar_read. (A cp.async of 2 of the
+// word's bytes is a read of all 4 to memcheck, past the allocation where the row ends it;
+// docs/reliability.md.)
+template <class T>
+__device__ __forceinline__ bool scalar_word(const T* p, const T* row, int cols) {
+    if (sizeof(T) == 4) return true;
+    return ((unsigned long long)p & 2) ? p > row : p + 1 < row + cols;
+}
+template <class T> __device__ __forceinline__ void scalar_copy(u32* slot, const T* p, bool word) {
+    if (word)
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;"
+                     :: "r"(smem_addr(slot)), "l"((unsigned long long)p & ~3ull) : "memory");
+    else
+        asm volatile("prefetch.global.L1 [%0];" :: "l"(p));
 }
 // The element scalar_copy put in `slot` (after cp_async_wait_all), as f32.
-__device__ __forceinline__ float scalar_read(const u32* slot, const float*) {
+__device__ __forceinline__ float scalar_read(const u32* slot, const float*, bool) {
     return __uint_as_float(*slot);
 }
-template <class T> __device__ __forceinline__ float scalar_read(const u32* slot, const T* p) {
+template <class T>
+__device__ __forceinline__ float scalar_read(const u32* slot, const T* p, bool word) {
+    if (!word) return to_f32(*p);
     T v;
     v.bits = (u16)(((unsigned long long)p & 2) ? (*slot >> 16) : (*slot & 0xffffu));
     return to_f32(v);

@@ -762,7 +762,8 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     const bool sc = PEEL && rank == 0 && tid < pt.scalars(cols);
     const T* xsp = xr + (sc ? pt.scalar_col(tid) : 0);
     constexpr bool plain = sizeof(T) == 4;
-    if (!plain && sc) scalar_copy(v8_scalar + tid, xsp);
+    const bool sw = !plain && sc && scalar_word(xsp, xr, cols);
+    if (!plain && sc) scalar_copy(v8_scalar + tid, xsp, sw);
     const float xs1 = plain && sc ? to_f32(*xsp) : KL_NEG_INF;
     // The shared-memory copies go out first: they hold no registers while in flight.
     for (int p = tid; p < spk; p += nt) cp_async16(smem_addr(v8_part + p), xb + (i64)(rpk + p) * VEC, 16);
@@ -772,7 +773,7 @@ __device__ void softmax_v8_onchip(const T* __restrict__ x, T* __restrict__ y, in
     // The register packs' max while the copies land.
     const float mr = plain ? r.max_seeded(xs1) : r.max();
     cp_async_wait_all();
-    const float xs = plain ? xs1 : sc ? scalar_read(v8_scalar + tid, xsp) : KL_NEG_INF;
+    const float xs = plain ? xs1 : sc ? scalar_read(v8_scalar + tid, xsp, sw) : KL_NEG_INF;
     const float mt = fmax_nan(mr, sp.max());
     // Each thread's (max, sum) at once, then one merged block reduction. Taking the block's
     // max first and the sums against it (as v3 does: cheaper merges, but the sums wait for a
