@@ -140,13 +140,37 @@ pub enum Error {
 /// A device fault's culprit before the caller names it.
 pub const UNNAMED_FAULT: &str = "a kernel";
 
+/// CUDA's sticky errors: a kernel faulted, the context is lost, and every later call returns
+/// the same error.
+const STICKY_ERRORS: [&str; 9] = [
+    "CUDA_ERROR_ILLEGAL_ADDRESS",
+    "CUDA_ERROR_MISALIGNED_ADDRESS",
+    "CUDA_ERROR_LAUNCH_FAILED",
+    "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+    "CUDA_ERROR_HARDWARE_STACK_ERROR",
+    "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+    "CUDA_ERROR_INVALID_PC",
+    "CUDA_ERROR_ASSERT",
+    "CUDA_ERROR_LAUNCH_TIMEOUT",
+];
+
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// A failed driver call; one that returns a sticky error (a kernel faulted earlier) is a
+    /// [`Error::DeviceFault`], whichever call met it.
     pub fn driver(call: impl Into<String>, err: impl std::fmt::Debug) -> Self {
+        let err = format!("{err:?}");
+        if STICKY_ERRORS.iter().any(|name| err.contains(name)) {
+            return Error::DeviceFault {
+                during: UNNAMED_FAULT.into(),
+                call: call.into(),
+                err,
+            };
+        }
         Error::Driver {
             call: call.into(),
-            err: format!("{err:?}"),
+            err,
         }
     }
     /// A device fault's culprit, where it is not named yet (other errors pass unchanged).
@@ -182,5 +206,26 @@ impl Error {
             path: path.as_ref().display().to_string(),
             err,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sticky_driver_error_is_a_device_fault_whichever_call_met_it() {
+        let e = Error::driver(
+            "cuMemAlloc",
+            "DriverError(CUDA_ERROR_ILLEGAL_ADDRESS, \"x\")",
+        );
+        assert!(e.is_device_fault(), "{e}");
+        let named = e.during("gelu/v1_naive");
+        assert!(matches!(&named, Error::DeviceFault { during, .. } if during == "gelu/v1_naive"));
+        // Named once: a later name does not replace the first.
+        let again = named.during("softmax/v2_warp_row");
+        assert!(matches!(&again, Error::DeviceFault { during, .. } if during == "gelu/v1_naive"));
+        let other = Error::driver("cuMemAlloc", "DriverError(CUDA_ERROR_INVALID_VALUE, \"x\")");
+        assert!(!other.is_device_fault(), "{other}");
     }
 }

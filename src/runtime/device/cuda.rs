@@ -77,33 +77,7 @@ pub fn launches_on_this_thread() -> u64 {
 }
 
 fn drv(call: &str) -> impl FnOnce(DriverError) -> Error + '_ {
-    move |e| match sticky_fault(call, &e) {
-        Some(f) => f,
-        None => Error::driver(call, e),
-    }
-}
-
-/// CUDA's sticky errors (a kernel faulted; the context is lost) as `Error::DeviceFault`: any
-/// later call returns them too, so they say what happened rather than what was called.
-pub fn sticky_fault(call: &str, e: &DriverError) -> Option<Error> {
-    use sys::CUresult::*;
-    matches!(
-        e.0,
-        CUDA_ERROR_ILLEGAL_ADDRESS
-            | CUDA_ERROR_MISALIGNED_ADDRESS
-            | CUDA_ERROR_LAUNCH_FAILED
-            | CUDA_ERROR_ILLEGAL_INSTRUCTION
-            | CUDA_ERROR_HARDWARE_STACK_ERROR
-            | CUDA_ERROR_INVALID_ADDRESS_SPACE
-            | CUDA_ERROR_INVALID_PC
-            | CUDA_ERROR_ASSERT
-            | CUDA_ERROR_LAUNCH_TIMEOUT
-    )
-    .then(|| Error::DeviceFault {
-        during: crate::runtime::error::UNNAMED_FAULT.into(),
-        call: call.to_string(),
-        err: format!("{e:?}"),
-    })
+    move |e| Error::driver(call, e)
 }
 
 /// The NVRTC architecture for a compute capability: the `a` targets (all features, wgmma,
@@ -456,11 +430,14 @@ impl CudaDevice {
 /// Map a launch failure to an error naming the kernel (a sticky fault an earlier kernel left
 /// stays a fault: this launch did not cause it).
 pub fn launch_err(kernel: &str) -> impl FnOnce(DriverError) -> Error + '_ {
-    move |e| match sticky_fault(&format!("the launch of {kernel}"), &e) {
-        Some(f) => f,
-        None => Error::Launch {
-            kernel: kernel.to_string(),
-            err: format!("{e:?}"),
-        },
+    move |e| {
+        let err = format!("{e:?}");
+        match Error::driver(format!("the launch of {kernel}"), e) {
+            f @ Error::DeviceFault { .. } => f,
+            _ => Error::Launch {
+                kernel: kernel.to_string(),
+                err,
+            },
+        }
     }
 }
