@@ -111,6 +111,19 @@ pub fn compare_within(
     dtype: DType,
     tolerance: f64,
 ) -> Check {
+    compare_scaled(out, reference, cols, dtype, tolerance, 0.0)
+}
+
+/// [`compare_within`], each block's scale at least `min_scale` (an op whose outputs are of a
+/// known order whatever a small block holds: `OpDef::min_check_scale`).
+pub fn compare_scaled(
+    out: &[f64],
+    reference: &[f64],
+    cols: usize,
+    dtype: DType,
+    tolerance: f64,
+    min_scale: f64,
+) -> Check {
     if out.len() != reference.len() {
         return length_mismatch(out, reference, tolerance);
     }
@@ -131,7 +144,7 @@ pub fn compare_within(
             let scale = window
                 .iter()
                 .filter(|v| v.is_finite())
-                .fold(0.0f64, |a, v| a.max(v.abs()));
+                .fold(min_scale, |a, v| a.max(v.abs()));
             let mut acc = Acc::default();
             for (j, (&o, &f)) in o.iter().zip(f).enumerate() {
                 let i = r * cols + j;
@@ -444,6 +457,17 @@ mod tests {
         assert!(compare(&[1.0, 2e-9], &r, 2, DType::F32).passed);
         let r2 = vec![1e-9, 1e-9];
         assert!(!compare(&[1e-9, 2e-9], &r2, 2, DType::F32).passed);
+    }
+
+    #[test]
+    fn a_least_scale_judges_a_block_of_near_zero_values_at_that_scale() {
+        // One element near zero, computed as 0: element by element a 100% error; against a
+        // least scale of 1 an error of 5e-8 / 1e-3.
+        let r = vec![-4.97e-8];
+        assert!(!compare_within(&[0.0], &r, 4096, DType::BF16, 8e-3).passed);
+        assert!(compare_scaled(&[0.0], &r, 4096, DType::BF16, 8e-3, 1.0).passed);
+        // An error of that scale still fails.
+        assert!(!compare_scaled(&[0.5], &r, 4096, DType::BF16, 8e-3, 1.0).passed);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The f64 reference a variant's output is judged against, made by the op's descriptor from
 //! the inputs rounded to their dtype, and the validation of one call against it.
 
-use super::compare::{compare_groups_l2_within, compare_rows_l2_within, compare_within, Check};
+use super::compare::{compare_groups_l2_within, compare_rows_l2_within, compare_scaled, Check};
 use crate::ops::{Compare, Op, Params, Variant};
 use crate::runtime::dtype::DType;
 use crate::runtime::error::Result;
@@ -85,7 +85,14 @@ impl Reference {
         let tol = self.op.tolerance(dtype, &self.params);
         match self.op.compare() {
             Compare::RowsL2 => compare_rows_l2_within(out, &self.values, self.cols, dtype, tol),
-            Compare::Elementwise => compare_within(out, &self.values, self.cols, dtype, tol),
+            Compare::Elementwise => compare_scaled(
+                out,
+                &self.values,
+                self.cols,
+                dtype,
+                tol,
+                self.op.min_check_scale(),
+            ),
             Compare::GroupsL2 => {
                 let rows = out.len() / self.cols.max(1);
                 let groups: Vec<usize> = (0..rows)

@@ -6,6 +6,7 @@
 
 use super::params::{Compare, Flag, FlagValues, Grammar, Params, SweepDefault, Tier, TorchCases};
 use crate::compiler::{Expr, Graph};
+use crate::runtime::device::triton::TritonSpec;
 use crate::runtime::device::{CudaDevice, DeviceKind};
 use crate::runtime::dtype::DType;
 use crate::runtime::error::{Error, Result};
@@ -91,6 +92,11 @@ pub trait OpDef: Send + Sync + 'static {
     /// output's rows by default.
     fn check_block(&self, out_shape: &[usize]) -> (usize, &'static str) {
         (out_shape.last().copied().unwrap_or(1).max(1), "rows")
+    }
+    /// The least scale an element-wise output's block is judged against (see
+    /// `check::compare_scaled`): 0 by default, the block's own largest |value| alone.
+    fn min_check_scale(&self) -> f64 {
+        0.0
     }
     /// How many output blocks the reference covers: every one of an output up to
     /// `full_elems` elements, else at least 16 (as many as `full_elems` elements hold).
@@ -321,6 +327,9 @@ pub type SymbolsFn = fn(DType) -> Vec<String>;
 /// source and the symbols in it it may launch.
 pub type GeneratedFn = fn(&Params, DType) -> Result<Vec<(&'static KernelSource, Vec<String>)>>;
 
+/// A Triton variant's kernels for parameters, a dtype and a shape: the specs a call compiles.
+pub type TritonFn = fn(&Params, DType, &[usize]) -> Result<Vec<TritonSpec>>;
+
 /// One row of the registry.
 #[derive(Clone, Copy)]
 pub struct Variant {
@@ -337,6 +346,8 @@ pub struct Variant {
     pub symbols: Option<SymbolsFn>,
     /// Compiled variants: the kernel kernlab's compiler generates (in place of a source).
     pub generated: Option<GeneratedFn>,
+    /// Triton variants: the kernels (`kernels/triton/`) a call compiles.
+    pub triton: Option<TritonFn>,
     /// Claims 16-byte global loads (CI checks the PTX for `ld.global*.v4`).
     pub vec16: bool,
     /// CUDA only: the oldest architecture on which all its kernels do real work (80 = sm_80).
@@ -391,6 +402,7 @@ impl Variant {
             source: None,
             symbols: None,
             generated: None,
+            triton: None,
             vec16: false,
             min_arch: 80,
             picks: None,
@@ -411,6 +423,13 @@ impl Variant {
     pub const fn generated(self, f: GeneratedFn) -> Variant {
         Variant {
             generated: Some(f),
+            ..self
+        }
+    }
+    /// Its kernels are written in Triton.
+    pub const fn triton(self, f: TritonFn) -> Variant {
+        Variant {
+            triton: Some(f),
             ..self
         }
     }

@@ -22,6 +22,9 @@ pub enum Tier {
     Compiled,
     /// The vendor's library (cuBLAS, cuBLASLt).
     Vendor,
+    /// Written in Triton (`kernels/triton/`), compiled by Triton's compiler, launched by
+    /// kernlab.
+    Triton,
     /// Fused, multi-threaded CPU loops.
     Cpu,
 }
@@ -34,6 +37,7 @@ impl fmt::Display for Tier {
             Tier::Cuda => "cuda",
             Tier::Compiled => "compiled",
             Tier::Vendor => "vendor",
+            Tier::Triton => "triton",
             Tier::Cpu => "cpu",
         })
     }

@@ -14,12 +14,13 @@ use super::{
     OpParams, Params, SweepDefault, Tier, TorchCases, Variant,
 };
 use crate::compiler::{Expr, Graph, Layout};
+use crate::runtime::device::triton::{triton_type, TritonSpec};
 use crate::runtime::device::{Device, DeviceKind};
 use crate::runtime::dtype::{DType, Element};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::kernels::KernelSource;
-use crate::runtime::launch::launch;
 use crate::runtime::launch::{aligned16, cuda_io};
+use crate::runtime::launch::{launch, launch_triton};
 use crate::runtime::tensor::{row_strided_layout, CpuData, Init, Tensor};
 use cudarc::driver::LaunchConfig;
 use rayon::prelude::*;
@@ -551,6 +552,69 @@ fn run_planned(
     Ok(())
 }
 
+// ---- Triton -----------------------------------------------------------------------------------
+static TRITON: KernelSource = KernelSource {
+    file: "rmsnorm.py",
+    src: include_str!("../../kernels/triton/rmsnorm.py"),
+};
+/// The widest row the Triton kernel takes (a row on chip in one power-of-two block, as the
+/// softmax tutorial's kernel).
+pub const TRITON_MAX_COLS: usize = 1 << 16;
+
+/// The Triton kernel a call compiles for rows of `cols`: a block of the next power of two,
+/// with softmax's tutorial warps (4; 8 from 2048 columns; 16 from 4096).
+pub fn triton_spec(dt: DType, cols: usize) -> Result<TritonSpec> {
+    if cols > TRITON_MAX_COLS {
+        return Err(unsupported(
+            "triton",
+            format!("rows of {cols} columns are wider than the {TRITON_MAX_COLS} it holds on chip (use auto)"),
+        ));
+    }
+    let block = cols.max(1).next_power_of_two();
+    let warps = match block {
+        b if b >= 4096 => 16,
+        b if b >= 2048 => 8,
+        _ => 4,
+    };
+    let ptr = triton_type(dt, true);
+    Ok(TritonSpec::new(&TRITON, "rmsnorm_kernel")
+        .arg("y_ptr", &ptr)
+        .arg("x_ptr", &ptr)
+        .arg("w_ptr", &ptr)
+        .arg("x_stride", "i64")
+        .arg("y_stride", "i64")
+        .arg("cols", "i32")
+        .arg("eps", "fp32")
+        .constexpr("BLOCK", block as u64)
+        .warps(warps)
+        .stages(1))
+}
+
+/// triton: RMSNorm in Triton, a program a row held on chip.
+fn run_triton(p: &Params, x: &[&Tensor], y: &mut Tensor) -> Result<()> {
+    let eps = p.get::<RmsNormParams>()?.eps;
+    let (xt, wt) = (x[0], x[1]);
+    let (rows, cols, ldx) = xt.rows_cols();
+    let spec = triton_spec(xt.dtype(), cols)?;
+    let programs = u32::try_from(rows)
+        .ok()
+        .filter(|&r| r <= i32::MAX as u32)
+        .ok_or_else(|| unsupported("triton", format!("{rows} rows: at most 2^31 − 1")))?;
+    let w = wt
+        .cuda_buf()
+        .ok_or_else(|| Error::Invalid("the weight is not on CUDA".into()))?;
+    let io = cuda_io(xt, y)?;
+    let t = io.dev.triton(&spec)?;
+    let (ldx, ldy, cols) = (ldx as i64, cols as i64, cols as i32);
+    launch_triton!(
+        io.dev,
+        t,
+        (programs.max(1), 1, 1),
+        [io.y, io.x, w, &ldx, &ldy, &cols, &eps]
+    );
+    Ok(())
+}
+
 fn run_auto(p: &Params, x: &[&Tensor], y: &mut Tensor) -> Result<()> {
     run_version(None, p, x, y)
 }
@@ -747,7 +811,7 @@ fn run_cpu_fused(p: &Params, x: &[&Tensor], y: &mut Tensor) -> Result<()> {
 }
 
 // ---- the registry's rows ------------------------------------------------------------------
-static VARIANTS: [Variant; 9] = [
+static VARIANTS: [Variant; 10] = [
     Variant::new(OP, "reference", Tier::Reference, DeviceKind::Cpu,
         "f64 on the CPU: the mean of squares, then x · w / sqrt(mean + eps): the oracle",
         run_reference).strided(),
@@ -790,6 +854,11 @@ static VARIANTS: [Variant; 9] = [
         .generated(|p, dt| super::compiled::kernels(OP, p, dt))
         .strided()
         .vec16(),
+    Variant::new(OP, "triton", Tier::Triton, DeviceKind::Cuda,
+        "RMSNorm in Triton (kernels/triton/rmsnorm.py): a program a row held on chip (≤ 65536 columns)",
+        run_triton)
+        .triton(|_, dt, shape| Ok(vec![triton_spec(dt, *shape.last().unwrap_or(&1))?]))
+        .strided(),
     Variant::new(OP, "fused", Tier::Cpu, DeviceKind::Cpu,
         "rows in parallel (rayon), each row's sum of squares and scaling while in cache; few rows split into chunks all cores share",
         run_cpu_fused)

@@ -130,6 +130,10 @@ pub enum Error {
         why: String,
     },
 
+    /// A tier whose tools this machine lacks (Python, Triton, nvcc): its variants refuse.
+    #[error("{what} is not available here: {why}")]
+    Unavailable { what: String, why: String },
+
     #[error("{0}")]
     Invalid(String),
 

@@ -133,7 +133,34 @@ macro_rules! launch_cooperative {
         $crate::runtime::launch::launch!(@with launch_cooperative, $dev, $src, $name, $cfg, [$($arg),*])
     };
 }
-pub(crate) use {launch, launch_cooperative};
+/// Launch a Triton kernel (a [`crate::runtime::device::cuda::LoadedTriton`]) on a grid of
+/// `$grid` programs: its launch arguments in its signature's order, then the global and the
+/// profile scratch pointers Triton's ABI appends (null: kernlab launches only kernels that
+/// need neither), with its warps and its shared memory.
+macro_rules! launch_triton {
+    ($dev:expr, $t:expr, $grid:expr, [$($arg:expr),* $(,)?]) => {{
+        use cudarc::driver::PushKernelArg;
+        let t: &$crate::runtime::device::cuda::LoadedTriton = &$t;
+        let name: &str = &t.kernel.meta.name;
+        let mut b = $dev.stream.launch_builder(&t.f);
+        $( b.arg($arg); )*
+        let scratch: [u64; 2] = [0, 0];
+        b.arg(&scratch[0]);
+        b.arg(&scratch[1]);
+        let grid: (u32, u32, u32) = $grid;
+        let cfg = cudarc::driver::LaunchConfig {
+            grid_dim: grid,
+            block_dim: (t.kernel.meta.num_warps * 32, 1, 1),
+            shared_mem_bytes: t.kernel.meta.shared,
+        };
+        // SAFETY: the arguments match the kernel's signature (its TritonSpec, checked by the
+        // caller against kernels/triton/*.py); every buffer is valid when the launch is
+        // enqueued and freed stream-ordered after it.
+        unsafe { b.launch(cfg) }.map_err($crate::runtime::device::cuda::launch_err(name))?;
+        $dev.after_launch(name)?;
+    }};
+}
+pub(crate) use {launch, launch_cooperative, launch_triton};
 
 /// Run `f` with the launch configuration for clusters of `cluster` CTAs along x (Hopper and
 /// later), as cuLaunchKernelEx and cuOccupancyMaxActiveClusters take it.

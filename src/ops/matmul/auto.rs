@@ -2,7 +2,7 @@
 //! `kernlab autotune` cached for this device, op, dtype and shape bucket, else its heuristic
 //! default; `auto` runs the cached overall winner, else a heuristic choice of version.
 
-use super::{cuda, gemm_args, sm90, Activation, Gemm, GemmParams};
+use super::{cuda, gemm_args, sm90, triton, Activation, Gemm, GemmParams};
 use crate::ops::{Candidate, Op, Params};
 use crate::runtime::device::CudaDevice;
 use crate::runtime::dtype::DType;
@@ -11,12 +11,13 @@ use crate::runtime::tensor::Tensor;
 use crate::runtime::tuning::{self, Entry};
 
 /// The versions with a configuration space, in the lecture's order.
-pub const TUNABLE: [&str; 5] = [
+pub const TUNABLE: [&str; 6] = [
     "v3_regs",
     "v4_grouped",
     "v5_mma",
     "v6_wgmma",
     "v7_wgmma_tma_store",
+    triton::VARIANT,
 ];
 
 /// The tuning-cache name of the linear op (`ops/linear.rs`, which builds on this module and is
@@ -64,6 +65,7 @@ pub fn config_names(variant: &str, dt: DType) -> Vec<String> {
             .iter()
             .map(|c| c.name.to_string())
             .collect(),
+        triton::VARIANT => triton::config_names(dt),
         v => cuda::configs(v, dt)
             .iter()
             .map(|c| c.name.to_string())
@@ -95,6 +97,7 @@ pub fn run_config(variant: &str, config: &str, g: &Gemm, c: &mut Tensor) -> Resu
                 .ok_or_else(unknown)?;
             sm90::run_with_v7(&cfg, g, c)
         }
+        triton::VARIANT => triton::run_config(config, g, c),
         v => {
             let cfg = cuda::configs(v, g.dtype())
                 .into_iter()
@@ -134,6 +137,9 @@ pub fn run_v6(g: &Gemm, c: &mut Tensor) -> Result<()> {
 }
 pub fn run_v7(g: &Gemm, c: &mut Tensor) -> Result<()> {
     run_tuned("v7_wgmma_tma_store", g, c, sm90::run_v7)
+}
+pub fn run_triton(g: &Gemm, c: &mut Tensor) -> Result<()> {
+    run_tuned(triton::VARIANT, g, c, triton::run_default)
 }
 
 /// Whether the Hopper version can take this GEMM: sm_90, a 16-bit dtype, and rows whose byte

@@ -11,6 +11,7 @@ pub mod auto;
 pub mod compiled;
 pub mod cuda;
 pub mod sm90;
+pub mod triton;
 pub mod vendor;
 
 use super::{
@@ -816,6 +817,13 @@ macro_rules! gemm_rows {
                 .dtypes(HALF_DTYPES)
                 .min_arch(90)
                 .claims(&["wgmma.mma_async", "cp.async.bulk.tensor"]),
+            Variant::new($op, "triton", Tier::Triton, DeviceKind::Cuda,
+                "the lecture's tiled matmul in Triton (kernels/triton/matmul.py): GROUP_M tile order, tl.dot, bias + GeLU epilogue; configurations autotuned",
+                |p, x, y| gemm_call(auto::run_triton, p, x, y))
+                .triton(|p, dt, shape| {
+                    let gp = p.get::<GemmParams>()?;
+                    Ok(vec![$crate::ops::matmul::triton::default_spec(dt, gp.bias, gp.act.code(), shape)])
+                }),
             Variant::new($op, "cublaslt", Tier::Vendor, DeviceKind::Cuda,
                 "cuBLASLt matmul with its fused epilogue (bias, GELU), heuristic algorithm cached",
                 |p, x, y| gemm_call(vendor::run_cublaslt, p, x, y)),

@@ -33,6 +33,7 @@ mod deal;
 mod manual;
 mod onchip;
 mod rows;
+mod triton;
 mod tune;
 pub use auto::*;
 pub use cpu::*;
@@ -40,6 +41,7 @@ pub use deal::*;
 pub(crate) use manual::*;
 pub use onchip::*;
 pub use rows::*;
+pub use triton::*;
 pub use tune::*;
 
 /// The op's handle.
@@ -249,7 +251,7 @@ macro_rules! unary {
     };
 }
 
-static VARIANTS: [Variant; 14] = [
+static VARIANTS: [Variant; 15] = [
     Variant::new(OP, "reference", Tier::Reference, DeviceKind::Cpu,
         "f64 on the CPU, three passes per row: the oracle",
         unary!(run_reference))
@@ -334,6 +336,11 @@ static VARIANTS: [Variant; 14] = [
         .generated(|p, dt| super::compiled::kernels(OP, p, dt))
         .strided()
         .vec16(),
+    Variant::new(OP, "triton", Tier::Triton, DeviceKind::Cuda,
+        "the fused-softmax tutorial's kernel in Triton (kernels/triton/softmax.py): a row a block on chip, a persistent grid sized by occupancy (≤ 131072 columns)",
+        unary!(run_triton))
+        .triton(|p, dt, shape| Ok(vec![triton_spec(p.get()?, dt, *shape.last().unwrap_or(&1))?]))
+        .strided(),
     Variant::new(OP, "fused", Tier::Cpu, DeviceKind::Cpu,
         "rows in parallel (rayon), each row max / exp-sum / scale while in cache; rows past 512 Ki columns, or too few for the threads, split into 4096-column chunks that all cores share",
         unary!(run_cpu_fused))

@@ -4,6 +4,7 @@
 //! loaded once per source file, and looked up by name under a lock (as candle does).
 
 use super::nvrtc::{self, Compiled};
+use super::triton::TritonSpec;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::kernels::KernelSource;
 use cudarc::driver::{
@@ -42,6 +43,13 @@ pub struct KernelResources {
     pub static_smem_bytes: u32,
 }
 
+/// A loaded Triton kernel: its function and what Triton's compiler made of it.
+#[derive(Clone)]
+pub struct LoadedTriton {
+    pub f: CudaFunction,
+    pub kernel: Arc<super::triton::TritonKernel>,
+}
+
 /// A loaded module and what NVRTC made of its source.
 pub type LoadedModule = (Arc<CudaModule>, Arc<Compiled>);
 
@@ -55,6 +63,8 @@ pub struct CudaDevice {
     pub arch: String,
     modules: Mutex<HashMap<&'static str, LoadedModule>>,
     functions: Mutex<HashMap<String, CudaFunction>>,
+    /// Triton kernels loaded, by their spec (see [`CudaDevice::triton`]).
+    tritons: Mutex<HashMap<String, LoadedTriton>>,
     /// Synchronise after every launch (`KERNLAB_LAUNCH_BLOCKING=1`, `profile --sync-each-launch`):
     /// a fault then surfaces at the launch that caused it, and a profile shows the GPU idling
     /// between launches as a host-synchronised loop makes it.
@@ -140,6 +150,7 @@ impl CudaDevice {
             props,
             modules: Mutex::new(HashMap::new()),
             functions: Mutex::new(HashMap::new()),
+            tritons: Mutex::new(HashMap::new()),
             workspaces: Mutex::new(HashMap::new()),
             sync_each_launch: std::sync::atomic::AtomicBool::new(
                 std::env::var("KERNLAB_LAUNCH_BLOCKING").is_ok_and(|v| v == "1"),
@@ -224,15 +235,53 @@ impl CudaDevice {
         Ok(f)
     }
 
-    /// What the driver reports for a loaded kernel: registers per thread, local memory
-    /// (stack frame and spills) per thread, static shared memory.
-    pub fn kernel_resources(
-        &self,
-        src: &'static KernelSource,
-        kernel: &str,
-    ) -> Result<KernelResources> {
+    /// A Triton kernel, compiled by Triton's compiler for this device (or read from the
+    /// cache) and loaded on first use, then kept; its dynamic shared memory allowed.
+    pub fn triton(&self, spec: &TritonSpec) -> Result<LoadedTriton> {
+        let key = format!(
+            "{}::{}",
+            spec.source.file,
+            serde_json::to_string(spec).unwrap_or_else(|_| spec.label())
+        );
+        if let Some(t) = self
+            .tritons
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(t.clone());
+        }
+        let k = super::triton::compile_cached(spec, &self.arch)?;
+        k.check_launchable(&spec.label())?;
+        let module = self
+            .ctx
+            .load_module(cudarc::nvrtc::Ptx::from_binary(k.cubin.clone()))
+            .map_err(drv("cuModuleLoadData (a Triton cubin)"))?;
+        let f = module
+            .load_function(&k.meta.name)
+            .map_err(drv("cuModuleGetFunction"))?;
+        if k.meta.shared > 48 * 1024 {
+            // Past 48 KB a block must opt in (the function is new: nothing else raised it).
+            f.set_attribute(
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                k.meta.shared as i32,
+            )
+            .map_err(drv("cuFuncSetAttribute (a Triton kernel's shared memory)"))?;
+        }
+        let loaded = LoadedTriton {
+            f,
+            kernel: Arc::new(k),
+        };
+        self.tritons
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, loaded.clone());
+        Ok(loaded)
+    }
+
+    /// What the driver reports for a loaded function.
+    pub fn function_resources(f: &CudaFunction) -> Result<KernelResources> {
         use sys::CUfunction_attribute as F;
-        let f = self.function(src, kernel)?;
         let get = |a: F| -> Result<u32> {
             f.get_attribute(a)
                 .map(|v| v as u32)
@@ -243,6 +292,16 @@ impl CudaDevice {
             local_bytes: get(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
             static_smem_bytes: get(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
         })
+    }
+
+    /// What the driver reports for a loaded kernel: registers per thread, local memory
+    /// (stack frame and spills) per thread, static shared memory.
+    pub fn kernel_resources(
+        &self,
+        src: &'static KernelSource,
+        kernel: &str,
+    ) -> Result<KernelResources> {
+        Self::function_resources(&self.function(src, kernel)?)
     }
 
     /// Run `f` with the workspace `name`: at least `bytes` of device memory that stays

@@ -5,6 +5,7 @@
 
 pub mod cuda;
 pub mod nvrtc;
+pub mod triton;
 
 pub use cuda::{CudaDevice, DeviceProps};
 

@@ -333,10 +333,47 @@ pub fn cache_dir() -> Option<PathBuf> {
 const MAGIC: &[u8; 8] = b"KLKRNL01";
 
 fn write_entry(dir: &Path, path: &Path, c: &Compiled) -> std::io::Result<()> {
+    write_parts(
+        dir,
+        path,
+        MAGIC,
+        &[c.ptx.as_bytes(), c.log.as_bytes(), &c.cubin[..]],
+    )
+}
+
+/// Read a cache entry; `None` (and a warning) when it is missing, truncated or corrupt.
+fn read_entry(path: &Path) -> Option<Compiled> {
+    let parts = read_parts(path, MAGIC, 3)?;
+    let parsed = (|| {
+        Some(Compiled {
+            file: String::new(),
+            arch: String::new(),
+            options: Vec::new(),
+            ptx: String::from_utf8(parts[0].clone()).ok()?,
+            log: String::from_utf8(parts[1].clone()).ok()?,
+            cubin: parts[2].clone(),
+            from_cache: true,
+        })
+    })();
+    if parsed.is_none() {
+        forget_corrupt(path);
+    }
+    parsed
+}
+
+/// Write a cache file: `magic`, each part length-prefixed, then a blake3 sum of it all. It is
+/// written to a temporary file in `dir` and renamed into place, so that a reader (another
+/// process among them) sees the whole file or none.
+pub(crate) fn write_parts(
+    dir: &Path,
+    path: &Path,
+    magic: &[u8; 8],
+    parts: &[&[u8]],
+) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let mut body = Vec::with_capacity(c.ptx.len() + c.cubin.len() + c.log.len() + 64);
-    body.extend_from_slice(MAGIC);
-    for part in [c.ptx.as_bytes(), c.log.as_bytes(), &c.cubin[..]] {
+    let mut body = Vec::with_capacity(parts.iter().map(|p| p.len() + 8).sum::<usize>() + 40);
+    body.extend_from_slice(magic);
+    for part in parts {
         body.extend_from_slice(&(part.len() as u64).to_le_bytes());
         body.extend_from_slice(part);
     }
@@ -348,11 +385,12 @@ fn write_entry(dir: &Path, path: &Path, c: &Compiled) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Read a cache entry; `None` (and a warning) when it is missing, truncated or corrupt.
-fn read_entry(path: &Path) -> Option<Compiled> {
+/// Read the `n` parts of a cache file [`write_parts`] wrote; `None` when it is missing, and
+/// `None` with a warning (the file removed) when it is truncated, corrupt or of another kind.
+pub(crate) fn read_parts(path: &Path, magic: &[u8; 8], n: usize) -> Option<Vec<Vec<u8>>> {
     let data = std::fs::read(path).ok()?;
     let parsed = (|| {
-        if data.len() < MAGIC.len() + 32 || &data[..8] != MAGIC {
+        if data.len() < magic.len() + 32 || &data[..8] != magic {
             return None;
         }
         let (body, sum) = data.split_at(data.len() - 32);
@@ -360,34 +398,30 @@ fn read_entry(path: &Path) -> Option<Compiled> {
             return None;
         }
         let mut at = 8usize;
-        let mut parts: Vec<&[u8]> = Vec::new();
-        for _ in 0..3 {
+        let mut parts = Vec::with_capacity(n);
+        for _ in 0..n {
             let len = u64::from_le_bytes(body.get(at..at + 8)?.try_into().ok()?) as usize;
             at += 8;
-            parts.push(body.get(at..at + len)?);
+            parts.push(body.get(at..at.checked_add(len)?)?.to_vec());
             at += len;
         }
-        Some(Compiled {
-            file: String::new(),
-            arch: String::new(),
-            options: Vec::new(),
-            ptx: String::from_utf8(parts[0].to_vec()).ok()?,
-            log: String::from_utf8(parts[1].to_vec()).ok()?,
-            cubin: parts[2].to_vec(),
-            from_cache: true,
-        })
+        (at == body.len()).then_some(parts)
     })();
     if parsed.is_none() {
-        warn_once(&format!(
-            "kernlab: ignoring a corrupt kernel-cache entry {} (recompiling)",
-            path.display()
-        ));
-        let _ = std::fs::remove_file(path);
+        forget_corrupt(path);
     }
     parsed
 }
 
-fn warn_once(msg: &str) {
+fn forget_corrupt(path: &Path) {
+    warn_once(&format!(
+        "kernlab: ignoring a corrupt kernel-cache entry {} (recompiling)",
+        path.display()
+    ));
+    let _ = std::fs::remove_file(path);
+}
+
+pub(crate) fn warn_once(msg: &str) {
     static SEEN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
     if !seen.iter().any(|m| m == msg) {

@@ -513,7 +513,11 @@ fn measure_point(
         }
         let (check, y) = match validated {
             Ok(r) => r,
-            Err(e @ (Error::UnsupportedShape { .. } | Error::NotContiguous { .. })) => {
+            Err(
+                e @ (Error::UnsupportedShape { .. }
+                | Error::NotContiguous { .. }
+                | Error::Unavailable { .. }),
+            ) => {
                 rec.status = Status::Unsupported;
                 rec.note = Some(e.to_string());
                 records.push(rec);
