@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  kernlab inspect gelu --variant v1_naive,v3_vec16_ilp   # 4-byte vs 16-byte loads, side by side\n  kernlab inspect softmax --variant auto --dtype bf16 --sass\n  kernlab inspect gelu --variant v2_vec16 --kernel gelu_v2_vec16_tanh_f32 --out v2.ptx\n\nWorks without a GPU for everything NVRTC alone can answer (PTX, ptxas report, census);\noccupancy needs a GPU, the SASS census needs cuobjdump or nvdisasm on the PATH."
+    after_help = "Examples:\n  kernlab inspect gelu --variant v1_naive,v3_vec16_ilp   # 4-byte vs 16-byte loads, side by side\n  kernlab inspect softmax --variant auto --dtype bf16 --sass\n  kernlab inspect gelu --variant v2_vec16 --kernel gelu_v2_vec16_tanh_f32 --out v2.ptx\n  kernlab inspect softmax --variant triton --shape 1024x131072 --ir ttgir   # Triton's stages, its spills\n\nWorks without a GPU for everything NVRTC alone can answer (PTX, ptxas report, census);\noccupancy needs a GPU, the SASS census needs cuobjdump or nvdisasm on the PATH.\nTriton variants need Python with Triton ($KERNLAB_PYTHON, else python3); their kernels are\ncompiled by Triton's compiler for --arch, no GPU needed."
 )]
 pub(super) struct InspectArgs {
     /// The op (see `kernlab list`)
@@ -43,6 +43,14 @@ pub(super) struct InspectArgs {
     /// Print each kernel's SASS in the report (implies --sass)
     #[arg(long)]
     show_sass: bool,
+    /// The shape a Triton variant's kernels are compiled for (their block sizes follow it),
+    /// e.g. 1024x131072 (default: the op's default GPU shape)
+    #[arg(long, allow_hyphen_values = true)]
+    shape: Option<String>,
+    /// Print one stage of each kernel: ttir, ttgir or llir (Triton's kernels), ptx or sass
+    /// (every kernel; sass implies --sass)
+    #[arg(long, value_parser = ["ttir", "ttgir", "llir", "ptx", "sass"])]
+    ir: Option<String>,
     /// Write the PTX (or, with --show-sass, the SASS) of the kernels to this file
     #[arg(long)]
     out: Option<PathBuf>,
@@ -81,9 +89,18 @@ pub(super) fn run(a: InspectArgs, flags: &FlagValues, out: &mut dyn Write) -> Re
     req.kernel = a.kernel;
     req.device = device;
     req.block_size = a.block;
-    req.sass = a.sass || a.show_sass;
-    req.show_ptx = a.ptx;
-    req.show_sass = a.show_sass;
+    let ir = a.ir.as_deref();
+    req.sass = a.sass || a.show_sass || ir == Some("sass");
+    req.show_ptx = a.ptx || ir == Some("ptx");
+    req.show_sass = a.show_sass || ir == Some("sass");
+    req.ir = ir
+        .filter(|s| matches!(*s, "ttir" | "ttgir" | "llir"))
+        .map(str::to_string);
+    req.shape = a
+        .shape
+        .as_deref()
+        .map(crate::runtime::tensor::parse_shape)
+        .transpose()?;
     let report = inspect(&req)?;
     // The file first (a reader of stdout that stops early does not lose it), and the report
     // shown even when the file cannot be written.

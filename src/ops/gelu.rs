@@ -447,12 +447,13 @@ static TRITON: KernelSource = KernelSource {
 /// Elements a Triton program takes (4 warps: 8 elements a thread, two 16-byte packs at 16 bits).
 const TRITON_BLOCK: i64 = 1024;
 
-/// The Triton kernel a call compiles.
-pub fn triton_spec(p: &GeluParams, dt: DType) -> TritonSpec {
+/// The Triton kernel a call compiles: `aligned`, both buffers 16-byte aligned; `n16`, the
+/// element count a multiple of 16 (what Triton's own launcher specializes on).
+pub fn triton_spec(p: &GeluParams, dt: DType, aligned: bool, n16: bool) -> TritonSpec {
     TritonSpec::new(&TRITON, "gelu_kernel")
-        .arg("x_ptr", &triton_type(dt, true))
-        .arg("y_ptr", &triton_type(dt, true))
-        .arg("n", "i64")
+        .arg_hinted("x_ptr", &triton_type(dt, true), aligned)
+        .arg_hinted("y_ptr", &triton_type(dt, true), aligned)
+        .arg_hinted("n", "i64", n16)
         .constexpr("BLOCK", TRITON_BLOCK)
         .constexpr("TANH", p.gelu == GeluApprox::Tanh)
         .warps(4)
@@ -463,7 +464,10 @@ pub fn triton_spec(p: &GeluParams, dt: DType) -> TritonSpec {
 pub fn run_triton(p: &GeluParams, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let n = x.numel() as i64;
     let io = cuda_io(x, y)?;
-    let t = io.dev.triton(&triton_spec(p, x.dtype()))?;
+    let aligned = aligned16(&io.dev, io.x) && aligned16(&io.dev, io.y);
+    let t = io
+        .dev
+        .triton(&triton_spec(p, x.dtype(), aligned, n % 16 == 0))?;
     let programs = u32::try_from((n as u64).div_ceil(TRITON_BLOCK as u64))
         .map_err(|_| Error::Invalid(format!("gelu/triton: {n} elements are too many programs")))?;
     launch_triton!(io.dev, t, (programs, 1, 1), [io.x, io.y, &n]);
@@ -547,7 +551,10 @@ static VARIANTS: [Variant; 9] = [
         "written in Triton (kernels/triton/gelu.py), compiled by Triton, launched by kernlab",
         |p, x, y| run_triton(p.get()?, x[0], y),
     )
-    .triton(|p, dt, _| Ok(vec![triton_spec(p.get()?, dt)])),
+    .triton(|p, dt, shape| {
+        let n16 = shape.iter().product::<usize>().is_multiple_of(16);
+        Ok(vec![triton_spec(p.get()?, dt, true, n16)])
+    }),
     Variant::new(
         OP,
         "fused",

@@ -469,9 +469,11 @@ impl Variant {
         }
     }
 
-    /// Whether it has CUDA kernels to inspect (written or generated).
+    /// Whether it has CUDA kernels to inspect (written, generated, or Triton's).
     pub fn has_kernels(&self) -> bool {
-        (self.source.is_some() && self.symbols.is_some()) || self.generated.is_some()
+        (self.source.is_some() && self.symbols.is_some())
+            || self.generated.is_some()
+            || self.triton.is_some()
     }
 
     /// Its kernels for a dtype and parameters: each source and the symbols in it that it may

@@ -563,7 +563,9 @@ pub const TRITON_MAX_COLS: usize = 1 << 16;
 
 /// The Triton kernel a call compiles for rows of `cols`: a block of the next power of two,
 /// with softmax's tutorial warps (4; 8 from 2048 columns; 16 from 4096).
-pub fn triton_spec(dt: DType, cols: usize) -> Result<TritonSpec> {
+/// `hint(name)`: whether the argument is a multiple of 16 (a pointer: 16-byte aligned), as
+/// Triton's own launcher specializes.
+pub fn triton_spec(dt: DType, cols: usize, hint: &dyn Fn(&str) -> bool) -> Result<TritonSpec> {
     if cols > TRITON_MAX_COLS {
         return Err(unsupported(
             "triton",
@@ -578,12 +580,12 @@ pub fn triton_spec(dt: DType, cols: usize) -> Result<TritonSpec> {
     };
     let ptr = triton_type(dt, true);
     Ok(TritonSpec::new(&TRITON, "rmsnorm_kernel")
-        .arg("y_ptr", &ptr)
-        .arg("x_ptr", &ptr)
-        .arg("w_ptr", &ptr)
-        .arg("x_stride", "i64")
-        .arg("y_stride", "i64")
-        .arg("cols", "i32")
+        .arg_hinted("y_ptr", &ptr, hint("y_ptr"))
+        .arg_hinted("x_ptr", &ptr, hint("x_ptr"))
+        .arg_hinted("w_ptr", &ptr, hint("w_ptr"))
+        .arg_hinted("x_stride", "i64", hint("x_stride"))
+        .arg_hinted("y_stride", "i64", hint("y_stride"))
+        .arg_hinted("cols", "i32", hint("cols"))
         .arg("eps", "fp32")
         .constexpr("BLOCK", block as u64)
         .warps(warps)
@@ -595,7 +597,6 @@ fn run_triton(p: &Params, x: &[&Tensor], y: &mut Tensor) -> Result<()> {
     let eps = p.get::<RmsNormParams>()?.eps;
     let (xt, wt) = (x[0], x[1]);
     let (rows, cols, ldx) = xt.rows_cols();
-    let spec = triton_spec(xt.dtype(), cols)?;
     let programs = u32::try_from(rows)
         .ok()
         .filter(|&r| r <= i32::MAX as u32)
@@ -604,7 +605,20 @@ fn run_triton(p: &Params, x: &[&Tensor], y: &mut Tensor) -> Result<()> {
         .cuda_buf()
         .ok_or_else(|| Error::Invalid("the weight is not on CUDA".into()))?;
     let io = cuda_io(xt, y)?;
-    let t = io.dev.triton(&spec)?;
+    let d16 = |v: usize| v.is_multiple_of(16);
+    let aligned = [
+        aligned16(&io.dev, io.y),
+        aligned16(&io.dev, io.x),
+        aligned16(&io.dev, w),
+    ];
+    let hint = |n: &str| match n {
+        "y_ptr" => aligned[0],
+        "x_ptr" => aligned[1],
+        "w_ptr" => aligned[2],
+        "x_stride" => d16(ldx),
+        _ => d16(cols),
+    };
+    let t = io.dev.triton(&triton_spec(xt.dtype(), cols, &hint)?)?;
     let (ldx, ldy, cols) = (ldx as i64, cols as i64, cols as i32);
     launch_triton!(
         io.dev,
@@ -857,7 +871,11 @@ static VARIANTS: [Variant; 10] = [
     Variant::new(OP, "triton", Tier::Triton, DeviceKind::Cuda,
         "RMSNorm in Triton (kernels/triton/rmsnorm.py): a program a row held on chip (≤ 65536 columns)",
         run_triton)
-        .triton(|_, dt, shape| Ok(vec![triton_spec(dt, *shape.last().unwrap_or(&1))?]))
+        .triton(|_, dt, shape| {
+            let cols = *shape.last().unwrap_or(&1);
+            let hint = |n: &str| n.ends_with("_ptr") || cols.is_multiple_of(16);
+            Ok(vec![triton_spec(dt, cols, &hint)?])
+        })
         .strided(),
     Variant::new(OP, "fused", Tier::Cpu, DeviceKind::Cpu,
         "rows in parallel (rayon), each row's sum of squares and scaling while in cache; few rows split into chunks all cores share",

@@ -17,6 +17,7 @@
 
 use crate::ops::{self as registry, Op, Params, Variant};
 use crate::runtime::device::nvrtc::{self, ptx_entry_body, Compiled, PtxasInfo};
+use crate::runtime::device::triton::{self, TritonSpec};
 use crate::runtime::device::{self, CudaDevice, DeviceKind, DeviceSpec};
 use crate::runtime::dtype::DType;
 use crate::runtime::error::{Error, Result};
@@ -60,6 +61,11 @@ pub struct InspectRequest {
     pub show_ptx: bool,
     /// Print each kernel's SASS in the report (needs `sass`).
     pub show_sass: bool,
+    /// The shape a Triton variant's kernels are compiled for (their blocks follow it); `None`:
+    /// the op's default GPU shape.
+    pub shape: Option<Vec<usize>>,
+    /// Print this IR stage of each Triton kernel (`ttir`, `ttgir`, `llir`, `ptx`).
+    pub ir: Option<String>,
 }
 
 impl InspectRequest {
@@ -78,6 +84,8 @@ impl InspectRequest {
             sass: false,
             show_ptx: false,
             show_sass: false,
+            shape: None,
+            ir: None,
         }
     }
 }
@@ -699,6 +707,20 @@ pub struct KernelReport {
     /// The PTX of this entry (printed when asked; see [`InspectReport::ptx`]).
     #[serde(skip)]
     pub ptx: String,
+    /// A Triton kernel's IR stages (ttir, ttgir, llir, ptx), in compile order.
+    #[serde(skip)]
+    pub ir: Vec<(&'static str, String)>,
+    /// A Triton kernel's launch: warps, shared memory and the stages Triton compiled it with.
+    pub triton: Option<TritonLaunch>,
+}
+
+/// What Triton's compiler decided for a kernel (its metadata).
+#[derive(Debug, Clone, Serialize)]
+pub struct TritonLaunch {
+    pub num_warps: u32,
+    pub num_stages: u32,
+    pub shared_bytes: u32,
+    pub triton_version: String,
 }
 
 /// What [`inspect`] returns: print it (`Display`) or serialize it (`--json`).
@@ -722,6 +744,8 @@ pub struct InspectReport {
     show_ptx: bool,
     #[serde(skip)]
     show_sass: bool,
+    #[serde(skip)]
+    show_ir: Option<String>,
 }
 
 impl InspectReport {
@@ -941,6 +965,23 @@ impl fmt::Display for InspectReport {
                 )?;
                 writeln!(f, "{}", s.census.table())?;
             }
+            if let Some(t) = &k.triton {
+                writeln!(
+                    f,
+                    "triton {}: {} warps ({} threads), {} pipeline stage(s), {} bytes of shared memory",
+                    t.triton_version,
+                    t.num_warps,
+                    t.num_warps * 32,
+                    t.num_stages,
+                    t.shared_bytes
+                )?;
+            }
+            if let Some(stage) = &self.show_ir {
+                match k.ir.iter().find(|(s, _)| s == stage) {
+                    Some((s, text)) => writeln!(f, "{}:\n{text}", s.to_uppercase())?,
+                    None => writeln!(f, "{stage}: not a stage of this kernel (Triton's only)")?,
+                }
+            }
             if self.show_ptx {
                 writeln!(f, "PTX:\n{}", k.ptx)?;
             }
@@ -1078,7 +1119,11 @@ pub fn inspect(req: &InspectRequest) -> Result<InspectReport> {
                 any.join(", ")
             )));
         }
-        fit
+        // Triton's kernels where Triton is at hand (named, one is compiled or refused).
+        let triton_here = triton::triton_version().is_ok();
+        fit.into_iter()
+            .filter(|v| v.triton.is_none() || triton_here)
+            .collect()
     } else {
         req.variants
             .iter()
@@ -1108,8 +1153,26 @@ pub fn inspect(req: &InspectRequest) -> Result<InspectReport> {
             }
         }
     }
+    // Triton's kernels for the shape (their blocks follow it).
+    let shape = match &req.shape {
+        Some(s) => {
+            req.op.check_shape(s, None)?;
+            s.clone()
+        }
+        None => req.op.default_shape(DeviceKind::Cuda),
+    };
+    let mut triton_targets: Vec<(&'static Variant, TritonSpec)> = Vec::new();
+    for v in &variants {
+        if let Some(specs) = v.triton {
+            for spec in specs(&req.params, req.dtype, &shape)? {
+                if req.kernel.as_ref().is_none_or(|k| k == spec.kernel) {
+                    triton_targets.push((v, spec));
+                }
+            }
+        }
+    }
     if let Some(k) = &req.kernel {
-        if targets.is_empty() {
+        if targets.is_empty() && triton_targets.is_empty() {
             let mut known: Vec<String> = Vec::new();
             for v in &variants {
                 for (_, symbols) in variant_symbols(v, req.dtype, &req.params)? {
@@ -1131,7 +1194,9 @@ pub fn inspect(req: &InspectRequest) -> Result<InspectReport> {
     if let Some(a) = &req.arch {
         check_arch(a)?;
     }
-    nvrtc::nvrtc_available()?;
+    if !targets.is_empty() {
+        nvrtc::nvrtc_available()?;
+    }
 
     // The GPU, if any, decides the default architecture and gives occupancy.
     let gpu = open_gpu(req.device)?;
@@ -1217,15 +1282,90 @@ pub fn inspect(req: &InspectRequest) -> Result<InspectReport> {
             ptx_census,
             sass: sass_report,
             ptx: body.to_string(),
+            ir: Vec::new(),
+            triton: None,
         });
     }
-    let (major, minor) = nvrtc::nvrtc_version()?;
+    for (v, spec) in &triton_targets {
+        let k = triton::compile_cached(spec, &arch)?;
+        let name = &k.meta.name;
+        let ptx = k.stage("ptx").unwrap_or_default();
+        let body = ptx_entry_body(ptx, name).ok_or_else(|| Error::MissingSymbol {
+            file: spec.source.file.into(),
+            kernel: name.clone(),
+        })?;
+        let ptx_census = Census::of_ptx(body);
+        let threads = k.meta.num_warps * 32;
+        let occupancy = match (&gpu, &occupancy_note) {
+            (Ok(d), None) => {
+                let t = d.triton(spec)?;
+                let blocks = t
+                    .f
+                    .occupancy_max_active_blocks_per_multiprocessor(
+                        threads,
+                        k.meta.shared as usize,
+                        None,
+                    )
+                    .map_err(|e| Error::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))?;
+                Occupancy::Computed {
+                    block_size: threads,
+                    blocks_per_sm: blocks,
+                    warps_per_sm: blocks * k.meta.num_warps,
+                    max_warps_per_sm: d.props.max_threads_per_sm / 32,
+                }
+            }
+            (_, note) => Occupancy::NotComputed {
+                why: note.clone().unwrap_or_default(),
+            },
+        };
+        let sass_report = match &tool {
+            Some(t) => match disassemble(t, &k.cubin) {
+                Ok(fns) => fns.iter().find(|f| f.name == *name).map(|f| SassReport {
+                    tool: t.name.to_string(),
+                    census: Census::of_sass(f),
+                    text: f.text.clone(),
+                }),
+                Err(e) => {
+                    sass_note = Some(format!("{}: {e}", t.name));
+                    None
+                }
+            },
+            None => None,
+        };
+        kernels.push(KernelReport {
+            variant: v.id(),
+            kernel: spec.label(),
+            source: format!("triton/{}", spec.source.file),
+            ptxas: nvrtc::parse_ptxas_log(&k.meta.ptxas_log)
+                .into_iter()
+                .find(|p| p.kernel == *name),
+            occupancy,
+            global_load_instructions: ptx_census.count(Category::GlobalLoad),
+            widest_global_load_bytes: ptx_census.widest(Category::GlobalLoad),
+            ptx_census,
+            sass: sass_report,
+            ptx: body.to_string(),
+            ir: k.ir.clone(),
+            triton: Some(TritonLaunch {
+                num_warps: k.meta.num_warps,
+                num_stages: k.meta.num_stages,
+                shared_bytes: k.meta.shared,
+                triton_version: k.meta.triton_version.clone(),
+            }),
+        });
+    }
+    let nvrtc_version = if targets.is_empty() {
+        "not used".to_string()
+    } else {
+        let (major, minor) = nvrtc::nvrtc_version()?;
+        format!("{major}.{minor}")
+    };
     Ok(InspectReport {
         op: req.op,
         dtype: req.dtype,
         form: req.params.form(),
         arch,
-        nvrtc: format!("{major}.{minor}"),
+        nvrtc: nvrtc_version,
         device: gpu
             .as_ref()
             .ok()
@@ -1235,6 +1375,7 @@ pub fn inspect(req: &InspectRequest) -> Result<InspectReport> {
         kernels,
         show_ptx: req.show_ptx,
         show_sass: req.show_sass,
+        show_ir: req.ir.clone(),
     })
 }
 

@@ -339,7 +339,16 @@ static VARIANTS: [Variant; 15] = [
     Variant::new(OP, "triton", Tier::Triton, DeviceKind::Cuda,
         "the fused-softmax tutorial's kernel in Triton (kernels/triton/softmax.py): a row a block on chip, a persistent grid sized by occupancy (≤ 131072 columns)",
         unary!(run_triton))
-        .triton(|p, dt, shape| Ok(vec![triton_spec(p.get()?, dt, *shape.last().unwrap_or(&1))?]))
+        .triton(|p, dt, shape| {
+            let cols = *shape.last().unwrap_or(&1);
+            let rows = shape.iter().product::<usize>() / cols.max(1);
+            let hint = |n: &str| match n {
+                "rows" => rows.is_multiple_of(16),
+                "x_ptr" | "y_ptr" => true,
+                _ => cols.is_multiple_of(16),
+            };
+            Ok(vec![triton_spec(p.get()?, dt, cols, &hint)?])
+        })
         .strided(),
     Variant::new(OP, "fused", Tier::Cpu, DeviceKind::Cpu,
         "rows in parallel (rayon), each row max / exp-sum / scale while in cache; rows past 512 Ki columns, or too few for the threads, split into 4096-column chunks that all cores share",

@@ -15,9 +15,17 @@ static TRITON: KernelSource = KernelSource {
 pub const TRITON_MAX_COLS: usize = 1 << 17;
 
 /// The fused-softmax tutorial's launch facts for rows of `cols`: the block (the next power of
-/// two ≥ cols), its warps (4; 8 from 2048 columns; 16 from 4096) and the rows in flight a
-/// program (4 stages where a block's shared memory could hold that many, else 2).
-pub fn triton_spec(p: &SoftmaxParams, dt: DType, cols: usize) -> Result<TritonSpec> {
+/// two ≥ cols) and its warps (4; 8 from 2048 columns; 16 from 4096). A program keeps the next
+/// row's load in flight (two stages, staged in shared memory by Triton's pipeliner) while two
+/// rows fit in 64 KiB; wider rows go one at a time (two would not fit a CTA's shared memory).
+/// `hint(name)`: whether the argument is a multiple of 16 (a pointer: 16-byte aligned), as
+/// Triton's own launcher specializes.
+pub fn triton_spec(
+    p: &SoftmaxParams,
+    dt: DType,
+    cols: usize,
+    hint: &dyn Fn(&str) -> bool,
+) -> Result<TritonSpec> {
     if cols > TRITON_MAX_COLS {
         return Err(unsupported(
             "triton",
@@ -34,18 +42,19 @@ pub fn triton_spec(p: &SoftmaxParams, dt: DType, cols: usize) -> Result<TritonSp
         _ => 4,
     };
     let ptr = triton_type(dt, true);
+    let stages = if 2 * block * dt.size() <= 64 * 1024 { 2 } else { 1 };
     Ok(TritonSpec::new(&TRITON, "softmax_kernel")
-        .arg("y_ptr", &ptr)
-        .arg("x_ptr", &ptr)
-        .arg("x_stride", "i64")
-        .arg("y_stride", "i64")
-        .arg("rows", "i32")
-        .arg("cols", "i32")
+        .arg_hinted("y_ptr", &ptr, hint("y_ptr"))
+        .arg_hinted("x_ptr", &ptr, hint("x_ptr"))
+        .arg_hinted("x_stride", "i64", hint("x_stride"))
+        .arg_hinted("y_stride", "i64", hint("y_stride"))
+        .arg_hinted("rows", "i32", hint("rows"))
+        .arg_hinted("cols", "i32", hint("cols"))
         .constexpr("BLOCK", block as u64)
-        .constexpr("NUM_STAGES", 2)
+        .constexpr("NUM_STAGES", stages)
         .constexpr("LOG", p.log_softmax)
         .warps(warps)
-        .stages(2))
+        .stages(stages))
 }
 
 /// The tutorial's occupancy arithmetic: programs an SM holds by registers (and by shared
@@ -66,8 +75,18 @@ pub fn triton_programs(dev: &CudaDevice, regs: u32, shared: u32, warps: u32, row
 /// grid sized by occupancy.
 pub fn run_triton(p: &SoftmaxParams, x: &Tensor, y: &mut Tensor) -> Result<()> {
     check_rows(x)?;
-    let spec = triton_spec(p, x.dtype(), x.rows_cols().1)?;
     let (io, r) = rows_io(x, y)?;
+    let d16 = |v: usize| v.is_multiple_of(16);
+    let (ax, ay) = (aligned16(&io.dev, io.x), aligned16(&io.dev, io.y));
+    let hint = |n: &str| match n {
+        "x_ptr" => ax,
+        "y_ptr" => ay,
+        "x_stride" => d16(r.ldx as usize),
+        "y_stride" => d16(r.ldy as usize),
+        "rows" => d16(r.rows),
+        _ => d16(r.cols),
+    };
+    let spec = triton_spec(p, x.dtype(), r.cols, &hint)?;
     let (rows, cols) = (
         i32::try_from(r.rows).map_err(|_| unsupported("triton", format!("{} rows", r.rows)))?,
         r.cols as i32,

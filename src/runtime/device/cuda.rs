@@ -253,6 +253,15 @@ impl CudaDevice {
         }
         let k = super::triton::compile_cached(spec, &self.arch)?;
         k.check_launchable(&spec.label())?;
+        if k.meta.shared as usize > self.props.max_smem_per_block_optin {
+            return Err(Error::Invalid(format!(
+                "{}: Triton compiled it for {} bytes of shared memory a CTA; this GPU gives at \
+                 most {}",
+                spec.label(),
+                k.meta.shared,
+                self.props.max_smem_per_block_optin
+            )));
+        }
         let module = self
             .ctx
             .load_module(cudarc::nvrtc::Ptx::from_binary(k.cubin.clone()))
