@@ -32,3 +32,6 @@ mod profile;
 mod ptx;
 /// RMSNorm: every variant against f64, strided rows, special values, bad operands.
 mod rmsnorm;
+/// The Triton tier: compiled by Triton for sm_90a, cached, refused without Triton; on the GPU,
+/// its metadata against Triton's loader.
+mod triton;

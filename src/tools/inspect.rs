@@ -1299,9 +1299,8 @@ pub fn inspect(req: &InspectRequest) -> Result<InspectReport> {
         let occupancy = match (&gpu, &occupancy_note) {
             (Ok(d), None) => {
                 let t = d.triton(spec)?;
-                let blocks = t
-                    .f
-                    .occupancy_max_active_blocks_per_multiprocessor(
+                let blocks =
+                    t.f.occupancy_max_active_blocks_per_multiprocessor(
                         threads,
                         k.meta.shared as usize,
                         None,

@@ -42,7 +42,11 @@ pub fn triton_spec(
         _ => 4,
     };
     let ptr = triton_type(dt, true);
-    let stages = if 2 * block * dt.size() <= 64 * 1024 { 2 } else { 1 };
+    let stages = if 2 * block * dt.size() <= 64 * 1024 {
+        2
+    } else {
+        1
+    };
     Ok(TritonSpec::new(&TRITON, "softmax_kernel")
         .arg_hinted("y_ptr", &ptr, hint("y_ptr"))
         .arg_hinted("x_ptr", &ptr, hint("x_ptr"))

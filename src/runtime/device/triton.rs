@@ -191,29 +191,31 @@ pub fn python() -> String {
 pub fn triton_version() -> Result<String> {
     static VERSION: OnceLock<std::result::Result<String, String>> = OnceLock::new();
     VERSION
-        .get_or_init(|| {
-            let py = python();
-            let out = Command::new(&py)
-                .args([
-                    "-c",
-                    "import importlib.metadata as m; print(m.version('triton'))",
-                ])
-                .stdin(Stdio::null())
-                .output()
-                .map_err(|e| format!("{py} could not be run ({e}); set KERNLAB_PYTHON"))?;
-            if !out.status.success() {
-                return Err(format!(
-                    "Triton is not installed for {py} (pip install triton, or point \
-                     KERNLAB_PYTHON at a Python that has it)"
-                ));
-            }
-            Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-        })
+        .get_or_init(|| triton_version_of(&python()))
         .clone()
         .map_err(|why| Error::Unavailable {
             what: "the triton tier".into(),
             why,
         })
+}
+
+/// [`triton_version`] for the Python `py`, asked now: the version, or why there is none.
+pub fn triton_version_of(py: &str) -> std::result::Result<String, String> {
+    let out = Command::new(py)
+        .args([
+            "-c",
+            "import importlib.metadata as m; print(m.version('triton'))",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{py} could not be run ({e}); set KERNLAB_PYTHON"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "Triton is not installed for {py} (pip install triton, or point KERNLAB_PYTHON at \
+             a Python that has it)"
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 /// The architecture number Triton takes (`sm_90a` → 90).
@@ -308,6 +310,11 @@ fn read_entry(path: &Path) -> Option<TritonKernel> {
 
 /// Run the compile step for one kernel (no cache).
 pub fn compile(spec: &TritonSpec, arch: u32) -> Result<TritonKernel> {
+    compile_with(&python(), spec, arch)
+}
+
+/// [`compile`] with the Python `py`.
+pub fn compile_with(py: &str, spec: &TritonSpec, arch: u32) -> Result<TritonKernel> {
     let out = tempfile::tempdir().map_err(|e| Error::Io {
         path: std::env::temp_dir().display().to_string(),
         err: e,
@@ -334,7 +341,7 @@ pub fn compile(spec: &TritonSpec, arch: u32) -> Result<TritonKernel> {
         "arch": arch,
         "out": out.path(),
     });
-    let py = python();
+    let py = py.to_string();
     let mut child = Command::new(&py)
         .args(["-c", COMPILE_STEP])
         .stdin(Stdio::piped())
