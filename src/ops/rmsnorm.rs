@@ -14,7 +14,7 @@ use super::{
     OpParams, Params, SweepDefault, Tier, TorchCases, Variant,
 };
 use crate::compiler::{Expr, Graph, Layout};
-use crate::runtime::device::triton::{triton_type, TritonSpec};
+use crate::runtime::device::triton::{row_block_warps, triton_type, TritonSpec};
 use crate::runtime::device::{Device, DeviceKind};
 use crate::runtime::dtype::{DType, Element};
 use crate::runtime::error::{Error, Result};
@@ -573,11 +573,7 @@ pub fn triton_spec(dt: DType, cols: usize, hint: &dyn Fn(&str) -> bool) -> Resul
         ));
     }
     let block = cols.max(1).next_power_of_two();
-    let warps = match block {
-        b if b >= 4096 => 16,
-        b if b >= 2048 => 8,
-        _ => 4,
-    };
+    let warps = row_block_warps(block);
     let ptr = triton_type(dt, true);
     Ok(TritonSpec::new(&TRITON, "rmsnorm_kernel")
         .arg_hinted("y_ptr", &ptr, hint("y_ptr"))

@@ -1252,25 +1252,12 @@ pub fn inspect(req: &InspectRequest) -> Result<InspectReport> {
                 why: note.clone().unwrap_or_default(),
             },
         };
-        let sass_report = match &tool {
-            Some(t) => {
-                let listing = sass
-                    .entry(src.file)
-                    .or_insert_with(|| disassemble(t, &c.cubin).map_err(|e| e.to_string()));
-                match listing {
-                    Ok(fns) => fns.iter().find(|f| f.name == *sym).map(|f| SassReport {
-                        tool: t.name.to_string(),
-                        census: Census::of_sass(f),
-                        text: f.text.clone(),
-                    }),
-                    Err(e) => {
-                        sass_note = Some(format!("{}: {e}", t.name));
-                        None
-                    }
-                }
-            }
-            None => None,
-        };
+        let sass_report = tool.as_ref().and_then(|t| {
+            let listing = sass
+                .entry(src.file)
+                .or_insert_with(|| disassemble(t, &c.cubin).map_err(|e| e.to_string()));
+            sass_of(t, listing, sym, &mut sass_note)
+        });
         kernels.push(KernelReport {
             variant: v.id(),
             kernel: sym.clone(),
@@ -1317,20 +1304,10 @@ pub fn inspect(req: &InspectRequest) -> Result<InspectReport> {
                 why: note.clone().unwrap_or_default(),
             },
         };
-        let sass_report = match &tool {
-            Some(t) => match disassemble(t, &k.cubin) {
-                Ok(fns) => fns.iter().find(|f| f.name == *name).map(|f| SassReport {
-                    tool: t.name.to_string(),
-                    census: Census::of_sass(f),
-                    text: f.text.clone(),
-                }),
-                Err(e) => {
-                    sass_note = Some(format!("{}: {e}", t.name));
-                    None
-                }
-            },
-            None => None,
-        };
+        let sass_report = tool.as_ref().and_then(|t| {
+            let listing = disassemble(t, &k.cubin).map_err(|e| e.to_string());
+            sass_of(t, &listing, name, &mut sass_note)
+        });
         kernels.push(KernelReport {
             variant: v.id(),
             kernel: spec.label(),
@@ -1376,6 +1353,27 @@ pub fn inspect(req: &InspectRequest) -> Result<InspectReport> {
         show_sass: req.show_sass,
         show_ir: req.ir.clone(),
     })
+}
+
+/// The SASS report of kernel `name` from a cubin's disassembly (`None` when it is not in it);
+/// a disassembly that failed leaves its reason in `note`.
+fn sass_of(
+    t: &SassTool,
+    listing: &std::result::Result<Vec<SassFunction>, String>,
+    name: &str,
+    note: &mut Option<String>,
+) -> Option<SassReport> {
+    match listing {
+        Ok(fns) => fns.iter().find(|f| f.name == name).map(|f| SassReport {
+            tool: t.name.to_string(),
+            census: Census::of_sass(f),
+            text: f.text.clone(),
+        }),
+        Err(e) => {
+            *note = Some(format!("{}: {e}", t.name));
+            None
+        }
+    }
 }
 
 /// Blocks and warps per SM for one kernel at one block size, from the driver.

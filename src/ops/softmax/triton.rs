@@ -1,6 +1,6 @@
 use super::*;
 use crate::runtime::device::cuda::CudaDevice;
-use crate::runtime::device::triton::{triton_type, TritonSpec};
+use crate::runtime::device::triton::{row_block_warps, triton_type, TritonSpec};
 use crate::runtime::launch::launch_triton;
 
 // ---- Triton -----------------------------------------------------------------------------------
@@ -36,11 +36,7 @@ pub fn triton_spec(
         ));
     }
     let block = cols.max(1).next_power_of_two();
-    let warps = match block {
-        b if b >= 4096 => 16,
-        b if b >= 2048 => 8,
-        _ => 4,
-    };
+    let warps = row_block_warps(block);
     let ptr = triton_type(dt, true);
     let stages = if 2 * block * dt.size() <= 64 * 1024 {
         2

@@ -117,6 +117,16 @@ pub fn triton_type(dtype: crate::runtime::dtype::DType, pointer: bool) -> String
     }
 }
 
+/// Warps for a program holding a row in one block of `block` elements, the fused-softmax
+/// tutorial's rule: 4, 8 from 2048 elements, 16 from 4096.
+pub fn row_block_warps(block: usize) -> u32 {
+    match block {
+        b if b >= 4096 => 16,
+        b if b >= 2048 => 8,
+        _ => 4,
+    }
+}
+
 /// What the compile step reports about a kernel.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TritonMeta {
