@@ -60,6 +60,12 @@ pub(super) fn run(a: DoctorArgs, out: &mut dyn Write) -> Result<()> {
             if present { "loads" } else { "not found" }
         )?;
     }
+    let py = crate::runtime::device::triton::python();
+    let tr = match crate::runtime::device::triton::triton_version() {
+        Ok(v) => format!("{v} (for {py}): the triton tier compiles its kernels"),
+        Err(e) => format!("{e}: the triton variants refuse"),
+    };
+    writeln!(out, "Triton: {tr}")?;
     match nvrtc::cache_dir() {
         Some(d) => {
             let (files, bytes) = std::fs::read_dir(&d)

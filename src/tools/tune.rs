@@ -90,7 +90,11 @@ pub fn tune(
         let mut y = Tensor::empty(&y_shape, dtype, &device)?;
         y.poison_nan()?;
         match (c.run)(params, &x, &mut y).and_then(|_| dev.sync()) {
-            Err(e @ (Error::UnsupportedShape { .. } | Error::NotContiguous { .. })) => {
+            Err(
+                e @ (Error::UnsupportedShape { .. }
+                | Error::NotContiguous { .. }
+                | Error::Unavailable { .. }),
+            ) => {
                 t.note = Some(format!("skipped: {e}"));
                 trials.push(t);
                 continue;

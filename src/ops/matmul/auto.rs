@@ -243,6 +243,10 @@ pub fn candidates(
         {
             continue;
         }
+        // Triton's configurations where Triton is at hand (else the tier refuses each one).
+        if v == triton::VARIANT && crate::runtime::device::triton::triton_version().is_err() {
+            continue;
+        }
         for name in config_names(v, dt) {
             let cfg = name.clone();
             out.push(Candidate {
