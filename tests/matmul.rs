@@ -38,7 +38,7 @@ const SHAPES: &[[usize; 3]] = &[
 fn may_refuse(
     dev: &Device,
     v: &Variant,
-    [m, _, k]: [usize; 3],
+    [m, n, k]: [usize; 3],
     dt: DType,
     act: Activation,
     e: &Error,
@@ -52,7 +52,14 @@ fn may_refuse(
         }
         ("cublaslt", _) => act == Activation::GeluErf && s.contains("erf"),
         ("v8_skinny", Error::UnsupportedShape { .. }) => m > matmul::cuda::SKINNY_ROWS,
-        _ => false,
+        // CUTLASS's TMA needs K and N multiples of 8; its GeLU comes with the bias.
+        ("cutlass", Error::UnsupportedShape { .. }) => {
+            !k.is_multiple_of(8)
+                || !n.is_multiple_of(8)
+                || (act != Activation::None && s.contains("comes with the bias"))
+                || (pre_hopper && s.contains("sm_90"))
+        }
+        _ => crate::common::tool_missing(v, e),
     }
 }
 

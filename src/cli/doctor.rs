@@ -15,6 +15,11 @@ pub(super) struct DoctorArgs {
     /// Measure the ceilings again instead of reading them from the cache
     #[arg(long)]
     fresh_ceilings: bool,
+    /// Build every configuration of the CUTLASS tier's GEMM for this architecture (e.g.
+    /// sm_90a) into the cache now, rather than each at its first use (needs nvcc and CUTLASS's
+    /// headers; about a minute of a core a configuration)
+    #[arg(long, value_name = "ARCH")]
+    build_cutlass: Option<String>,
 }
 
 fn nvidia_kernel_driver() -> Option<String> {
@@ -58,6 +63,24 @@ pub(super) fn run(a: DoctorArgs, out: &mut dyn Write) -> Result<()> {
             out,
             "{name}: {}",
             if present { "loads" } else { "not found" }
+        )?;
+    }
+    let cutlass = match crate::runtime::device::cutlass::Toolchain::find() {
+        Ok(t) => format!(
+            "{} ({}), CUTLASS headers {}: the cutlass tier builds at first use",
+            t.nvcc.display(),
+            t.nvcc_version().unwrap_or_default(),
+            t.includes[0].display()
+        ),
+        Err(e) => format!("{e}: the cutlass variants refuse unless already built in the cache"),
+    };
+    writeln!(out, "CUTLASS: {cutlass}")?;
+    if let Some(arch) = &a.build_cutlass {
+        crate::tools::inspect::check_arch(arch)?;
+        let built = crate::runtime::device::cutlass::build_all(arch)?;
+        writeln!(
+            out,
+            "CUTLASS: {built} configuration(s) built for {arch} into the cache"
         )?;
     }
     let py = crate::runtime::device::triton::python();

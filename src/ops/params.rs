@@ -25,6 +25,8 @@ pub enum Tier {
     /// Written in Triton (`kernels/triton/`), compiled by Triton's compiler, launched by
     /// kernlab.
     Triton,
+    /// Built from NVIDIA's CUTLASS templates (`kernels/cutlass/`) with nvcc at first use.
+    Cutlass,
     /// Fused, multi-threaded CPU loops.
     Cpu,
 }
@@ -38,6 +40,7 @@ impl fmt::Display for Tier {
             Tier::Compiled => "compiled",
             Tier::Vendor => "vendor",
             Tier::Triton => "triton",
+            Tier::Cutlass => "cutlass",
             Tier::Cpu => "cpu",
         })
     }

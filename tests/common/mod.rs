@@ -103,3 +103,22 @@ pub fn run_cli(args: &[&str]) -> Result<String, String> {
         .map(|_| String::from_utf8(out).unwrap())
         .map_err(|e| format!("{e:#}"))
 }
+
+/// Whether `e` is a tier refusing for a tool this machine lacks (Triton, nvcc, CUTLASS's
+/// headers): a skip with one printed line, unless KERNLAB_REQUIRE_TRITON=1 (triton) or
+/// KERNLAB_REQUIRE_CUTLASS=1 (cutlass) asks for the tier, when it fails.
+pub fn tool_missing(v: &kernlab::ops::Variant, e: &kernlab::Error) -> bool {
+    let kernlab::Error::Unavailable { .. } = e else {
+        return false;
+    };
+    let switch = match v.tier {
+        kernlab::Tier::Triton => "KERNLAB_REQUIRE_TRITON",
+        kernlab::Tier::Cutlass => "KERNLAB_REQUIRE_CUTLASS",
+        _ => return false,
+    };
+    if required(switch) {
+        return false;
+    }
+    println!("skipped {}: {e}", v.id());
+    true
+}

@@ -26,6 +26,9 @@ pub const LINEAR: &str = "linear";
 
 /// The op a GEMM call is, by its tuning-cache name: linear where it has a bias or an
 /// activation, else matmul.
+pub fn op_name_of(g: &Gemm) -> &'static str {
+    op_name(g)
+}
 fn op_name(g: &Gemm) -> &'static str {
     if g.bias.is_some() || g.act != Activation::None {
         LINEAR

@@ -10,6 +10,7 @@
 pub mod auto;
 pub mod compiled;
 pub mod cuda;
+pub mod cutlass;
 pub mod sm90;
 pub mod triton;
 pub mod vendor;
@@ -824,6 +825,11 @@ macro_rules! gemm_rows {
                     let gp = p.get::<GemmParams>()?;
                     Ok(vec![$crate::ops::matmul::triton::default_spec(dt, gp.bias, gp.act.code(), shape)])
                 }),
+            Variant::new($op, "cutlass", Tier::Cutlass, DeviceKind::Cuda,
+                "a CUTLASS 3.x Hopper GEMM (CollectiveBuilder: TMA, wgmma, warp-specialised cooperative, persistent), bias + GeLU in CUTLASS's fused epilogue; built with nvcc at first use (sm_90)",
+                |p, x, y| gemm_call($crate::ops::matmul::cutlass::run, p, x, y))
+                .dtypes(HALF_DTYPES)
+                .min_arch(90),
             Variant::new($op, "cublaslt", Tier::Vendor, DeviceKind::Cuda,
                 "cuBLASLt matmul with its fused epilogue (bias, GELU), heuristic algorithm cached",
                 |p, x, y| gemm_call(vendor::run_cublaslt, p, x, y)),

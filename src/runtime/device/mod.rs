@@ -4,6 +4,7 @@
 //! (cudarc panics on a missing library), and asking for `cuda` where there is none is an error.
 
 pub mod cuda;
+pub mod cutlass;
 pub mod nvrtc;
 pub mod triton;
 

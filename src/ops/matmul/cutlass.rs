@@ -1,0 +1,115 @@
+//! The CUTLASS tier of the GEMM ops: a CUTLASS 3.x Hopper GEMM (TMA, wgmma, warp-specialised,
+//! persistent; `kernels/cutlass/gemm.cu`) with linear's bias + GeLU in CUTLASS's fused
+//! epilogue, built at first use into a cached shared object (`runtime::device::cutlass`) and
+//! run on kernlab's stream.
+
+use super::{gemm_bufs, Activation, Gemm};
+use crate::runtime::device::cutlass::{self, Config};
+use crate::runtime::dtype::DType;
+use crate::runtime::error::{Error, Result};
+use crate::runtime::tensor::Tensor;
+use cudarc::driver::{DevicePtr, DevicePtrMut};
+
+/// The registry's name of the CUTLASS version.
+pub const VARIANT: &str = "cutlass";
+
+fn refuse(g: &Gemm, why: String) -> Error {
+    Error::UnsupportedShape {
+        op: super::auto::op_name_of(g).into(),
+        variant: VARIANT.into(),
+        why,
+    }
+}
+
+/// The configuration a GEMM runs: its dtype and epilogue.
+pub fn config(g: &Gemm) -> Config {
+    let epilogue = match (g.bias.is_some(), g.act) {
+        (_, Activation::GeluTanh) => 2,
+        (_, Activation::GeluErf) => 3,
+        (true, Activation::None) => 1,
+        (false, Activation::None) => 0,
+    };
+    Config {
+        element: if g.dtype() == DType::F16 {
+            "f16"
+        } else {
+            "bf16"
+        },
+        epilogue,
+    }
+}
+
+/// c = epi(a · wᵀ) by CUTLASS.
+pub fn run(g: &Gemm, c: &mut Tensor) -> Result<()> {
+    if g.act != Activation::None && g.bias.is_none() {
+        return Err(refuse(
+            g,
+            "its GeLU epilogue comes with the bias (linear's)".into(),
+        ));
+    }
+    // TMA needs 16-byte rows: K and N multiples of 8 elements.
+    if !g.k.is_multiple_of(8) || !g.n.is_multiple_of(8) {
+        return Err(refuse(
+            g,
+            format!(
+                "K = {} and N = {} must be multiples of 8: the TMA descriptors need rows of a, w \
+                 and c on 16-byte boundaries",
+                g.k, g.n
+            ),
+        ));
+    }
+    let dims = |v: usize, what: &str| {
+        i32::try_from(v).map_err(|_| refuse(g, format!("{what} = {v}: at most 2^31 − 1")))
+    };
+    let (m, n, k) = (dims(g.m, "M")?, dims(g.n, "N")?, dims(g.k, "K")?);
+    let io = gemm_bufs(VARIANT, g, c)?;
+    let dev = io.dev.clone();
+    if dev.props.compute_capability.0 != 9 {
+        let (a, b) = dev.props.compute_capability;
+        return Err(refuse(
+            g,
+            format!("the Hopper GEMM runs on sm_90; this device is sm_{a}{b}"),
+        ));
+    }
+    let lib = cutlass::load(&config(g), &dev.arch)?;
+    // SAFETY: a pure size query of the library's C ABI.
+    let ws_bytes = unsafe { (lib.workspace_bytes)(m, n, k) }.max(16);
+    let (a, _ga) = io.a.device_ptr(&dev.stream);
+    let (w, _gw) = io.w.device_ptr(&dev.stream);
+    let bias = io.bias.map(|b| b.device_ptr(&dev.stream));
+    let bias_ptr = bias.as_ref().map_or(0, |(p, _)| *p);
+    let (cp, _gc) = io.c.device_ptr_mut(&dev.stream);
+    let mut err = [0 as std::ffi::c_char; 256];
+    let rc = dev.with_workspace("cutlass", ws_bytes, |ws| {
+        let (wp, _gws) = ws.device_ptr_mut(&dev.stream);
+        // SAFETY: every pointer is a live device buffer checked by gemm_bufs to hold what the
+        // GEMM reads or writes (the workspace as large as the library asked); the stream is
+        // kernlab's, in the primary context CUTLASS's runtime calls also use.
+        Ok(unsafe {
+            (lib.gemm)(
+                a as *const _,
+                w as *const _,
+                bias_ptr as *const _,
+                cp as *mut _,
+                m,
+                n,
+                k,
+                wp as *mut _,
+                dev.stream.cu_stream() as *mut _,
+                err.as_mut_ptr(),
+                err.len() as i32,
+            )
+        })
+    })?;
+    if rc != 0 {
+        // SAFETY: the library wrote a NUL-terminated message into err (snprintf).
+        let why = unsafe { std::ffi::CStr::from_ptr(err.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
+        return Err(Error::Launch {
+            kernel: format!("CUTLASS GEMM {}", cutlass::library_name(&config(g))),
+            err: why,
+        });
+    }
+    dev.after_launch("cutlass gemm")
+}
