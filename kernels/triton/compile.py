@@ -44,10 +44,12 @@ def main():
     except ImportError as e:
         print(f"Triton is not installed for {sys.executable} ({e})", file=sys.stderr)
         return 4
-    out = req["out"]
+    out = os.path.abspath(req["out"])
     # @triton.jit reads its function's source from a file: the kernel's module is written
-    # into the output folder and imported from there.
-    path = os.path.join(out, req["file"])
+    # into the output folder as kernels/triton/FILE and imported from there, so that the IR's
+    # source locations end in the repository's path.
+    path = os.path.join(out, "kernels", "triton", req["file"])
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         f.write(req["source"])
     spec = importlib.util.spec_from_file_location("kernlab_triton_" + req["kernel"], path)

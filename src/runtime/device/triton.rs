@@ -354,6 +354,9 @@ pub fn compile_with(py: &str, spec: &TritonSpec, arch: u32) -> Result<TritonKern
     let py = py.to_string();
     let mut child = Command::new(&py)
         .args(["-c", COMPILE_STEP])
+        // Triton's own cache stays out of it: kernlab's cache is keyed on everything the
+        // compile depends on, and Triton's would hand back IR of an earlier compile.
+        .env("TRITON_CACHE_DIR", out.path().join("triton-cache"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
