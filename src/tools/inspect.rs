@@ -714,6 +714,36 @@ pub struct KernelReport {
     pub triton: Option<TritonLaunch>,
 }
 
+impl KernelReport {
+    /// The report of one kernel from its PTX entry `body`: the census and the global-load
+    /// figures derived from it; no IR stages and no Triton launch (set them where they exist).
+    fn new(
+        variant: String,
+        kernel: String,
+        source: String,
+        ptxas: Option<PtxasInfo>,
+        occupancy: Occupancy,
+        body: &str,
+        sass: Option<SassReport>,
+    ) -> KernelReport {
+        let ptx_census = Census::of_ptx(body);
+        KernelReport {
+            variant,
+            kernel,
+            source,
+            ptxas,
+            occupancy,
+            global_load_instructions: ptx_census.count(Category::GlobalLoad),
+            widest_global_load_bytes: ptx_census.widest(Category::GlobalLoad),
+            ptx_census,
+            sass,
+            ptx: body.to_string(),
+            ir: Vec::new(),
+            triton: None,
+        }
+    }
+}
+
 /// What Triton's compiler decided for a kernel (its metadata).
 #[derive(Debug, Clone, Serialize)]
 pub struct TritonLaunch {
@@ -1245,9 +1275,8 @@ pub fn inspect(req: &InspectRequest) -> Result<InspectReport> {
             file: src.file.into(),
             kernel: sym.clone(),
         })?;
-        let ptx_census = Census::of_ptx(body);
         let occupancy = match (&gpu, &occupancy_note) {
-            (Ok(d), None) => occupancy_of(d, src, sym, block)?,
+            (Ok(d), None) => occupancy_of(d, &d.function(src, sym)?, block, 0)?,
             (_, note) => Occupancy::NotComputed {
                 why: note.clone().unwrap_or_default(),
             },
@@ -1258,77 +1287,62 @@ pub fn inspect(req: &InspectRequest) -> Result<InspectReport> {
                 .or_insert_with(|| disassemble(t, &c.cubin).map_err(|e| e.to_string()));
             sass_of(t, listing, sym, &mut sass_note)
         });
-        kernels.push(KernelReport {
-            variant: v.id(),
-            kernel: sym.clone(),
-            source: src.file.to_string(),
-            ptxas: c.ptxas_info(sym),
+        kernels.push(KernelReport::new(
+            v.id(),
+            sym.clone(),
+            src.file.to_string(),
+            c.ptxas_info(sym),
             occupancy,
-            global_load_instructions: ptx_census.count(Category::GlobalLoad),
-            widest_global_load_bytes: ptx_census.widest(Category::GlobalLoad),
-            ptx_census,
-            sass: sass_report,
-            ptx: body.to_string(),
-            ir: Vec::new(),
-            triton: None,
-        });
+            body,
+            sass_report,
+        ));
     }
     for (v, spec) in &triton_targets {
-        let k = triton::compile_cached(spec, &arch)?;
+        // On the GPU the kernel is loaded (and its compile read from the cache) once, for both
+        // the report and the occupancy.
+        let (k, occupancy) = match (&gpu, &occupancy_note) {
+            (Ok(d), None) => {
+                let t = d.triton(spec)?;
+                let m = &t.kernel.meta;
+                let occ = occupancy_of(d, &t.f, m.num_warps * 32, m.shared as usize)?;
+                (t.kernel.clone(), occ)
+            }
+            (_, note) => (
+                Arc::new(triton::compile_cached(spec, &arch)?),
+                Occupancy::NotComputed {
+                    why: note.clone().unwrap_or_default(),
+                },
+            ),
+        };
         let name = &k.meta.name;
         let ptx = k.stage("ptx").unwrap_or_default();
         let body = ptx_entry_body(ptx, name).ok_or_else(|| Error::MissingSymbol {
             file: spec.source.file.into(),
             kernel: name.clone(),
         })?;
-        let ptx_census = Census::of_ptx(body);
-        let threads = k.meta.num_warps * 32;
-        let occupancy = match (&gpu, &occupancy_note) {
-            (Ok(d), None) => {
-                let t = d.triton(spec)?;
-                let blocks =
-                    t.f.occupancy_max_active_blocks_per_multiprocessor(
-                        threads,
-                        k.meta.shared as usize,
-                        None,
-                    )
-                    .map_err(|e| Error::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))?;
-                Occupancy::Computed {
-                    block_size: threads,
-                    blocks_per_sm: blocks,
-                    warps_per_sm: blocks * k.meta.num_warps,
-                    max_warps_per_sm: d.props.max_threads_per_sm / 32,
-                }
-            }
-            (_, note) => Occupancy::NotComputed {
-                why: note.clone().unwrap_or_default(),
-            },
-        };
         let sass_report = tool.as_ref().and_then(|t| {
             let listing = disassemble(t, &k.cubin).map_err(|e| e.to_string());
             sass_of(t, &listing, name, &mut sass_note)
         });
-        kernels.push(KernelReport {
-            variant: v.id(),
-            kernel: spec.label(),
-            source: format!("triton/{}", spec.source.file),
-            ptxas: nvrtc::parse_ptxas_log(&k.meta.ptxas_log)
+        let mut report = KernelReport::new(
+            v.id(),
+            spec.label(),
+            format!("triton/{}", spec.source.file),
+            nvrtc::parse_ptxas_log(&k.meta.ptxas_log)
                 .into_iter()
                 .find(|p| p.kernel == *name),
             occupancy,
-            global_load_instructions: ptx_census.count(Category::GlobalLoad),
-            widest_global_load_bytes: ptx_census.widest(Category::GlobalLoad),
-            ptx_census,
-            sass: sass_report,
-            ptx: body.to_string(),
-            ir: k.ir.clone(),
-            triton: Some(TritonLaunch {
-                num_warps: k.meta.num_warps,
-                num_stages: k.meta.num_stages,
-                shared_bytes: k.meta.shared,
-                triton_version: k.meta.triton_version.clone(),
-            }),
+            body,
+            sass_report,
+        );
+        report.ir = k.ir.clone();
+        report.triton = Some(TritonLaunch {
+            num_warps: k.meta.num_warps,
+            num_stages: k.meta.num_stages,
+            shared_bytes: k.meta.shared,
+            triton_version: k.meta.triton_version.clone(),
         });
+        kernels.push(report);
     }
     let nvrtc_version = if targets.is_empty() {
         "not used".to_string()
@@ -1376,16 +1390,16 @@ fn sass_of(
     }
 }
 
-/// Blocks and warps per SM for one kernel at one block size, from the driver.
+/// Blocks and warps per SM for one loaded kernel at one block size and dynamic shared memory,
+/// from the driver.
 fn occupancy_of(
     dev: &CudaDevice,
-    src: &'static KernelSource,
-    sym: &str,
+    f: &cudarc::driver::CudaFunction,
     block: u32,
+    dynamic_smem: usize,
 ) -> Result<Occupancy> {
-    let f = dev.function(src, sym)?;
     let blocks = f
-        .occupancy_max_active_blocks_per_multiprocessor(block, 0, None)
+        .occupancy_max_active_blocks_per_multiprocessor(block, dynamic_smem, None)
         .map_err(|e| Error::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))?;
     Ok(Occupancy::Computed {
         block_size: block,

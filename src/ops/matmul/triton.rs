@@ -105,23 +105,28 @@ pub fn spec(c: &Config, dt: DType, bias: bool, act: i32, divisible: &[(&str, boo
         .stages(c.stages)
 }
 
-/// The specs [`run_with`] would compile for a GEMM of this dtype and epilogue with aligned
-/// operands (for `inspect`), in the default configuration.
-pub fn default_spec(dt: DType, bias: bool, act: i32, shape: &[usize]) -> TritonSpec {
+/// Which arguments of an M×N×K GEMM are multiples of 16: the four pointers as `aligned` says
+/// (a, w, c, bias), the dimensions and the row strides (K for a and w, N for c) by value.
+fn divisible([m, n, k]: [usize; 3], aligned: [bool; 4]) -> [(&'static str, bool); 10] {
     let d16 = |v: usize| v.is_multiple_of(16);
-    let (m, n, k) = (shape[0], shape[1], shape[2]);
-    let div = [
-        ("a_ptr", true),
-        ("w_ptr", true),
-        ("c_ptr", true),
-        ("bias_ptr", bias),
+    [
+        ("a_ptr", aligned[0]),
+        ("w_ptr", aligned[1]),
+        ("c_ptr", aligned[2]),
+        ("bias_ptr", aligned[3]),
         ("M", d16(m)),
         ("N", d16(n)),
         ("K", d16(k)),
         ("lda", d16(k)),
         ("ldw", d16(k)),
         ("ldc", d16(n)),
-    ];
+    ]
+}
+
+/// The specs [`run_with`] would compile for a GEMM of this dtype and epilogue with aligned
+/// operands (for `inspect`), in the default configuration.
+pub fn default_spec(dt: DType, bias: bool, act: i32, shape: &[usize]) -> TritonSpec {
+    let div = divisible([shape[0], shape[1], shape[2]], [true, true, true, bias]);
     spec(&configs(dt)[0], dt, bias, act, &div)
 }
 
@@ -146,19 +151,15 @@ pub fn run_with(c: &Config, g: &Gemm, out: &mut Tensor) -> Result<()> {
             why: format!("{tiles} tiles of {}×{}: over the grid limit", c.bm, c.bn),
         })?;
     let io = gemm_bufs(VARIANT, g, out)?;
-    let d16 = |v: usize| v.is_multiple_of(16);
-    let div = [
-        ("a_ptr", aligned16(&io.dev, io.a)),
-        ("w_ptr", aligned16(&io.dev, io.w)),
-        ("c_ptr", aligned16(&io.dev, io.c)),
-        ("bias_ptr", io.bias.is_some_and(|b| aligned16(&io.dev, b))),
-        ("M", d16(g.m)),
-        ("N", d16(g.n)),
-        ("K", d16(g.k)),
-        ("lda", d16(g.k)),
-        ("ldw", d16(g.k)),
-        ("ldc", d16(g.n)),
-    ];
+    let div = divisible(
+        [g.m, g.n, g.k],
+        [
+            aligned16(&io.dev, io.a),
+            aligned16(&io.dev, io.w),
+            aligned16(&io.dev, io.c),
+            io.bias.is_some_and(|b| aligned16(&io.dev, b)),
+        ],
+    );
     let t = io
         .dev
         .triton(&spec(c, dt, io.bias.is_some(), g.act.code(), &div))?;
