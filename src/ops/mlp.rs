@@ -16,7 +16,8 @@
 //! and the manual GeLU's launches per layer, as eager PyTorch), `cuda` (kernlab's hand GEMMs
 //! with the bias and GeLU fused into their epilogue), `compiled` (the GEMMs with the epilogue
 //! kernlab's compiler generates) and `vendor` (cuBLASLt's GELU_BIAS epilogue, or its BIAS
-//! epilogue and a GeLU kernel for erf). See docs/mlp.md.
+//! epilogue and a GeLU kernel for erf; a tanh training step through GELU_AUX_BIAS and
+//! DGELU_BGRAD). See docs/mlp.md.
 
 use super::gelu::{self, GeluApprox, GeluParams};
 use super::matmul::{self, Activation, GemmParams};
@@ -861,6 +862,9 @@ struct TierPlan {
     /// Backward's products through cuBLAS (`dZ·W`, `dZᵀ·H`), or through the tier's own GEMM
     /// on transposed operands.
     blas_backward: bool,
+    /// A tanh-GeLU training step through cuBLASLt's GeLU epilogues (GELU_AUX_BIAS forward,
+    /// DGELU_BGRAD backward; Lt has no erf GeLU).
+    lt_epilogues: bool,
 }
 
 /// A forward layer: `out = gelu(h·Wᵀ + b)`.
@@ -923,24 +927,28 @@ static MANUAL: TierPlan = TierPlan {
     fused_forward: fwd_manual,
     gelu: "manual",
     blas_backward: true,
+    lt_epilogues: false,
 };
 static CUDA: TierPlan = TierPlan {
     gemm: "auto",
     fused_forward: fwd_linear,
     gelu: "v3_vec16_ilp",
     blas_backward: false,
+    lt_epilogues: false,
 };
 static COMPILED: TierPlan = TierPlan {
     gemm: "compiled",
     fused_forward: fwd_linear,
     gelu: "compiled",
     blas_backward: false,
+    lt_epilogues: false,
 };
 static VENDOR: TierPlan = TierPlan {
     gemm: "cublaslt",
     fused_forward: fwd_linear,
     gelu: "v3_vec16_ilp",
     blas_backward: true,
+    lt_epilogues: true,
 };
 
 fn dev_of(t: &Tensor) -> Result<std::sync::Arc<crate::runtime::device::CudaDevice>> {
@@ -1132,6 +1140,9 @@ fn run_tier(t: &TierPlan, p: &Params, x: &[&Tensor], y: &mut Tensor) -> Result<(
                     }
                 }
             }
+            Mode::Train if t.lt_epilogues && lt_trains(mp, d) => {
+                train_step_lt(mp, x[0], w, bias, y)?
+            }
             Mode::Train => train_step(t, mp, x[0], w, bias, y)?,
         }
         if mp.sync_each_step {
@@ -1228,6 +1239,68 @@ fn train_step(
     Ok(())
 }
 
+/// Whether the vendor tier's step goes through Lt's GeLU epilogues: the tanh GeLU (Lt's only
+/// one), and a width whose rows keep the 16-byte alignment Lt's epilogues ask of the
+/// auxiliary matrix and the bias gradient's rows in the output.
+fn lt_trains(mp: MlpParams, d: usize) -> bool {
+    mp.gelu == GeluApprox::Tanh && d.is_multiple_of(8)
+}
+
+/// The vendor tier's training step with cuBLASLt's GeLU epilogues. Forward: each hidden layer
+/// one GELU_AUX_BIAS product writing `h` and GeLU's input `z`; the last layer's BIAS product
+/// writes `z` only (the loss's gradient needs no `h`). Backward: the last layer's `dz` and `db`
+/// by the fused GeLU-backward reduction; then per layer `dW` by cuBLAS into its rows of `y`, and
+/// `dz_{l-1} = (dz_l·W_l) ⊙ gelu'(z_{l-1})` with `db_{l-1}` by one DGELU_BGRAD product (at the
+/// first layer, `dX = dz_0·W_0` by cuBLAS).
+fn train_step_lt(
+    mp: MlpParams,
+    x: &Tensor,
+    w: &[&Tensor],
+    bias: &[&Tensor],
+    y: &mut Tensor,
+) -> Result<()> {
+    let nl = mp.layers;
+    let dev = x.device();
+    let dt = x.dtype();
+    let (b, d) = (x.shape()[0], x.shape()[1]);
+    let mut hs: Vec<Tensor> = Vec::with_capacity(nl);
+    let mut zs: Vec<Tensor> = Vec::with_capacity(nl);
+    for l in 0..nl {
+        let mut z = Tensor::empty(&[b, d], dt, &dev)?;
+        let input = hs.last().unwrap_or(x);
+        if l + 1 < nl {
+            let mut h = Tensor::empty(&[b, d], dt, &dev)?;
+            matmul::vendor::linear_gelu_aux(input, w[l], bias[l], &mut h, &mut z)?;
+            hs.push(h);
+        } else {
+            let v = super::find(super::linear::OP, "cublaslt", DeviceKind::Cuda)?;
+            v.run(
+                &linear_params(Activation::None),
+                &[input, w[l], bias[l]],
+                &mut z,
+            )?;
+        }
+        zs.push(z);
+    }
+    let mut dh = Tensor::empty(&[b, d], dt, &dev)?;
+    fill(&mut dh, 1.0 / (b as f64 * d as f64) as f32)?;
+    let mut dz = Tensor::empty(&[b, d], dt, &dev)?;
+    bias_grad(&dh, Some((&zs[nl - 1], mp.gelu, &mut dz)), y, b + nl - 1)?;
+    // dh is free from here: it takes turns with dz as the next layer's dz.
+    let mut next = dh;
+    for l in (0..nl).rev() {
+        let input = if l == 0 { x } else { &hs[l - 1] };
+        matmul::vendor::run_cublas_rm(&dz, true, input, false, y, b + nl + l * d)?;
+        if l == 0 {
+            matmul::vendor::run_cublas_rm(&dz, false, w[0], false, y, 0)?;
+        } else {
+            matmul::vendor::dgrad_dgelu(&dz, w[l], &zs[l - 1], &mut next, y, b + l - 1)?;
+            std::mem::swap(&mut dz, &mut next);
+        }
+    }
+    Ok(())
+}
+
 fn cuda_symbols(dt: DType) -> Vec<String> {
     let mut v = vec![
         format!("fill_{dt}"),
@@ -1265,7 +1338,7 @@ static VARIANTS: [Variant; 6] = [
         .dtypes(super::HALF_DTYPES)
         .kernels(&SOURCE, cuda_symbols),
     Variant::new(OP, "cublaslt", Tier::Vendor, DeviceKind::Cuda,
-        "cuBLASLt with its GELU_BIAS epilogue (tanh GeLU; erf: its BIAS epilogue, then a GeLU kernel); backward: cuBLAS writing each gradient in place, GeLU's backward fused with the bias gradient's reduction",
+        "cuBLASLt's epilogues: GELU_BIAS forward; training with tanh GeLU, GELU_AUX_BIAS (keeping GeLU's input) and DGELU_BGRAD (dgrad × GeLU's derivative, with the bias gradient); erf GeLU (Lt has none): its BIAS epilogue and a GeLU kernel, then cuBLAS and GeLU's backward fused with the bias gradient's reduction",
         |p, x, y| run_tier(&VENDOR, p, x, y))
         .kernels(&SOURCE, cuda_symbols),
     Variant::new(OP, "faer", Tier::Cpu, DeviceKind::Cpu,

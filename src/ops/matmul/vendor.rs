@@ -17,8 +17,13 @@
 //! State kept per device ordinal (lazily, in one static map): the cuBLAS handle (bound to the
 //! device's stream), the cuBLASLt handle, one workspace (32 MiB on Hopper and later, 4 MiB
 //! before) shared by both, and the Lt plans — descriptors, layouts and the heuristic's
-//! algorithm — keyed by (dtype, M, N, K, epilogue, operand alignments). A call with a plan in
-//! the cache sets the bias pointer and enqueues `cublasLtMatmul`; nothing else.
+//! algorithm — keyed by (dtype, the column-major call, epilogue, pointer alignments). A call
+//! with a plan in the cache sets the epilogue's pointers and enqueues `cublasLtMatmul`;
+//! nothing else.
+//!
+//! The MLP's vendor tier also trains through Lt's GeLU epilogues: [`linear_gelu_aux`]
+//! (GELU_AUX_BIAS, the forward keeping GeLU's input) and [`dgrad_dgelu`] (DGELU_BGRAD, the
+//! backward product times GeLU's derivative, with the bias gradient).
 //!
 //! cudarc's dynamic loading panics when a library is missing at a symbol's first use, so each
 //! library is looked for first (once) and its absence is an `Error::MissingLibrary`.
@@ -50,7 +55,7 @@ pub fn symbols_note() -> &'static str {
 
 /// The column-major GEMM that computes the row-major contract: `C[m,n] = op(A)·op(B)` with
 /// `A = w` (transposed), `B = a` (as is), `m = N`, `n = M`, `k = K`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BlasCall {
     /// op(A) = Aᵀ: A is the column-major `[K, N]` view of `w`'s bytes.
     pub transa_t: bool,
@@ -91,6 +96,22 @@ impl BlasCall {
             (m, n, self.ldc as i64),
         ]
     }
+
+    /// The call for row-major `c[M,N] = a[M,K] · b[K,N]` (neither transposed; the MLP's
+    /// `dZ·W`): cuBLAS's A is b's bytes, column-major `[N,K]` (ld N), its B is a's,
+    /// column-major `[K,M]` (ld K), both as is.
+    pub fn for_nn(m: usize, n: usize, k: usize) -> BlasCall {
+        BlasCall {
+            transa_t: false,
+            transb_t: false,
+            m: n,
+            n: m,
+            k,
+            lda: n,
+            ldb: k,
+            ldc: n,
+        }
+    }
 }
 
 /// cuBLASLt's epilogue for a (bias, activation) pair.
@@ -100,6 +121,11 @@ pub enum LtEpilogue {
     Bias,
     Gelu,
     GeluBias,
+    /// GELU_BIAS that also writes GeLU's input (the pre-activation) to an auxiliary matrix.
+    GeluAuxBias,
+    /// The product times GeLU's derivative at the auxiliary matrix, and that result's sums
+    /// along the bias's dimension into the bias pointer (the bias gradient).
+    DGeluBGrad,
 }
 
 impl LtEpilogue {
@@ -126,11 +152,19 @@ impl LtEpilogue {
             LtEpilogue::Bias => "CUBLASLT_EPILOGUE_BIAS",
             LtEpilogue::Gelu => "CUBLASLT_EPILOGUE_GELU",
             LtEpilogue::GeluBias => "CUBLASLT_EPILOGUE_GELU_BIAS",
+            LtEpilogue::GeluAuxBias => "CUBLASLT_EPILOGUE_GELU_AUX_BIAS",
+            LtEpilogue::DGeluBGrad => "CUBLASLT_EPILOGUE_DGELU_BGRAD",
         }
     }
 
+    /// Whether the epilogue reads (or, for DGELU_BGRAD, writes) the bias pointer.
     pub fn has_bias(self) -> bool {
-        matches!(self, LtEpilogue::Bias | LtEpilogue::GeluBias)
+        !matches!(self, LtEpilogue::Default | LtEpilogue::Gelu)
+    }
+
+    /// Whether the epilogue has an auxiliary matrix (GeLU's input).
+    pub fn has_aux(self) -> bool {
+        matches!(self, LtEpilogue::GeluAuxBias | LtEpilogue::DGeluBGrad)
     }
 
     fn sys(self) -> lt::cublasLtEpilogue_t {
@@ -140,6 +174,8 @@ impl LtEpilogue {
             LtEpilogue::Bias => E::CUBLASLT_EPILOGUE_BIAS,
             LtEpilogue::Gelu => E::CUBLASLT_EPILOGUE_GELU,
             LtEpilogue::GeluBias => E::CUBLASLT_EPILOGUE_GELU_BIAS,
+            LtEpilogue::GeluAuxBias => E::CUBLASLT_EPILOGUE_GELU_AUX_BIAS,
+            LtEpilogue::DGeluBGrad => E::CUBLASLT_EPILOGUE_DGELU_BGRAD,
         }
     }
 }
@@ -162,12 +198,44 @@ pub fn ptr_align(p: u64) -> u32 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PlanKey {
     pub dtype: DType,
-    pub m: usize,
-    pub n: usize,
-    pub k: usize,
+    /// The column-major product: operations, sizes and leading dimensions.
+    pub call: BlasCall,
     pub epilogue: LtEpilogue,
-    /// Alignment in bytes of `a`, `w` and `c` (see [`ptr_align`]).
-    pub align: [u32; 3],
+    /// Alignment in bytes of Lt's A, B and D, the bias and the auxiliary matrix (see
+    /// [`ptr_align`]; 256 for a pointer the epilogue does not have). The heuristic picks
+    /// algorithms by them, the epilogue's pointers included.
+    pub align: [u32; 5],
+}
+
+/// One `cublasLtMatmul`: its plan's key and this call's device addresses (0 for a pointer the
+/// epilogue does not have). The auxiliary matrix has D's shape and leading dimension.
+struct LtCall {
+    key: PlanKey,
+    a: u64,
+    b: u64,
+    d: u64,
+    bias: u64,
+    aux: u64,
+}
+
+impl LtCall {
+    fn new(dtype: DType, call: BlasCall, epilogue: LtEpilogue, ptrs: [u64; 5]) -> LtCall {
+        let [a, b, d, bias, aux] = ptrs;
+        let al = |p: u64| if p == 0 { 256 } else { ptr_align(p) };
+        LtCall {
+            key: PlanKey {
+                dtype,
+                call,
+                epilogue,
+                align: ptrs.map(al),
+            },
+            a,
+            b,
+            d,
+            bias,
+            aux,
+        }
+    }
 }
 
 /// A dimension for cuBLAS's 32-bit interface.
@@ -671,16 +739,13 @@ fn pref_attr<T: Copy>(
     })
 }
 
-/// Descriptors, layouts and the heuristic's first algorithm for one key.
-fn make_plan(
-    handle: lt::cublasLtHandle_t,
-    key: &PlanKey,
-    bias_ptr: u64,
-    workspace: usize,
-) -> Result<LtPlan> {
+/// Descriptors, layouts and the heuristic's first algorithm for one call's key (its epilogue
+/// pointers set, since the heuristic reads their alignment).
+fn make_plan(handle: lt::cublasLtHandle_t, c: &LtCall, workspace: usize) -> Result<LtPlan> {
     use lt::cublasLtMatmulDescAttributes_t as D;
     use lt::cublasLtMatmulPreferenceAttributes_t as P;
-    let call = BlasCall::for_gemm(key.m, key.n, key.k);
+    let key = &c.key;
+    let call = key.call;
     let ty = lt_type(key.dtype);
     let layout = |(rows, cols, ld): (u64, u64, i64)| -> Result<LtLayout> {
         let mut raw = std::ptr::null_mut();
@@ -719,10 +784,19 @@ fn make_plan(
         &(key.epilogue.sys() as u32),
     )?;
     if key.epilogue.has_bias() {
-        // The bias has the output's type (Lt's default for these types, set explicitly).
+        // The bias (and the bias gradient) has the output's type (Lt's default for these
+        // types, set explicitly).
         desc_attr(&desc, D::CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &(ty as i32))?;
-        desc_attr(&desc, D::CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr)?;
     }
+    if key.epilogue.has_aux() {
+        // The auxiliary matrix has D's type (Lt's default) and D's leading dimension.
+        desc_attr(
+            &desc,
+            D::CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+            &(call.ldc as i64),
+        )?;
+    }
+    set_pointers(&desc, c)?;
     let mut raw = std::ptr::null_mut();
     check_lt(
         unsafe { lt::cublasLtMatmulPreferenceCreate(&mut raw) },
@@ -740,12 +814,11 @@ fn make_plan(
         P::CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
         &(lt::cublasLtReductionScheme_t::CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE as u32),
     )?;
-    // Lt's A is w, B is a, C and D are c.
-    let [al_a, al_w, al_c] = key.align;
-    pref_attr(&pref, P::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_w)?;
-    pref_attr(&pref, P::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_a)?;
-    pref_attr(&pref, P::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c)?;
-    pref_attr(&pref, P::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c)?;
+    let [al_a, al_b, al_d, _, _] = key.align;
+    pref_attr(&pref, P::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a)?;
+    pref_attr(&pref, P::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b)?;
+    pref_attr(&pref, P::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d)?;
+    pref_attr(&pref, P::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d)?;
     let mut result = std::mem::MaybeUninit::<lt::cublasLtMatmulHeuristicResult_t>::zeroed();
     let mut count = 0i32;
     let status = unsafe {
@@ -766,16 +839,11 @@ fn make_plan(
         op: OP.into(),
         variant: "cublaslt".into(),
         why: format!(
-            "cuBLASLt has no algorithm for {} M={} N={} K={} with {} (alignments: a {} B, \
-             w {} B, c {} B): {why}",
-            key.dtype,
-            key.m,
-            key.n,
-            key.k,
+            "cuBLASLt has no algorithm for {} with {} (alignments of A, B, D, bias, aux: \
+             {:?} B): {why}",
+            describe_call(key.dtype, &call),
             key.epilogue.name(),
-            key.align[0],
-            key.align[1],
-            key.align[2]
+            key.align,
         ),
     };
     match status {
@@ -809,64 +877,68 @@ fn make_plan(
     })
 }
 
-/// `c = act(a·wᵀ + bias)` through `cublasLtMatmul` with the epilogue fused, on the device's
-/// stream; the plan (descriptors, layouts, algorithm) is made on the first call of a key.
-pub fn run_cublaslt(g: &Gemm, c: &mut Tensor) -> Result<()> {
-    let epilogue = LtEpilogue::select(g.bias.is_some(), g.act)?;
+/// The column-major product in the row-major terms of the call: `c[M,N]`, `op(a)` of `K`.
+fn describe_call(dt: DType, call: &BlasCall) -> String {
+    format!(
+        "{dt} M={} N={} K={} (Lt: A{} B{})",
+        call.n,
+        call.m,
+        call.k,
+        if call.transa_t { "ᵀ" } else { "" },
+        if call.transb_t { "ᵀ" } else { "" }
+    )
+}
+
+/// Set this call's epilogue pointers on a (cached) descriptor.
+fn set_pointers(desc: &LtDesc, c: &LtCall) -> Result<()> {
+    use lt::cublasLtMatmulDescAttributes_t as D;
+    if c.key.epilogue.has_bias() {
+        desc_attr(desc, D::CUBLASLT_MATMUL_DESC_BIAS_POINTER, &c.bias)?;
+    }
+    if c.key.epilogue.has_aux() {
+        desc_attr(desc, D::CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &c.aux)?;
+    }
+    Ok(())
+}
+
+/// Enqueue one `cublasLtMatmul` on `dev`'s stream (α = 1, β = 0, D written over C): the plan
+/// (descriptors, layouts, algorithm) is made on the first call of a key.
+fn lt_matmul(dev: &CudaDevice, c: &LtCall) -> Result<()> {
     require_cublaslt()?;
-    let GemmBufs { dev, a, w, bias, c } = gemm_bufs("cublaslt", g, c)?;
     dev.ctx
         .bind_to_thread()
         .map_err(|e| Error::driver("cuCtxSetCurrent (before cuBLASLt)", e))?;
-    let (pw, _gw) = w.device_ptr(&dev.stream);
-    let (pa, _ga) = a.device_ptr(&dev.stream);
-    let pbias = bias.map(|x| x.device_ptr(&dev.stream));
-    let (pc, _gc) = c.device_ptr_mut(&dev.stream);
-    let key = PlanKey {
-        dtype: g.dtype(),
-        m: g.m,
-        n: g.n,
-        k: g.k,
-        epilogue,
-        align: [ptr_align(pa), ptr_align(pw), ptr_align(pc)],
-    };
-    let bias_ptr = pbias.as_ref().map_or(0u64, |(p, _)| *p);
-    // The lock is held from the plan lookup to the enqueue: the bias pointer set on the
-    // cached descriptor is the one this call's cublasLtMatmul reads.
+    // The lock is held from the plan lookup to the enqueue: the pointers set on the cached
+    // descriptor are the ones this call's cublasLtMatmul reads.
     {
         let mut map = lock_state();
-        let st = DeviceState::get(&mut map, &dev)?;
+        let st = DeviceState::get(&mut map, dev)?;
         let handle = st.lt()?;
-        let ws_len = st.workspace(&dev)?.len();
-        let plan: &LtPlan = match st.plans.entry(key) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(make_plan(handle, &key, bias_ptr, ws_len)?)
+        let ws_len = st.workspace(dev)?.len();
+        let plan: &LtPlan = match st.plans.entry(c.key) {
+            std::collections::hash_map::Entry::Occupied(e) => {
+                let plan = e.into_mut();
+                set_pointers(&plan.desc, c)?;
+                plan
             }
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(make_plan(handle, c, ws_len)?),
         };
         let ws = st.workspace.as_ref().expect("allocated above");
         let (pws, _gws) = ws.device_ptr(&dev.stream);
-        if epilogue.has_bias() {
-            desc_attr(
-                &plan.desc,
-                lt::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                &bias_ptr,
-            )?;
-        }
         let (alpha, beta) = (1.0f32, 0.0f32);
         let status = unsafe {
             lt::cublasLtMatmul(
                 handle,
                 plan.desc.0,
                 &alpha as *const f32 as *const c_void,
-                pw as *const c_void,
+                c.a as *const c_void,
                 plan.a.0,
-                pa as *const c_void,
+                c.b as *const c_void,
                 plan.b.0,
                 &beta as *const f32 as *const c_void,
-                pc as *const c_void,
+                c.d as *const c_void,
                 plan.d.0,
-                pc as *mut c_void,
+                c.d as *mut c_void,
                 plan.d.0,
                 &plan.algo,
                 pws as *mut c_void,
@@ -875,10 +947,177 @@ pub fn run_cublaslt(g: &Gemm, c: &mut Tensor) -> Result<()> {
             )
         };
         check_lt(status, || {
-            format!("cublasLtMatmul ({}, {})", describe(g), epilogue.name())
+            format!(
+                "cublasLtMatmul ({}, {})",
+                describe_call(c.key.dtype, &c.key.call),
+                c.key.epilogue.name()
+            )
         })?;
     }
     dev.after_launch("cublasLtMatmul")
+}
+
+/// `c = act(a·wᵀ + bias)` through `cublasLtMatmul` with the epilogue fused, on the device's
+/// stream.
+pub fn run_cublaslt(g: &Gemm, c: &mut Tensor) -> Result<()> {
+    let epilogue = LtEpilogue::select(g.bias.is_some(), g.act)?;
+    require_cublaslt()?;
+    let GemmBufs { dev, a, w, bias, c } = gemm_bufs("cublaslt", g, c)?;
+    let (pw, _gw) = w.device_ptr(&dev.stream);
+    let (pa, _ga) = a.device_ptr(&dev.stream);
+    let pbias = bias.map(|x| x.device_ptr(&dev.stream));
+    let (pc, _gc) = c.device_ptr_mut(&dev.stream);
+    let bias_ptr = pbias.as_ref().map_or(0u64, |(p, _)| *p);
+    // Lt's A is w, its B is a, C and D are c.
+    let call = LtCall::new(
+        g.dtype(),
+        BlasCall::for_gemm(g.m, g.n, g.k),
+        epilogue,
+        [pw, pa, pc, bias_ptr, 0],
+    );
+    lt_matmul(&dev, &call)
+}
+
+// ---- cuBLASLt's GeLU training epilogues (the MLP's vendor tier) --------------------------------
+
+/// A contiguous 2-D CUDA tensor's rows, columns and device address.
+fn rm_operand(t: &Tensor, what: &str, dev: &CudaDevice) -> Result<(usize, usize, u64)> {
+    match *t.shape() {
+        [r, c] if t.is_contiguous() => {
+            let b = t.cuda_buf().ok_or_else(|| {
+                Error::Invalid(format!("the cuBLASLt product: {what} is not on CUDA"))
+            })?;
+            let (p, _g) = b.device_ptr(&dev.stream);
+            Ok((r, c, p))
+        }
+        _ => Err(Error::Invalid(format!(
+            "the cuBLASLt product takes contiguous 2-D tensors; {what} is {:?}",
+            t.shape()
+        ))),
+    }
+}
+
+fn lt_device(t: &Tensor) -> Result<Arc<CudaDevice>> {
+    t.device()
+        .cuda()
+        .cloned()
+        .ok_or_else(|| Error::Invalid("the cuBLASLt product was handed CPU tensors".into()))
+}
+
+fn lt_mismatch(why: String) -> Error {
+    Error::ShapeMismatch { op: OP.into(), why }
+}
+
+/// Forward with GELU_AUX_BIAS: row-major `h = gelu_tanh(z)` and `z = a·wᵀ + bias` in one
+/// product (`a [M,K]`, `w [N,K]`, `bias [N]`, `h` and `z` `[M,N]`, one dtype). Lt's GeLU is the
+/// tanh approximation.
+pub fn linear_gelu_aux(
+    a: &Tensor,
+    w: &Tensor,
+    bias: &Tensor,
+    h: &mut Tensor,
+    z: &mut Tensor,
+) -> Result<()> {
+    let dev = lt_device(a)?;
+    let dt = a.dtype();
+    let (m, k, pa) = rm_operand(a, "a", &dev)?;
+    let (n, kw, pw) = rm_operand(w, "w", &dev)?;
+    let (zr, zc, pz) = rm_operand(z, "z", &dev)?;
+    let pbias = match bias.cuda_buf() {
+        Some(b) if bias.numel() == n => b.device_ptr(&dev.stream).0,
+        _ => {
+            return Err(lt_mismatch(format!(
+                "the bias has shape {:?}, the product {n} columns",
+                bias.shape()
+            )))
+        }
+    };
+    let ph = {
+        let (hr, hc, _) = rm_operand(h, "h", &dev)?;
+        if (hr, hc) != (m, n) {
+            return Err(lt_mismatch(format!("h is {hr}x{hc}, the product {m}x{n}")));
+        }
+        let b = h.cuda_buf_mut().expect("checked on CUDA above");
+        b.device_ptr_mut(&dev.stream).0
+    };
+    let same = [w, bias, &*z].iter().all(|t| t.dtype() == dt) && h.dtype() == dt;
+    if kw != k || (zr, zc) != (m, n) || !same {
+        return Err(lt_mismatch(format!(
+            "a {m}x{k} · w {n}x{kw}ᵀ into z {zr}x{zc} (a {dt}, w {}, z {}, h {})",
+            w.dtype(),
+            z.dtype(),
+            h.dtype()
+        )));
+    }
+    let call = LtCall::new(
+        dt,
+        BlasCall::for_gemm(m, n, k),
+        LtEpilogue::GeluAuxBias,
+        [pw, pa, ph, pbias, pz],
+    );
+    lt_matmul(&dev, &call)
+}
+
+/// Backward with DGELU_BGRAD: row-major `dz = (g·w) ⊙ gelu_tanh'(z)` (`g [M,K]`, `w [K,N]`, `z`
+/// and `dz` `[M,N]`), and dz's column sums (the bias gradient, `N` values) into row `db_row`
+/// of `db` (a tensor of rows of `N`). The MLP's `dZ_{l-1} = (dZ_l·W_l) ⊙ gelu'(Z_{l-1})` and
+/// `db_{l-1}` in one product.
+pub fn dgrad_dgelu(
+    g: &Tensor,
+    w: &Tensor,
+    z: &Tensor,
+    dz: &mut Tensor,
+    db: &mut Tensor,
+    db_row: usize,
+) -> Result<()> {
+    let dev = lt_device(g)?;
+    let dt = g.dtype();
+    let (m, k, pg) = rm_operand(g, "g", &dev)?;
+    let (kw, n, pw) = rm_operand(w, "w", &dev)?;
+    let (zr, zc, pz) = rm_operand(z, "z", &dev)?;
+    let pdz = {
+        let (r, c, _) = rm_operand(dz, "dz", &dev)?;
+        if (r, c) != (m, n) {
+            return Err(lt_mismatch(format!("dz is {r}x{c}, the product {m}x{n}")));
+        }
+        dz.cuda_buf_mut()
+            .expect("checked on CUDA above")
+            .device_ptr_mut(&dev.stream)
+            .0
+    };
+    let pdb = {
+        let (r, c, _) = rm_operand(db, "db", &dev)?;
+        if c != n || db_row >= r {
+            return Err(lt_mismatch(format!(
+                "the bias gradient goes to row {db_row} of a {r}x{c} tensor; it has {n} values"
+            )));
+        }
+        let es = dt.size();
+        db.cuda_buf_mut()
+            .expect("checked on CUDA above")
+            .device_ptr_mut(&dev.stream)
+            .0
+            + (db_row * n * es) as u64
+    };
+    let same = [w, z].iter().all(|t| t.dtype() == dt) && dz.dtype() == dt && db.dtype() == dt;
+    if kw != k || (zr, zc) != (m, n) || !same {
+        return Err(lt_mismatch(format!(
+            "g {m}x{k} · w {kw}x{n} with z {zr}x{zc} (g {dt}, w {}, z {}, dz {}, db {})",
+            w.dtype(),
+            z.dtype(),
+            dz.dtype(),
+            db.dtype()
+        )));
+    }
+    // Lt's A is w, its B is g, D is dz; the bias gradient runs along D's (column-major) rows,
+    // the output features.
+    let call = LtCall::new(
+        dt,
+        BlasCall::for_nn(m, n, k),
+        LtEpilogue::DGeluBGrad,
+        [pw, pg, pdz, pdb, pz],
+    );
+    lt_matmul(&dev, &call)
 }
 
 #[cfg(test)]
@@ -999,34 +1238,90 @@ mod tests {
         assert_eq!(ptr_align(0x7f00_0000_0210), 16);
         let k = PlanKey {
             dtype: DType::BF16,
-            m: 4,
-            n: 8,
-            k: 16,
+            call: BlasCall::for_gemm(8, 4, 16),
             epilogue: LtEpilogue::Bias,
-            align: [256; 3],
+            align: [256; 5],
         };
         let mut set = std::collections::HashSet::new();
         set.insert(k);
         assert!(set.contains(&k));
+        let lda = BlasCall { lda: 32, ..k.call };
         for other in [
             PlanKey {
                 dtype: DType::F16,
                 ..k
             },
-            PlanKey { m: 5, ..k },
-            PlanKey { n: 9, ..k },
-            PlanKey { k: 17, ..k },
+            PlanKey {
+                call: BlasCall::for_gemm(9, 4, 16),
+                ..k
+            },
+            PlanKey {
+                call: BlasCall::for_nn(8, 4, 16),
+                ..k
+            },
+            PlanKey { call: lda, ..k },
             PlanKey {
                 epilogue: LtEpilogue::GeluBias,
                 ..k
             },
             PlanKey {
-                align: [256, 2, 256],
+                align: [256, 2, 256, 256, 256],
+                ..k
+            },
+            PlanKey {
+                align: [256, 256, 256, 256, 4],
                 ..k
             },
         ] {
             assert!(!set.contains(&other), "{other:?}");
         }
+        // A call's key records 256 for the pointers its epilogue has not.
+        let c = LtCall::new(
+            DType::BF16,
+            k.call,
+            LtEpilogue::Default,
+            [0x200, 0x202, 0x210, 0, 0],
+        );
+        assert_eq!(c.key.align, [256, 2, 16, 256, 256]);
+    }
+
+    #[test]
+    fn the_nn_call_computes_the_row_major_product_and_the_training_epilogues() {
+        // Row-major c[M,N] = g[M,K]·w[K,N] (the MLP's dZ·W), then DGELU_BGRAD's column sums.
+        for &(m, n, k) in &[(1, 1, 1), (3, 5, 2), (7, 4, 1), (5, 9, 13)] {
+            let call = BlasCall::for_nn(m, n, k);
+            assert_eq!((call.transa_t, call.transb_t), (false, false));
+            assert!(call.lda >= call.m && call.ldb >= call.k && call.ldc >= call.m);
+            let g = vals(m * k, 4);
+            let w = vals(k * n, 5);
+            let mut c = vec![f64::NAN; m * n];
+            colmajor_gemm(&call, &w, &g, &mut c, call.m, call.n, call.k);
+            let [_, _, (d_rows, _, _)] = call.lt_layouts();
+            // The bias gradient has D's rows: one value per output column of c.
+            assert_eq!(d_rows, n as u64);
+            for r in 0..m {
+                for col in 0..n {
+                    let want: f64 = (0..k).map(|p| g[r * k + p] * w[p * n + col]).sum();
+                    assert!((c[r * n + col] - want).abs() < 1e-9, "{m}x{n}x{k}");
+                }
+            }
+        }
+        for (e, name, sys) in [
+            (
+                LtEpilogue::GeluAuxBias,
+                "CUBLASLT_EPILOGUE_GELU_AUX_BIAS",
+                lt::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_GELU_AUX_BIAS,
+            ),
+            (
+                LtEpilogue::DGeluBGrad,
+                "CUBLASLT_EPILOGUE_DGELU_BGRAD",
+                lt::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_DGELU_BGRAD,
+            ),
+        ] {
+            assert!(e.has_bias() && e.has_aux());
+            assert_eq!((e.name(), e.sys() as u32), (name, sys as u32));
+        }
+        assert!(!LtEpilogue::GeluBias.has_aux() && !LtEpilogue::Default.has_bias());
     }
 
     #[test]
