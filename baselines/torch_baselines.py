@@ -33,13 +33,12 @@ from kernlab_baselines.contract import (ERROR_METRICS, GEMM_RECORD_KEYS, RECORD_
                                         write_json)
 from kernlab_baselines.ops import GEMM_OPS, OPS  # noqa: E402,F401
 from kernlab_baselines.ops.gelu import GELU_FORMS  # noqa: E402,F401
-from kernlab_baselines.ops.gemm import (ACTIVATION_CODES, ACTIVATIONS, GEMM_CONFIGS,  # noqa: E402,F401
-                                        gemm_bytes, gemm_configs_for, gemm_flops,
-                                        triton_dot_mode)
+from kernlab_baselines.ops.gemm import ACTIVATIONS, gemm_bytes, gemm_flops  # noqa: E402,F401
 from kernlab_baselines.ops.rmsnorm import F32_EPS  # noqa: E402,F401
-from kernlab_baselines.ops.softmax import manual_softmax, softmax_num_warps  # noqa: E402,F401
+from kernlab_baselines.ops.softmax import manual_softmax  # noqa: E402,F401
 from kernlab_baselines.replay import (KERNLAB_VARIANT, PLAN_VERSION, DriverKernel,  # noqa: E402,F401
                                       load_kernlab_plans)
+from kernlab_baselines.triton_plans import load_triton_plans  # noqa: E402,F401
 from kernlab_baselines.timing import (host_bound_note, parse_rotate, rotate_copies,  # noqa: E402,F401
                                       summarise_rounds, timing_failed)
 

@@ -464,6 +464,7 @@ fn the_torch_baselines_script_is_run_with_the_run_s_op_shapes_and_dtype() {
             l2,
             None,
             &[],
+            &[],
         )
     };
     let args_of = |o: Outcome| match o {
@@ -645,6 +646,7 @@ fn launch_plans_written_by_kernlab_are_read_back_by_the_script() {
         60 << 20,
         Some(72),
         &replays,
+        &[],
     ) {
         Outcome::Ran(doc) => {
             let args = doc.device.clone().unwrap();
@@ -658,6 +660,70 @@ fn launch_plans_written_by_kernlab_are_read_back_by_the_script() {
             assert_eq!(picked.len(), 1);
             assert_eq!(picked[0].variant, bench::torch::REPLAY_VARIANT);
             assert_eq!(picked[0].picked.as_deref(), Some("v2_warp_row"));
+        }
+        o => panic!("{o:?}"),
+    }
+}
+
+/// A Triton variant's launches (the baselines' `triton` column): what kernlab writes — the
+/// kernel's file beside the plans, one plan a shape — is what the script's loader reads back
+/// (run by python3 without torch or triton), and run_script hands the file to the script.
+#[test]
+fn triton_plans_written_by_kernlab_are_read_back_by_the_script() {
+    use bench::torch::{run_script, write_triton_plans, Outcome, TritonPlan};
+    use kernlab::ops::gelu::{triton_spec, GeluParams};
+    use kernlab::runtime::launch::TritonLaunch;
+    let spec = triton_spec(
+        &GeluParams {
+            gelu: kernlab::ops::gelu::GeluApprox::Tanh,
+        },
+        DType::BF16,
+        true,
+        true,
+    );
+    let plan = |rows: usize, grid: u32| TritonPlan {
+        shape: vec![rows, 1024],
+        launch: TritonLaunch::new(&spec, (grid, 1, 1)),
+    };
+    // A shape twice (`2x3x1024` and `6x1024` fold to one): planned once.
+    let plans = vec![plan(4096, 4096), plan(6, 6), plan(6, 6)];
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_triton_plans(dir.path(), gelu::OP, DType::BF16, &plans).unwrap();
+    // The kernel's file, as kernlab compiled it.
+    let file = std::fs::read_to_string(dir.path().join("gelu.py")).unwrap();
+    assert_eq!(file, include_str!("../kernels/triton/gelu.py"));
+    let code = format!(
+        "{LOAD_BASELINES}\
+         p = m.load_triton_plans({path:?}, 'gelu', 'bf16')\n\
+         for k in sorted(p):\n\
+         \x20   q = p[k]\n\
+         \x20   print(k, q['file'], q['kernel'], q['constexprs'], q['num_warps'], q['num_stages'], q['grid'])\n"
+    );
+    if let Some(got) = baselines_python(&["-c", &code]) {
+        let want = "(6, 1024) gelu.py gelu_kernel {'BLOCK': 1024, 'TANH': True} 4 1 [6, 1, 1]\n\
+                    (4096, 1024) gelu.py gelu_kernel {'BLOCK': 1024, 'TANH': True} 4 1 [4096, 1, 1]\n";
+        assert_eq!(got, want);
+    }
+    let stub = stub_script(dir.path(), TORCH_SAMPLE, 0);
+    let timing = bench::harness::TimingOpts::default();
+    match run_script(
+        &stub,
+        gelu::OP,
+        &[],
+        DType::BF16,
+        &[vec![6, 1024]],
+        &timing,
+        1,
+        0,
+        60 << 20,
+        None,
+        &[],
+        &plans,
+    ) {
+        Outcome::Ran(doc) => {
+            let args = doc.device.clone().unwrap();
+            assert!(args.contains("--triton-plans "), "{args}");
+            assert!(args.contains("triton_plans.json"), "{args}");
         }
         o => panic!("{o:?}"),
     }
@@ -792,6 +858,7 @@ fn the_real_baselines_script_runs_or_says_why_not() {
             0,
             l2,
             ld,
+            &[],
             &[],
         ) {
             bench::torch::Outcome::Ran(doc) => {

@@ -66,7 +66,8 @@ Modules:
   contract        records, the JSON writer, `check_contract`, the table printed
   timing          do_bench, --rotate, --repeat rounds, the host and settled checks
   replay          kernlab's launch plans and their replay through the CUDA driver API
-  triton_kernels  the @triton.jit kernels (imported only where Triton is)
+  triton_plans    kernlab's Triton launches (--triton-plans): the triton column launches
+                  kernlab's own kernels/triton/ kernels as kernlab did
   runner          the GPU run: environment probe, `Bench`, the shape loops (the MLP's is its
                   own, `OpSpec.run_shape`), the document
   cli             the command line and --self-test

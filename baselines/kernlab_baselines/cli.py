@@ -15,6 +15,7 @@ from .ops.gemm import ACTIVATIONS
 from .ops.mlp import DEFAULT_LAYERS, MLP_MODES
 from .ops.rmsnorm import F32_EPS
 from .replay import KERNLAB_VARIANT, load_kernlab_plans
+from .triton_plans import load_triton_plans
 from .timing import parse_rotate
 
 TESTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
@@ -102,6 +103,11 @@ def build_parser():
                         f"written by `kernlab bench --torch`): at each planned shape, also time "
                         f"kernlab's own launch here ({KERNLAB_VARIANT}), validated like every "
                         f"variant")
+    p.add_argument("--triton-plans", metavar="PATH",
+                   help="kernlab's Triton launches (triton_plans.json, written by `kernlab bench "
+                        "--torch` with the kernels' files beside it): the triton column "
+                        "launches that kernel at each planned shape, with kernlab's constants, "
+                        "warps, stages and grid; without them it has no kernel to run")
     p.add_argument("--quiet", action="store_true", help="no per-variant progress on stderr")
     p.add_argument("--copy-bytes", type=int, default=1 << 30,
                    help="also time dst.copy_(src) of this many bytes, PyTorch's side of the copy "
@@ -167,6 +173,14 @@ def main(argv=None):
             args.plans = load_kernlab_plans(args.kernlab_plans, args.op, args.dtype)
         except ValueError as e:  # the PyTorch columns still run
             print(f"{PROG}: {KERNLAB_VARIANT} left out: {e}", file=sys.stderr)
+    args.triton_plan_map = {}
+    if args.triton_plans is not None:
+        if "triton" not in spec.variants:
+            parser.error(f"--triton-plans: {args.op} has no triton column")
+        try:
+            args.triton_plan_map = load_triton_plans(args.triton_plans, args.op, args.dtype)
+        except ValueError as e:  # the PyTorch columns still run
+            print(f"{PROG}: triton left without kernlab's launches: {e}", file=sys.stderr)
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(2 ** 31)
     spec.normalise_args(args)

@@ -1,12 +1,10 @@
-"""matmul and linear: FLOP and byte accounting, their records, the autotune list and dot mode."""
+"""matmul and linear: FLOP and byte accounting, and their records."""
 
 import unittest
 
 from kernlab_baselines import ops
 from kernlab_baselines.contract import make_record, record_bytes
-from kernlab_baselines.ops.gemm import (ACTIVATION_CODES, GEMM_CONFIGS, GEMM_SMEM_LIMIT,
-                                        gemm_bytes, gemm_configs_for, gemm_flops,
-                                        triton_dot_mode)
+from kernlab_baselines.ops.gemm import gemm_bytes, gemm_flops
 
 
 class Accounting(unittest.TestCase):
@@ -45,31 +43,6 @@ class Records(unittest.TestCase):
         r = make_record("softmax", "triton", "f32", (4, 8), None, "gelu-tanh")
         self.assertEqual((r["activation"], r["bias"], r["flops"]), (None, None, None))
         self.assertEqual(r["error_metric"], "elementwise_row_scaled")
-
-
-class TritonGemmSettings(unittest.TestCase):
-    def test_kernlab_activation_codes(self):
-        self.assertEqual(ACTIVATION_CODES, {"none": 0, "gelu-tanh": 1, "gelu-erf": 2})
-
-    def test_autotune_list(self):
-        self.assertTrue(4 <= len(GEMM_CONFIGS) <= 6)
-        self.assertTrue(all(len(c) == 6 for c in GEMM_CONFIGS))
-
-    def test_16_bit_keeps_every_config(self):
-        self.assertEqual(gemm_configs_for(GEMM_CONFIGS, 2), list(GEMM_CONFIGS))
-
-    def test_f32_drops_the_big_rings(self):
-        kept = gemm_configs_for(GEMM_CONFIGS, 4)
-        self.assertTrue(kept)
-        self.assertTrue(all((c[0] * c[2] + c[2] * c[1]) * 4 * c[4] <= GEMM_SMEM_LIMIT for c in kept))
-        self.assertNotIn((128, 256, 64, 8, 3, 8), kept)
-
-    def test_never_no_config(self):
-        self.assertEqual(gemm_configs_for([(512, 512, 128, 8, 4, 8)], 4), [(512, 512, 128, 8, 4, 8)])
-
-    def test_16_bit_dot_mode_needs_no_triton(self):
-        self.assertEqual(triton_dot_mode("bf16"), 0)
-        self.assertEqual(triton_dot_mode("f16"), 0)
 
 
 if __name__ == "__main__":

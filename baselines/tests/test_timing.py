@@ -4,7 +4,6 @@ failed timing's record, do_bench's keywords, and the row kernels' warps."""
 import unittest
 
 from kernlab_baselines.contract import check_contract, make_record
-from kernlab_baselines.ops.softmax import softmax_num_warps
 from kernlab_baselines.timing import (HOST_BOUND, cycling, do_bench_kwargs, host_bound_note,
                                       summarise_rounds, timing_failed)
 
@@ -105,12 +104,6 @@ class DoBenchKeywords(unittest.TestCase):
 
     def test_an_unreadable_signature_asks_quantiles(self):
         self.assertEqual(do_bench_kwargs({}, 1.0, 2.0)["quantiles"], [0.5, 0.2, 0.8])
-
-
-class Warps(unittest.TestCase):
-    def test_by_block_size(self):
-        self.assertEqual([softmax_num_warps(b) for b in (1, 1024, 2048, 4095, 4096, 131072)],
-                         [4, 4, 8, 8, 16, 16])
 
 
 if __name__ == "__main__":

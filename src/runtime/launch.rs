@@ -158,6 +158,9 @@ macro_rules! launch_triton {
         // enqueued and freed stream-ordered after it.
         unsafe { b.launch(cfg) }.map_err($crate::runtime::device::cuda::launch_err(name))?;
         $dev.after_launch(name)?;
+        $crate::runtime::launch::note_triton_launch(|| {
+            $crate::runtime::launch::TritonLaunch::new(&t.spec, grid)
+        });
     }};
 }
 pub(crate) use {launch, launch_cooperative, launch_triton};
@@ -313,6 +316,86 @@ impl RecordedLaunch {
             args,
         }
     }
+}
+
+/// A Triton launch as Triton's own launcher is asked for it: the kernel's file under
+/// `kernels/triton/` and its name, the compile-time constants, warps, stages and grid.
+/// `bench --torch` hands these to the baselines' process, whose `triton` column then launches
+/// the same kernel the same way through Triton, timed by do_bench (docs/triton.md).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TritonLaunch {
+    pub file: &'static str,
+    /// The file's text (written beside the plans for the other process to import).
+    #[serde(skip)]
+    pub src: &'static str,
+    pub kernel: &'static str,
+    pub constexprs: serde_json::Map<String, serde_json::Value>,
+    pub num_warps: u32,
+    pub num_stages: u32,
+    pub grid: [u32; 3],
+}
+
+impl TritonLaunch {
+    pub fn new(
+        spec: &crate::runtime::device::triton::TritonSpec,
+        grid: (u32, u32, u32),
+    ) -> TritonLaunch {
+        TritonLaunch {
+            file: spec.source.file,
+            src: spec.source.src,
+            kernel: spec.kernel,
+            constexprs: spec.constexprs.iter().cloned().collect(),
+            num_warps: spec.num_warps,
+            num_stages: spec.num_stages,
+            grid: [grid.0, grid.1, grid.2],
+        }
+    }
+}
+
+thread_local! {
+    /// While [`record_triton_launch`] runs: the Triton launches noted so far on this thread.
+    static TRITON_RECORDING: std::cell::RefCell<Option<Vec<TritonLaunch>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Note a Triton launch for [`record_triton_launch`] (made only while a recording runs);
+/// `launch_triton!` calls it after each launch.
+pub fn note_triton_launch(l: impl FnOnce() -> TritonLaunch) {
+    TRITON_RECORDING.with(|c| {
+        if let Some(v) = c.borrow_mut().as_mut() {
+            v.push(l());
+        }
+    });
+}
+
+/// Run `f` (one call of a Triton variant on this thread) and say how it launched:
+/// `Ok(Ok(launch))` when it made exactly one launch, a Triton one; `Ok(Err(why))` otherwise;
+/// `Err` when `f` fails.
+pub fn record_triton_launch(
+    f: impl FnOnce() -> Result<()>,
+) -> Result<std::result::Result<TritonLaunch, String>> {
+    struct Stop;
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            TRITON_RECORDING.with(|c| c.borrow_mut().take());
+        }
+    }
+    let before = crate::runtime::device::cuda::launches_on_this_thread();
+    TRITON_RECORDING.with(|c| *c.borrow_mut() = Some(Vec::new()));
+    let stop = Stop;
+    let ran = f();
+    let mut noted = TRITON_RECORDING
+        .with(|c| c.borrow_mut().take())
+        .unwrap_or_default();
+    drop(stop);
+    ran?;
+    let launches = crate::runtime::device::cuda::launches_on_this_thread() - before;
+    Ok(match (launches, noted.len()) {
+        (1, 1) => Ok(noted.remove(0)),
+        (n, t) => Err(format!(
+            "{n} launch(es), {t} of them Triton's (PyTorch's process repeats one Triton launch)"
+        )),
+    })
 }
 
 thread_local! {

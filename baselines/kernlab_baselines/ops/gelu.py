@@ -2,15 +2,15 @@
 
 Shapes ROWSxCOLS; x ~ 2 N(0, 1); bytes 2 * rows * cols * size (x read once, y written once).
 Variants: torch_manual (the lecture's multi-op composition), torch_native
-(F.gelu(approximate=...)), torch_compile (of torch_manual) and triton (the lecture's 1-D
-kernel, `triton_kernels.gelu_tanh_kernel` / `gelu_erf_kernel`)."""
+(F.gelu(approximate=...)), torch_compile (of torch_manual) and triton (kernlab's Triton GeLU,
+kernels/triton/gelu.py, launched as kernlab launched it: `triton_plans`)."""
 
 import math
 
+from ..triton_plans import describe as triton_describe, launch as triton_launch
 from .base import RowOp, ERROR_METRICS
 
 GELU_FORMS = ("tanh", "erf")
-TRITON_GELU_BLOCK = 1024
 
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)  # PyTorch's kBeta = M_SQRT2 * M_2_SQRTPI * 0.5
 SQRT1_2 = math.sqrt(0.5)
@@ -84,30 +84,17 @@ class Gelu(RowOp):
         return lambda x: torch.nn.functional.gelu(x, approximate=approx)
 
     def triton_fn(self, bench, shape):
-        from .. import triton_kernels as tk
-
-        torch, triton = bench.torch, tk.triton
-        if bench.args.gelu == "erf":
-            if not tk.erf_available():
-                raise RuntimeError("tl.math.erf is not available in this Triton; erf kernel skipped")
-            kernel, note = tk.gelu_erf_kernel, "erf via tl.math.erf, f32 arithmetic"
-        else:
-            kernel = tk.gelu_tanh_kernel
-            note = ("tanh via exp(2a) as the lecture, 2a clamped at 80 (unclamped, x >~ 10 "
-                    "gives inf/inf = NaN); f32 arithmetic")
-        block = TRITON_GELU_BLOCK
+        plan = bench.triton_plan(shape)
+        torch = bench.torch
 
         def run(x, out=None):
             if not x.is_contiguous():
-                raise RuntimeError("the lecture's 1-D Triton GeLU reads a flat buffer: rows "
-                                   "with a stride (--row-stride) are not for it")
+                raise RuntimeError("the Triton GeLU reads a flat buffer: rows with a stride "
+                                   "(--row-stride) are not for it")
             y = torch.empty_like(x) if out is None else out
-            n = x.numel()
-            grid = (triton.cdiv(n, block),)
-            kernel[grid](x, y, n, BLOCK_SIZE=block, WIDE=(n + block >= 2 ** 31))
+            triton_launch(plan, (x, y, x.numel()))
             return y
 
-        return run, note
-
+        return run, triton_describe(plan)
 
 SPEC = Gelu()

@@ -5,8 +5,9 @@ Shapes MxNxK; a ~ N(0, 1), w ~ N(0, 1)/sqrt(K), bias ~ N(0, 1)/2; bytes (M*K + N
 [+ N]) * size, FLOPs 2*M*N*K. Judged by the relative L2 error of each checked output row
 (`row_rel_l2_array`; all rows of a small output, else a seeded sample). Variants: torch_manual
 (linear only: y = x @ w.t(), y = y + b, the lecture's multi-op GeLU), torch_native
-(a @ w.t(), F.gelu(F.linear(x, w, b))), torch_compile (of torch_native) and triton (a tiled,
-autotuned GEMM with the bias and activation in its epilogue, `triton_kernels.gemm_kernel`).
+(a @ w.t(), F.gelu(F.linear(x, w, b))), torch_compile (of torch_native) and triton (kernlab's
+Triton GEMM, kernels/triton/matmul.py, with the bias and activation in its epilogue, launched as
+kernlab launched it: `triton_plans`).
 f32 GEMMs run with TF32 off."""
 
 import math
@@ -14,11 +15,10 @@ import math
 from ..common import DTYPES, VARIANTS, is_int, is_number
 from .base import ERROR_METRICS, OpSpec
 from .gelu import SQRT1_2, SQRT_2_OVER_PI
-from ..gemm_configs import GEMM_CONFIGS, GEMM_SMEM_LIMIT, gemm_config_fits, gemm_configs_for  # noqa: F401
+from ..triton_plans import describe as triton_describe, launch as triton_launch
 
-# linear's --activation, named as kernlab's Activation (kebab-case); the kernel's ACTIVATION code.
+# linear's --activation, named as kernlab's Activation (kebab-case).
 ACTIVATIONS = ("gelu-tanh", "gelu-erf", "none")
-ACTIVATION_CODES = {"none": 0, "gelu-tanh": 1, "gelu-erf": 2}
 
 # Keys every matmul/linear record has besides the contract's RECORD_KEYS (the row ops' records
 # written by this version have them too, as null; older documents lack them).
@@ -34,24 +34,6 @@ def gemm_bytes(m, n, k, dtype, bias):
     """The minimum traffic: a and w read once, c written once, the bias read once."""
     m, n, k = int(m), int(n), int(k)
     return (m * k + n * k + m * n + (n if bias else 0)) * DTYPES[dtype][1]
-
-
-def triton_dot_mode(dtype_name):
-    """DOT_MODE for the GEMM kernel: 0 the dtype's tensor-core dot (16-bit inputs); for f32,
-    exact f32: 1 (tl.dot's input_precision="ieee") where this Triton has it, else 2
-    (allow_tf32=False)."""
-    if dtype_name != "f32":
-        return 0
-    try:
-        import inspect
-
-        import triton.language as tl
-
-        if "input_precision" in inspect.signature(tl.dot).parameters:
-            return 1
-    except (TypeError, ValueError, AttributeError):
-        return 1
-    return 2
 
 
 class Gemm(OpSpec):
@@ -243,53 +225,19 @@ class Gemm(OpSpec):
         return bench.compile(self.native_fn(bench))
 
     def triton_fn(self, bench, shape):
-        """(fn(x, w, b, out=None), note) for the autotuned Triton GEMM."""
-        from .. import triton_kernels as tk
-
-        torch, triton = bench.torch, tk.triton
+        """(fn(x, w, b, out=None), note) for kernlab's Triton GEMM, launched as kernlab did."""
+        plan = bench.triton_plan(shape)
+        torch = bench.torch
         m, n, k = shape
-        act = ACTIVATION_CODES[bench.args.activation] if self.bias else 0
-        if act == 2 and not tk.erf_available():
-            raise RuntimeError("tl.math.erf is not available in this Triton; erf epilogue skipped")
-        dot_mode = triton_dot_mode(bench.args.dtype)
-        wide = max((m + 256) * k, (n + 256) * k, (m + 256) * n) >= 2 ** 31
-        kernel = tk.gemm_kernel
-
-        def grid(meta):
-            return (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
 
         def run(x, w, b, out=None):
             c = torch.empty((m, n), device=x.device, dtype=x.dtype) if out is None else out
-            kernel[grid](x, w, c if b is None else b, c, m, n, k,
-                         x.stride(0), x.stride(1), w.stride(0), w.stride(1),
-                         c.stride(0), c.stride(1),
-                         HAS_BIAS=b is not None, ACTIVATION=act, DOT_MODE=dot_mode, WIDE=wide)
+            # Without a bias the kernel never reads its pointer (HAS_BIAS is a constant).
+            triton_launch(plan, (x, w, c, c if b is None else b, m, n, k,
+                                 x.stride(0), w.stride(0), c.stride(0)))
             return c
 
-        parts = ["tiled GEMM, GROUP_M tile order, masked edges, f32 accumulation"]
-        if self.bias:
-            parts.append(f"bias + {bench.args.activation} fused in the epilogue")
-        if dot_mode:
-            parts.append("f32 inputs: tl.dot input_precision='ieee' (exact f32 on CUDA cores, slow)"
-                         if dot_mode == 1 else "f32 inputs: tl.dot allow_tf32=False (exact f32, slow)")
-        if wide:
-            parts.append("64-bit offsets")
-        return run, ", ".join(parts)
-
-    @staticmethod
-    def triton_best_config():
-        """The autotuner's pick for the last shape, in words (None before it has one)."""
-        from .. import triton_kernels as tk
-
-        cfg = getattr(tk.gemm_kernel, "best_config", None)
-        if cfg is None:
-            return None
-        try:
-            bm, bn, bk, g, st, w = tk.config_tuple(cfg)
-        except Exception:
-            return str(cfg)
-        return f"autotuned: BLOCK {bm}x{bn}x{bk}, GROUP_M {g}, {st} stages, {w} warps"
-
+        return run, triton_describe(plan)
 
 MATMUL = Gemm("matmul", bias=False)
 LINEAR = Gemm("linear", bias=True)

@@ -13,15 +13,16 @@ inputs. Variants:
                  x * r, * w (in f32 for 16-bit inputs, --manual-precision)
   torch_native   torch.nn.functional.rms_norm(x, (cols,), w, eps)
   torch_compile  torch.compile of torch_manual
-  triton         `triton_kernels.rmsnorm_kernel`: one program a row, BLOCK_SIZE =
-                 next_power_of_2(cols), the row loaded once, its sum of squares in f32
+  triton         kernlab's Triton RMSNorm (kernels/triton/rmsnorm.py: one program a row, the
+                 row loaded once, its sum of squares in f32), launched as kernlab launched it
+                 (`triton_plans`)
 """
 
 import math
 
 from ..common import DTYPES, is_number
+from ..triton_plans import describe as triton_describe, launch as triton_launch
 from .base import RowOp
-from .softmax import TRITON_SOFTMAX_MAX_BLOCK, softmax_num_warps
 
 F32_EPS = 2.0 ** -23  # torch.finfo(torch.float32).eps, rms_norm's eps where it is None
 WEIGHT_MEAN = 1.0
@@ -142,27 +143,15 @@ class RmsNorm(RowOp):
         return native
 
     def triton_fn(self, bench, shape):
-        from .. import triton_kernels as tk
-
+        plan = bench.triton_plan(shape)
         torch = bench.torch
-        rows, cols = shape
-        block = tk.triton.next_power_of_2(cols)
-        if block > TRITON_SOFTMAX_MAX_BLOCK:
-            raise ValueError(f"row too wide for the one-block-per-row Triton RMSNorm: "
-                             f"BLOCK_SIZE={block} > {TRITON_SOFTMAX_MAX_BLOCK}")
-        warps = softmax_num_warps(block)
         eps = float(bench.args.eps)
-        note = f"BLOCK_SIZE={block}, num_warps={warps}, f32 arithmetic"
-        kernel = tk.rmsnorm_kernel
 
         def run(x, w, out=None):
             y = torch.empty_like(x) if out is None else out
-            kernel[(x.shape[0],)](
-                x, w, y, x.stride(0), y.stride(0), x.shape[1], eps,
-                BLOCK_SIZE=block, num_warps=warps)
+            triton_launch(plan, (y, x, w, x.stride(0), y.stride(0), x.shape[1], eps))
             return y
 
-        return run, note
-
+        return run, triton_describe(plan)
 
 SPEC = RmsNorm()

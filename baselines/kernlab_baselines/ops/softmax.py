@@ -2,24 +2,13 @@
 
 Shapes ROWSxCOLS; x ~ N(0, 1) with one element in a thousand times 20 (outliers for the row
 max to matter); bytes 2 * rows * cols * size. Variants: torch_manual (the lecture's
-`manual_softmax`), torch_native (torch.softmax), torch_compile (of torch_manual), triton (the
-lecture's one-row-per-program kernel, `triton_kernels.softmax_kernel`), and, where kernlab
-passes its launch plans, kernlab's own launch replayed here (`replay`)."""
+`manual_softmax`), torch_native (torch.softmax), torch_compile (of torch_manual), triton
+(kernlab's Triton kernel, the fused-softmax tutorial's, launched as kernlab launched it:
+`triton_plans`), and, where kernlab passes its launch plans, kernlab's own launch replayed here
+(`replay`)."""
 
+from ..triton_plans import describe as triton_describe, launch as triton_launch
 from .base import RowOp
-
-# Triton limits for the one-block-per-row kernels (softmax, rmsnorm).
-TRITON_SOFTMAX_MAX_BLOCK = 131072
-
-
-def softmax_num_warps(block_size):
-    """num_warps for a one-row-per-program kernel of BLOCK_SIZE `block_size`."""
-    if block_size >= 4096:
-        return 16
-    if block_size >= 2048:
-        return 8
-    return 4
-
 
 def manual_softmax(torch, x):
     """The lecture's manual softmax over the last dimension: max, subtract, exp, sum, divide,
@@ -74,25 +63,15 @@ class Softmax(RowOp):
         return lambda x: torch.softmax(x, dim=-1)
 
     def triton_fn(self, bench, shape):
-        from .. import triton_kernels as tk
-
+        plan = bench.triton_plan(shape)
         torch = bench.torch
-        rows, cols = shape
-        block = tk.triton.next_power_of_2(cols)
-        if block > TRITON_SOFTMAX_MAX_BLOCK:
-            raise ValueError(f"row too wide for the one-block-per-row Triton softmax: "
-                             f"BLOCK_SIZE={block} > {TRITON_SOFTMAX_MAX_BLOCK}")
-        warps = softmax_num_warps(block)
-        note = f"BLOCK_SIZE={block}, num_warps={warps}, f32 arithmetic"
-        kernel = tk.softmax_kernel
 
         def run(x, out=None):
             y = torch.empty_like(x) if out is None else out
-            kernel[(x.shape[0],)](
-                x, y, x.stride(0), y.stride(0), x.shape[1], BLOCK_SIZE=block, num_warps=warps)
+            triton_launch(plan, (y, x, x.stride(0), y.stride(0), x.shape[0], x.shape[1]))
             return y
 
-        return run, note
+        return run, triton_describe(plan)
 
     def variant_notes(self, bench, variant, inputs):
         if variant == "torch_native" and not inputs[0].is_contiguous():

@@ -48,6 +48,8 @@ pub struct KernelResources {
 pub struct LoadedTriton {
     pub f: CudaFunction,
     pub kernel: Arc<super::triton::TritonKernel>,
+    /// What it was compiled from (a launch notes it for `bench --torch`).
+    pub spec: Arc<super::triton::TritonSpec>,
 }
 
 /// A loaded module and what NVRTC made of its source.
@@ -280,6 +282,7 @@ impl CudaDevice {
         let loaded = LoadedTriton {
             f,
             kernel: Arc::new(k),
+            spec: Arc::new(spec.clone()),
         };
         self.tritons
             .lock()

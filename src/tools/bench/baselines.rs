@@ -7,7 +7,7 @@ use crate::ops::{Op, Params, Variant};
 use crate::runtime::device::Device;
 use crate::runtime::dtype::DType;
 use crate::runtime::error::Result;
-use crate::runtime::launch::{record_launch, RecordedLaunch};
+use crate::runtime::launch::{record_launch, record_triton_launch, RecordedLaunch, TritonLaunch};
 use crate::runtime::tensor::Tensor;
 
 type ReplayLaunch = (
@@ -21,6 +21,8 @@ type ReplayLaunch = (
 pub(super) struct Replays {
     pub(super) made: Vec<(Op, DType, torch::Replay)>,
     pub(super) skipped: Vec<(Op, DType, String)>,
+    /// The Triton variant's launches, for the baselines' `triton` column.
+    pub(super) triton: Vec<(Op, DType, torch::TritonPlan)>,
 }
 
 impl Replays {
@@ -98,6 +100,26 @@ pub(super) fn replay_of(
     Ok(Ok((launch, module)))
 }
 
+/// The Triton variant `v`'s launch for one call on `x` into `y` (see
+/// `runtime::launch::record_triton_launch`), or why there is none.
+pub(super) fn triton_plan_of(
+    p: &Params,
+    v: &Variant,
+    x: &[&Tensor],
+    y: &mut Tensor,
+) -> Result<std::result::Result<TritonLaunch, String>> {
+    record_triton_launch(|| v.run(p, x, y))
+}
+
+/// Whether a Triton variant's launches go to the baselines' process, whose `triton` column
+/// launches the same kernels with them: with `--torch` where the baselines take these
+/// parameters, timed call by call.
+pub(super) fn wants_triton_plan(cfg: &BenchConfig, op: Op, params: &Params) -> bool {
+    cfg.torch.is_some()
+        && op.torch().is_some_and(|t| (t.args)(params).is_ok())
+        && cfg.timing.graph.is_none()
+}
+
 /// Whether the launches of `op`'s replayable variant (softmax's `auto`) go to the baselines'
 /// process to be replayed there (`torch::REPLAY_VARIANT`): with `--torch`, where the baselines
 /// take these parameters, on contiguous rows (a replayed launch's arguments are for contiguous
@@ -161,6 +183,12 @@ pub(super) fn add_torch_baselines(
             shapes.len()
         )));
         let mine: Vec<torch::Replay> = replays.made_for(op, dtype).cloned().collect();
+        let tritons: Vec<torch::TritonPlan> = replays
+            .triton
+            .iter()
+            .filter(|(o, d, _)| *o == op && *d == dtype)
+            .map(|(_, _, p)| p.clone())
+            .collect();
         match torch::run_script(
             t,
             op,
@@ -173,6 +201,7 @@ pub(super) fn add_torch_baselines(
             d.props.l2_bytes,
             cfg.row_stride,
             &mine,
+            &tritons,
         ) {
             torch::Outcome::Ran(doc) => {
                 let rotate = if op.grammar() == crate::ops::Grammar::Batch {
@@ -262,6 +291,7 @@ mod tests {
                 (softmax::OP, DType::F32, cluster.clone()),
                 (softmax::OP, DType::BF16, "no kernel launched".into()),
             ],
+            triton: vec![],
         };
         // f32: 2 planned, 2 skipped for one reason, 1 without auto; 1 came back.
         let n = r.note(softmax::OP, DType::F32, 5, 1, 0);

@@ -19,7 +19,9 @@ use crate::runtime::device::{Device, DeviceKind};
 use crate::runtime::dtype::DType;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::tensor::{shape_str, Tensor};
-use baselines::{add_torch_baselines, replay_of, wants_replay, Replays};
+use baselines::{
+    add_torch_baselines, replay_of, triton_plan_of, wants_replay, wants_triton_plan, Replays,
+};
 use ceiling::CopyCeiling;
 use harness::{CpuTimer, CudaTimer, Rotate, Stats, TimingOpts};
 pub use report::{BenchReport, Record, RecordTier, Status};
@@ -590,6 +592,21 @@ fn measure_point(
                         .push((op, dtype, "the call for it failed".into()));
                     rec.add_note(format!("its launch for PyTorch's process failed: {e}"));
                 }
+            }
+        }
+        if v.tier == Tier::Triton && wants_triton_plan(cfg, op, params) {
+            // One more call, its Triton launch noted, for the baselines' `triton` column.
+            match triton_plan_of(params, v, &x0, &mut y) {
+                Ok(Ok(launch)) => replays.triton.push((
+                    op,
+                    dtype,
+                    torch::TritonPlan {
+                        shape: torch::script_dims(op, shape),
+                        launch,
+                    },
+                )),
+                Ok(Err(why)) => rec.add_note(format!("no launch for PyTorch's process: {why}")),
+                Err(e) => rec.add_note(format!("its launch for PyTorch's process failed: {e}")),
             }
         }
         let mut rot = Rotation::new(&inputs, y, &y_shape, dtype, device)?;

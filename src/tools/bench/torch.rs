@@ -12,7 +12,7 @@ use super::report::{Record, RecordTier, Status};
 use crate::ops::{Grammar, Op, Params};
 use crate::runtime::device::DeviceKind;
 use crate::runtime::dtype::DType;
-use crate::runtime::launch::RecordedLaunch;
+use crate::runtime::launch::{RecordedLaunch, TritonLaunch};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -152,6 +152,49 @@ pub struct Replay {
     pub module: std::sync::Arc<crate::runtime::device::nvrtc::Compiled>,
 }
 
+/// A Triton variant's launch at one point, for the baselines' `triton` column: the same kernel
+/// (its file written beside the plans), launched through Triton with the same constants,
+/// warps, stages and grid, on PyTorch's tensors.
+#[derive(Debug, Clone)]
+pub struct TritonPlan {
+    /// The script's dimensions of the point ([`script_dims`]).
+    pub shape: Vec<usize>,
+    pub launch: TritonLaunch,
+}
+
+/// Write `plans` for the script into `dir`: each kernel file once, and `triton_plans.json`
+/// (format 1: `{"version": 1, "op", "dtype", "plans": [{"shape", "file", "kernel",
+/// "constexprs", "num_warps", "num_stages", "grid"}]}`, one plan a shape); returns the JSON's
+/// path.
+pub fn write_triton_plans(
+    dir: &Path,
+    op: Op,
+    dtype: DType,
+    plans: &[TritonPlan],
+) -> std::io::Result<PathBuf> {
+    let mut out = Vec::new();
+    let mut written = std::collections::HashSet::new();
+    let mut planned = std::collections::HashSet::new();
+    for p in plans.iter().filter(|p| planned.insert(p.shape.clone())) {
+        let l = &p.launch;
+        if written.insert(l.file) {
+            std::fs::write(dir.join(l.file), l.src)?;
+        }
+        let mut plan = serde_json::to_value(l)?;
+        plan["shape"] = serde_json::json!(p.shape);
+        out.push(plan);
+    }
+    let doc = serde_json::json!({
+        "version": 1,
+        "op": script_op(op),
+        "dtype": dtype.to_string(),
+        "plans": out,
+    });
+    let path = dir.join("triton_plans.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&doc)?)?;
+    Ok(path)
+}
+
 /// The module image of a compiled kernel file, as cuModuleLoadData takes it: the CUBIN, or
 /// the PTX with its terminating NUL; and the file name it is written under.
 fn module_image(c: &crate::runtime::device::nvrtc::Compiled) -> (String, Vec<u8>) {
@@ -227,6 +270,16 @@ pub fn parse(json: &str) -> crate::runtime::error::Result<TorchDoc> {
             "the torch baselines' JSON does not parse: {e}"
         ))
     })
+}
+
+/// The script's dimensions of a kernlab shape: a GEMM's `M, N, K` as they are, a row op's
+/// `ROWS, COLS` ([`script_shape`]).
+pub fn script_dims(op: Op, shape: &[usize]) -> Vec<usize> {
+    if op.grammar() == Grammar::Gemm {
+        return shape.to_vec();
+    }
+    let (r, c) = script_shape(shape);
+    vec![r, c]
 }
 
 /// The script's 2-D `ROWSxCOLS` for a kernlab shape: 1-D inputs are one row, leading
@@ -353,6 +406,7 @@ pub fn run_script(
     l2_bytes: usize,
     row_stride: Option<usize>,
     replays: &[Replay],
+    tritons: &[TritonPlan],
 ) -> Outcome {
     if !cfg.script.is_file() {
         return Outcome::Unavailable(format!(
@@ -368,15 +422,11 @@ pub fn run_script(
     let shapes_arg = shapes
         .iter()
         .map(|s| {
-            if op.grammar() == Grammar::Gemm {
-                return s
-                    .iter()
-                    .map(|d| d.to_string())
-                    .collect::<Vec<_>>()
-                    .join("x");
-            }
-            let (r, c) = script_shape(s);
-            format!("{r}x{c}")
+            script_dims(op, s)
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join("x")
         })
         .collect::<Vec<_>>()
         .join(",");
@@ -412,6 +462,16 @@ pub fn run_script(
             // Our own temporary directory refused a file: the PyTorch columns still run.
             Err(e) => stderr_line!(
                 "kernlab: could not write the launch plans for PyTorch's process ({e}): the {REPLAY_VARIANT} column is left out"
+            ),
+        }
+    }
+    if !tritons.is_empty() {
+        match write_triton_plans(dir.path(), op, dtype, tritons) {
+            Ok(p) => {
+                cmd.arg("--triton-plans").arg(p);
+            }
+            Err(e) => stderr_line!(
+                "kernlab: could not write the Triton launches for PyTorch's process ({e}): its triton column is left out"
             ),
         }
     }
