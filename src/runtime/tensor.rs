@@ -54,7 +54,8 @@ impl CpuData {
             CpuData::F16(v) => bytemuck::cast_slice(v),
         }
     }
-    fn from_bytes(dtype: DType, bytes: &[u8]) -> CpuData {
+    /// Host data of `dtype` from its bytes (native order).
+    pub fn from_bytes(dtype: DType, bytes: &[u8]) -> CpuData {
         match dtype {
             DType::F32 => CpuData::F32(bytemuck::pod_collect_to_vec(bytes)),
             DType::BF16 => CpuData::BF16(bytemuck::pod_collect_to_vec(bytes)),
@@ -92,9 +93,53 @@ impl CpuData {
 pub enum Storage {
     Cpu(CpuData),
     Cuda {
-        buf: CudaSlice<u8>,
+        buf: DeviceBuf,
         dev: Arc<CudaDevice>,
     },
+}
+
+/// A tensor's device memory: kernlab's own (freed, stream-ordered, when dropped), or borrowed
+/// from another library (a PyTorch tensor's storage, handed over by address), which is left to
+/// its owner when dropped.
+pub struct DeviceBuf {
+    /// Present until dropped.
+    slice: Option<CudaSlice<u8>>,
+    borrowed: bool,
+}
+
+impl DeviceBuf {
+    pub fn owned(slice: CudaSlice<u8>) -> DeviceBuf {
+        DeviceBuf {
+            slice: Some(slice),
+            borrowed: false,
+        }
+    }
+}
+
+impl Drop for DeviceBuf {
+    fn drop(&mut self) {
+        if let (true, Some(s)) = (self.borrowed, self.slice.take()) {
+            // Not ours to free.
+            s.leak();
+        }
+    }
+}
+
+impl std::ops::Deref for DeviceBuf {
+    type Target = CudaSlice<u8>;
+    fn deref(&self) -> &CudaSlice<u8> {
+        self.slice
+            .as_ref()
+            .expect("a DeviceBuf holds its slice until dropped")
+    }
+}
+
+impl std::ops::DerefMut for DeviceBuf {
+    fn deref_mut(&mut self) -> &mut CudaSlice<u8> {
+        self.slice
+            .as_mut()
+            .expect("a DeviceBuf holds its slice until dropped")
+    }
 }
 
 /// How to fill a tensor with random numbers.
@@ -390,7 +435,9 @@ impl Tensor {
                 Storage::Cpu(CpuData::zeros(dtype, span))
             }
             Device::Cuda(d) => Storage::Cuda {
-                buf: d.alloc_bytes(bytes, &format!("a {shape:?} {dtype} tensor"))?,
+                buf: DeviceBuf::owned(
+                    d.alloc_bytes(bytes, &format!("a {shape:?} {dtype} tensor"))?,
+                ),
                 dev: d.clone(),
             },
         };
@@ -493,10 +540,10 @@ impl Tensor {
         let storage = match device {
             Device::Cpu => Storage::Cpu(host),
             Device::Cuda(d) => Storage::Cuda {
-                buf: d.htod(
+                buf: DeviceBuf::owned(d.htod(
                     host.as_bytes(),
                     &format!("a {:?} {} tensor", self.shape, self.dtype),
-                )?,
+                )?),
                 dev: d.clone(),
             },
         };
@@ -654,6 +701,50 @@ impl Tensor {
             Storage::Cuda { buf, .. } => Some(buf),
             _ => None,
         }
+    }
+
+    /// A tensor over another library's device memory, without a copy: `bytes` at `ptr` on
+    /// `dev`, read as `shape` and `strides` (elements) of `dtype`. kernlab's kernels read and
+    /// write it in place; dropping the tensor leaves the memory to its owner.
+    ///
+    /// # Safety
+    /// `ptr` must be a live allocation of at least `bytes` bytes in `dev`'s context, and it must
+    /// stay allocated, and not be used by its owner out of order with `dev`'s stream, while
+    /// the tensor (or work enqueued on it) lives.
+    pub unsafe fn borrow_cuda(
+        dev: &Arc<CudaDevice>,
+        ptr: u64,
+        bytes: usize,
+        dtype: DType,
+        shape: &[usize],
+        strides: &[usize],
+    ) -> Result<Tensor> {
+        let span = Self::check_layout(shape, strides)?;
+        if span
+            .checked_mul(dtype.size())
+            .is_none_or(|need| need > bytes)
+        {
+            return Err(Error::BadShape {
+                shape: shape_str(shape),
+                why: format!("its strides {strides:?} reach past the {bytes} bytes handed over"),
+            });
+        }
+        if ptr == 0 && bytes > 0 {
+            return Err(Error::Invalid("a null device address".into()));
+        }
+        let slice = dev.stream.upgrade_device_ptr::<u8>(ptr, bytes);
+        Ok(Tensor {
+            dtype,
+            shape: shape.to_vec(),
+            strides: strides.to_vec(),
+            storage: Storage::Cuda {
+                buf: DeviceBuf {
+                    slice: Some(slice),
+                    borrowed: true,
+                },
+                dev: dev.clone(),
+            },
+        })
     }
 }
 

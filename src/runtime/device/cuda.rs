@@ -105,6 +105,28 @@ impl CudaDevice {
     /// Open device `ordinal`: a clear error when the driver or the device is missing. Its work
     /// goes to a stream of its own, its buffers come from the stream-ordered pool.
     pub fn open(ordinal: usize) -> Result<Arc<CudaDevice>> {
+        Self::open_with(ordinal, |ctx| {
+            ctx.new_stream().map_err(drv("cuStreamCreate"))
+        })
+    }
+
+    /// Open device `ordinal` (its primary context, as PyTorch's) with its work going to
+    /// another library's stream `cu_stream` (0: the legacy default stream), so that kernlab's
+    /// kernels are ordered with that library's work on it.
+    ///
+    /// # Safety
+    /// `cu_stream` must be a stream of the device's primary context, alive as long as the
+    /// device is used.
+    pub unsafe fn open_on_stream(ordinal: usize, cu_stream: u64) -> Result<Arc<CudaDevice>> {
+        Self::open_with(ordinal, |ctx| {
+            Ok(ctx.wrap_borrowed_stream(cu_stream as sys::CUstream))
+        })
+    }
+
+    fn open_with(
+        ordinal: usize,
+        stream_of: impl FnOnce(&Arc<CudaContext>) -> Result<Arc<CudaStream>>,
+    ) -> Result<Arc<CudaDevice>> {
         super::require_cuda(ordinal)?;
         let ctx =
             CudaContext::new(ordinal).map_err(drv("cuCtxCreate / cuDevicePrimaryCtxRetain"))?;
@@ -112,7 +134,7 @@ impl CudaDevice {
         // event record on every launch) is pure overhead in timed loops: turn it off before
         // any buffer exists.
         unsafe { ctx.disable_event_tracking() };
-        let stream = ctx.new_stream().map_err(drv("cuStreamCreate"))?;
+        let stream = stream_of(&ctx)?;
         let attr = |a: sys::CUdevice_attribute| -> Result<i32> {
             ctx.attribute(a).map_err(drv("cuDeviceGetAttribute"))
         };

@@ -1,0 +1,230 @@
+//! `kernlab._kernlab`: the extension module under the `kernlab` Python package. It knows
+//! nothing of torch: the package's Python side hands it each tensor as an address, a byte
+//! count, a shape, strides and a dtype, and the stream to run on, and maps its errors to
+//! Python's. On CUDA the kernels read and write the caller's memory in place on the caller's
+//! stream; on the CPU the CPU tier runs on a copy of the inputs and writes the output back.
+
+use kernlab::ops::{self, FlagValues, Op, Tier, Variant};
+use kernlab::runtime::device::CudaDevice;
+use kernlab::runtime::tensor::CpuData;
+use kernlab::{DType, Device, DeviceKind, Error, Tensor};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// One tensor as the Python side describes it: (address, bytes from the address to the end of
+/// its storage, shape, strides in elements, dtype name).
+type TensorArg = (u64, usize, Vec<usize>, Vec<usize>, String);
+
+/// kernlab's error as Python's: a wrong dtype is a TypeError; a wrong shape, layout, device,
+/// variant or value a ValueError; memory a MemoryError; the rest (the GPU, the driver, a
+/// library missing) a RuntimeError.
+fn to_py(e: Error) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        Error::UnsupportedDtype { .. } => PyTypeError::new_err(msg),
+        Error::ShapeMismatch { .. }
+        | Error::BadShape { .. }
+        | Error::EmptyTensor { .. }
+        | Error::NotContiguous { .. }
+        | Error::UnsupportedShape { .. }
+        | Error::UnknownOp(..)
+        | Error::UnknownVariant { .. }
+        | Error::WrongDevice { .. }
+        | Error::Invalid(_) => PyValueError::new_err(msg),
+        Error::OutOfDeviceMemory { .. } | Error::OutOfHostMemory { .. } => {
+            PyMemoryError::new_err(msg)
+        }
+        _ => PyRuntimeError::new_err(msg),
+    }
+}
+
+fn op_named(name: &str) -> PyResult<Op> {
+    ops::OPS
+        .iter()
+        .copied()
+        .find(|o| o.name() == name)
+        .ok_or_else(|| {
+            let all: Vec<&str> = ops::OPS.iter().map(|o| o.name()).collect();
+            PyValueError::new_err(format!("no op '{name}' (kernlab has {})", all.join(", ")))
+        })
+}
+
+fn dtype_named(name: &str) -> PyResult<DType> {
+    name.parse::<DType>()
+        .map_err(|_| PyTypeError::new_err(format!("dtype {name}: kernlab takes f32, bf16, f16")))
+}
+
+/// The variant `name` of `op` on `device`. "auto" is the op's `auto` where it has one; else on
+/// the CPU its CPU tier (or its manual tier where it has no other), and on CUDA its newest
+/// hand-written version (the last registered of the cuda tier).
+fn variant_for(op: Op, name: &str, device: DeviceKind) -> PyResult<&'static Variant> {
+    let here: Vec<&'static Variant> = ops::variants_for(op, device).collect();
+    if name == "auto" && !here.iter().any(|v| v.name == "auto") {
+        let pick = match device {
+            DeviceKind::Cpu => here
+                .iter()
+                .find(|v| v.tier == Tier::Cpu)
+                .or_else(|| here.iter().find(|v| v.tier == Tier::Manual)),
+            DeviceKind::Cuda => here.iter().rev().find(|v| v.tier == Tier::Cuda),
+        };
+        return pick.copied().ok_or_else(|| {
+            PyValueError::new_err(format!("{op} has no variant that runs on {device}"))
+        });
+    }
+    ops::find(op, name, device).map_err(to_py)
+}
+
+/// The CUDA device of `ordinal` working on stream `stream`, opened once per pair.
+fn device_on(ordinal: usize, stream: u64) -> PyResult<Arc<CudaDevice>> {
+    type Devices = Mutex<HashMap<(usize, u64), Arc<CudaDevice>>>;
+    static DEVICES: OnceLock<Devices> = OnceLock::new();
+    let mut map = DEVICES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(d) = map.get(&(ordinal, stream)) {
+        return Ok(d.clone());
+    }
+    // SAFETY: the Python side passes the current torch stream of the device, which torch keeps
+    // alive; work on it is ordered with torch's own.
+    let d = unsafe { CudaDevice::open_on_stream(ordinal, stream) }.map_err(to_py)?;
+    map.insert((ordinal, stream), d.clone());
+    Ok(d)
+}
+
+/// A kernlab tensor over `arg`: in place on CUDA, a copy on the CPU.
+fn tensor_of(arg: &TensorArg, dev: &Device) -> PyResult<Tensor> {
+    let (ptr, bytes, shape, strides, dtype) = arg;
+    let dtype = dtype_named(dtype)?;
+    match dev {
+        // SAFETY: the Python side passes a live tensor's data address and the bytes from it to
+        // the end of its storage, and keeps the tensor alive across the call.
+        Device::Cuda(d) => {
+            unsafe { Tensor::borrow_cuda(d, *ptr, *bytes, dtype, shape, strides) }.map_err(to_py)
+        }
+        Device::Cpu => {
+            let span = kernlab::runtime::tensor::checked_storage_span(shape, strides)
+                .filter(|s| s.checked_mul(dtype.size()).is_some_and(|b| b <= *bytes))
+                .ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "a {shape:?} tensor with strides {strides:?} reaches past its {bytes} bytes"
+                    ))
+                })?;
+            let raw: &[u8] = match (span, *ptr) {
+                (0, _) => &[],
+                (_, 0) => return Err(PyValueError::new_err("a null host address")),
+                // SAFETY: as above, for host memory.
+                _ => unsafe { std::slice::from_raw_parts(*ptr as *const u8, span * dtype.size()) },
+            };
+            Tensor::from_cpu(CpuData::from_bytes(dtype, raw), shape, strides).map_err(to_py)
+        }
+    }
+}
+
+/// Run `variant` of `op` with `flags` (the command line's op flags, by name without dashes)
+/// on `inputs`, writing `out`, on CUDA device `device` and `stream`, or the CPU where `device`
+/// is negative. The output must be contiguous.
+#[pyfunction]
+#[pyo3(signature = (op, variant, flags, inputs, out, device, stream))]
+#[allow(clippy::too_many_arguments)]
+fn run(
+    py: Python<'_>,
+    op: &str,
+    variant: &str,
+    flags: Vec<(String, String)>,
+    inputs: Vec<TensorArg>,
+    out: TensorArg,
+    device: i64,
+    stream: u64,
+) -> PyResult<()> {
+    let op = op_named(op)?;
+    let mut fv = FlagValues::default();
+    for (k, v) in &flags {
+        fv.set(k, v.as_str());
+    }
+    let params = op.params(&fv).map_err(to_py)?;
+    let dev = if device < 0 {
+        Device::Cpu
+    } else {
+        Device::Cuda(device_on(device as usize, stream)?)
+    };
+    let v = variant_for(op, variant, dev.kind())?;
+    let xs: Vec<Tensor> = inputs
+        .iter()
+        .map(|a| tensor_of(a, &dev))
+        .collect::<PyResult<_>>()?;
+    py.detach(|| -> PyResult<()> {
+        let x: Vec<&Tensor> = xs.iter().collect();
+        match &dev {
+            Device::Cuda(_) => {
+                let mut y = tensor_of(&out, &dev)?;
+                v.run(&params, &x, &mut y).map_err(to_py)
+            }
+            Device::Cpu => {
+                let (ptr, bytes, shape, _, dtype) = &out;
+                let dt = dtype_named(dtype)?;
+                let mut y = Tensor::empty(shape, dt, &Device::Cpu).map_err(to_py)?;
+                v.run(&params, &x, &mut y).map_err(to_py)?;
+                let data = y.host_data().map_err(to_py)?;
+                let src = data.as_bytes();
+                if src.len() > *bytes {
+                    return Err(PyValueError::new_err(format!(
+                        "out holds {bytes} bytes, the result {}",
+                        src.len()
+                    )));
+                }
+                // SAFETY: `out` is a live, contiguous host tensor of at least `bytes` bytes.
+                unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), *ptr as *mut u8, src.len()) };
+                Ok(())
+            }
+        }
+    })
+}
+
+/// Every registered variant: a dict each (op, name, tier, device, dtypes, about).
+#[pyfunction]
+fn list_variants(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    let mut out = Vec::new();
+    for op in ops::OPS {
+        for v in op.variants() {
+            let d = PyDict::new(py);
+            d.set_item("op", op.name())?;
+            d.set_item("name", v.name)?;
+            d.set_item("tier", v.tier.to_string())?;
+            d.set_item("device", v.device.to_string())?;
+            d.set_item(
+                "dtypes",
+                v.dtypes.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+            )?;
+            d.set_item("about", v.summary)?;
+            out.push(d);
+        }
+    }
+    Ok(out)
+}
+
+/// Run the `kernlab` command line in this process (`args` without the program name) and
+/// return what it printed; an error raises RuntimeError with the message the CLI would print.
+#[pyfunction]
+fn cli(py: Python<'_>, args: Vec<String>) -> PyResult<String> {
+    let mut buf: Vec<u8> = Vec::new();
+    let argv = std::iter::once("kernlab".to_string()).chain(args);
+    let ran = py.detach(|| kernlab::cli::run(argv, &mut buf));
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    match ran {
+        Ok(()) => Ok(text),
+        Err(e) => Err(PyRuntimeError::new_err(format!("{text}{e:#}"))),
+    }
+}
+
+#[pymodule]
+fn _kernlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(list_variants, m)?)?;
+    m.add_function(wrap_pyfunction!(cli, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

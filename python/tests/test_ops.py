@@ -1,0 +1,208 @@
+"""kernlab's functions on torch tensors against torch's own, on every device this machine has:
+the CPU tier always; CUDA where torch sees a GPU (with KERNLAB_REQUIRE_GPU=1 a missing GPU
+fails the CUDA cases instead of skipping them)."""
+
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import kernlab
+
+REQUIRE_GPU = os.environ.get("KERNLAB_REQUIRE_GPU") == "1"
+
+
+def devices():
+    out = ["cpu"]
+    if torch.cuda.is_available() or REQUIRE_GPU:
+        out.append("cuda")
+    return out
+
+
+@pytest.fixture(params=devices())
+def device(request):
+    if request.param == "cuda" and not torch.cuda.is_available():
+        pytest.fail("KERNLAB_REQUIRE_GPU=1 but torch sees no CUDA device")
+    return request.param
+
+
+# f64 references; a tolerance a dtype, relative to the output's scale.
+TOL = {torch.float32: 2e-5, torch.bfloat16: 2e-2, torch.float16: 4e-3}
+DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+SHAPES = [(1, 1), (3, 37), (17, 1000), (2, 3, 129)]
+
+
+def close(got, want, dtype):
+    assert got.dtype == dtype and got.shape == want.shape
+    assert not torch.isnan(got).any(), "NaN in kernlab's output"
+    scale = want.abs().max().clamp_min(1.0)
+    err = ((got.double() - want.double()).abs().max() / scale).item()
+    assert err <= TOL[dtype], f"max error {err:.3g} over the scale, tolerance {TOL[dtype]}"
+
+
+def draw(shape, dtype, device, seed=0, scale=2.0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=g, dtype=torch.float64) * scale).to(dtype).to(device)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu(device, dtype, shape, approximate):
+    x = draw(shape, dtype, device)
+    want = F.gelu(x.double(), approximate=approximate)
+    close(kernlab.gelu(x, approximate), want, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_softmax_and_log_softmax(device, dtype, shape):
+    x = draw(shape, dtype, device, seed=1)
+    for dim in range(-1, len(shape) - 1):
+        close(kernlab.softmax(x, dim), torch.softmax(x.double(), dim), dtype)
+        close(kernlab.log_softmax(x, dim), torch.log_softmax(x.double(), dim), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_rms_norm(device, dtype, shape):
+    x = draw(shape, dtype, device, seed=2)
+    w = (1 + 0.25 * draw(shape[-1:], torch.float64, "cpu", seed=3, scale=1.0)).to(dtype)
+    w = w.to(device)
+    want = F.rms_norm(x.double(), shape[-1:], w.double(), 1e-6)
+    close(kernlab.rms_norm(x, w, 1e-6), want, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mnk", [(1, 1, 1), (5, 72, 64), (33, 130, 72)])
+@pytest.mark.parametrize("activation", ["none", "gelu-tanh", "gelu-erf"])
+def test_linear(device, dtype, mnk, activation):
+    m, n, k = mnk
+    x = draw((m, k), dtype, device, seed=4, scale=1.0)
+    w = draw((n, k), dtype, device, seed=5, scale=k ** -0.5)
+    b = draw((n,), dtype, device, seed=6, scale=0.5)
+    z = F.linear(x.double(), w.double(), b.double())
+    want = {"none": z, "gelu-tanh": F.gelu(z, approximate="tanh"), "gelu-erf": F.gelu(z)}
+    close(kernlab.linear(x, w, b, activation), want[activation], dtype)
+    if activation == "none":
+        close(kernlab.linear(x, w), F.linear(x.double(), w.double()), dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("gelu", ["none", "tanh"])
+def test_mlp_forward(device, dtype, gelu):
+    b, d, layers = 9, 64, 3
+    x = draw((b, d), dtype, device, seed=7, scale=1.0)
+    ws = [draw((d, d), dtype, device, seed=10 + i, scale=d ** -0.5) for i in range(layers)]
+    bs = [draw((d,), dtype, device, seed=20 + i, scale=0.5) for i in range(layers)]
+    h = x.double()
+    for w, bias in zip(ws, bs):
+        h = F.gelu(F.linear(h, w.double(), bias.double()), approximate=gelu)
+    got = kernlab.mlp_forward(x, ws, bs, gelu)
+    close(got, h, dtype)
+
+
+def test_non_contiguous_inputs_and_empty_tensors(device):
+    x = draw((8, 40), torch.float32, device)[:, ::2]
+    assert not x.is_contiguous()
+    close(kernlab.gelu(x), F.gelu(x.double()), torch.float32)
+    close(kernlab.softmax(x.t(), 0), torch.softmax(x.t().double(), 0), torch.float32)
+    e = torch.empty((0, 4), device=device)
+    assert kernlab.softmax(e).shape == (0, 4)
+    assert kernlab.gelu(e).shape == (0, 4)
+
+
+def test_variants_by_name(device):
+    x = draw((4, 300), torch.float32, device)
+    names = [v["name"] for v in kernlab.list_variants("softmax") if v["device"] == device
+             and v["tier"] not in ("reference", "triton", "compiled")]
+    assert names
+    for name in names:
+        close(kernlab.softmax(x, variant=name), torch.softmax(x.double(), -1), torch.float32)
+
+
+def test_clear_errors_name_the_argument():
+    x = torch.randn(3, 8)
+    cases = [
+        (TypeError, "x must be a torch.Tensor", lambda: kernlab.gelu([1.0])),
+        (TypeError, "torch.int32", lambda: kernlab.gelu(torch.zeros(3, dtype=torch.int32))),
+        (TypeError, "weight is torch.float64", lambda: kernlab.linear(x, torch.zeros(2, 8).double())),
+        (TypeError, "weight is torch.bfloat16 but x is torch.float32",
+         lambda: kernlab.rms_norm(x, torch.ones(8, dtype=torch.bfloat16))),
+        (ValueError, "weight has shape (3,)", lambda: kernlab.rms_norm(x, torch.ones(3))),
+        (ValueError, "dim 2 is out of range", lambda: kernlab.softmax(x, 2)),
+        (TypeError, "dim must be an int", lambda: kernlab.softmax(x, 1.0)),
+        (ValueError, "approximate must be", lambda: kernlab.gelu(x, "erf")),
+        (ValueError, "activation must be one of", lambda: kernlab.linear(x, x, activation="relu")),
+        (ValueError, "bias has shape", lambda: kernlab.linear(x, x, torch.ones(2))),
+        (ValueError, "unknown variant 'v99'", lambda: kernlab.softmax(x, variant="v99")),
+        (ValueError, "eps must be", lambda: kernlab.rms_norm(x, torch.ones(8), -1.0)),
+        (ValueError, "layer 1 has weights", lambda: kernlab.mlp_forward(
+            x, [torch.ones(8, 8), torch.ones(4, 8)], [torch.ones(8), torch.ones(8)])),
+        (ValueError, "2 weights and 1 biases", lambda: kernlab.mlp_forward(
+            x, [torch.ones(8, 8)] * 2, [torch.ones(8)])),
+    ]
+    for exc, words, call in cases:
+        with pytest.raises(exc, match=None) as info:
+            call()
+        assert words in str(info.value), f"{exc.__name__}: {info.value}"
+
+
+def test_autograd_matches_torch():
+    x = torch.randn(4, 9, dtype=torch.float32, requires_grad=True)
+    w = (torch.rand(9) + 0.5).requires_grad_()
+    g = torch.randn(4, 9)
+    pairs = [
+        (lambda t: kernlab.gelu(t), lambda t: F.gelu(t)),
+        (lambda t: kernlab.gelu(t, "tanh"), lambda t: F.gelu(t, approximate="tanh")),
+        (lambda t: kernlab.softmax(t, 0), lambda t: torch.softmax(t, 0)),
+        (lambda t: kernlab.log_softmax(t), lambda t: torch.log_softmax(t, -1)),
+        (lambda t: kernlab.rms_norm(t, w, 1e-5), lambda t: F.rms_norm(t, (9,), w, 1e-5)),
+    ]
+    for mine, theirs in pairs:
+        (gx,) = torch.autograd.grad(mine(x), x, g)
+        (want,) = torch.autograd.grad(theirs(x), x, g)
+        torch.testing.assert_close(gx, want, rtol=1e-5, atol=1e-6)
+    (gw,) = torch.autograd.grad(kernlab.rms_norm(x, w, 1e-5), w, g)
+    (want,) = torch.autograd.grad(F.rms_norm(x, (9,), w, 1e-5), w, g)
+    torch.testing.assert_close(gw, want, rtol=1e-5, atol=1e-6)
+
+
+def test_custom_ops_pass_opcheck():
+    x = torch.randn(3, 16)
+    w = torch.rand(16) + 0.5
+    lin_w, lin_b = torch.randn(5, 16) / 4, torch.randn(5)
+    ops = torch.ops.kernlab
+    cases = [
+        (ops.gelu.default, (x, "none", "auto")),
+        (ops.softmax.default, (x, 1, False, "auto")),
+        (ops.softmax.default, (x, 0, True, "auto")),
+        (ops.rms_norm.default, (x, w, 1e-6, "auto")),
+        (ops.linear.default, (x, lin_w, lin_b, "gelu-tanh", "auto")),
+        (ops.mlp_forward.default, (x, [torch.randn(16, 16) / 4], [torch.randn(16)], "none",
+                                   "auto")),
+    ]
+    for op, args in cases:
+        torch.library.opcheck(op, args)
+
+
+def test_torch_compile_traces_through_without_graph_breaks():
+    def model(t, w):
+        return kernlab.softmax(kernlab.rms_norm(kernlab.gelu(t), w) * 2.0)
+
+    x, w = torch.randn(4, 32), torch.rand(32) + 0.5
+    explained = torch._dynamo.explain(model)(x, w)
+    assert explained.graph_break_count == 0, explained.break_reasons
+    torch._dynamo.reset()
+    compiled = torch.compile(model, fullgraph=True)
+    torch.testing.assert_close(compiled(x, w), model(x, w))
+
+
+def test_tools_from_python():
+    names = {(v["op"], v["name"]) for v in kernlab.list_variants()}
+    assert ("softmax", "v8_onchip") in names and ("gelu", "fused") in names
+    assert all(v["op"] == "gelu" for v in kernlab.list_variants("gelu"))
+    assert "softmax" in kernlab.cli(["list", "--op", "softmax"])
+    with pytest.raises(RuntimeError):
+        kernlab.cli(["bench", "nosuchop"])
