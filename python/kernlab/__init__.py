@@ -14,14 +14,79 @@ with a fake implementation, so torch.compile traces through it. The extension mo
 
 from ._kernlab import __version__, cli, list_variants as _list_variants
 
-__all__ = ["__version__", "cli", "list_variants", "gelu", "softmax", "log_softmax", "rms_norm",
-           "linear", "mlp_forward"]
+__all__ = ["__version__", "bench", "cli", "inspect", "list_variants", "gelu", "softmax",
+           "log_softmax", "rms_norm", "linear", "mlp_forward"]
 
 
 def list_variants(op=None):
     """Every registered variant as a dict (op, name, tier, device, dtypes, about); only `op`'s
     where given."""
     return [v for v in _list_variants() if op is None or v["op"] == op]
+
+
+def _flag_args(flags):
+    args = []
+    for k, v in (flags or {}).items():
+        name = "--" + k.replace("_", "-")
+        if v is True:
+            args.append(name)
+        elif v is not False and v is not None:
+            args += [name, str(v)]
+    return args
+
+
+def _shapes(shapes):
+    if isinstance(shapes, (str, tuple)):
+        shapes = [shapes]
+    out = []
+    for s in shapes:
+        out += ["--shape", s if isinstance(s, str) else "x".join(str(int(d)) for d in s)]
+    return out
+
+
+def bench(op, shapes=(), *, dtype="f32", variants=None, device="auto", frame=None, **flags):
+    """`kernlab bench` from Python: validate, then time, `op`'s variants (all but the reference,
+    or `variants`, a list or comma-separated names) at `shapes` (tuples or "4096x4096"
+    strings; none: the op's defaults), dtypes `dtype` ("bf16", "f32,bf16", "all"). Other
+    keywords are the command's flags (`gelu="erf"`, `graph=1`, `torch=True`, `rep_ms=200`).
+
+    Returns the records (one a variant, shape and dtype: times, GB/s, TFLOP/s, % of the
+    ceilings, the validation) as a pandas DataFrame where pandas is installed and `frame` is
+    not False, else as a list of dicts."""
+    import json
+    import os
+    import tempfile
+
+    if not isinstance(variants, (str, type(None))):
+        variants = ",".join(variants)
+    args = ["bench", op, "--dtype", dtype, "--device", device] + _shapes(shapes)
+    if variants:
+        args += ["--variants", variants]
+    args += _flag_args(flags)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "bench.json")
+        cli(args + ["--json", path])
+        with open(path) as f:
+            records = json.load(f)["records"]
+    if frame is False:
+        return records
+    try:
+        import pandas
+    except ImportError:
+        if frame:
+            raise
+        return records
+    return pandas.DataFrame.from_records(records)
+
+
+def inspect(op, variant, *, dtype="f32", arch=None, **flags):
+    """`kernlab inspect` from Python: a variant's kernels, their registers, spills, shared
+    memory and occupancy, and the PTX/SASS census, as the text the command prints. Other
+    keywords are the command's flags (`shape="1024x131072"`, `ir="ttgir"`)."""
+    args = ["inspect", op, "--variant", variant, "--dtype", dtype]
+    if arch:
+        args += ["--arch", arch]
+    return cli(args + _flag_args(flags))
 
 
 def __getattr__(name):

@@ -206,3 +206,25 @@ def test_tools_from_python():
     assert "softmax" in kernlab.cli(["list", "--op", "softmax"])
     with pytest.raises(RuntimeError):
         kernlab.cli(["bench", "nosuchop"])
+
+
+def test_bench_returns_the_records():
+    recs = kernlab.bench("gelu", [(64, 64), "3x5"], device="cpu", variants=["fused", "manual"],
+                         frame=False, gelu="erf", rep_ms=5, warmup_ms=1)
+    assert {(r["variant"], tuple(r["shape"])) for r in recs} == {
+        ("fused", (64, 64)), ("manual", (64, 64)), ("fused", (3, 5)), ("manual", (3, 5))}
+    for r in recs:
+        assert r["status"] == "ok" and r["validated"] and r["median_ms"] > 0, r
+        assert r["params"]["gelu"] == "erf"
+    with pytest.raises(RuntimeError, match="unknown variant"):
+        kernlab.bench("gelu", [(4, 4)], device="cpu", variants="v99", frame=False)
+
+
+def test_inspect_reports_registers_and_spills():
+    try:
+        text = kernlab.inspect("gelu", "v2_vec16", arch="sm_90a", device="cpu")
+    except RuntimeError as e:
+        if os.environ.get("KERNLAB_REQUIRE_NVRTC") == "1" or "nvrtc" not in str(e).lower():
+            raise
+        pytest.skip(f"NVRTC is not loadable here: {e}")
+    assert "gelu_v2" in text and "regs" in text and "spill" in text
