@@ -1140,7 +1140,7 @@ fn run_tier(t: &TierPlan, p: &Params, x: &[&Tensor], y: &mut Tensor) -> Result<(
                     }
                 }
             }
-            Mode::Train if t.lt_epilogues && lt_trains(mp, d) => {
+            Mode::Train if t.lt_epilogues && lt_trains(mp, y.dtype(), d) => {
                 train_step_lt(mp, x[0], w, bias, y)?
             }
             Mode::Train => train_step(t, mp, x[0], w, bias, y)?,
@@ -1240,10 +1240,11 @@ fn train_step(
 }
 
 /// Whether the vendor tier's step goes through Lt's GeLU epilogues: the tanh GeLU (Lt's only
-/// one), and a width whose rows keep the 16-byte alignment Lt's epilogues ask of the
+/// one), bf16 (the training dtype this path is for; f32 keeps the BIAS epilogue and kernlab's
+/// kernels), and a width whose rows keep the 16-byte alignment Lt's epilogues ask of the
 /// auxiliary matrix and the bias gradient's rows in the output.
-fn lt_trains(mp: MlpParams, d: usize) -> bool {
-    mp.gelu == GeluApprox::Tanh && d.is_multiple_of(8)
+fn lt_trains(mp: MlpParams, dt: DType, d: usize) -> bool {
+    mp.gelu == GeluApprox::Tanh && dt == DType::BF16 && d.is_multiple_of(8)
 }
 
 /// The vendor tier's training step with cuBLASLt's GeLU epilogues. Forward: each hidden layer
