@@ -90,9 +90,14 @@ def inspect(op, variant, *, dtype="f32", arch=None, **flags):
 
 
 def __getattr__(name):
-    # The torch functions load torch on first use, so `import kernlab` works without it.
+    # The torch functions load torch on first use, so `import kernlab` works without it (and
+    # registers torch.ops.kernlab at once where torch is already imported, below).
     if name in ("gelu", "softmax", "log_softmax", "rms_norm", "linear", "mlp_forward"):
         from . import _torch
 
         return getattr(_torch, name)
     raise AttributeError(f"module 'kernlab' has no attribute '{name}'")
+
+
+if "torch" in __import__("sys").modules:
+    from . import _torch  # noqa: F401  (registers torch.ops.kernlab.*)

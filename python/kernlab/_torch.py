@@ -9,8 +9,9 @@ or to the CPU tier. Layouts, per op:
 - softmax, log_softmax: over `dim` (any dimension; a dimension other than the last is moved
   last, and the result moved back, through a contiguous copy).
 
-Backward: gelu, softmax, log_softmax and rms_norm have autograd formulas written with torch's
-own ops (kernlab has no backward kernels as ops yet); linear and mlp_forward have none.
+Backward: gelu, softmax, log_softmax, rms_norm, linear (and matmul) have autograd formulas
+written with torch's own ops (kernlab has no backward kernels as ops yet; linear's recomputes
+its pre-activation); mlp_forward has none.
 """
 
 import torch
@@ -213,6 +214,48 @@ def _rms_norm_backward(ctx, grad):
 
 
 _rms_norm.register_autograd(_rms_norm_backward, setup_context=_rms_norm_setup)
+
+
+def _act(z, activation):
+    if activation == "none":
+        return z
+    return torch.nn.functional.gelu(z, approximate="tanh" if activation == "gelu-tanh"
+                                    else "none")
+
+
+def _linear_setup(ctx, inputs, output):
+    x, w, b, activation, _ = inputs
+    ctx.save_for_backward(x, w, b)
+    ctx.activation = activation
+
+
+def _linear_backward(ctx, grad):
+    x, w, b = ctx.saved_tensors
+    with torch.enable_grad():
+        leaves = [t.detach().requires_grad_(need)
+                  for t, need in zip((x, w, b), ctx.needs_input_grad[:3])]
+        y = _act(torch.nn.functional.linear(*leaves), ctx.activation)
+        wanted = [t for t in leaves if t.requires_grad]
+        got = iter(torch.autograd.grad(y, wanted, grad))
+    return tuple(next(got) if t.requires_grad else None for t in leaves) + (None, None)
+
+
+_linear.register_autograd(_linear_backward, setup_context=_linear_setup)
+
+
+def _matmul_setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0], inputs[1])
+
+
+def _matmul_backward(ctx, grad):
+    x, w = ctx.saved_tensors
+    gx = grad @ w if ctx.needs_input_grad[0] else None
+    gw = (grad.reshape(-1, grad.shape[-1]).t() @ x.reshape(-1, x.shape[-1])
+          if ctx.needs_input_grad[1] else None)
+    return gx, gw, None
+
+
+_matmul.register_autograd(_matmul_backward, setup_context=_matmul_setup)
 
 
 # ---- the public functions -------------------------------------------------------------------

@@ -167,6 +167,22 @@ def test_autograd_matches_torch():
     (gw,) = torch.autograd.grad(kernlab.rms_norm(x, w, 1e-5), w, g)
     (want,) = torch.autograd.grad(F.rms_norm(x, (9,), w, 1e-5), w, g)
     torch.testing.assert_close(gw, want, rtol=1e-5, atol=1e-6)
+    # linear (and its matmul form): every input's gradient, through the activation.
+    lw = torch.randn(5, 9, requires_grad=True)
+    lb = torch.randn(5, requires_grad=True)
+    x3 = torch.randn(2, 4, 9, requires_grad=True)
+    g3 = torch.randn(2, 4, 5)
+    for act, theirs in [("gelu-erf", lambda z: F.gelu(z)),
+                        ("gelu-tanh", lambda z: F.gelu(z, approximate="tanh")),
+                        ("none", lambda z: z)]:
+        mine = torch.autograd.grad(kernlab.linear(x3, lw, lb, act), (x3, lw, lb), g3)
+        want = torch.autograd.grad(theirs(F.linear(x3, lw, lb)), (x3, lw, lb), g3)
+        for a, b in zip(mine, want):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    mine = torch.autograd.grad(kernlab.linear(x3, lw), (x3, lw), g3)
+    want = torch.autograd.grad(F.linear(x3, lw), (x3, lw), g3)
+    for a, b in zip(mine, want):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
 
 
 def test_custom_ops_pass_opcheck():
@@ -180,6 +196,8 @@ def test_custom_ops_pass_opcheck():
         (ops.softmax.default, (x, 0, True, "auto")),
         (ops.rms_norm.default, (x, w, 1e-6, "auto")),
         (ops.linear.default, (x, lin_w, lin_b, "gelu-tanh", "auto")),
+        (ops.linear.default, (x.clone().requires_grad_(), lin_w.clone().requires_grad_(),
+                              lin_b, "gelu-erf", "auto")),
         (ops.mlp_forward.default, (x, [torch.randn(16, 16) / 4], [torch.randn(16)], "none",
                                    "auto")),
     ]
