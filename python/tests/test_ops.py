@@ -262,3 +262,17 @@ def test_cuda_work_runs_on_torchs_current_stream():
         got = (y.double() - torch.softmax(x.double(), -1)).abs().max()
     s.synchronize()
     assert got.item() < 1e-6
+
+
+def test_a_gpt_block_trains_the_same_with_kernlabs_ops(device):
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).parent.parent / "examples" / "gpt_block.py"
+    spec = importlib.util.spec_from_file_location("gpt_block", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    ref, mine = mod.main(["--device", device, "--dtype", "f32", "--steps", "12", "--dim", "32",
+                          "--seq", "16", "--batch", "4", "--heads", "2", "--vocab", "16"])
+    assert ref[-1] < ref[0] - 0.1, "the block did not learn"
+    assert max(abs(a - b) for a, b in zip(ref, mine)) < 1e-3
