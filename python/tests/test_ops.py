@@ -118,8 +118,17 @@ def test_variants_by_name(device):
     names = [v["name"] for v in kernlab.list_variants("softmax") if v["device"] == device
              and v["tier"] not in ("reference", "triton", "compiled")]
     assert names
+    ran = 0
     for name in names:
-        close(kernlab.softmax(x, variant=name), torch.softmax(x.double(), -1), torch.float32)
+        try:
+            y = kernlab.softmax(x, variant=name)
+        except ValueError as e:
+            # A version made for other widths refuses this one, naming itself.
+            assert f"softmax/{name}:" in str(e), e
+            continue
+        close(y, torch.softmax(x.double(), -1), torch.float32)
+        ran += 1
+    assert ran >= min(2, len(names))
 
 
 def test_clear_errors_name_the_argument():
