@@ -2,7 +2,7 @@
 //! `kernlab autotune` cached for this device, op, dtype and shape bucket, else its heuristic
 //! default; `auto` runs the cached overall winner, else a heuristic choice of version.
 
-use super::{cuda, gemm_args, sm90, triton, Activation, Gemm, GemmParams};
+use super::{cuda, gemm_args, sm90, triton, Gemm, GemmParams};
 use crate::ops::{Candidate, Op, Params};
 use crate::runtime::device::CudaDevice;
 use crate::runtime::dtype::DType;
@@ -20,22 +20,7 @@ pub const TUNABLE: [&str; 6] = [
     triton::VARIANT,
 ];
 
-/// The tuning-cache name of the linear op (`ops/linear.rs`, which builds on this module and is
-/// not imported by it).
-pub const LINEAR: &str = "linear";
-
-/// The op a GEMM call is, by its tuning-cache name: linear where it has a bias or an
-/// activation, else matmul.
-pub fn op_name_of(g: &Gemm) -> &'static str {
-    op_name(g)
-}
-fn op_name(g: &Gemm) -> &'static str {
-    if g.bias.is_some() || g.act != Activation::None {
-        LINEAR
-    } else {
-        super::OP.name()
-    }
-}
+use super::LINEAR;
 
 fn dev_of(g: &Gemm) -> Option<std::sync::Arc<CudaDevice>> {
     g.a.device().cuda().cloned()
@@ -47,7 +32,7 @@ fn dev_of(g: &Gemm) -> Option<std::sync::Arc<CudaDevice>> {
 pub fn cached(g: &Gemm, variant: &str) -> Option<Entry> {
     let dev = dev_of(g)?;
     let bucket = super::OP.bucket(&[g.m, g.n, g.k]);
-    let own = op_name(g);
+    let own = g.op_name();
     let other = if own == LINEAR {
         super::OP.name()
     } else {

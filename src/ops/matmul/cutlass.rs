@@ -15,7 +15,7 @@ pub const VARIANT: &str = "cutlass";
 
 fn refuse(g: &Gemm, why: String) -> Error {
     Error::UnsupportedShape {
-        op: super::auto::op_name_of(g).into(),
+        op: g.op_name().into(),
         variant: VARIANT.into(),
         why,
     }

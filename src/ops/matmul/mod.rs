@@ -90,7 +90,20 @@ impl<'a> Gemm<'a> {
     pub fn dtype(&self) -> DType {
         self.a.dtype()
     }
+
+    /// The op the call is, by its registry (and tuning-cache) name: linear where it has a
+    /// bias or an activation, else matmul.
+    pub fn op_name(&self) -> &'static str {
+        if self.bias.is_some() || self.act != Activation::None {
+            LINEAR
+        } else {
+            OP.name()
+        }
+    }
 }
+
+/// The linear op's name (`ops/linear.rs` builds on this module and is not imported by it).
+pub const LINEAR: &str = "linear";
 
 /// A hand variant's launcher: compute `c = act(a·wᵀ + bias)` into the contiguous `c`.
 pub type GemmFn = fn(&Gemm, &mut Tensor) -> Result<()>;

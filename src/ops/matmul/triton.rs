@@ -135,7 +135,7 @@ pub fn run_with(c: &Config, g: &Gemm, out: &mut Tensor) -> Result<()> {
     let dt = g.dtype();
     let too_big = |what: &str, v: usize| -> Result<i32> {
         i32::try_from(v).map_err(|_| Error::UnsupportedShape {
-            op: super::auto::op_name_of(g).into(),
+            op: g.op_name().into(),
             variant: VARIANT.into(),
             why: format!("{what} = {v}: the Triton kernel takes dimensions below 2^31"),
         })
@@ -146,7 +146,7 @@ pub fn run_with(c: &Config, g: &Gemm, out: &mut Tensor) -> Result<()> {
         .ok()
         .filter(|&t| t <= i32::MAX as u32)
         .ok_or_else(|| Error::UnsupportedShape {
-            op: super::auto::op_name_of(g).into(),
+            op: g.op_name().into(),
             variant: VARIANT.into(),
             why: format!("{tiles} tiles of {}×{}: over the grid limit", c.bm, c.bn),
         })?;
