@@ -206,6 +206,6 @@ mod tests {
     /// module.
     #[test]
     fn the_gemm_dispatch_names_this_op_as_it_is_named() {
-        assert_eq!(super::matmul::LINEAR, super::OP.name());
+        assert_eq!(crate::ops::matmul::LINEAR, super::OP.name());
     }
 }

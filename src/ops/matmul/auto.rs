@@ -2,7 +2,7 @@
 //! `kernlab autotune` cached for this device, op, dtype and shape bucket, else its heuristic
 //! default; `auto` runs the cached overall winner, else a heuristic choice of version.
 
-use super::{cuda, gemm_args, sm90, triton, Gemm, GemmParams};
+use super::{cuda, gemm_args, sm90, triton, Gemm, GemmParams, LINEAR};
 use crate::ops::{Candidate, Op, Params};
 use crate::runtime::device::CudaDevice;
 use crate::runtime::dtype::DType;
@@ -19,8 +19,6 @@ pub const TUNABLE: [&str; 6] = [
     "v7_wgmma_tma_store",
     triton::VARIANT,
 ];
-
-use super::LINEAR;
 
 fn dev_of(g: &Gemm) -> Option<std::sync::Arc<CudaDevice>> {
     g.a.device().cuda().cloned()
