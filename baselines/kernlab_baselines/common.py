@@ -108,3 +108,27 @@ def is_int(v):
 def is_number(v):
     """An int or a float that is not a bool."""
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def load_plan_file(path, version, kind, op, dtype):
+    """The plans of a plan file kernlab wrote beside other files (format `version`, for `op`
+    and `dtype`): (plans, the file's folder, need), `need(cond, what)` raising ValueError
+    naming the file. Raises ValueError where the file is unreadable or another kind's."""
+    import json
+    import os
+
+    def need(cond, what):
+        if not cond:
+            raise ValueError(f"{path}: {what}")
+
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: {first_line(e)}")
+    need(isinstance(doc, dict) and doc.get("version") == version,
+         f"not a format-{version} {kind} file")
+    need(doc.get("op") == op and doc.get("dtype") == dtype,
+         f"plans for {doc.get('op')} {doc.get('dtype')}, not {op} {dtype}")
+    need(isinstance(doc.get("plans"), list), "'plans' is not a list")
+    return doc["plans"], os.path.dirname(os.path.abspath(path)), need

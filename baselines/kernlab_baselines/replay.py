@@ -3,10 +3,9 @@ plans kernlab writes (`--kernlab-plans`, format 1), the module image's kernel lo
 launched through the CUDA driver API (`DriverKernel`, ctypes), and the call built from a plan
 (`kernlab_fn`). Loading the plans needs no torch; launching needs libcuda and torch."""
 
-import json
 import os
 
-from .common import first_line, is_int, shape_str
+from .common import first_line, is_int, load_plan_file, shape_str
 
 # kernlab's own kernel (its `auto` pick at a softmax shape), replayed here from the module image
 # kernlab loaded (--kernlab-plans: kernel, launch shape, arguments), so that its calls and
@@ -20,23 +19,9 @@ def load_kernlab_plans(path, op, dtype):
     """{(rows, cols): plan} from kernlab's launch plans (`kernlab_plans.json`, format 1), each
     plan with its module image's bytes (read from beside the JSON) under "image_bytes". Raises
     ValueError where the file breaks the format or is for another op or dtype."""
-    def need(cond, what):
-        if not cond:
-            raise ValueError(f"{path}: {what}")
-
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{path}: {first_line(e)}")
-    need(isinstance(doc, dict) and doc.get("version") == PLAN_VERSION,
-         f"not a format-{PLAN_VERSION} launch-plan file")
-    need(doc.get("op") == op and doc.get("dtype") == dtype,
-         f"plans for {doc.get('op')} {doc.get('dtype')}, not {op} {dtype}")
-    need(isinstance(doc.get("plans"), list), "'plans' is not a list")
-    base = os.path.dirname(os.path.abspath(path))
+    plans, base, need = load_plan_file(path, PLAN_VERSION, "launch-plan", op, dtype)
     images, out = {}, {}
-    for i, p in enumerate(doc["plans"]):
+    for i, p in enumerate(plans):
         w = f"plan {i}"
         need(isinstance(p, dict), f"{w} is not an object")
         shape = p.get("shape")

@@ -6,11 +6,10 @@ kernlab's in-process timing and do_bench here time the same kernel, launched the
 Loading the plans needs no triton; launching does."""
 
 import importlib.util
-import json
 import os
 import re
 
-from .common import first_line, is_int
+from .common import is_int, load_plan_file
 
 PLAN_VERSION = 1
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -26,23 +25,9 @@ def load_triton_plans(path, op, dtype):
     """{shape tuple: plan} from `triton_plans.json`, each plan with "path", its kernel file's
     path beside the JSON. Raises ValueError where the file breaks the format or is for another
     op or dtype."""
-    def need(cond, what):
-        if not cond:
-            raise ValueError(f"{path}: {what}")
-
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{path}: {first_line(e)}")
-    need(isinstance(doc, dict) and doc.get("version") == PLAN_VERSION,
-         f"not a format-{PLAN_VERSION} Triton plan file")
-    need(doc.get("op") == op and doc.get("dtype") == dtype,
-         f"plans for {doc.get('op')} {doc.get('dtype')}, not {op} {dtype}")
-    need(isinstance(doc.get("plans"), list), "'plans' is not a list")
-    base = os.path.dirname(os.path.abspath(path))
+    plans, base, need = load_plan_file(path, PLAN_VERSION, "Triton plan", op, dtype)
     out = {}
-    for i, p in enumerate(doc["plans"]):
+    for i, p in enumerate(plans):
         w = f"plan {i}"
         need(isinstance(p, dict), f"{w} is not an object")
         shape = p.get("shape")

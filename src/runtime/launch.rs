@@ -425,28 +425,39 @@ pub fn note_triton_launch(l: impl FnOnce() -> TritonLaunch) {
 pub fn record_triton_launch(
     f: impl FnOnce() -> Result<()>,
 ) -> Result<std::result::Result<TritonLaunch, String>> {
-    struct Stop;
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            TRITON_RECORDING.with(|c| c.borrow_mut().take());
-        }
-    }
-    let before = crate::runtime::device::cuda::launches_on_this_thread();
-    TRITON_RECORDING.with(|c| *c.borrow_mut() = Some(Vec::new()));
-    let stop = Stop;
-    let ran = f();
-    let mut noted = TRITON_RECORDING
-        .with(|c| c.borrow_mut().take())
-        .unwrap_or_default();
-    drop(stop);
-    ran?;
-    let launches = crate::runtime::device::cuda::launches_on_this_thread() - before;
+    let (launches, mut noted) = recorded(&TRITON_RECORDING, f)?;
     Ok(match (launches, noted.len()) {
         (1, 1) => Ok(noted.remove(0)),
         (n, t) => Err(format!(
             "{n} launch(es), {t} of them Triton's (PyTorch's process repeats one Triton launch)"
         )),
     })
+}
+
+/// Run `f` with `cell` recording what its launchers note, and return how many launches this
+/// thread made in it and the notes. The recording ends with the call even if `f` fails or
+/// panics (nothing is noted after it).
+fn recorded<T: 'static>(
+    cell: &'static std::thread::LocalKey<std::cell::RefCell<Option<Vec<T>>>>,
+    f: impl FnOnce() -> Result<()>,
+) -> Result<(u64, Vec<T>)> {
+    struct Stop<T: 'static>(&'static std::thread::LocalKey<std::cell::RefCell<Option<Vec<T>>>>);
+    impl<T: 'static> Drop for Stop<T> {
+        fn drop(&mut self) {
+            self.0.with(|c| c.borrow_mut().take());
+        }
+    }
+    let before = crate::runtime::device::cuda::launches_on_this_thread();
+    cell.with(|c| *c.borrow_mut() = Some(Vec::new()));
+    let stop = Stop(cell);
+    let ran = f();
+    let noted = cell.with(|c| c.borrow_mut().take()).unwrap_or_default();
+    drop(stop);
+    ran?;
+    Ok((
+        crate::runtime::device::cuda::launches_on_this_thread() - before,
+        noted,
+    ))
 }
 
 thread_local! {
@@ -472,23 +483,7 @@ pub fn note_launch(l: impl FnOnce() -> RecordedLaunch) {
 pub fn record_launch(
     f: impl FnOnce() -> Result<()>,
 ) -> Result<std::result::Result<RecordedLaunch, String>> {
-    // Recording ends with this call even if `f` panics (nothing is noted after it).
-    struct Stop;
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            RECORDING.with(|c| c.borrow_mut().take());
-        }
-    }
-    let before = crate::runtime::device::cuda::launches_on_this_thread();
-    RECORDING.with(|c| *c.borrow_mut() = Some(Vec::new()));
-    let stop = Stop;
-    let ran = f();
-    let noted = RECORDING
-        .with(|c| c.borrow_mut().take())
-        .unwrap_or_default();
-    drop(stop);
-    ran?;
-    let launches = crate::runtime::device::cuda::launches_on_this_thread() - before;
+    let (launches, noted) = recorded(&RECORDING, f)?;
     Ok(one_plain_launch(launches, noted))
 }
 
