@@ -412,11 +412,7 @@ thread_local! {
 /// Note a Triton launch for [`record_triton_launch`] (made only while a recording runs);
 /// `launch_triton!` calls it after each launch.
 pub fn note_triton_launch(l: impl FnOnce() -> TritonLaunch) {
-    TRITON_RECORDING.with(|c| {
-        if let Some(v) = c.borrow_mut().as_mut() {
-            v.push(l());
-        }
-    });
+    note_in(&TRITON_RECORDING, l)
 }
 
 /// Run `f` (one call of a Triton variant on this thread) and say how it launched:
@@ -432,6 +428,18 @@ pub fn record_triton_launch(
             "{n} launch(es), {t} of them Triton's (PyTorch's process repeats one Triton launch)"
         )),
     })
+}
+
+/// Push `l()` onto `cell`'s recording where one runs (made only then).
+fn note_in<T: 'static>(
+    cell: &'static std::thread::LocalKey<std::cell::RefCell<Option<Vec<T>>>>,
+    l: impl FnOnce() -> T,
+) {
+    cell.with(|c| {
+        if let Some(v) = c.borrow_mut().as_mut() {
+            v.push(l());
+        }
+    });
 }
 
 /// Run `f` with `cell` recording what its launchers note, and return how many launches this
@@ -469,11 +477,7 @@ thread_local! {
 /// Note a plain launch for [`record_launch`] (made only while a recording runs). Launchers
 /// whose kernels take `(x, y, scalars…)` call it before they launch.
 pub fn note_launch(l: impl FnOnce() -> RecordedLaunch) {
-    RECORDING.with(|c| {
-        if let Some(v) = c.borrow_mut().as_mut() {
-            v.push(l());
-        }
-    });
+    note_in(&RECORDING, l)
 }
 
 /// Run `f` (one call of a variant on this thread) and say how it launched: `Ok(Ok(launch))`
