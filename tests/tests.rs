@@ -12,6 +12,7 @@ mod bench;
 mod cli;
 /// The compiler's expression graphs against each op's f64 reference.
 mod compiler;
+mod cutlass;
 /// Faults: several processes writing one cache folder.
 mod faults;
 /// Fuzzing: the parsers, the cache readers and random command lines never panic.
