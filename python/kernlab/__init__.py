@@ -6,8 +6,8 @@
     kernlab.list_variants("softmax")
     print(kernlab.cli(["bench", "softmax", "--shape", "4096x4096"]))
 
-CUDA tensors run kernlab's CUDA kernels in place, on torch's current stream of their device;
-CPU tensors run kernlab's CPU tier. Each function is a torch custom op (`torch.ops.kernlab.*`)
+CUDA tensors run kernlab's CUDA kernels in place, ordered with torch's current stream (on it,
+where it is the default stream); CPU tensors run kernlab's CPU tier. Each function is a torch custom op (`torch.ops.kernlab.*`)
 with a fake implementation, so torch.compile traces through it. The extension module
 (`kernlab._kernlab`) needs no torch: `list_variants` and `cli` work without it.
 """

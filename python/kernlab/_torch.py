@@ -51,11 +51,22 @@ def _variant(variant, fn):
     return variant
 
 
+def _row_major(shape):
+    strides, n = [], 1
+    for d in reversed(shape):
+        strides.append(n)
+        n *= d
+    return strides[::-1]
+
+
 def _arg(t):
-    """(address, bytes from it to the end of the storage, shape, strides, dtype)."""
+    """(address, bytes from it to the end of the storage, shape, strides, dtype). A tensor
+    torch calls contiguous goes with row-major strides: torch leaves any stride on a dimension
+    of size 1 (a batch-1 slice), which kernlab would read as a gap."""
     es = t.element_size()
     left = t.untyped_storage().nbytes() - t.storage_offset() * es
-    return (t.data_ptr(), left, list(t.shape), list(t.stride()), _DTYPES[t.dtype])
+    strides = _row_major(t.shape) if t.is_contiguous() else list(t.stride())
+    return (t.data_ptr(), left, list(t.shape), strides, _DTYPES[t.dtype])
 
 
 def _run(op, variant, flags, inputs, out):

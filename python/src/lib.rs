@@ -1,8 +1,9 @@
 //! `kernlab._kernlab`: the extension module under the `kernlab` Python package. It knows
 //! nothing of torch: the package's Python side hands it each tensor as an address, a byte
 //! count, a shape, strides and a dtype, and the stream to run on, and maps its errors to
-//! Python's. On CUDA the kernels read and write the caller's memory in place on the caller's
-//! stream; on the CPU the CPU tier runs on a copy of the inputs and writes the output back.
+//! Python's. On CUDA the kernels read and write the caller's memory in place, ordered with the
+//! caller's stream (see `device_on`); on the CPU the CPU tier runs on a copy of the inputs and
+//! writes the output back.
 
 use kernlab::ops::{self, FlagValues, Op, Tier, Variant};
 use kernlab::runtime::device::CudaDevice;
@@ -77,22 +78,62 @@ fn variant_for(op: Op, name: &str, device: DeviceKind) -> PyResult<&'static Vari
     ops::find(op, name, device).map_err(to_py)
 }
 
-/// The CUDA device of `ordinal` working on stream `stream`, opened once per pair.
-fn device_on(ordinal: usize, stream: u64) -> PyResult<Arc<CudaDevice>> {
-    type Devices = Mutex<HashMap<(usize, u64), Arc<CudaDevice>>>;
+/// The CUDA device kernlab works on for torch's `stream` of device `ordinal`, opened once a
+/// device: on torch's default stream (0, which lives as long as the process) kernlab works on
+/// that stream itself; on any other stream it works on a stream of its own, ordered after
+/// torch's work and torch's after its own by events around each call (`Some(torch's stream)`),
+/// so that a stream torch destroys later is never kept.
+fn device_on(
+    ordinal: usize,
+    stream: u64,
+) -> PyResult<(Arc<CudaDevice>, Option<Arc<cudarc::driver::CudaStream>>)> {
+    type Devices = Mutex<HashMap<(usize, bool), Arc<CudaDevice>>>;
     static DEVICES: OnceLock<Devices> = OnceLock::new();
     let mut map = DEVICES
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    if let Some(d) = map.get(&(ordinal, stream)) {
-        return Ok(d.clone());
-    }
-    // SAFETY: the Python side passes the current torch stream of the device, which torch keeps
-    // alive; work on it is ordered with torch's own.
-    let d = unsafe { CudaDevice::open_on_stream(ordinal, stream) }.map_err(to_py)?;
-    map.insert((ordinal, stream), d.clone());
-    Ok(d)
+    let default = stream == 0;
+    let dev = match map.get(&(ordinal, default)) {
+        Some(d) => d.clone(),
+        None => {
+            let d = if default {
+                // SAFETY: stream 0 is the legacy default stream of torch's (primary) context.
+                unsafe { CudaDevice::open_on_stream(ordinal, 0) }
+            } else {
+                CudaDevice::open(ordinal)
+            }
+            .map_err(to_py)?;
+            map.insert((ordinal, default), d.clone());
+            d
+        }
+    };
+    // SAFETY: torch's current stream of this device, alive for the call (the wrapper is
+    // dropped with it and never destroys the stream).
+    let theirs = (!default).then(|| unsafe {
+        dev.ctx
+            .wrap_borrowed_stream(stream as cudarc::driver::sys::CUstream)
+    });
+    Ok((dev, theirs))
+}
+
+/// `later` waits for the work enqueued on `first` so far.
+fn order_after(
+    first: &cudarc::driver::CudaStream,
+    later: &cudarc::driver::CudaStream,
+) -> PyResult<()> {
+    let e = first.record_event(None).map_err(|e| {
+        to_py(Error::driver(
+            "cuEventRecord (ordering with torch's stream)",
+            e,
+        ))
+    })?;
+    later.wait(&e).map_err(|e| {
+        to_py(Error::driver(
+            "cuStreamWaitEvent (ordering with torch's stream)",
+            e,
+        ))
+    })
 }
 
 /// A kernlab tensor over `arg`: in place on CUDA, a copy on the CPU.
@@ -146,17 +187,27 @@ fn run(
         fv.set(k, v.as_str());
     }
     let params = op.params(&fv).map_err(to_py)?;
-    let dev = if device < 0 {
-        Device::Cpu
+    let (dev, theirs) = if device < 0 {
+        (Device::Cpu, None)
     } else {
-        Device::Cuda(device_on(device as usize, stream)?)
+        let (d, theirs) = device_on(device as usize, stream)?;
+        (Device::Cuda(d), theirs)
     };
     let v = variant_for(op, variant, dev.kind())?;
     let xs: Vec<Tensor> = inputs
         .iter()
         .map(|a| tensor_of(a, &dev))
         .collect::<PyResult<_>>()?;
-    py.detach(|| -> PyResult<()> {
+    // On a stream of its own, kernlab's work starts after torch's so far, and torch's next
+    // work waits for kernlab's, whatever the call's outcome (it may have enqueued some).
+    let bridge = match (&dev, &theirs) {
+        (Device::Cuda(d), Some(t)) => Some((d.stream.clone(), t.clone())),
+        _ => None,
+    };
+    if let Some((mine, t)) = &bridge {
+        order_after(t, mine)?;
+    }
+    let ran = py.detach(|| -> PyResult<()> {
         let x: Vec<&Tensor> = xs.iter().collect();
         match &dev {
             Device::Cuda(_) => {
@@ -181,7 +232,11 @@ fn run(
                 Ok(())
             }
         }
-    })
+    });
+    if let Some((mine, t)) = &bridge {
+        order_after(mine, t)?;
+    }
+    ran
 }
 
 /// Every registered variant: a dict each (op, name, tier, device, dtypes, about).

@@ -108,6 +108,12 @@ def test_non_contiguous_inputs_and_empty_tensors(device):
     assert not x.is_contiguous()
     close(kernlab.gelu(x), F.gelu(x.double()), torch.float32)
     close(kernlab.softmax(x.t(), 0), torch.softmax(x.t().double(), 0), torch.float32)
+    # A batch-1 slice: contiguous, with torch's leftover stride on its size-1 dimension.
+    h = draw((3, 5, 64), torch.float32, device)[:, -1, :][:1]
+    assert h.is_contiguous() and h.stride(0) != 64
+    w = draw((16, 64), torch.float32, device, seed=9, scale=0.125)
+    close(kernlab.linear(h, w), F.linear(h.double(), w.double()), torch.float32)
+    close(kernlab.gelu(h), F.gelu(h.double()), torch.float32)
     e = torch.empty((0, 4), device=device)
     assert kernlab.softmax(e).shape == (0, 4)
     assert kernlab.gelu(e).shape == (0, 4)
