@@ -183,9 +183,10 @@ fn manual_gelu_kernels(
 }
 
 // ---- the registry's rows ------------------------------------------------------------------
-/// Linear's rows: the manual composition, then the rows every GEMM op has.
-static VARIANTS: [Variant; 15] = {
-    let rows = gemm_rows!(OP);
+/// Linear's rows: the manual composition, then the rows every GEMM op has (the macro writes
+/// the whole list, so the length cannot leave one out).
+static VARIANTS: [Variant; 17] = gemm_rows!(
+    OP,
     [
         Variant::new(OP, "manual", Tier::Manual, DeviceKind::Cpu,
             "eager composition: faer product, then the bias add, then the manual GeLU, one pass each",
@@ -195,15 +196,36 @@ static VARIANTS: [Variant; 15] = {
             |p, x, y| gemm_call(run_manual_cuda, p, x, y))
             .kernels(&ELEMENTWISE, manual_symbols)
             .generated(manual_gelu_kernels),
-        rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], rows[6], rows[7], rows[8], rows[9],
-        rows[10], rows[11], rows[12],
-    ]
-};
+    ],
+    []
+);
 
 #[cfg(test)]
 mod tests {
     /// The GEMM dispatch keys linear's tuning entries by this name without importing this
     /// module.
+    /// Every GEMM row is linear's and matmul's (a fixed-length list once dropped the last
+    /// two, cuBLASLt and faer, without a word).
+    #[test]
+    fn linear_and_matmul_both_have_every_shared_row() {
+        for name in [
+            "cublaslt",
+            "faer",
+            "cutlass",
+            "triton",
+            "compiled",
+            "auto",
+            "v8_skinny",
+        ] {
+            for op in [super::OP, crate::ops::matmul::OP] {
+                assert!(
+                    op.variants().iter().any(|v| v.name == name),
+                    "{op} has no {name}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn the_gemm_dispatch_names_this_op_as_it_is_named() {
         assert_eq!(crate::ops::matmul::LINEAR, super::OP.name());

@@ -773,8 +773,9 @@ pub(crate) fn auto_symbols(dt: DType) -> Vec<String> {
 /// The rows every GEMM op has, in the lecture's order (matmul and linear share every kernel;
 /// linear adds the epilogue).
 macro_rules! gemm_rows {
-    ($op:expr) => {
+    ($op:expr, [$($before:expr),* $(,)?], [$($after:expr),* $(,)?]) => {
         [
+            $($before,)*
             Variant::new($op, "reference", Tier::Reference, DeviceKind::Cpu,
                 "f64 dot products on the CPU (sampled rows for large shapes): the oracle",
                 |p, x, y| gemm_call(run_reference, p, x, y)),
@@ -849,35 +850,23 @@ macro_rules! gemm_rows {
             Variant::new($op, "faer", Tier::Cpu, DeviceKind::Cpu,
                 "faer's f32 matmul (rayon, cache-blocked SIMD), then the epilogue in one pass",
                 |p, x, y| gemm_call(run_cpu_faer, p, x, y)),
+            $($after,)*
         ]
     };
 }
 pub(crate) use gemm_rows;
 
-/// Matmul's rows: the shared ones, and cuBLAS (no epilogue).
-static VARIANTS: [Variant; 14] = {
-    let rows = gemm_rows!(OP);
-    [
-        rows[0],
-        rows[1],
-        rows[2],
-        rows[3],
-        rows[4],
-        rows[5],
-        rows[6],
-        rows[7],
-        rows[8],
-        rows[9],
-        rows[10],
-        rows[11],
-        rows[12],
-        Variant::new(
-            OP,
-            "cublas",
-            Tier::Vendor,
-            DeviceKind::Cuda,
-            "cuBLAS: exact-f32 sgemm, bf16/f16 GemmEx with f32 accumulation",
-            |p, x, y| gemm_call(vendor::run_cublas, p, x, y),
-        ),
-    ]
-};
+/// Matmul's rows: the shared ones, and cuBLAS (no epilogue). The macro writes the whole list,
+/// so a row added to the shared ones that the length leaves out is a compile error.
+static VARIANTS: [Variant; 16] = gemm_rows!(
+    OP,
+    [],
+    [Variant::new(
+        OP,
+        "cublas",
+        Tier::Vendor,
+        DeviceKind::Cuda,
+        "cuBLAS: exact-f32 sgemm, bf16/f16 GemmEx with f32 accumulation",
+        |p, x, y| gemm_call(vendor::run_cublas, p, x, y),
+    )]
+);
