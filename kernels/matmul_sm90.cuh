@@ -235,11 +235,6 @@ template <int STAGES> __device__ __forceinline__ u32 bar_empty(u32 bars, int s) 
 
 // Thread 0 initialises every stage's barriers (full: the producer's one arrival with its
 // transaction bytes; empty: lane 0 of each of the 8 consumer warps), then the CTA syncs.
-//
-// Programmatic dependent launch (the launcher allows it): the next kernel in the stream may
-// be scheduled from here on and run its own set-up beside this one, and this kernel waits here
-// for the previous one's completion and memory before any thread reads or writes global
-// memory. Launched without the attribute, both are no-ops. See docs/perf-notes.md.
 template <int STAGES> __device__ __forceinline__ void pipeline_init(u32 bars, int tid) {
     constexpr int CONSUMERS = 2;
     if (tid == 0) {
@@ -251,8 +246,6 @@ template <int STAGES> __device__ __forceinline__ void pipeline_init(u32 bars, in
         mbar_init_fence();
     }
     __syncthreads();
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-    asm volatile("griddepcontrol.wait;" ::: "memory");
 }
 
 // The producer warpgroup: it gives its registers back; one thread drives TMA, loading every

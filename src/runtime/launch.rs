@@ -240,57 +240,6 @@ pub fn launch_cluster(
     dev.after_launch(name)
 }
 
-/// Launch a kernel that takes part in programmatic dependent launch (cuLaunchKernelEx with
-/// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION): it may be scheduled before the
-/// previous kernel in the stream has finished, so it must execute `griddepcontrol.wait` before
-/// its first access to global memory (Hopper and later). In a captured CUDA graph the edge
-/// stays programmatic. `args` are pointers to each kernel argument's value.
-pub fn launch_programmatic(
-    dev: &CudaDevice,
-    f: &cudarc::driver::CudaFunction,
-    name: &str,
-    cfg: LaunchConfig,
-    args: &mut [*mut std::ffi::c_void],
-) -> Result<()> {
-    use cudarc::driver::sys;
-    // SAFETY: a zeroed attribute value is valid plain data; only the flag below is read.
-    let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
-    value.programmaticStreamSerializationAllowed = 1;
-    let mut attr = sys::CUlaunchAttribute {
-        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
-        pad: [0; 4],
-        value,
-    };
-    let lc = sys::CUlaunchConfig {
-        gridDimX: cfg.grid_dim.0,
-        gridDimY: cfg.grid_dim.1,
-        gridDimZ: cfg.grid_dim.2,
-        blockDimX: cfg.block_dim.0,
-        blockDimY: cfg.block_dim.1,
-        blockDimZ: cfg.block_dim.2,
-        sharedMemBytes: cfg.shared_mem_bytes,
-        hStream: dev.stream.cu_stream(),
-        attrs: &mut attr,
-        numAttrs: 1,
-    };
-    dev.ctx
-        .bind_to_thread()
-        .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
-    // SAFETY: `args` point at live values matching the kernel's parameters; the buffers they
-    // name are valid on this stream (see `launch!`); `lc` and `attr` outlive the call.
-    unsafe {
-        sys::cuLaunchKernelEx(
-            &lc,
-            f.cu_function(),
-            args.as_mut_ptr(),
-            std::ptr::null_mut(),
-        )
-    }
-    .result()
-    .map_err(crate::runtime::device::cuda::launch_err(name))?;
-    dev.after_launch(name)
-}
-
 /// How many clusters of `cluster` CTAs shaped as `cfg` (threads, dynamic shared memory) the
 /// GPU runs at once (cuOccupancyMaxActiveClusters); 0 when none can be placed.
 pub fn max_active_clusters(

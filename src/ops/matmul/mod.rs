@@ -807,14 +807,14 @@ macro_rules! gemm_rows {
                 .kernels(&sm90::MATMUL_SM90, sm90::symbols)
                 .dtypes(HALF_DTYPES)
                 .min_arch(90)
-                .claims(&["wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier", "griddepcontrol.wait"]),
+                .claims(&["wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier"]),
             Variant::new($op, "v7_wgmma_tma_store", Tier::Cuda, DeviceKind::Cuda,
                 "v6 with an asynchronous epilogue: the tile goes through shared memory and leaves by TMA store while the next tile computes (sm_90a)",
                 |p, x, y| gemm_call(auto::run_v7, p, x, y))
                 .kernels(&sm90::MATMUL_SM90, sm90::symbols_v7)
                 .dtypes(HALF_DTYPES)
                 .min_arch(90)
-                .claims(&["wgmma.mma_async", "cp.async.bulk.tensor", "cp.async.bulk.commit_group", "griddepcontrol.wait"]),
+                .claims(&["wgmma.mma_async", "cp.async.bulk.tensor", "cp.async.bulk.commit_group"]),
             Variant::new($op, "v8_skinny", Tier::Cuda, DeviceKind::Cuda,
                 "few rows (M ≤ 8, batch-1 inference): a warp per output column, w streamed once in 16-byte packs",
                 |p, x, y| gemm_call(cuda::run_v8, p, x, y))
@@ -831,7 +831,7 @@ macro_rules! gemm_rows {
                 .generated($crate::ops::matmul::compiled::kernels)
                 .dtypes(HALF_DTYPES)
                 .min_arch(90)
-                .claims(&["wgmma.mma_async", "cp.async.bulk.tensor", "griddepcontrol.wait"]),
+                .claims(&["wgmma.mma_async", "cp.async.bulk.tensor"]),
             Variant::new($op, "triton", Tier::Triton, DeviceKind::Cuda,
                 "the lecture's tiled matmul in Triton (kernels/triton/matmul.py): GROUP_M tile order, tl.dot, bias + GeLU epilogue; configurations autotuned",
                 |p, x, y| gemm_call(auto::run_triton, p, x, y))

@@ -14,6 +14,7 @@
 
 use super::{gemm_bufs, Gemm, GemmBufs};
 use crate::compiler::gemm::{GemmKernel, Tile};
+use crate::runtime::device::cuda::launch_err;
 use crate::runtime::device::CudaDevice;
 use crate::runtime::dtype::DType;
 use crate::runtime::error::{Error, Result};
@@ -427,14 +428,25 @@ fn launch(
     // the buffers they name stay valid on this stream until the kernel has run (see
     // `launch!`), and the guards above (and the caller's, for the epilogue's inputs) are held
     // until the launch is enqueued.
-    // Programmatic dependent launch: the kernel waits (griddepcontrol.wait) before touching
-    // global memory, so its set-up may overlap the previous kernel's tail.
-    let cfg = cudarc::driver::LaunchConfig {
-        grid_dim: (grid, 1, 1),
-        block_dim: (THREADS, 1, 1),
-        shared_mem_bytes: smem,
-    };
-    crate::runtime::launch::launch_programmatic(dev, &f, &name, cfg, &mut args)
+    unsafe {
+        sys::cuLaunchKernel(
+            f.cu_function(),
+            grid,
+            1,
+            1,
+            THREADS,
+            1,
+            1,
+            smem,
+            dev.stream.cu_stream(),
+            args.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    }
+    .result()
+    .map_err(launch_err(&name))?;
+    dev.after_launch(&name)?;
+    Ok(())
 }
 
 // ---- v7: v6 with an asynchronous (TMA store) epilogue -----------------------------------
