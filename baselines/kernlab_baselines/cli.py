@@ -107,7 +107,8 @@ def build_parser():
                    help="kernlab's Triton launches (triton_plans.json, written by `kernlab bench "
                         "--torch` with the kernels' files beside it): the triton column "
                         "launches that kernel at each planned shape, with kernlab's constants, "
-                        "warps, stages and grid; without them it has no kernel to run")
+                        "warps, stages and grid; without them the column is left out (named in "
+                        "--variants, it says why at each shape)")
     p.add_argument("--quiet", action="store_true", help="no per-variant progress on stderr")
     p.add_argument("--copy-bytes", type=int, default=1 << 30,
                    help="also time dst.copy_(src) of this many bytes, PyTorch's side of the copy "
@@ -134,6 +135,10 @@ def main(argv=None):
     except ValueError as e:
         parser.error(str(e))
     args.variant_list, dropped = spec.resolve_variants(asked)
+    # The triton column launches kernlab's Triton kernel as kernlab did: without kernlab's
+    # launches there is nothing to time, unless it was asked for by name.
+    if args.triton_plans is None and args.variants is None:
+        args.variant_list = [v for v in args.variant_list if v != "triton"]
 
     def missing():
         why = "; ".join(w for w in (spec.missing_reason(v) for v in dropped) if w)

@@ -80,7 +80,8 @@ class HandedToTheRun(unittest.TestCase):
                            "--row-stride", "9", "--seed", "5"])
         self.assertEqual((a.shape_list, a.gelu, a.activation, a.rotate, a.repeat, a.row_stride),
                          ([(4, 8), (2, 3)], "erf", None, "auto", 3, 9))
-        self.assertEqual(a.variant_list, ["torch_manual", "torch_native", "torch_compile", "triton"])
+        # Without kernlab's Triton launches there is no triton column, unless asked for.
+        self.assertEqual(a.variant_list, ["torch_manual", "torch_native", "torch_compile"])
         self.assertEqual((a.seed, a.plans), (5, {}))
 
     def test_other_ops_drop_the_gelu_form(self):

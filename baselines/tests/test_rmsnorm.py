@@ -106,7 +106,7 @@ class CommandLine(unittest.TestCase):
         a = captured_args(["--op", "rmsnorm", "--shapes", "4x64,4x72", "--dtype", "f16",
                            "--row-stride", "80", "--repeat", "3", "--rotate", "auto"])
         self.assertEqual((a.row_stride, a.repeat, a.rotate), (80, 3, "auto"))
-        self.assertEqual(a.variant_list, ["torch_manual", "torch_native", "torch_compile", "triton"])
+        self.assertEqual(a.variant_list, ["torch_manual", "torch_native", "torch_compile"])
 
     def test_refused(self):
         for argv, why in [
