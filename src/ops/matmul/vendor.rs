@@ -614,18 +614,10 @@ pub fn run_cublas_rm(
     c_row: usize,
 ) -> Result<()> {
     let v = "cublas";
-    let dims2 = |t: &Tensor, what: &str| -> Result<(usize, usize)> {
-        match *t.shape() {
-            [r, c] if t.is_contiguous() => Ok((r, c)),
-            _ => Err(Error::Invalid(format!(
-                "the row-major cuBLAS product takes contiguous 2-D tensors; {what} is {:?}",
-                t.shape()
-            ))),
-        }
-    };
-    let (ar, ac) = dims2(a, "a")?;
-    let (br, bc) = dims2(b, "b")?;
-    let (cr, cc) = dims2(c, "c")?;
+    const WHO: &str = "the row-major cuBLAS product";
+    let (ar, ac) = dims2(WHO, a, "a")?;
+    let (br, bc) = dims2(WHO, b, "b")?;
+    let (cr, cc) = dims2(WHO, c, "c")?;
     let (m, k) = if ta { (ac, ar) } else { (ar, ac) };
     let (kb, n) = if tb { (bc, br) } else { (br, bc) };
     let fits = cc == n && c_row.checked_add(m).is_some_and(|end| end <= cr);
@@ -641,24 +633,9 @@ pub fn run_cublas_rm(
         });
     }
     require_cublas()?;
-    let dev = a.device().cuda().cloned().ok_or_else(|| {
-        Error::Invalid("the row-major cuBLAS product was handed CPU tensors".into())
-    })?;
-    let buf = |t: &Tensor, what: &str| -> Result<u64> {
-        let b = t
-            .cuda_buf()
-            .ok_or_else(|| Error::Invalid(format!("cuBLAS product: {what} is not on CUDA")))?;
-        let (p, _g) = b.device_ptr(&dev.stream);
-        Ok(p)
-    };
-    let (pa, pb) = (buf(a, "a")?, buf(b, "b")?);
-    let pc = {
-        let cb_ = c
-            .cuda_buf_mut()
-            .ok_or_else(|| Error::Invalid("cuBLAS product: c is not on CUDA".into()))?;
-        let (p, _g) = cb_.device_ptr_mut(&dev.stream);
-        p + (c_row * n * a.dtype().size()) as u64
-    };
+    let dev = device_of(WHO, a)?;
+    let (pa, pb) = (read_ptr(WHO, a, "a", &dev)?, read_ptr(WHO, b, "b", &dev)?);
+    let pc = write_ptr(WHO, c, "c", &dev)? + (c_row * n * a.dtype().size()) as u64;
     let (mi, ni, ki) = (
         dim_i32(v, "N", n)?,
         dim_i32(v, "M", m)?,
@@ -978,31 +955,46 @@ pub fn run_cublaslt(g: &Gemm, c: &mut Tensor) -> Result<()> {
     lt_matmul(&dev, &call)
 }
 
-// ---- cuBLASLt's GeLU training epilogues (the MLP's vendor tier) --------------------------------
+// ---- row-major operands of the cuBLAS and cuBLASLt products --------------------------------
 
-/// A contiguous 2-D CUDA tensor's rows, columns and device address.
-fn rm_operand(t: &Tensor, what: &str, dev: &CudaDevice) -> Result<(usize, usize, u64)> {
+/// A contiguous 2-D tensor's rows and columns; else an error naming `who` (the product) and
+/// `what` (the operand).
+fn dims2(who: &str, t: &Tensor, what: &str) -> Result<(usize, usize)> {
     match *t.shape() {
-        [r, c] if t.is_contiguous() => {
-            let b = t.cuda_buf().ok_or_else(|| {
-                Error::Invalid(format!("the cuBLASLt product: {what} is not on CUDA"))
-            })?;
-            let (p, _g) = b.device_ptr(&dev.stream);
-            Ok((r, c, p))
-        }
+        [r, c] if t.is_contiguous() => Ok((r, c)),
         _ => Err(Error::Invalid(format!(
-            "the cuBLASLt product takes contiguous 2-D tensors; {what} is {:?}",
+            "{who} takes contiguous 2-D tensors; {what} is {:?}",
             t.shape()
         ))),
     }
 }
 
-fn lt_device(t: &Tensor) -> Result<Arc<CudaDevice>> {
+fn device_of(who: &str, t: &Tensor) -> Result<Arc<CudaDevice>> {
     t.device()
         .cuda()
         .cloned()
-        .ok_or_else(|| Error::Invalid("the cuBLASLt product was handed CPU tensors".into()))
+        .ok_or_else(|| Error::Invalid(format!("{who} was handed CPU tensors")))
 }
+
+/// The device address of an operand the product reads.
+fn read_ptr(who: &str, t: &Tensor, what: &str, dev: &CudaDevice) -> Result<u64> {
+    let b = t
+        .cuda_buf()
+        .ok_or_else(|| Error::Invalid(format!("{who}: {what} is not on CUDA")))?;
+    Ok(b.device_ptr(&dev.stream).0)
+}
+
+/// The device address of an operand the product writes.
+fn write_ptr(who: &str, t: &mut Tensor, what: &str, dev: &CudaDevice) -> Result<u64> {
+    let b = t
+        .cuda_buf_mut()
+        .ok_or_else(|| Error::Invalid(format!("{who}: {what} is not on CUDA")))?;
+    Ok(b.device_ptr_mut(&dev.stream).0)
+}
+
+// ---- cuBLASLt's GeLU training epilogues (the MLP's vendor tier) --------------------------------
+
+const LT: &str = "the cuBLASLt product";
 
 fn lt_mismatch(why: String) -> Error {
     Error::ShapeMismatch { op: OP.into(), why }
@@ -1018,42 +1010,39 @@ pub fn linear_gelu_aux(
     h: &mut Tensor,
     z: &mut Tensor,
 ) -> Result<()> {
-    let dev = lt_device(a)?;
     let dt = a.dtype();
-    let (m, k, pa) = rm_operand(a, "a", &dev)?;
-    let (n, kw, pw) = rm_operand(w, "w", &dev)?;
-    let (zr, zc, pz) = rm_operand(z, "z", &dev)?;
-    let pbias = match bias.cuda_buf() {
-        Some(b) if bias.numel() == n => b.device_ptr(&dev.stream).0,
-        _ => {
-            return Err(lt_mismatch(format!(
-                "the bias has shape {:?}, the product {n} columns",
-                bias.shape()
-            )))
-        }
-    };
-    let ph = {
-        let (hr, hc, _) = rm_operand(h, "h", &dev)?;
-        if (hr, hc) != (m, n) {
-            return Err(lt_mismatch(format!("h is {hr}x{hc}, the product {m}x{n}")));
-        }
-        let b = h.cuda_buf_mut().expect("checked on CUDA above");
-        b.device_ptr_mut(&dev.stream).0
-    };
-    let same = [w, bias, &*z].iter().all(|t| t.dtype() == dt) && h.dtype() == dt;
-    if kw != k || (zr, zc) != (m, n) || !same {
+    let (m, k) = dims2(LT, a, "a")?;
+    let (n, kw) = dims2(LT, w, "w")?;
+    let (zr, zc) = dims2(LT, z, "z")?;
+    let (hr, hc) = dims2(LT, h, "h")?;
+    if bias.numel() != n {
         return Err(lt_mismatch(format!(
-            "a {m}x{k} · w {n}x{kw}ᵀ into z {zr}x{zc} (a {dt}, w {}, z {}, h {})",
+            "the bias has shape {:?}, the product {n} columns",
+            bias.shape()
+        )));
+    }
+    let same = [w, bias, &*z, &*h].iter().all(|t| t.dtype() == dt);
+    if kw != k || (zr, zc) != (m, n) || (hr, hc) != (m, n) || !same {
+        return Err(lt_mismatch(format!(
+            "a {m}x{k} · w {n}x{kw}ᵀ into z {zr}x{zc} and h {hr}x{hc} (a {dt}, w {}, z {}, h {})",
             w.dtype(),
             z.dtype(),
             h.dtype()
         )));
     }
+    let dev = device_of(LT, a)?;
+    let ptrs = [
+        read_ptr(LT, w, "w", &dev)?,
+        read_ptr(LT, a, "a", &dev)?,
+        write_ptr(LT, h, "h", &dev)?,
+        read_ptr(LT, bias, "bias", &dev)?,
+        write_ptr(LT, z, "z", &dev)?,
+    ];
     let call = LtCall::new(
         dt,
         BlasCall::for_gemm(m, n, k),
         LtEpilogue::GeluAuxBias,
-        [pw, pa, ph, pbias, pz],
+        ptrs,
     );
     lt_matmul(&dev, &call)
 }
@@ -1070,53 +1059,38 @@ pub fn dgrad_dgelu(
     db: &mut Tensor,
     db_row: usize,
 ) -> Result<()> {
-    let dev = lt_device(g)?;
     let dt = g.dtype();
-    let (m, k, pg) = rm_operand(g, "g", &dev)?;
-    let (kw, n, pw) = rm_operand(w, "w", &dev)?;
-    let (zr, zc, pz) = rm_operand(z, "z", &dev)?;
-    let pdz = {
-        let (r, c, _) = rm_operand(dz, "dz", &dev)?;
-        if (r, c) != (m, n) {
-            return Err(lt_mismatch(format!("dz is {r}x{c}, the product {m}x{n}")));
-        }
-        dz.cuda_buf_mut()
-            .expect("checked on CUDA above")
-            .device_ptr_mut(&dev.stream)
-            .0
-    };
-    let pdb = {
-        let (r, c, _) = rm_operand(db, "db", &dev)?;
-        if c != n || db_row >= r {
-            return Err(lt_mismatch(format!(
-                "the bias gradient goes to row {db_row} of a {r}x{c} tensor; it has {n} values"
-            )));
-        }
-        let es = dt.size();
-        db.cuda_buf_mut()
-            .expect("checked on CUDA above")
-            .device_ptr_mut(&dev.stream)
-            .0
-            + (db_row * n * es) as u64
-    };
-    let same = [w, z].iter().all(|t| t.dtype() == dt) && dz.dtype() == dt && db.dtype() == dt;
-    if kw != k || (zr, zc) != (m, n) || !same {
+    let (m, k) = dims2(LT, g, "g")?;
+    let (kw, n) = dims2(LT, w, "w")?;
+    let (zr, zc) = dims2(LT, z, "z")?;
+    let (dr, dc) = dims2(LT, dz, "dz")?;
+    let (br, bc) = dims2(LT, db, "db")?;
+    if bc != n || db_row >= br {
         return Err(lt_mismatch(format!(
-            "g {m}x{k} · w {kw}x{n} with z {zr}x{zc} (g {dt}, w {}, z {}, dz {}, db {})",
+            "the bias gradient goes to row {db_row} of a {br}x{bc} tensor; it has {n} values"
+        )));
+    }
+    let same = [w, z, &*dz, &*db].iter().all(|t| t.dtype() == dt);
+    if kw != k || (zr, zc) != (m, n) || (dr, dc) != (m, n) || !same {
+        return Err(lt_mismatch(format!(
+            "g {m}x{k} · w {kw}x{n} with z {zr}x{zc} into dz {dr}x{dc} (g {dt}, w {}, z {}, dz {}, db {})",
             w.dtype(),
             z.dtype(),
             dz.dtype(),
             db.dtype()
         )));
     }
+    let dev = device_of(LT, g)?;
     // Lt's A is w, its B is g, D is dz; the bias gradient runs along D's (column-major) rows,
     // the output features.
-    let call = LtCall::new(
-        dt,
-        BlasCall::for_nn(m, n, k),
-        LtEpilogue::DGeluBGrad,
-        [pw, pg, pdz, pdb, pz],
-    );
+    let ptrs = [
+        read_ptr(LT, w, "w", &dev)?,
+        read_ptr(LT, g, "g", &dev)?,
+        write_ptr(LT, dz, "dz", &dev)?,
+        write_ptr(LT, db, "db", &dev)? + (db_row * n * dt.size()) as u64,
+        read_ptr(LT, z, "z", &dev)?,
+    ];
+    let call = LtCall::new(dt, BlasCall::for_nn(m, n, k), LtEpilogue::DGeluBGrad, ptrs);
     lt_matmul(&dev, &call)
 }
 
