@@ -184,15 +184,25 @@ pub fn write_triton_plans(
         plan["shape"] = serde_json::json!(p.shape);
         out.push(plan);
     }
+    write_plan_file(&dir.join("triton_plans.json"), op, dtype, out)
+}
+
+/// A plan file for the script (format 1: `{"version": 1, "op", "dtype", "plans"}`, as its
+/// `common.load_plan_file` reads it); returns its path.
+fn write_plan_file(
+    path: &Path,
+    op: Op,
+    dtype: DType,
+    plans: Vec<serde_json::Value>,
+) -> std::io::Result<PathBuf> {
     let doc = serde_json::json!({
         "version": 1,
         "op": script_op(op),
         "dtype": dtype.to_string(),
-        "plans": out,
+        "plans": plans,
     });
-    let path = dir.join("triton_plans.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&doc)?)?;
-    Ok(path)
+    std::fs::write(path, serde_json::to_string_pretty(&doc)?)?;
+    Ok(path.to_path_buf())
 }
 
 /// The module image of a compiled kernel file, as cuModuleLoadData takes it: the CUBIN, or
@@ -253,15 +263,7 @@ pub fn write_replays(
             "args": args,
         }));
     }
-    let doc = serde_json::json!({
-        "version": 1,
-        "op": script_op(op),
-        "dtype": dtype.to_string(),
-        "plans": plans,
-    });
-    let path = dir.join("kernlab_plans.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&doc)?)?;
-    Ok(path)
+    write_plan_file(&dir.join("kernlab_plans.json"), op, dtype, plans)
 }
 
 pub fn parse(json: &str) -> crate::runtime::error::Result<TorchDoc> {
