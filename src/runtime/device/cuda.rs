@@ -88,6 +88,23 @@ pub fn launches_on_this_thread() -> u64 {
     LAUNCHES.with(|n| n.get())
 }
 
+/// The value kept under `key` in `map`, else `make()`'s, kept. The lock is not held while
+/// `make` runs (a compile or a module load): two threads may both make it, the last kept.
+fn memo<T: Clone>(
+    map: &Mutex<HashMap<String, T>>,
+    key: String,
+    make: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    if let Some(v) = map.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(v.clone());
+    }
+    let v = make()?;
+    map.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key, v.clone());
+    Ok(v)
+}
+
 fn drv(call: &str) -> impl FnOnce(DriverError) -> Error + '_ {
     move |e| Error::driver(call, e)
 }
@@ -234,14 +251,10 @@ impl CudaDevice {
     /// A kernel by name from a source file.
     pub fn function(&self, src: &'static KernelSource, kernel: &str) -> Result<CudaFunction> {
         let key = format!("{}::{kernel}", src.file);
-        if let Some(f) = self
-            .functions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-        {
-            return Ok(f.clone());
-        }
+        memo(&self.functions, key, || self.load_function(src, kernel))
+    }
+
+    fn load_function(&self, src: &'static KernelSource, kernel: &str) -> Result<CudaFunction> {
         let (module, compiled) = self.module(src, kernel)?;
         if !compiled.has_entry(kernel) {
             return Err(Error::MissingSymbol {
@@ -249,14 +262,9 @@ impl CudaDevice {
                 kernel: kernel.into(),
             });
         }
-        let f = module
+        module
             .load_function(kernel)
-            .map_err(drv("cuModuleGetFunction"))?;
-        self.functions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, f.clone());
-        Ok(f)
+            .map_err(drv("cuModuleGetFunction"))
     }
 
     /// A Triton kernel, compiled by Triton's compiler for this device (or read from the
@@ -267,14 +275,10 @@ impl CudaDevice {
             spec.source.file,
             serde_json::to_string(spec).unwrap_or_else(|_| spec.label())
         );
-        if let Some(t) = self
-            .tritons
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-        {
-            return Ok(t.clone());
-        }
+        memo(&self.tritons, key, || self.load_triton(spec))
+    }
+
+    fn load_triton(&self, spec: &TritonSpec) -> Result<LoadedTriton> {
         let k = super::triton::compile_cached(spec, &self.arch)?;
         k.check_launchable(&spec.label())?;
         if k.meta.shared as usize > self.props.max_smem_per_block_optin {
@@ -301,16 +305,11 @@ impl CudaDevice {
             )
             .map_err(drv("cuFuncSetAttribute (a Triton kernel's shared memory)"))?;
         }
-        let loaded = LoadedTriton {
+        Ok(LoadedTriton {
             f,
             kernel: Arc::new(k),
             spec: Arc::new(spec.clone()),
-        };
-        self.tritons
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, loaded.clone());
-        Ok(loaded)
+        })
     }
 
     /// What the driver reports for a loaded function.
