@@ -42,17 +42,6 @@ fn to_py(e: Error) -> PyErr {
     }
 }
 
-fn op_named(name: &str) -> PyResult<Op> {
-    ops::OPS
-        .iter()
-        .copied()
-        .find(|o| o.name() == name)
-        .ok_or_else(|| {
-            let all: Vec<&str> = ops::OPS.iter().map(|o| o.name()).collect();
-            PyValueError::new_err(format!("no op '{name}' (kernlab has {})", all.join(", ")))
-        })
-}
-
 fn dtype_named(name: &str) -> PyResult<DType> {
     name.parse::<DType>()
         .map_err(|_| PyTypeError::new_err(format!("dtype {name}: kernlab takes f32, bf16, f16")))
@@ -181,7 +170,7 @@ fn run(
     device: i64,
     stream: u64,
 ) -> PyResult<()> {
-    let op = op_named(op)?;
+    let op: Op = op.parse().map_err(to_py)?;
     let mut fv = FlagValues::default();
     for (k, v) in &flags {
         fv.set(k, v.as_str());
