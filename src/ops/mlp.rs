@@ -1339,7 +1339,7 @@ static VARIANTS: [Variant; 6] = [
         .dtypes(super::HALF_DTYPES)
         .kernels(&SOURCE, cuda_symbols),
     Variant::new(OP, "cublaslt", Tier::Vendor, DeviceKind::Cuda,
-        "cuBLASLt's epilogues: GELU_BIAS forward; training with tanh GeLU, GELU_AUX_BIAS (keeping GeLU's input) and DGELU_BGRAD (dgrad × GeLU's derivative, with the bias gradient); erf GeLU (Lt has none): its BIAS epilogue and a GeLU kernel, then cuBLAS and GeLU's backward fused with the bias gradient's reduction",
+        "cuBLASLt's epilogues: GELU_BIAS forward; training in bf16 with tanh GeLU, GELU_AUX_BIAS (keeping GeLU's input) and DGELU_BGRAD (dgrad × GeLU's derivative, with the bias gradient); otherwise (erf: Lt has none): its BIAS epilogue and a GeLU kernel, then cuBLAS and GeLU's backward fused with the bias gradient's reduction",
         |p, x, y| run_tier(&VENDOR, p, x, y))
         .kernels(&SOURCE, cuda_symbols),
     Variant::new(OP, "faer", Tier::Cpu, DeviceKind::Cpu,
