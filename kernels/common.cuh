@@ -151,6 +151,21 @@ __device__ __forceinline__ float gelu_erf(float x) {
     return 0.5f * x * erfcf(-0.7071067811865476f * x);
 }
 
+// d/dz gelu_erf(z) = Φ(z) + z·φ(z).
+__device__ __forceinline__ float dgelu_erf(float z) {
+    const float cdf = 0.5f * erfcf(-0.70710678118654752f * z);
+    const float pdf = 0.39894228040143268f * expf(-0.5f * z * z);
+    return cdf + z * pdf;
+}
+
+// d/dz of 0.5·z·(1 + tanh(u)), u = √(2/π)·(z + 0.044715·z³).
+__device__ __forceinline__ float dgelu_tanh(float z) {
+    const float k = 0.79788456080286536f;
+    const float u = k * (z + 0.044715f * z * z * z);
+    const float t = tanhf(u);
+    return 0.5f * (1.0f + t) + 0.5f * z * (1.0f - t * t) * k * (1.0f + 3.0f * 0.044715f * z * z);
+}
+
 // ---- reductions ---------------------------------------------------------------------
 __device__ __forceinline__ float warp_max(float v) {
     #pragma unroll

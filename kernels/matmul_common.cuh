@@ -49,3 +49,23 @@ template <class T> struct ActSwitch {
     const T* __restrict__ bias;
     int act;
 };
+// The backward products' epilogue: c[m, n] = acc · gelu'(z[m, n]), GeLU's backward fused into
+// the product that gives its incoming gradient (dZ_{l-1} = (dZ_l·W_l) ⊙ gelu'(Z_{l-1}) in the
+// MLP). z is an [M, N] matrix with row pitch ld; ACT picks the form (tanh or erf).
+template <class T, int ACT> struct DGeluEpilogue {
+    static constexpr bool READS_ROWS = true;
+    const T* __restrict__ z;
+    int ld;
+    __device__ __forceinline__ float operator()(float acc, int m, int n) const {
+        const float v = to_f32(z[(i64)m * ld + n]);
+        return acc * (ACT == KL_ACT_GELU_TANH ? dgelu_tanh(v) : dgelu_erf(v));
+    }
+};
+// The layout kernels' epilogue, chosen at run time: act KL_ACT_NONE stores the product (z
+// unused), KL_ACT_GELU_TANH / KL_ACT_GELU_ERF multiply it by GeLU's derivative at z.
+template <class T> struct GradSwitch {
+    static constexpr bool READS_ROWS = false;
+    const T* __restrict__ z;
+    int ld;
+    int act;
+};

@@ -96,13 +96,25 @@ __device__ __forceinline__ u64 desc_sw128(u32 addr) {
     return hi | (u64)((addr & 0x3FFFF) >> 4);
 }
 
+// The same for an MN-major operand (a 16-bit operand stored with its M or N index contiguous,
+// read with wgmma's transpose bit): the tile is 64-element (128-byte) wide column chunks,
+// each `rows` K-rows deep in the 128-byte swizzle (one TMA box each). Leading byte offset:
+// from one 64-element chunk of M or N to the next, 64 rows × 128 B = 8 KiB; stride byte
+// offset: from one group of eight K-rows to the next, 1024 B. A k16 step is 16 rows,
+// 2048 bytes: +128 in the address field.
+__device__ __forceinline__ u64 desc_mn_sw128(u32 addr) {
+    const u64 hi = (1ull << 62) | ((u64)(1024 >> 4) << 32) | ((u64)(8192 >> 4) << 16);
+    return hi | (u64)((addr & 0x3FFFF) >> 4);
+}
+
 #define KL_D8(i)                                                                             \
     "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
         "+f"(d[i + 6]), "+f"(d[i + 7])
 
-// wgmma.mma_async m64nNk16, f32 += A(smem, K-major) · B(smem, K-major), tnspA = tnspB = 0,
-// scale-d = (acc != 0): 0 overwrites d (the first k-step of a tile). One wrapper per
-// (N, element type); bf16 and f16 differ only in the instruction's type suffix.
+// wgmma.mma_async m64nNk16, f32 += A(smem) · B(smem), scale-d = (acc != 0): 0 overwrites d
+// (the first k-step of a tile). TA / TB are the transpose bits: 0 for a K-major operand, 1 for
+// an MN-major one. One wrapper per (N, element type); bf16 and f16 differ only in the
+// instruction's type suffix.
 #define KL_REGS64                                                                            \
     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"                \
     " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"     \
@@ -115,6 +127,7 @@ __device__ __forceinline__ u64 desc_sw128(u32 addr) {
     " %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
 
 #define KL_WGMMA_N256(T, TY)                                                                 \
+    template <int TA, int TB>                                                                \
     __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 da, u64 db, int acc, \
                                                      const T*) {                             \
         asm volatile(                                                                        \
@@ -122,15 +135,16 @@ __device__ __forceinline__ u64 desc_sw128(u32 addr) {
             "setp.ne.b32 p, %130, 0;\n"                                                      \
             "wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " "                     \
             "{" KL_REGS64 "," KL_REGS128_HI "}, "                                            \
-            "%128, %129, p, 1, 1, 0, 0; }\n"                                                 \
+            "%128, %129, p, 1, 1, %131, %132; }\n"                                           \
             : KL_D8(0), KL_D8(8), KL_D8(16), KL_D8(24),                                      \
               KL_D8(32), KL_D8(40), KL_D8(48), KL_D8(56),                                    \
               KL_D8(64), KL_D8(72), KL_D8(80), KL_D8(88),                                    \
               KL_D8(96), KL_D8(104), KL_D8(112), KL_D8(120)                                  \
-            : "l"(da), "l"(db), "r"(acc)                                                     \
+            : "l"(da), "l"(db), "r"(acc), "n"(TA), "n"(TB)                                  \
             : "memory");                                                                     \
     }
 #define KL_WGMMA_N128(T, TY)                                                                 \
+    template <int TA, int TB>                                                                \
     __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 da, u64 db, int acc, \
                                                      const T*) {                             \
         asm volatile(                                                                        \
@@ -138,10 +152,10 @@ __device__ __forceinline__ u64 desc_sw128(u32 addr) {
             "setp.ne.b32 p, %66, 0;\n"                                                       \
             "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " "                     \
             "{" KL_REGS64 "}, "                                                              \
-            "%64, %65, p, 1, 1, 0, 0; }\n"                                                   \
+            "%64, %65, p, 1, 1, %67, %68; }\n"                                               \
             : KL_D8(0), KL_D8(8), KL_D8(16), KL_D8(24),                                      \
               KL_D8(32), KL_D8(40), KL_D8(48), KL_D8(56)                                     \
-            : "l"(da), "l"(db), "r"(acc)                                                     \
+            : "l"(da), "l"(db), "r"(acc), "n"(TA), "n"(TB)                                  \
             : "memory");                                                                     \
     }
 KL_WGMMA_N256(bf16, "bf16")
@@ -151,15 +165,15 @@ KL_WGMMA_N128(f16, "f16")
 
 template <int BN> struct Wgmma;
 template <> struct Wgmma<256> {
-    template <class T>
+    template <class T, int TA, int TB>
     static __device__ __forceinline__ void mma(float (&d)[128], u64 da, u64 db, int acc) {
-        wgmma_m64n256k16(d, da, db, acc, (const T*)nullptr);
+        wgmma_m64n256k16<TA, TB>(d, da, db, acc, (const T*)nullptr);
     }
 };
 template <> struct Wgmma<128> {
-    template <class T>
+    template <class T, int TA, int TB>
     static __device__ __forceinline__ void mma(float (&d)[64], u64 da, u64 db, int acc) {
-        wgmma_m64n128k16(d, da, db, acc, (const T*)nullptr);
+        wgmma_m64n128k16<TA, TB>(d, da, db, acc, (const T*)nullptr);
     }
 };
 
@@ -248,9 +262,25 @@ template <int STAGES> __device__ __forceinline__ void pipeline_init(u32 bars, in
     __syncthreads();
 }
 
+// One k-block of an operand tile into shared memory: a K-major operand (a [M, K] or w [N, K])
+// as one box of `rows` rows × 64 K-columns at (k0, mn0); an MN-major one (stored [K, M] or
+// [K, N]) as rows / 64 boxes of 64 K-rows × 64 columns at (mn0 + 64·j, k0), box j at 8 KiB·j
+// (the layout desc_mn_sw128 describes).
+template <int ROWS, int MN_MAJOR>
+__device__ __forceinline__ void tma_load_operand(u32 dst, const TmaDesc* d, int k0, int mn0,
+                                                 u32 bar) {
+    if constexpr (MN_MAJOR) {
+        #pragma unroll
+        for (int j = 0; j < ROWS / 64; ++j) tma_load_2d(dst + j * 8192u, d, mn0 + 64 * j, k0, bar);
+    } else {
+        tma_load_2d(dst, d, k0, mn0, bar);
+    }
+}
+
 // The producer warpgroup: it gives its registers back; one thread drives TMA, loading every
-// k-block of every tile this CTA owns into the stages as the consumers free them.
-template <int BN, int STAGES>
+// k-block of every tile this CTA owns into the stages as the consumers free them. TA / TB:
+// whether a / w are MN-major (see tma_load_operand).
+template <int BN, int STAGES, int TA = 0, int TB = 0>
 __device__ __forceinline__ void produce(const TmaDesc* ta, const TmaDesc* tw, u32 sa, u32 sb,
                                         u32 bars, int tid, int tiles, int tiles_m, int tiles_n,
                                         int nk, int group_m) {
@@ -268,8 +298,10 @@ __device__ __forceinline__ void produce(const TmaDesc* ta, const TmaDesc* tw, u3
             for (int kb = 0; kb < nk; ++kb) {
                 mbar_wait(bar_empty<STAGES>(bars, s), ph ^ 1u);
                 mbar_expect_tx(bar_full<STAGES>(bars, s), A_BYTES + B_BYTES);
-                tma_load_2d(sa + s * A_BYTES, ta, kb * BK, tm * BM, bar_full<STAGES>(bars, s));
-                tma_load_2d(sb + s * B_BYTES, tw, kb * BK, tn * BN, bar_full<STAGES>(bars, s));
+                tma_load_operand<BM, TA>(sa + s * A_BYTES, ta, kb * BK, tm * BM,
+                                         bar_full<STAGES>(bars, s));
+                tma_load_operand<BN, TB>(sb + s * B_BYTES, tw, kb * BK, tn * BN,
+                                         bar_full<STAGES>(bars, s));
                 if (++s == STAGES) { s = 0; ph ^= 1u; }
             }
         }
@@ -278,8 +310,9 @@ __device__ __forceinline__ void produce(const TmaDesc* ta, const TmaDesc* tw, u3
 
 // One consumer warpgroup's main loop over a tile's k-blocks: its 64 rows × BN columns
 // accumulate in d; each stage is released once the wgmma group that read it is done.
-// (s, ph) carry the pipeline position from tile to tile.
-template <class T, int BN, int STAGES, int R>
+// (s, ph) carry the pipeline position from tile to tile. TA / TB: whether a / w are MN-major.
+// Consumer cw's 64 rows of a start 8 KiB into the a tile in either layout.
+template <class T, int BN, int STAGES, int TA = 0, int TB = 0, int R>
 __device__ __forceinline__ void consume_tile(float (&d)[R], u32 sa, u32 sb, u32 bars, int cw,
                                              int lane, int nk, int& s, u32& ph) {
     constexpr int BM = 128, BK = 64;
@@ -288,12 +321,16 @@ __device__ __forceinline__ void consume_tile(float (&d)[R], u32 sa, u32 sb, u32 
     int prev = 0;
     for (int kb = 0; kb < nk; ++kb) {
         mbar_wait(bar_full<STAGES>(bars, s), ph);
-        const u64 da = desc_sw128(sa + s * A_BYTES + cw * (64 * 128));
-        const u64 db = desc_sw128(sb + s * B_BYTES);
+        const u32 a_at = sa + s * A_BYTES + cw * (64 * 128), b_at = sb + s * B_BYTES;
+        const u64 da = TA ? desc_mn_sw128(a_at) : desc_sw128(a_at);
+        const u64 db = TB ? desc_mn_sw128(b_at) : desc_sw128(b_at);
+        // A k16 step: 32 bytes along a K-major row (+2), 16 rows of an MN-major tile (+128).
+        constexpr u64 STEP_A = TA ? 128 : 2, STEP_B = TB ? 128 : 2;
         wg_fence();
         #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk)
-            Wgmma<BN>::template mma<T>(d, da + 2 * kk, db + 2 * kk, (kb | kk) != 0);
+            Wgmma<BN>::template mma<T, TA, TB>(d, da + STEP_A * kk, db + STEP_B * kk,
+                                               (kb | kk) != 0);
         wg_commit();
         wg_wait<1>();  // the group of kb − 1 is done: its stage can be refilled
         if (kb > 0 && lane == 0) mbar_arrive(bar_empty<STAGES>(bars, prev));
@@ -458,6 +495,20 @@ __device__ __forceinline__ void v7_stage_with(const float (&d)[R], u32 cbuf, con
         v7_stage_fragment<T>(d, cbuf, ActEpilogue<T, KL_ACT_NONE>{s.bias}, M, N, m0, n_tile, warp,
                              lane);
 }
+template <class T, int R>
+__device__ __forceinline__ void v7_stage_with(const float (&d)[R], u32 cbuf, const GradSwitch<T>& s,
+                                              int M, int N, int m0, int n_tile, int warp,
+                                              int lane) {
+    if (s.act == KL_ACT_GELU_TANH)
+        v7_stage_fragment<T>(d, cbuf, DGeluEpilogue<T, KL_ACT_GELU_TANH>{s.z, s.ld}, M, N, m0,
+                             n_tile, warp, lane);
+    else if (s.act == KL_ACT_GELU_ERF)
+        v7_stage_fragment<T>(d, cbuf, DGeluEpilogue<T, KL_ACT_GELU_ERF>{s.z, s.ld}, M, N, m0,
+                             n_tile, warp, lane);
+    else
+        v7_stage_fragment<T>(d, cbuf, ActEpilogue<T, KL_ACT_NONE>{nullptr}, M, N, m0, n_tile, warp,
+                             lane);
+}
 #endif  // KL_V6_HOPPER
 
 // Shared memory of one v7 configuration: STAGES × (a tile + w tile), two C buffers (one per
@@ -470,7 +521,7 @@ template <int BN, int STAGES> struct V7Smem {
     static constexpr u32 BYTES = STAGES * (A_BYTES + B_BYTES) + 2 * C_BYTES + 1024 + 2 * STAGES * 8;
 };
 
-template <class T, int BN, int STAGES, class Epi>
+template <class T, int BN, int STAGES, class Epi, int TA = 0, int TB = 0>
 __device__ __forceinline__ void v7_body(const TmaDesc* ta, const TmaDesc* tw, const TmaDesc* tc,
                                         const Epi& epi, int M, int N, int K, int group_m) {
 #if KL_V6_HOPPER
@@ -491,7 +542,8 @@ __device__ __forceinline__ void v7_body(const TmaDesc* ta, const TmaDesc* tw, co
     const int wg = tid / 128;
 
     if (wg == 0) {
-        produce<BN, STAGES>(ta, tw, sa, sb, bars, tid, tiles, tiles_m, tiles_n, nk, group_m);
+        produce<BN, STAGES, TA, TB>(ta, tw, sa, sb, bars, tid, tiles, tiles_m, tiles_n, nk,
+                                    group_m);
     } else {
         // Consumer warpgroups: 64 rows × BN columns each, stored through their C buffer.
         setmaxnreg_inc<232>();
@@ -505,7 +557,7 @@ __device__ __forceinline__ void v7_body(const TmaDesc* ta, const TmaDesc* tw, co
         for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
             int tm, tn;
             tile_coords(tile, tiles_m, tiles_n, group_m, tm, tn);
-            consume_tile<T, BN, STAGES>(d, sa, sb, bars, cw, lane, nk, s, ph);
+            consume_tile<T, BN, STAGES, TA, TB>(d, sa, sb, bars, cw, lane, nk, s, ph);
 
             // The previous tile's store must have read the C buffer before it is rewritten.
             // Only the issuing thread can wait on its bulk groups; the barrier passes that on.

@@ -273,3 +273,173 @@ fn gemm_accounting() {
     };
     assert!(e.to_string().contains("M×N×K"), "{e}");
 }
+
+/// GeLU's derivative in f64 (tanh or erf form), the oracle of the layout kernels' epilogue.
+fn dgelu_f64(z: f64, act: Activation) -> f64 {
+    match act {
+        Activation::GeluTanh => {
+            let k = (2.0 / std::f64::consts::PI).sqrt();
+            let t = (k * (z + 0.044715 * z * z * z)).tanh();
+            0.5 * (1.0 + t) + 0.5 * z * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * z * z)
+        }
+        _ => {
+            0.5 * libm::erfc(-z / std::f64::consts::SQRT_2)
+                + z * (-0.5 * z * z).exp() / (2.0 * std::f64::consts::PI).sqrt()
+        }
+    }
+}
+
+/// v7's layout kernels (`matmul::sm90::run_rm`): c = op(a)·op(b) for each of the four transpose
+/// pairs, plain and with GeLU's derivative (both forms) in the epilogue, bf16 and f16, against
+/// f64 on shapes with partial tiles on every edge and one or many k-blocks. The product goes
+/// to rows 3.. of a NaN-poisoned c, whose first rows must stay untouched.
+fn v7_layouts_match_f64(dev: &Device) {
+    let Some(cuda) = dev.cuda() else { return };
+    if cuda.props.compute_capability != (9, 0) {
+        println!("skipped: the layout kernels need compute capability 9.0");
+        return;
+    }
+    let shapes: &[(usize, usize, usize)] = &[(8, 8, 8), (136, 264, 200), (264, 392, 1032)];
+    let acts = [None, Some(Activation::GeluErf), Some(Activation::GeluTanh)];
+    for &(m, n, k) in shapes {
+        for dt in [DType::BF16, DType::F16] {
+            for (ta, tb) in [(false, true), (false, false), (true, false), (true, true)] {
+                for act in acts {
+                    let what = format!("{m}x{n}x{k} {dt} ta={ta} tb={tb} {act:?}");
+                    let a_shape = if ta { [k, m] } else { [m, k] };
+                    let b_shape = if tb { [n, k] } else { [k, n] };
+                    let a = rand(&a_shape, dt, dev);
+                    let b = Tensor::random(
+                        &b_shape,
+                        dt,
+                        Init::Uniform { lo: -1.0, hi: 1.0 },
+                        11,
+                        None,
+                        dev,
+                    )
+                    .unwrap();
+                    let z = Tensor::random(
+                        &[m, n],
+                        dt,
+                        Init::Normal {
+                            mean: 0.0,
+                            std: 1.0,
+                        },
+                        5,
+                        None,
+                        dev,
+                    )
+                    .unwrap();
+                    let off = 3;
+                    let mut c = Tensor::from_f64(&vec![f64::NAN; (m + off) * n], &[m + off, n], dt)
+                        .unwrap()
+                        .to_device(dev)
+                        .unwrap();
+                    let grad = act.map(|g| (&z, g));
+                    matmul::sm90::run_rm(&a, ta, &b, tb, grad, &mut c, off)
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    let (ha, hb, hz) = (
+                        a.to_f64_vec().unwrap(),
+                        b.to_f64_vec().unwrap(),
+                        z.to_f64_vec().unwrap(),
+                    );
+                    let hc = c.to_f64_vec().unwrap();
+                    assert!(
+                        hc[..off * n].iter().all(|v| v.is_nan()),
+                        "{what}: rows before c_row written"
+                    );
+                    let (mut err, mut norm) = (0.0f64, 0.0f64);
+                    for i in 0..m {
+                        for j in 0..n {
+                            let mut s = 0.0;
+                            for p in 0..k {
+                                let av = if ta { ha[p * m + i] } else { ha[i * k + p] };
+                                let bv = if tb { hb[j * k + p] } else { hb[p * n + j] };
+                                s += av * bv;
+                            }
+                            if let Some(g) = act {
+                                s *= dgelu_f64(hz[i * n + j], g);
+                            }
+                            let got = hc[(off + i) * n + j];
+                            assert!(got.is_finite(), "{what}: c[{i}, {j}] = {got}");
+                            err += (got - s) * (got - s);
+                            norm += s * s;
+                        }
+                    }
+                    let rel = (err / norm.max(1e-30)).sqrt();
+                    let tol = if dt == DType::BF16 { 8e-3 } else { 2e-3 };
+                    assert!(
+                        rel < tol,
+                        "{what}: relative L2 error {rel:.2e} (tolerance {tol:.0e})"
+                    );
+                }
+            }
+        }
+    }
+}
+test_gpu!(v7_layouts, super::v7_layouts_match_f64);
+
+/// The layout kernels refuse what their tensor maps cannot take, with the reason.
+fn v7_layouts_refuse_clearly(dev: &Device) {
+    let Some(cuda) = dev.cuda() else { return };
+    if cuda.props.compute_capability != (9, 0) {
+        println!("skipped: the layout kernels need compute capability 9.0");
+        return;
+    }
+    let bf = DType::BF16;
+    let mut c = rand(&[16, 16], bf, dev);
+    // a stored [K, M] with M = 12: its rows are 24 bytes.
+    let e = matmul::sm90::run_rm(
+        &rand(&[16, 12], bf, dev),
+        true,
+        &rand(&[16, 16], bf, dev),
+        false,
+        None,
+        &mut c,
+        0,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("16 bytes"), "{e}");
+    // Inner dimensions that disagree, and a product past c's rows.
+    let e = matmul::sm90::run_rm(
+        &rand(&[16, 16], bf, dev),
+        false,
+        &rand(&[8, 16], bf, dev),
+        false,
+        None,
+        &mut c,
+        0,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("op(a) 16x16 · op(b) 8x16"), "{e}");
+    let e = matmul::sm90::run_rm(
+        &rand(&[16, 16], bf, dev),
+        false,
+        &rand(&[16, 16], bf, dev),
+        false,
+        None,
+        &mut c,
+        8,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("rows 8.."), "{e}");
+    // f32 is not a tensor-core dtype here.
+    let f = DType::F32;
+    let mut cf = rand(&[16, 16], f, dev);
+    let e = matmul::sm90::run_rm(
+        &rand(&[16, 16], f, dev),
+        false,
+        &rand(&[16, 16], f, dev),
+        false,
+        None,
+        &mut cf,
+        0,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("bf16, f16"), "{e}");
+}
+test_gpu!(v7_layouts_errors, super::v7_layouts_refuse_clearly);

@@ -34,10 +34,9 @@ fn every_registered_kernel_compiles_for_sm80_and_sm90a_with_no_spills() {
         let compiled = compile_all(arch);
         let mut checked = 0;
         let mut log_missing = 0;
-        for v in ops::all() {
-            let (Some(src), Some(symbols)) = (v.source, v.symbols) else {
-                continue;
-            };
+        for (v, (src, symbols)) in
+            ops::all().flat_map(|v| v.sources().into_iter().map(move |s| (v, s)))
+        {
             // Kernels of a newer architecture (clusters: sm_90) are checked on that one only.
             let arch_num: u32 = arch
                 .trim_start_matches("sm_")

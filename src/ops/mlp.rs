@@ -1202,6 +1202,9 @@ fn train_step(
     let mut dh = Tensor::empty(&[b, d], dt, &dev)?;
     fill(&mut dh, 1.0 / (b as f64 * d as f64) as f32)?;
     let mut dz = Tensor::empty(&[b, d], dt, &dev)?;
+    if !t.blas_backward && layouts_fit(x, w, y)? {
+        return backward_in_layouts(mp, x, w, &hs, &zs, &dh, dz, y);
+    }
     for l in (0..nl).rev() {
         if t.gemm == "manual" {
             // Eager: GeLU's backward, then a reduction over dz.
@@ -1234,6 +1237,74 @@ fn train_step(
             if l == 0 {
                 rows_of(y, 0, b, &dh)?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// Whether the hand tiers' backward can run v7's layout kernels (`matmul::sm90::run_rm`): a
+/// Hopper GPU, 16-bit operands, rows of a multiple of 16 bytes (D a multiple of 8) and x, every
+/// W and y 16-byte aligned (the TMA tensor maps). Elsewhere backward runs the hand GEMM on
+/// transposed copies.
+fn layouts_fit(x: &Tensor, w: &[&Tensor], y: &Tensor) -> Result<bool> {
+    let dev = dev_of(x)?;
+    let d = x.shape()[1];
+    if dev.props.compute_capability != (9, 0)
+        || !matches!(x.dtype(), DType::BF16 | DType::F16)
+        || !d.is_multiple_of(8)
+    {
+        return Ok(false);
+    }
+    for t in w.iter().copied().chain([x, y]) {
+        if !addr0(t)?.is_multiple_of(16) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The hand tiers' backward on Hopper, from the loss's gradient `dh` (the forward's saved `hs`
+/// and `zs`): per layer, from the last, `db` by a column sum of dZ (fused with GeLU's backward
+/// at the last layer, whose incoming gradient is the loss's), `dW = dZᵀ·H` straight into its
+/// rows of `y`, and `dZ_{l-1} = (dZ_l·W_l) ⊙ gelu'(Z_{l-1})` with GeLU's backward in the
+/// product's epilogue (at the first layer, `dX = dZ_0·W_0` into y's first rows). Each product
+/// reads its operands as they lie (v7's layout kernels: no transposed copies).
+#[allow(clippy::too_many_arguments)]
+fn backward_in_layouts(
+    mp: MlpParams,
+    x: &Tensor,
+    w: &[&Tensor],
+    hs: &[Tensor],
+    zs: &[Tensor],
+    dh: &Tensor,
+    mut dz: Tensor,
+    y: &mut Tensor,
+) -> Result<()> {
+    let nl = mp.layers;
+    let (b, d) = (x.shape()[0], x.shape()[1]);
+    let act = act_of(mp.gelu);
+    let mut next = Tensor::empty(&[b, d], x.dtype(), &x.device())?;
+    for l in (0..nl).rev() {
+        if l + 1 == nl {
+            bias_grad(dh, Some((&zs[l], mp.gelu, &mut dz)), y, b + l)?;
+        } else {
+            bias_grad(&dz, None, y, b + l)?;
+        }
+        let input = if l == 0 { x } else { &hs[l - 1] };
+        matmul::sm90::run_rm(&dz, true, input, false, None, y, b + nl + l * d)?;
+        if l == 0 {
+            matmul::sm90::run_rm(&dz, false, w[l], false, None, y, 0)?;
+        } else {
+            matmul::sm90::run_rm(
+                &dz,
+                false,
+                w[l],
+                false,
+                Some((&zs[l - 1], act)),
+                &mut next,
+                0,
+            )?;
+            std::mem::swap(&mut dz, &mut next);
         }
     }
     Ok(())
@@ -1332,12 +1403,14 @@ static VARIANTS: [Variant; 6] = [
     Variant::new(OP, "cuda", Tier::Cuda, DeviceKind::Cuda,
         "kernlab's GEMMs (linear/auto) with bias and GeLU fused into the epilogue; backward: GeLU's backward fused with the bias gradient's reduction, the hand GEMMs on transposed operands",
         |p, x, y| run_tier(&CUDA, p, x, y))
-        .kernels(&SOURCE, cuda_symbols),
+        .kernels(&SOURCE, cuda_symbols)
+        .also_kernels(&matmul::sm90::MATMUL_SM90_LAYOUTS, matmul::sm90::layout_symbols),
     Variant::new(OP, "compiled", Tier::Compiled, DeviceKind::Cuda,
         "kernlab's compiler: each layer one GEMM with the generated bias + GeLU epilogue",
         |p, x, y| run_tier(&COMPILED, p, x, y))
         .dtypes(super::HALF_DTYPES)
-        .kernels(&SOURCE, cuda_symbols),
+        .kernels(&SOURCE, cuda_symbols)
+        .also_kernels(&matmul::sm90::MATMUL_SM90_LAYOUTS, matmul::sm90::layout_symbols),
     Variant::new(OP, "cublaslt", Tier::Vendor, DeviceKind::Cuda,
         "cuBLASLt's epilogues: GELU_BIAS forward; training in bf16 with tanh GeLU, GELU_AUX_BIAS (keeping GeLU's input) and DGELU_BGRAD (dgrad × GeLU's derivative, with the bias gradient); otherwise (erf: Lt has none): its BIAS epilogue and a GeLU kernel, then cuBLAS and GeLU's backward fused with the bias gradient's reduction",
         |p, x, y| run_tier(&VENDOR, p, x, y))

@@ -244,6 +244,58 @@ pub(crate) struct GemmBufs<'a> {
     pub c: &'a mut cudarc::driver::CudaSlice<u8>,
 }
 
+// ---- row-major operands of the products that take them as they lie (cuBLAS, cuBLASLt, v7's
+// layout kernels) ------------------------------------------------------------------------------
+
+/// A contiguous 2-D tensor's rows and columns; else an error naming `who` (the product) and
+/// `what` (the operand).
+pub(crate) fn dims2(who: &str, t: &Tensor, what: &str) -> Result<(usize, usize)> {
+    match *t.shape() {
+        [r, c] if t.is_contiguous() => Ok((r, c)),
+        _ => Err(Error::Invalid(format!(
+            "{who} takes contiguous 2-D tensors; {what} is {:?}",
+            t.shape()
+        ))),
+    }
+}
+
+/// The CUDA device of a product's operand `t`, or an error naming the product (`who`).
+pub(crate) fn device_of(
+    who: &str,
+    t: &Tensor,
+) -> Result<std::sync::Arc<crate::runtime::device::CudaDevice>> {
+    t.device()
+        .cuda()
+        .cloned()
+        .ok_or_else(|| Error::Invalid(format!("{who} was handed CPU tensors")))
+}
+
+/// The device address of an operand the product reads.
+pub(crate) fn read_ptr(
+    who: &str,
+    t: &Tensor,
+    what: &str,
+    dev: &crate::runtime::device::CudaDevice,
+) -> Result<u64> {
+    let b = t
+        .cuda_buf()
+        .ok_or_else(|| Error::Invalid(format!("{who}: {what} is not on CUDA")))?;
+    Ok(cudarc::driver::DevicePtr::device_ptr(b, &dev.stream).0)
+}
+
+/// The device address of an operand the product writes.
+pub(crate) fn write_ptr(
+    who: &str,
+    t: &mut Tensor,
+    what: &str,
+    dev: &crate::runtime::device::CudaDevice,
+) -> Result<u64> {
+    let b = t
+        .cuda_buf_mut()
+        .ok_or_else(|| Error::Invalid(format!("{who}: {what} is not on CUDA")))?;
+    Ok(cudarc::driver::DevicePtrMut::device_ptr_mut(b, &dev.stream).0)
+}
+
 /// The device buffers, each checked to hold what the GEMM reads or writes (a kernel or a
 /// vendor library would otherwise read or write past the end without a word). `variant`
 /// names the launcher in errors.

@@ -12,7 +12,10 @@
 //! be tf32 on the tensor cores, a different precision), K a multiple of 8 (TMA needs a
 //! 16-byte row pitch) and 16-byte aligned operand buffers.
 
-use super::{gemm_bufs, Gemm, GemmBufs};
+use super::{
+    device_of as device_of_tensor, dims2, gemm_bufs, read_ptr, write_ptr, Activation, Gemm,
+    GemmBufs,
+};
 use crate::compiler::gemm::{GemmKernel, Tile};
 use crate::runtime::device::cuda::launch_err;
 use crate::runtime::device::CudaDevice;
@@ -392,9 +395,6 @@ fn launch(
     let grid = tiles.min(dev.props.sm_count.max(1) as usize) as u32;
     let smem = ver.smem_bytes(cfg);
 
-    let f = dev.function(source, &name)?;
-    // This also makes the device's context current for the launch below.
-    crate::runtime::launch::allow_dynamic_smem(dev, &f, &name, smem as usize)?;
     // The kernel's parameters, in order: (ta, tw, c or tc, bias, M, N, K, act, group_m) for a
     // hand kernel; (ta, tw, c or tc, the epilogue's parameters, M, N, K, group_m) for a
     // generated one.
@@ -422,12 +422,30 @@ fn launch(
         args.push(&mut act as *mut i32 as *mut c_void);
     }
     args.push(&mut group_m as *mut i32 as *mut c_void);
-    // SAFETY: `args` point at live values whose types match the kernel's parameters
-    // (CUtensorMap ×2, then c as a u64 pointer (v6) or a third CUtensorMap (v7), the bias
-    // pointer as u64 or the generated epilogue's 8-byte pointers and strides, then the ints);
-    // the buffers they name stay valid on this stream until the kernel has run (see
-    // `launch!`), and the guards above (and the caller's, for the epilogue's inputs) are held
-    // until the launch is enqueued.
+    // `args` point at live values whose types match the kernel's parameters (CUtensorMap ×2,
+    // then c as a u64 pointer (v6) or a third CUtensorMap (v7), the bias pointer as u64 or the
+    // generated epilogue's 8-byte pointers and strides, then the ints); the buffers they name
+    // stay valid on this stream until the kernel has run (see `launch!`), and the guards above
+    // (and the caller's, for the epilogue's inputs) are held until the launch is enqueued.
+    launch_raw(dev, source, &name, grid, smem, &mut args)
+}
+
+/// Launch `name` of `source` on `grid` persistent CTAs of `THREADS` threads with `smem` bytes
+/// of dynamic shared memory. `args` must point at live values matching the kernel's
+/// parameters, naming buffers that stay valid on the device's stream until the kernel has run.
+fn launch_raw(
+    dev: &CudaDevice,
+    source: &'static KernelSource,
+    name: &str,
+    grid: u32,
+    smem: u32,
+    args: &mut [*mut c_void],
+) -> Result<()> {
+    let f = dev.function(source, name)?;
+    // This also makes the device's context current for the launch below.
+    crate::runtime::launch::allow_dynamic_smem(dev, &f, name, smem as usize)?;
+    // SAFETY: the caller's contract on `args`; the function and the stream are live, and the
+    // callers check the shared memory against the device's opt-in limit.
     unsafe {
         sys::cuLaunchKernel(
             f.cu_function(),
@@ -444,8 +462,8 @@ fn launch(
         )
     }
     .result()
-    .map_err(launch_err(&name))?;
-    dev.after_launch(&name)?;
+    .map_err(launch_err(name))?;
+    dev.after_launch(name)?;
     Ok(())
 }
 
@@ -544,6 +562,188 @@ pub fn run_with_v7(cfg: &Config, g: &Gemm, c: &mut Tensor) -> Result<()> {
         return run_v6(g, c);
     }
     launch(V7, cfg, &dev, g, c, Target::Hand)
+}
+
+// ---- v7 with transposed operands: c = op(a)·op(b) ---------------------------------------------
+
+/// v7's body with either operand read MN-major (wgmma's transpose bits), and an epilogue that
+/// stores the product or multiplies it by GeLU's derivative (`kernels/matmul_sm90_layouts.cu`).
+pub static MATMUL_SM90_LAYOUTS: KernelSource = KernelSource {
+    file: "matmul_sm90_layouts.cu",
+    src: include_str!("../../../kernels/matmul_sm90_layouts.cu"),
+};
+
+/// The layouts the layout kernels are compiled for, by (a transposed, b transposed) as BLAS's
+/// row-major names read: "nt" is v7's own c = a·bᵀ.
+const LAYOUTS: [(bool, bool, &str); 4] = [
+    (false, true, "nt"),
+    (false, false, "nn"),
+    (true, false, "tn"),
+    (true, true, "tt"),
+];
+
+fn layout_name(ta: bool, tb: bool) -> &'static str {
+    LAYOUTS
+        .iter()
+        .find(|l| (l.0, l.1) == (ta, tb))
+        .map_or("nt", |l| l.2)
+}
+
+fn layout_symbol(layout: &str, c: &Config, dt: DType) -> String {
+    format!(
+        "matmul_v7_{layout}_{}x{}x{}_s{}_{dt}",
+        c.bm, c.bn, c.bk, c.stages
+    )
+}
+
+/// Every kernel [`run_rm`] may launch for `dt`: each layout in v7's two default tiles.
+pub fn layout_symbols(dt: DType) -> Vec<String> {
+    if !supports(dt) {
+        return Vec::new();
+    }
+    LAYOUTS
+        .iter()
+        .flat_map(|l| [CONFIGS_V7[0], CONFIGS_V7[3]].map(|c| layout_symbol(l.2, &c, dt)))
+        .collect()
+}
+
+/// `c[c_row .. c_row + M] = op(a)·op(b)` on Hopper's tensor cores, where `op(x)` is `xᵀ` when
+/// its flag is set: a is `[M, K]` (or `[K, M]` with `ta`), b `[K, N]` (or `[N, K]` with `tb`), c
+/// has N columns and at least `c_row + M` rows. Each operand is read as it lies, K-major or
+/// MN-major, with no transposed copy: the products a layer's backward needs, `dX = dZ·W`
+/// (`ta = tb = false`) and `dW = dZᵀ·H` (`ta = true`), in one kernel each. With
+/// `grad = Some((z, act))`, the epilogue multiplies the product by the derivative of `act` (a
+/// GeLU) at `z` (`[M, N]`, contiguous): GeLU's backward fused into the product that gives its
+/// incoming gradient. bf16 or f16, compute capability 9.0; every row pitch (of a, b and c) a
+/// multiple of 16 bytes and a, b and c's rows 16-byte aligned (the TMA tensor maps); M, N, K
+/// any size from 1.
+pub fn run_rm(
+    a: &Tensor,
+    ta: bool,
+    b: &Tensor,
+    tb: bool,
+    grad: Option<(&Tensor, Activation)>,
+    c: &mut Tensor,
+    c_row: usize,
+) -> Result<()> {
+    let layout = layout_name(ta, tb);
+    let who = format!("matmul v7 ({layout})");
+    let unsupported = |why: String| Error::UnsupportedShape {
+        op: "matmul".into(),
+        variant: format!("v7_wgmma_tma_store ({layout})"),
+        why,
+    };
+    let (ar, ac) = dims2(&who, a, "a")?;
+    let (br, bc) = dims2(&who, b, "b")?;
+    let (cr, cc) = dims2(&who, c, "c")?;
+    let (m, k) = if ta { (ac, ar) } else { (ar, ac) };
+    let (kb, n) = if tb { (bc, br) } else { (br, bc) };
+    let dt = a.dtype();
+    let fits = cc == n && c_row.checked_add(m).is_some_and(|end| end <= cr);
+    if kb != k || !fits || b.dtype() != dt || c.dtype() != dt {
+        return Err(Error::ShapeMismatch {
+            op: "matmul".into(),
+            why: format!(
+                "{who}: op(a) {m}x{k} · op(b) {kb}x{n} into rows {c_row}.. of c {cr}x{cc} ({dt} {} {})",
+                b.dtype(),
+                c.dtype()
+            ),
+        });
+    }
+    if !supports(dt) {
+        return Err(Error::UnsupportedDtype {
+            op: "matmul".into(),
+            variant: "v7_wgmma_tma_store".into(),
+            dtype: dt,
+            supported: "bf16, f16".into(),
+        });
+    }
+    let dev = device_of_tensor(&who, a)?;
+    if dev.props.compute_capability != (9, 0) {
+        let (ma, mi) = dev.props.compute_capability;
+        return Err(unsupported(format!(
+            "needs a Hopper GPU (compute capability 9.0, sm_90a); {} is {ma}.{mi}",
+            dev.props.name
+        )));
+    }
+    let lim = i32::MAX as usize;
+    if m == 0 || n == 0 || k == 0 || m > lim || n > lim || k > lim {
+        return Err(unsupported(format!(
+            "{m}×{n}×{k}: M, N and K must each be from 1 to 2^31 − 1"
+        )));
+    }
+    // Every row pitch a multiple of 16 bytes: what each TMA tensor map needs.
+    for (what, cols) in [("a", ac), ("b", bc), ("c", cc)] {
+        if !cols.is_multiple_of(8) {
+            return Err(unsupported(format!(
+                "{what} has {cols} columns: TMA needs rows of a multiple of 16 bytes (8 elements)"
+            )));
+        }
+    }
+    let (pa, pb) = (read_ptr(&who, a, "a", &dev)?, read_ptr(&who, b, "b", &dev)?);
+    let pc = write_ptr(&who, c, "c", &dev)? + (c_row * n * dt.size()) as u64;
+    if [pa, pb, pc].iter().any(|p| !p.is_multiple_of(16)) {
+        return Err(unsupported(
+            "a, b and c's first row must start on 16-byte boundaries (TMA)".into(),
+        ));
+    }
+    let (mut pz, mut act) = (0u64, Activation::None.code());
+    if let Some((z, g)) = grad {
+        let zs = dims2(&who, z, "z")?;
+        if zs != (m, n) || z.dtype() != dt {
+            return Err(Error::ShapeMismatch {
+                op: "matmul".into(),
+                why: format!(
+                    "{who}: the epilogue's z must be {m}x{n} {dt} like the product; it is {}x{} {}",
+                    zs.0,
+                    zs.1,
+                    z.dtype()
+                ),
+            });
+        }
+        pz = read_ptr(&who, z, "z", &dev)?;
+        act = g.code();
+    }
+    let cfg = default_config_v7(m, n, dev.props.sm_count);
+    let smem = cfg.smem_bytes_v7();
+    if smem as usize > dev.props.max_smem_per_block_optin {
+        return Err(unsupported(format!(
+            "configuration {} needs {smem} bytes of shared memory per block; {} allows {}",
+            cfg.name, dev.props.name, dev.props.max_smem_per_block_optin
+        )));
+    }
+    // K-major operands are read in boxes of (tile rows × 64 K-columns), MN-major ones in boxes
+    // of 64 K-rows × 64 columns (see `tma_load_operand` in the .cu).
+    let mut tmap_a = if ta {
+        tensor_map(pa, k, m, 64, dt, "a (MN-major)")?
+    } else {
+        tensor_map(pa, m, k, cfg.bm, dt, "a")?
+    };
+    let mut tmap_b = if tb {
+        tensor_map(pb, n, k, cfg.bn, dt, "b")?
+    } else {
+        tensor_map(pb, k, n, 64, dt, "b (MN-major)")?
+    };
+    let mut tmap_c = tensor_map(pc, m, n, 64, dt, "c")?;
+    let (mut mi, mut ni, mut ki) = (m as i32, n as i32, k as i32);
+    let mut group_m = cfg.group_m as i32;
+    let name = layout_symbol(layout, &cfg, dt);
+    let grid = cfg.tiles(m, n).min(dev.props.sm_count.max(1) as usize) as u32;
+    let mut args: Vec<*mut c_void> = vec![
+        &mut tmap_a as *mut sys::CUtensorMap as *mut c_void,
+        &mut tmap_b as *mut sys::CUtensorMap as *mut c_void,
+        &mut tmap_c as *mut sys::CUtensorMap as *mut c_void,
+        &mut pz as *mut u64 as *mut c_void,
+        &mut mi as *mut i32 as *mut c_void,
+        &mut ni as *mut i32 as *mut c_void,
+        &mut ki as *mut i32 as *mut c_void,
+        &mut act as *mut i32 as *mut c_void,
+        &mut group_m as *mut i32 as *mut c_void,
+    ];
+    // `args` match the kernel's parameters (three CUtensorMaps, z as a u64 pointer, five ints);
+    // the tensors stay borrowed until the launch is enqueued, and the stream orders their
+    // later use after it.
+    launch_raw(&dev, &MATMUL_SM90_LAYOUTS, &name, grid, smem, &mut args)
 }
 
 // ---- generated epilogues --------------------------------------------------------------------

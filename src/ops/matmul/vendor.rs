@@ -28,7 +28,9 @@
 //! cudarc's dynamic loading panics when a library is missing at a symbol's first use, so each
 //! library is looked for first (once) and its absence is an `Error::MissingLibrary`.
 
-use crate::ops::matmul::{gemm_bufs, Activation, Gemm, GemmBufs};
+use crate::ops::matmul::{
+    device_of, dims2, gemm_bufs, read_ptr, write_ptr, Activation, Gemm, GemmBufs,
+};
 use crate::runtime::device::CudaDevice;
 use crate::runtime::dtype::DType;
 use crate::runtime::error::{Error, Result};
@@ -953,43 +955,6 @@ pub fn run_cublaslt(g: &Gemm, c: &mut Tensor) -> Result<()> {
         [pw, pa, pc, bias_ptr, 0],
     );
     lt_matmul(&dev, &call)
-}
-
-// ---- row-major operands of the cuBLAS and cuBLASLt products --------------------------------
-
-/// A contiguous 2-D tensor's rows and columns; else an error naming `who` (the product) and
-/// `what` (the operand).
-fn dims2(who: &str, t: &Tensor, what: &str) -> Result<(usize, usize)> {
-    match *t.shape() {
-        [r, c] if t.is_contiguous() => Ok((r, c)),
-        _ => Err(Error::Invalid(format!(
-            "{who} takes contiguous 2-D tensors; {what} is {:?}",
-            t.shape()
-        ))),
-    }
-}
-
-fn device_of(who: &str, t: &Tensor) -> Result<Arc<CudaDevice>> {
-    t.device()
-        .cuda()
-        .cloned()
-        .ok_or_else(|| Error::Invalid(format!("{who} was handed CPU tensors")))
-}
-
-/// The device address of an operand the product reads.
-fn read_ptr(who: &str, t: &Tensor, what: &str, dev: &CudaDevice) -> Result<u64> {
-    let b = t
-        .cuda_buf()
-        .ok_or_else(|| Error::Invalid(format!("{who}: {what} is not on CUDA")))?;
-    Ok(b.device_ptr(&dev.stream).0)
-}
-
-/// The device address of an operand the product writes.
-fn write_ptr(who: &str, t: &mut Tensor, what: &str, dev: &CudaDevice) -> Result<u64> {
-    let b = t
-        .cuda_buf_mut()
-        .ok_or_else(|| Error::Invalid(format!("{who}: {what} is not on CUDA")))?;
-    Ok(b.device_ptr_mut(&dev.stream).0)
 }
 
 // ---- cuBLASLt's GeLU training epilogues (the MLP's vendor tier) --------------------------------
