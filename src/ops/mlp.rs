@@ -64,6 +64,10 @@ pub struct MlpParams {
     /// Read one value of the output back to the host after each step (a loop that prints
     /// `loss.item()`): the host waits for the GPU each step.
     pub sync_each_step: bool,
+    /// Training: keep no pre-activation from the forward pass; backward recomputes each
+    /// layer's `Z = H·Wᵀ + b` by the tier's GEMM when it needs it (activation recomputation:
+    /// L·B·D fewer values kept, a third more GEMM work).
+    pub recompute: bool,
 }
 
 impl Default for MlpParams {
@@ -74,6 +78,7 @@ impl Default for MlpParams {
             gelu: GeluApprox::Erf,
             steps: 1,
             sync_each_step: false,
+            recompute: false,
         }
     }
 }
@@ -93,9 +98,10 @@ impl OpParams for MlpParams {
             String::new()
         };
         Some(format!(
-            "{} layers, {mode}, gelu {}{steps}{}",
+            "{} layers, {mode}, gelu {}{steps}{}{}",
             self.layers,
             self.gelu.name(),
+            if self.recompute { ", Z recomputed" } else { "" },
             if self.sync_each_step {
                 ", a read-back each step"
             } else {
@@ -107,7 +113,7 @@ impl OpParams for MlpParams {
 
 struct Mlp;
 
-static FLAGS: [Flag; 5] = [
+static FLAGS: [Flag; 6] = [
     Flag {
         name: "layers",
         help: "MLP: the number of layers, each Linear(D, D) then GeLU",
@@ -140,6 +146,14 @@ static FLAGS: [Flag; 5] = [
         name: "sync-each-step",
         help: "MLP: read one output value back to the host after every step, as a training loop \
                that prints loss.item() does (the host then waits for the GPU each step)",
+        kind: FlagKind::Switch,
+    },
+    Flag {
+        name: "recompute",
+        help: "MLP training: keep no pre-activation Z from the forward pass (each layer's GEMM \
+               writes GeLU's output only); backward recomputes each Z = H·Wᵀ + b by the tier's \
+               GEMM when it needs it: less memory, a third more GEMM work (TFLOP/s still counts \
+               the model's three products a layer)",
         kind: FlagKind::Switch,
     },
     Flag {
@@ -233,12 +247,21 @@ impl OpDef for Mlp {
             Some(s) => s.parse().map_err(Error::Invalid)?,
             None => GeluApprox::Erf,
         };
+        let recompute = flags.switch("recompute");
+        if recompute && mode != Mode::Train {
+            return Err(Error::Invalid(
+                "--recompute is a training option (what backward keeps from the forward pass); \
+                 add --mode train"
+                    .into(),
+            ));
+        }
         Ok(Params::new(MlpParams {
             layers,
             mode,
             gelu,
             steps,
             sync_each_step: flags.switch("sync-each-step"),
+            recompute,
         }))
     }
     fn check_shape(&self, shape: &[usize], row_stride: Option<usize>) -> Result<()> {
@@ -1140,7 +1163,7 @@ fn run_tier(t: &TierPlan, p: &Params, x: &[&Tensor], y: &mut Tensor) -> Result<(
                     }
                 }
             }
-            Mode::Train if t.lt_epilogues && lt_trains(mp, y.dtype(), d) => {
+            Mode::Train if t.lt_epilogues && !mp.recompute && lt_trains(mp, y.dtype(), d) => {
                 train_step_lt(mp, x[0], w, bias, y)?
             }
             Mode::Train => train_step(t, mp, x[0], w, bias, y)?,
@@ -1155,8 +1178,10 @@ fn run_tier(t: &TierPlan, p: &Params, x: &[&Tensor], y: &mut Tensor) -> Result<(
 }
 
 /// One training step of a CUDA tier. Forward saves each layer's pre-activation `z` (the GEMM
-/// with the bias in its epilogue, then the tier's GeLU); backward runs GeLU's backward, the
-/// bias gradient and the two products per layer, writing each gradient into its rows of `y`.
+/// with the bias in its epilogue, then the tier's GeLU), or with `recompute` runs the fused
+/// layer (GeLU in the GEMM's epilogue) and keeps only its output; backward runs GeLU's
+/// backward, the bias gradient and the two products per layer, writing each gradient into its
+/// rows of `y`.
 fn train_step(
     t: &TierPlan,
     mp: MlpParams,
@@ -1172,22 +1197,20 @@ fn train_step(
     let gelu_v = super::find(gelu::OP, t.gelu, DeviceKind::Cuda)?;
     let gp = Params::new(GeluParams { gelu: mp.gelu });
     let mut hs: Vec<Tensor> = Vec::with_capacity(nl);
-    let mut zs: Vec<Tensor> = Vec::with_capacity(nl);
+    let mut saved: Vec<Tensor> = Vec::with_capacity(nl);
     for l in 0..nl {
-        let mut z = Tensor::empty(&[b, d], dt, &dev)?;
-        {
-            let input = hs.last().unwrap_or(x);
-            if t.gemm == "manual" {
-                manual_pre(input, w[l], bias[l], &mut z)?;
-            } else {
-                let v = super::find(super::linear::OP, t.gemm, DeviceKind::Cuda)?;
-                v.run(
-                    &linear_params(Activation::None),
-                    &[input, w[l], bias[l]],
-                    &mut z,
-                )?;
+        let input = hs.last().unwrap_or(x);
+        if mp.recompute {
+            // The last layer's output feeds only the loss, whose gradient is a constant.
+            if l + 1 < nl {
+                let mut h = Tensor::empty(&[b, d], dt, &dev)?;
+                (t.fused_forward)(t, input, w[l], bias[l], mp.gelu, &mut h)?;
+                hs.push(h);
             }
+            continue;
         }
+        let mut z = Tensor::empty(&[b, d], dt, &dev)?;
+        pre_activation(t, input, w[l], bias[l], &mut z)?;
         if l + 1 < nl {
             let mut h = Tensor::empty(&[b, d], dt, &dev)?;
             if t.gemm == "manual" {
@@ -1197,21 +1220,29 @@ fn train_step(
             }
             hs.push(h);
         }
-        zs.push(z);
+        saved.push(z);
     }
+    let mut zs = PreActs {
+        t,
+        x,
+        w,
+        bias,
+        saved,
+        scratch: None,
+    };
     let mut dh = Tensor::empty(&[b, d], dt, &dev)?;
     fill(&mut dh, 1.0 / (b as f64 * d as f64) as f32)?;
     let mut dz = Tensor::empty(&[b, d], dt, &dev)?;
     if !t.blas_backward && layouts_fit(x, w, y)? {
-        return backward_in_layouts(mp, x, w, &hs, &zs, &dh, dz, y);
+        return backward_in_layouts(mp, x, w, &hs, &mut zs, &dh, dz, y);
     }
     for l in (0..nl).rev() {
         if t.gemm == "manual" {
             // Eager: GeLU's backward, then a reduction over dz.
-            gelu_backward(&dh, &zs[l], mp.gelu, &mut dz)?;
+            gelu_backward(&dh, zs.get(l, &hs)?, mp.gelu, &mut dz)?;
             bias_grad(&dz, None, y, b + l)?;
         } else {
-            bias_grad(&dh, Some((&zs[l], mp.gelu, &mut dz)), y, b + l)?;
+            bias_grad(&dh, Some((zs.get(l, &hs)?, mp.gelu, &mut dz)), y, b + l)?;
         }
         let input = if l == 0 { x } else { &hs[l - 1] };
         let dw_row = b + nl + l * d;
@@ -1240,6 +1271,55 @@ fn train_step(
         }
     }
     Ok(())
+}
+
+/// A layer's pre-activation `z = input·Wᵀ + b` by the tier's GEMM (eager's cuBLAS and bias add
+/// for `manual`, else the tier's linear variant with the bias in its epilogue).
+fn pre_activation(
+    t: &TierPlan,
+    input: &Tensor,
+    w: &Tensor,
+    b: &Tensor,
+    z: &mut Tensor,
+) -> Result<()> {
+    if t.gemm == "manual" {
+        return manual_pre(input, w, b, z);
+    }
+    let v = super::find(super::linear::OP, t.gemm, DeviceKind::Cuda)?;
+    v.run(&linear_params(Activation::None), &[input, w, b], z)
+}
+
+/// Each layer's pre-activation for backward: kept from the forward pass (`saved`, one a layer),
+/// or, when nothing was kept (`--recompute`), computed again into one scratch tensor from the
+/// layer's input.
+struct PreActs<'a> {
+    t: &'a TierPlan,
+    x: &'a Tensor,
+    w: &'a [&'a Tensor],
+    bias: &'a [&'a Tensor],
+    saved: Vec<Tensor>,
+    scratch: Option<Tensor>,
+}
+
+impl PreActs<'_> {
+    /// Layer `l`'s `z` (`hs`: the forward's kept outputs, layer `l`'s input being `hs[l - 1]`).
+    /// A recomputed one lives until the next call.
+    fn get(&mut self, l: usize, hs: &[Tensor]) -> Result<&Tensor> {
+        if !self.saved.is_empty() {
+            return Ok(&self.saved[l]);
+        }
+        let input = if l == 0 { self.x } else { &hs[l - 1] };
+        let z = match &mut self.scratch {
+            Some(z) => z,
+            s => s.insert(Tensor::empty(
+                input.shape(),
+                input.dtype(),
+                &input.device(),
+            )?),
+        };
+        pre_activation(self.t, input, self.w[l], self.bias[l], z)?;
+        Ok(z)
+    }
 }
 
 /// Whether the hand tiers' backward can run v7's layout kernels (`matmul::sm90::run_rm`): a
@@ -1275,7 +1355,7 @@ fn backward_in_layouts(
     x: &Tensor,
     w: &[&Tensor],
     hs: &[Tensor],
-    zs: &[Tensor],
+    zs: &mut PreActs,
     dh: &Tensor,
     mut dz: Tensor,
     y: &mut Tensor,
@@ -1286,7 +1366,7 @@ fn backward_in_layouts(
     let mut next = Tensor::empty(&[b, d], x.dtype(), &x.device())?;
     for l in (0..nl).rev() {
         if l + 1 == nl {
-            bias_grad(dh, Some((&zs[l], mp.gelu, &mut dz)), y, b + l)?;
+            bias_grad(dh, Some((zs.get(l, hs)?, mp.gelu, &mut dz)), y, b + l)?;
         } else {
             bias_grad(&dz, None, y, b + l)?;
         }
@@ -1295,15 +1375,8 @@ fn backward_in_layouts(
         if l == 0 {
             matmul::sm90::run_rm(&dz, false, w[l], false, None, y, 0)?;
         } else {
-            matmul::sm90::run_rm(
-                &dz,
-                false,
-                w[l],
-                false,
-                Some((&zs[l - 1], act)),
-                &mut next,
-                0,
-            )?;
+            let z = zs.get(l - 1, hs)?;
+            matmul::sm90::run_rm(&dz, false, w[l], false, Some((z, act)), &mut next, 0)?;
             std::mem::swap(&mut dz, &mut next);
         }
     }
