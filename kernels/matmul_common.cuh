@@ -69,3 +69,13 @@ template <class T> struct GradSwitch {
     int ld;
     int act;
 };
+// The training forward's epilogue, two outputs from one product: the pre-activation
+// v = acc + bias[n] goes to z (what GeLU's backward needs) and c is act(v), as cuBLASLt's
+// GELU_AUX_BIAS. z has c's shape and pitch ld. The bodies store it in pairs (v7_stage_aux).
+template <class T> struct AuxSwitch {
+    static constexpr bool READS_ROWS = true;
+    const T* __restrict__ bias;
+    T* __restrict__ z;
+    int ld;
+    int act;
+};

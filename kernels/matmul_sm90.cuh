@@ -509,6 +509,51 @@ __device__ __forceinline__ void v7_stage_with(const float (&d)[R], u32 cbuf, con
         v7_stage_fragment<T>(d, cbuf, ActEpilogue<T, KL_ACT_NONE>{nullptr}, M, N, m0, n_tile, warp,
                              lane);
 }
+// v7_stage_fragment for AuxSwitch: per pair of columns, v = acc + bias goes to z as one 32-bit
+// store (rows < M; N is a multiple of 8, so n + 1 < N), and act(v) into the C buffer.
+template <class T, int ACT, int R>
+__device__ __forceinline__ void v7_stage_aux(const float (&d)[R], u32 cbuf, const AuxSwitch<T>& s,
+                                             int M, int N, int m0, int n_tile, int warp,
+                                             int lane) {
+    const int r = warp * 16 + (lane >> 2);
+    const bool in0 = m0 + r < M, in8 = m0 + r + 8 < M;
+    const u32 word = 4u * (lane & 3);
+    const u32 row0 = cbuf + r * 128u + word, row8 = row0 + 8u * 128u;
+    const int sw = r & 7;
+    T* z0 = s.z + (i64)(m0 + r) * s.ld;
+    T* z8 = z0 + (i64)8 * s.ld;
+    #pragma unroll
+    for (int i = 0; i < R / 4; ++i) {
+        const int n = n_tile + 8 * i + 2 * (lane & 3);
+        float e0 = 0.f, e1 = 0.f, e2 = 0.f, e3 = 0.f;
+        if (n < N) {
+            const float b0 = s.bias ? to_f32(s.bias[n]) : 0.f;
+            const float b1 = s.bias ? to_f32(s.bias[n + 1]) : 0.f;
+            const float v0 = d[4 * i] + b0, v1 = d[4 * i + 1] + b1;
+            const float v2 = d[4 * i + 2] + b0, v3 = d[4 * i + 3] + b1;
+            if (in0) *reinterpret_cast<u32*>(z0 + n) = pack_pair(v0, v1, (const T*)nullptr);
+            if (in8) *reinterpret_cast<u32*>(z8 + n) = pack_pair(v2, v3, (const T*)nullptr);
+            e0 = mm_epilogue<T>(v0, nullptr, n, ACT);
+            e1 = mm_epilogue<T>(v1, nullptr, n, ACT);
+            e2 = mm_epilogue<T>(v2, nullptr, n, ACT);
+            e3 = mm_epilogue<T>(v3, nullptr, n, ACT);
+        }
+        const u32 off = (u32)(i / 8) * (64u * 128u) + ((u32)((i & 7) ^ sw) << 4);
+        st_shared_u32(row0 + off, pack_pair(e0, e1, (const T*)nullptr));
+        st_shared_u32(row8 + off, pack_pair(e2, e3, (const T*)nullptr));
+    }
+}
+template <class T, int R>
+__device__ __forceinline__ void v7_stage_with(const float (&d)[R], u32 cbuf, const AuxSwitch<T>& s,
+                                              int M, int N, int m0, int n_tile, int warp,
+                                              int lane) {
+    if (s.act == KL_ACT_GELU_TANH)
+        v7_stage_aux<T, KL_ACT_GELU_TANH>(d, cbuf, s, M, N, m0, n_tile, warp, lane);
+    else if (s.act == KL_ACT_GELU_ERF)
+        v7_stage_aux<T, KL_ACT_GELU_ERF>(d, cbuf, s, M, N, m0, n_tile, warp, lane);
+    else
+        v7_stage_aux<T, KL_ACT_NONE>(d, cbuf, s, M, N, m0, n_tile, warp, lane);
+}
 #endif  // KL_V6_HOPPER
 
 // Shared memory of one v7 configuration: STAGES × (a tile + w tile), two C buffers (one per

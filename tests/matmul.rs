@@ -379,6 +379,88 @@ fn v7_layouts_match_f64(dev: &Device) {
 }
 test_gpu!(v7_layouts, super::v7_layouts_match_f64);
 
+fn gelu_f64(v: f64, act: Activation) -> f64 {
+    match act {
+        Activation::GeluTanh => {
+            let k = (2.0 / std::f64::consts::PI).sqrt();
+            0.5 * v * (1.0 + (k * (v + 0.044715 * v * v * v)).tanh())
+        }
+        Activation::GeluErf => 0.5 * v * libm::erfc(-v / std::f64::consts::SQRT_2),
+        _ => v,
+    }
+}
+
+/// v7's two-output forward (`matmul::sm90::run_aux`): c = act(a·wᵀ + bias) and the
+/// pre-activation z = a·wᵀ + bias from one product, every activation, against f64.
+fn v7_two_outputs_match_f64(dev: &Device) {
+    let Some(cuda) = dev.cuda() else { return };
+    if cuda.props.compute_capability != (9, 0) {
+        println!("skipped: the layout kernels need compute capability 9.0");
+        return;
+    }
+    for &(m, n, k) in &[(8, 8, 8), (1, 136, 72), (136, 264, 200), (300, 392, 1032)] {
+        for dt in [DType::BF16, DType::F16] {
+            for act in [Activation::None, Activation::GeluErf, Activation::GeluTanh] {
+                let what = format!("{m}x{n}x{k} {dt} {act:?}");
+                let a = rand(&[m, k], dt, dev);
+                let w = Tensor::random(
+                    &[n, k],
+                    dt,
+                    Init::Uniform { lo: -0.2, hi: 0.2 },
+                    9,
+                    None,
+                    dev,
+                )
+                .unwrap();
+                let bias =
+                    Tensor::random(&[n], dt, Init::Uniform { lo: -1.0, hi: 1.0 }, 4, None, dev)
+                        .unwrap();
+                let nan = |r: usize| {
+                    Tensor::from_f64(&vec![f64::NAN; r * n], &[r, n], dt)
+                        .unwrap()
+                        .to_device(dev)
+                        .unwrap()
+                };
+                let (mut c, mut z) = (nan(m), nan(m));
+                matmul::sm90::run_aux(&a, &w, &bias, act, &mut c, &mut z)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                let (ha, hw, hb) = (
+                    a.to_f64_vec().unwrap(),
+                    w.to_f64_vec().unwrap(),
+                    bias.to_f64_vec().unwrap(),
+                );
+                let (hc, hz) = (c.to_f64_vec().unwrap(), z.to_f64_vec().unwrap());
+                let (mut ec, mut nc, mut ez, mut nz) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+                for i in 0..m {
+                    for j in 0..n {
+                        let v: f64 =
+                            (0..k).map(|p| ha[i * k + p] * hw[j * k + p]).sum::<f64>() + hb[j];
+                        let (gz, gc) = (hz[i * n + j], hc[i * n + j]);
+                        assert!(
+                            gz.is_finite() && gc.is_finite(),
+                            "{what}: [{i}, {j}] = {gz}, {gc}"
+                        );
+                        let want = gelu_f64(v, act);
+                        ez += (gz - v) * (gz - v);
+                        nz += v * v;
+                        ec += (gc - want) * (gc - want);
+                        nc += want * want;
+                    }
+                }
+                let tol = if dt == DType::BF16 { 8e-3 } else { 2e-3 };
+                for (name, e, nrm) in [("z", ez, nz), ("c", ec, nc)] {
+                    let rel = (e / nrm.max(1e-30)).sqrt();
+                    assert!(
+                        rel < tol,
+                        "{what}: {name} relative L2 error {rel:.2e} (tolerance {tol:.0e})"
+                    );
+                }
+            }
+        }
+    }
+}
+test_gpu!(v7_two_outputs, super::v7_two_outputs_match_f64);
+
 /// The layout kernels refuse what their tensor maps cannot take, with the reason.
 fn v7_layouts_refuse_clearly(dev: &Device) {
     let Some(cuda) = dev.cuda() else { return };

@@ -1198,6 +1198,9 @@ fn train_step(
     let gp = Params::new(GeluParams { gelu: mp.gelu });
     let mut hs: Vec<Tensor> = Vec::with_capacity(nl);
     let mut saved: Vec<Tensor> = Vec::with_capacity(nl);
+    // The cuda tier on Hopper: each hidden layer one product writing H and Z (v7's two-output
+    // epilogue); elsewhere the GEMM with the bias, then the tier's GeLU.
+    let two_outputs = t.gemm == "auto" && !mp.recompute && layouts_fit(x, w, y)?;
     for l in 0..nl {
         let input = hs.last().unwrap_or(x);
         if mp.recompute {
@@ -1210,6 +1213,13 @@ fn train_step(
             continue;
         }
         let mut z = Tensor::empty(&[b, d], dt, &dev)?;
+        if two_outputs && l + 1 < nl {
+            let mut h = Tensor::empty(&[b, d], dt, &dev)?;
+            matmul::sm90::run_aux(input, w[l], bias[l], act_of(mp.gelu), &mut h, &mut z)?;
+            hs.push(h);
+            saved.push(z);
+            continue;
+        }
         pre_activation(t, input, w[l], bias[l], &mut z)?;
         if l + 1 < nl {
             let mut h = Tensor::empty(&[b, d], dt, &dev)?;

@@ -596,14 +596,24 @@ fn layout_symbol(layout: &str, c: &Config, dt: DType) -> String {
     )
 }
 
-/// Every kernel [`run_rm`] may launch for `dt`: each layout in v7's two default tiles.
+fn aux_symbol(c: &Config, dt: DType) -> String {
+    format!(
+        "matmul_v7_aux_{}x{}x{}_s{}_{dt}",
+        c.bm, c.bn, c.bk, c.stages
+    )
+}
+
+/// Every kernel [`run_rm`] and [`run_aux`] may launch for `dt`: each layout, and the
+/// two-output forward, in v7's two default tiles.
 pub fn layout_symbols(dt: DType) -> Vec<String> {
     if !supports(dt) {
         return Vec::new();
     }
+    let tiles = [CONFIGS_V7[0], CONFIGS_V7[3]];
     LAYOUTS
         .iter()
-        .flat_map(|l| [CONFIGS_V7[0], CONFIGS_V7[3]].map(|c| layout_symbol(l.2, &c, dt)))
+        .flat_map(|l| tiles.map(|c| layout_symbol(l.2, &c, dt)))
+        .chain(tiles.map(|c| aux_symbol(&c, dt)))
         .collect()
 }
 
@@ -626,16 +636,101 @@ pub fn run_rm(
     c: &mut Tensor,
     c_row: usize,
 ) -> Result<()> {
-    let layout = layout_name(ta, tb);
-    let who = format!("matmul v7 ({layout})");
-    let unsupported = |why: String| Error::UnsupportedShape {
-        op: "matmul".into(),
-        variant: format!("v7_wgmma_tma_store ({layout})"),
-        why,
+    let who = format!("matmul v7 ({})", layout_name(ta, tb));
+    let (m, _, n) = layout_dims(&who, a, ta, b, tb, c, c_row)?;
+    let tail = match grad {
+        None => Tail::Grad {
+            z: 0,
+            act: Activation::None.code(),
+        },
+        Some((z, g)) => {
+            same_as_product(&who, z, "z", m, n, a.dtype())?;
+            let dev = device_of_tensor(&who, a)?;
+            Tail::Grad {
+                z: read_ptr(&who, z, "z", &dev)?,
+                act: g.code(),
+            }
+        }
     };
-    let (ar, ac) = dims2(&who, a, "a")?;
-    let (br, bc) = dims2(&who, b, "b")?;
-    let (cr, cc) = dims2(&who, c, "c")?;
+    layout_launch(&who, a, ta, b, tb, c, c_row, tail)
+}
+
+/// A Linear layer's training forward in one product: `c = act(a·wᵀ + bias)` and the
+/// pre-activation `z = a·wᵀ + bias` (what GeLU's backward needs), as cuBLASLt's GELU_AUX_BIAS.
+/// a `[M, K]`, w `[N, K]`, bias `[N]`, c and z `[M, N]`; the limits of [`run_rm`], and z 4-byte
+/// aligned (it is written in pairs).
+pub fn run_aux(
+    a: &Tensor,
+    w: &Tensor,
+    bias: &Tensor,
+    act: Activation,
+    c: &mut Tensor,
+    z: &mut Tensor,
+) -> Result<()> {
+    let who = "matmul v7 (bias + activation, keeping the pre-activation)".to_string();
+    let (m, _, n) = layout_dims(&who, a, false, w, true, c, 0)?;
+    same_as_product(&who, z, "z", m, n, a.dtype())?;
+    if bias.shape() != [n] || bias.dtype() != a.dtype() {
+        return Err(Error::ShapeMismatch {
+            op: "linear".into(),
+            why: format!(
+                "{who}: bias must be [{n}] {}; it is {:?} {}",
+                a.dtype(),
+                bias.shape(),
+                bias.dtype()
+            ),
+        });
+    }
+    let dev = device_of_tensor(&who, a)?;
+    let pz = write_ptr(&who, z, "z", &dev)?;
+    if !pz.is_multiple_of(4) {
+        return Err(Error::Invalid(format!("{who}: z must be 4-byte aligned")));
+    }
+    let tail = Tail::Aux {
+        bias: read_ptr(&who, bias, "bias", &dev)?,
+        z: pz,
+        act: act.code(),
+    };
+    layout_launch(&who, a, false, w, true, c, 0, tail)
+}
+
+/// The epilogue of a layout kernel and its parameters: the product, or times GeLU's derivative
+/// at `z` (`act` none: z unused); or bias + activation, the pre-activation written to `z`.
+enum Tail {
+    Grad { z: u64, act: i32 },
+    Aux { bias: u64, z: u64, act: i32 },
+}
+
+/// `z` must be `[m, n]`, contiguous, in the product's dtype.
+fn same_as_product(who: &str, z: &Tensor, what: &str, m: usize, n: usize, dt: DType) -> Result<()> {
+    let zs = dims2(who, z, what)?;
+    if zs != (m, n) || z.dtype() != dt {
+        return Err(Error::ShapeMismatch {
+            op: "matmul".into(),
+            why: format!(
+                "{who}: {what} must be {m}x{n} {dt} like the product; it is {}x{} {}",
+                zs.0,
+                zs.1,
+                z.dtype()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The (M, K, N) of `op(a)·op(b)` into rows `c_row..` of c, checked to agree.
+fn layout_dims(
+    who: &str,
+    a: &Tensor,
+    ta: bool,
+    b: &Tensor,
+    tb: bool,
+    c: &Tensor,
+    c_row: usize,
+) -> Result<(usize, usize, usize)> {
+    let (ar, ac) = dims2(who, a, "a")?;
+    let (br, bc) = dims2(who, b, "b")?;
+    let (cr, cc) = dims2(who, c, "c")?;
     let (m, k) = if ta { (ac, ar) } else { (ar, ac) };
     let (kb, n) = if tb { (bc, br) } else { (br, bc) };
     let dt = a.dtype();
@@ -650,6 +745,29 @@ pub fn run_rm(
             ),
         });
     }
+    Ok((m, k, n))
+}
+
+/// Check and launch a layout kernel (see [`run_rm`] for the operands and their limits).
+#[allow(clippy::too_many_arguments)]
+fn layout_launch(
+    who: &str,
+    a: &Tensor,
+    ta: bool,
+    b: &Tensor,
+    tb: bool,
+    c: &mut Tensor,
+    c_row: usize,
+    tail: Tail,
+) -> Result<()> {
+    let layout = layout_name(ta, tb);
+    let unsupported = |why: String| Error::UnsupportedShape {
+        op: "matmul".into(),
+        variant: format!("v7_wgmma_tma_store ({layout})"),
+        why,
+    };
+    let (m, k, n) = layout_dims(who, a, ta, b, tb, c, c_row)?;
+    let dt = a.dtype();
     if !supports(dt) {
         return Err(Error::UnsupportedDtype {
             op: "matmul".into(),
@@ -658,7 +776,7 @@ pub fn run_rm(
             supported: "bf16, f16".into(),
         });
     }
-    let dev = device_of_tensor(&who, a)?;
+    let dev = device_of_tensor(who, a)?;
     if dev.props.compute_capability != (9, 0) {
         let (ma, mi) = dev.props.compute_capability;
         return Err(unsupported(format!(
@@ -673,36 +791,20 @@ pub fn run_rm(
         )));
     }
     // Every row pitch a multiple of 16 bytes: what each TMA tensor map needs.
-    for (what, cols) in [("a", ac), ("b", bc), ("c", cc)] {
+    let stored_cols = [("a", a.shape()[1]), ("b", b.shape()[1]), ("c", n)];
+    for (what, cols) in stored_cols {
         if !cols.is_multiple_of(8) {
             return Err(unsupported(format!(
                 "{what} has {cols} columns: TMA needs rows of a multiple of 16 bytes (8 elements)"
             )));
         }
     }
-    let (pa, pb) = (read_ptr(&who, a, "a", &dev)?, read_ptr(&who, b, "b", &dev)?);
-    let pc = write_ptr(&who, c, "c", &dev)? + (c_row * n * dt.size()) as u64;
+    let (pa, pb) = (read_ptr(who, a, "a", &dev)?, read_ptr(who, b, "b", &dev)?);
+    let pc = write_ptr(who, c, "c", &dev)? + (c_row * n * dt.size()) as u64;
     if [pa, pb, pc].iter().any(|p| !p.is_multiple_of(16)) {
         return Err(unsupported(
             "a, b and c's first row must start on 16-byte boundaries (TMA)".into(),
         ));
-    }
-    let (mut pz, mut act) = (0u64, Activation::None.code());
-    if let Some((z, g)) = grad {
-        let zs = dims2(&who, z, "z")?;
-        if zs != (m, n) || z.dtype() != dt {
-            return Err(Error::ShapeMismatch {
-                op: "matmul".into(),
-                why: format!(
-                    "{who}: the epilogue's z must be {m}x{n} {dt} like the product; it is {}x{} {}",
-                    zs.0,
-                    zs.1,
-                    z.dtype()
-                ),
-            });
-        }
-        pz = read_ptr(&who, z, "z", &dev)?;
-        act = g.code();
     }
     let cfg = default_config_v7(m, n, dev.props.sm_count);
     let smem = cfg.smem_bytes_v7();
@@ -727,22 +829,27 @@ pub fn run_rm(
     let mut tmap_c = tensor_map(pc, m, n, 64, dt, "c")?;
     let (mut mi, mut ni, mut ki) = (m as i32, n as i32, k as i32);
     let mut group_m = cfg.group_m as i32;
-    let name = layout_symbol(layout, &cfg, dt);
     let grid = cfg.tiles(m, n).min(dev.props.sm_count.max(1) as usize) as u32;
     let mut args: Vec<*mut c_void> = vec![
         &mut tmap_a as *mut sys::CUtensorMap as *mut c_void,
         &mut tmap_b as *mut sys::CUtensorMap as *mut c_void,
         &mut tmap_c as *mut sys::CUtensorMap as *mut c_void,
-        &mut pz as *mut u64 as *mut c_void,
+    ];
+    let (name, mut ptrs, mut act) = match tail {
+        Tail::Grad { z, act } => (layout_symbol(layout, &cfg, dt), vec![z], act),
+        Tail::Aux { bias, z, act } => (aux_symbol(&cfg, dt), vec![bias, z], act),
+    };
+    args.extend(ptrs.iter_mut().map(|p| p as *mut u64 as *mut c_void));
+    args.extend([
         &mut mi as *mut i32 as *mut c_void,
         &mut ni as *mut i32 as *mut c_void,
         &mut ki as *mut i32 as *mut c_void,
         &mut act as *mut i32 as *mut c_void,
         &mut group_m as *mut i32 as *mut c_void,
-    ];
-    // `args` match the kernel's parameters (three CUtensorMaps, z as a u64 pointer, five ints);
-    // the tensors stay borrowed until the launch is enqueued, and the stream orders their
-    // later use after it.
+    ]);
+    // `args` match the kernel's parameters (three CUtensorMaps, the epilogue's pointers as u64,
+    // five ints); the tensors stay borrowed until the launch is enqueued, and the stream orders
+    // their later use after it.
     launch_raw(&dev, &MATMUL_SM90_LAYOUTS, &name, grid, smem, &mut args)
 }
 
