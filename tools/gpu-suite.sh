@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
 # The GPU test suite, on the GPU machine, in one call: every test executable that
-# ../shared/gpu/pack gathered in .gpu/tests, one thread each, the GPU tests included (they are
+# ../shared/gpu/pack gathered in .gpu/tests, 6 test threads each (the GPU tests share the
+# card; one thread each takes past one call's 10 minutes), the GPU tests included (they are
 # #[ignore]d for machines without a GPU), with KERNLAB_REQUIRE_GPU=1 so that a GPU test that
 # finds no GPU fails instead of skipping. Prints the failures and the wall time;
 # exits non-zero if any test fails. The full log goes to ${OUT:-out}/gpu-suite.log.
 #
 #   ../shared/gpu/pack                              (here: build and gather the executables)
-#   tools/gpu-suite.sh [TEST-FILTER]                (there, with .gpu carried)
+#   tools/gpu-suite.sh [--threads N] [TEST-FILTER]  (there, with .gpu carried)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 log="$OUT/gpu-suite.log"
 export KERNLAB_REQUIRE_GPU=1
+threads=6
+if [ "${1:-}" = "--threads" ]; then
+  threads=${2:-}
+  case "$threads" in ''|*[!0-9]*|0) echo "--threads takes a whole number ≥ 1" >&2; exit 2 ;; esac
+  shift 2
+fi
 [ -d .gpu/tests ] || { echo "no .gpu/tests: run ../shared/gpu/pack first and carry .gpu" >&2; exit 2; }
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 start=$(date +%s)
@@ -20,7 +27,7 @@ status=0
 : > "$log"
 for t in .gpu/tests/*; do
   echo "== $t" >> "$log"
-  "$t" --test-threads=1 --include-ignored "$@" >> "$log" 2>&1 || status=1
+  "$t" --test-threads="$threads" --include-ignored "$@" >> "$log" 2>&1 || status=1
 done
 wall=$(( $(date +%s) - start ))
 grep -E "^test .* (FAILED|failed)$|panicked at" "$log" | head -40
