@@ -495,57 +495,16 @@ __device__ __forceinline__ void v7_stage_with(const float (&d)[R], u32 cbuf, con
         v7_stage_fragment<T>(d, cbuf, ActEpilogue<T, KL_ACT_NONE>{s.bias}, M, N, m0, n_tile, warp,
                              lane);
 }
-// v7_stage_fragment for GeLU's derivative at z (DGeluEpilogue's arithmetic), with z's pairs
-// loaded ahead: CH column chunks' 32-bit pairs are all issued before any is used, since the
-// staging stores (asm with a memory clobber) would otherwise hold each load back behind the
-// last chunk's stores, one global-load latency a chunk. z is 4-byte aligned and ld even.
-template <class T, int ACT, int R>
-__device__ __forceinline__ void v7_stage_dgelu(const float (&d)[R], u32 cbuf, const T* __restrict__ z,
-                                               int ld, int M, int N, int m0, int n_tile, int warp,
-                                               int lane) {
-    constexpr int CHUNKS = R / 4, CH = CHUNKS < 16 ? CHUNKS : 16;
-    const int r = warp * 16 + (lane >> 2);
-    const bool in0 = m0 + r < M, in8 = m0 + r + 8 < M;
-    const u32 word = 4u * (lane & 3);
-    const u32 row0 = cbuf + r * 128u + word, row8 = row0 + 8u * 128u;
-    const int sw = r & 7;
-    const u32* z0 = reinterpret_cast<const u32*>(z + (i64)(in0 ? m0 + r : 0) * ld);
-    const u32* z8 = reinterpret_cast<const u32*>(z + (i64)(in8 ? m0 + r + 8 : 0) * ld);
-    #pragma unroll
-    for (int i0 = 0; i0 < CHUNKS; i0 += CH) {
-        u32 za[CH], zb[CH];
-        #pragma unroll
-        for (int j = 0; j < CH; ++j) {
-            const int n = n_tile + 8 * (i0 + j) + 2 * (lane & 3);
-            za[j] = (n < N && in0) ? __ldg(z0 + n / 2) : 0u;
-            zb[j] = (n < N && in8) ? __ldg(z8 + n / 2) : 0u;
-        }
-        #pragma unroll
-        for (int j = 0; j < CH; ++j) {
-            const int i = i0 + j;
-            float va[2], vb[2];
-            unpack_pair(za[j], va, (const T*)nullptr);
-            unpack_pair(zb[j], vb, (const T*)nullptr);
-            // Out-of-range rows and columns hold a zero product (TMA's zero fill) and are
-            // clipped by the store.
-            const float e0 = d[4 * i] * DGeluEpilogue<T, ACT>::dgelu(va[0]);
-            const float e1 = d[4 * i + 1] * DGeluEpilogue<T, ACT>::dgelu(va[1]);
-            const float e2 = d[4 * i + 2] * DGeluEpilogue<T, ACT>::dgelu(vb[0]);
-            const float e3 = d[4 * i + 3] * DGeluEpilogue<T, ACT>::dgelu(vb[1]);
-            const u32 off = (u32)(i / 8) * (64u * 128u) + ((u32)((i & 7) ^ sw) << 4);
-            st_shared_u32(row0 + off, pack_pair(e0, e1, (const T*)nullptr));
-            st_shared_u32(row8 + off, pack_pair(e2, e3, (const T*)nullptr));
-        }
-    }
-}
 template <class T, int R>
 __device__ __forceinline__ void v7_stage_with(const float (&d)[R], u32 cbuf, const GradSwitch<T>& s,
                                               int M, int N, int m0, int n_tile, int warp,
                                               int lane) {
     if (s.act == KL_ACT_GELU_TANH)
-        v7_stage_dgelu<T, KL_ACT_GELU_TANH>(d, cbuf, s.z, s.ld, M, N, m0, n_tile, warp, lane);
+        v7_stage_fragment<T>(d, cbuf, DGeluEpilogue<T, KL_ACT_GELU_TANH>{s.z, s.ld}, M, N, m0,
+                             n_tile, warp, lane);
     else if (s.act == KL_ACT_GELU_ERF)
-        v7_stage_dgelu<T, KL_ACT_GELU_ERF>(d, cbuf, s.z, s.ld, M, N, m0, n_tile, warp, lane);
+        v7_stage_fragment<T>(d, cbuf, DGeluEpilogue<T, KL_ACT_GELU_ERF>{s.z, s.ld}, M, N, m0,
+                             n_tile, warp, lane);
     else
         v7_stage_fragment<T>(d, cbuf, ActEpilogue<T, KL_ACT_NONE>{nullptr}, M, N, m0, n_tile, warp,
                              lane);

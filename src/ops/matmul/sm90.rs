@@ -623,8 +623,8 @@ pub fn layout_symbols(dt: DType) -> Vec<String> {
 /// MN-major, with no transposed copy: the products a layer's backward needs, `dX = dZ·W`
 /// (`ta = tb = false`) and `dW = dZᵀ·H` (`ta = true`), in one kernel each. With
 /// `grad = Some((z, act))`, the epilogue multiplies the product by the derivative of `act` (a
-/// GeLU) at `z` (`[M, N]`, contiguous, 4-byte aligned: read in pairs): GeLU's backward fused
-/// into the product that gives its incoming gradient. bf16 or f16, compute capability 9.0; every row pitch (of a, b and c) a
+/// GeLU) at `z` (`[M, N]`, contiguous): GeLU's backward fused into the product that gives its
+/// incoming gradient. bf16 or f16, compute capability 9.0; every row pitch (of a, b and c) a
 /// multiple of 16 bytes and a, b and c's rows 16-byte aligned (the TMA tensor maps); M, N, K
 /// any size from 1.
 pub fn run_rm(
@@ -646,11 +646,10 @@ pub fn run_rm(
         Some((z, g)) => {
             same_as_product(&who, z, "z", m, n, a.dtype())?;
             let dev = device_of_tensor(&who, a)?;
-            let pz = read_ptr(&who, z, "z", &dev)?;
-            if !pz.is_multiple_of(4) {
-                return Err(Error::Invalid(format!("{who}: z must be 4-byte aligned")));
+            Tail::Grad {
+                z: read_ptr(&who, z, "z", &dev)?,
+                act: g.code(),
             }
-            Tail::Grad { z: pz, act: g.code() }
         }
     };
     layout_launch(&who, a, ta, b, tb, c, c_row, tail)
