@@ -140,7 +140,10 @@ fn generated_elementwise_kernels_compile_with_packed_loads_and_no_spills() {
                     // The GPU machine's NVRTC has returned no ptxas log at times (see ptx.rs);
                     // CI's pinned NVRTC, without a GPU, checks these.
                     let Some(info) = c.ptxas_info(sym) else {
-                        assert!(crate::common::gpu_present(), "{sym} {arch}: no ptxas report");
+                        assert!(
+                            crate::common::gpu_present(),
+                            "{sym} {arch}: no ptxas report"
+                        );
                         continue;
                     };
                     assert_eq!(
