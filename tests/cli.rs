@@ -1014,3 +1014,26 @@ fn check_only_validates_and_times_nothing() {
         assert!(err.contains("cannot be used with"), "{flag:?}: {err}");
     }
 }
+
+/// `--threads N` runs the command's CPU work on N threads, and the report says how many; 0 is
+/// refused by the parser.
+#[test]
+fn threads_sets_the_cpu_pool_and_the_report_names_it() {
+    for (n, says) in [("1", "1 thread)"), ("3", "3 threads)")] {
+        let out = run(&[
+            "bench",
+            "gelu",
+            "--device",
+            "cpu",
+            "--threads",
+            n,
+            "--check-only",
+            "--shape",
+            "64x64",
+        ])
+        .unwrap();
+        assert!(out.contains(says), "--threads {n}:\n{out}");
+    }
+    let e = run(&["--threads", "0", "list"]).unwrap_err();
+    assert!(e.contains("--threads"), "{e}");
+}

@@ -34,6 +34,11 @@ bandwidth measured on the same device in the same run. Without a GPU it runs on 
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// CPU threads for kernlab's own CPU work: the CPU tier's kernels, the f64 reference, the
+    /// CPU copy ceiling (default: RAYON_NUM_THREADS if set, else one a core). Reports name the
+    /// count that ran; the command's output is written when it finishes
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
 }
 
 #[derive(Subcommand)]
@@ -167,15 +172,32 @@ where
     for note in retired_env_notes(std::env::vars().map(|(k, _)| k)) {
         stderr_line!("{note}");
     }
-    match cli.cmd {
-        Cmd::Bench(a) => bench::run(a, &flags, out),
-        Cmd::Sweep(a) => sweep::run(a, &flags, out),
+    let Some(n) = cli.threads else {
+        return dispatch(cli.cmd, &flags, out);
+    };
+    // A pool of its own (not rayon's global one, which a process can build only once): every
+    // parallel loop the command runs, and `rayon::current_num_threads()`, see its N threads.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(n as usize)
+        .build()
+        .with_context(|| format!("--threads {n}: no thread pool"))?;
+    let mut buf: Vec<u8> = Vec::new();
+    let cmd = cli.cmd;
+    let result = pool.install(|| dispatch(cmd, &flags, &mut buf));
+    out.write_all(&buf)?;
+    result
+}
+
+fn dispatch(cmd: Cmd, flags: &FlagValues, out: &mut dyn Write) -> Result<()> {
+    match cmd {
+        Cmd::Bench(a) => bench::run(a, flags, out),
+        Cmd::Sweep(a) => sweep::run(a, flags, out),
         Cmd::List(a) => list::run(a, out),
-        Cmd::Inspect(a) => inspect::run(a, &flags, out),
-        Cmd::Profile(a) => profile::run(a, &flags, out),
-        Cmd::Autotune(a) => autotune::run(a, &flags, out),
+        Cmd::Inspect(a) => inspect::run(a, flags, out),
+        Cmd::Profile(a) => profile::run(a, flags, out),
+        Cmd::Autotune(a) => autotune::run(a, flags, out),
         Cmd::Doctor(a) => doctor::run(a, out),
-        Cmd::Compile(a) => compile::run(a, &flags, out),
+        Cmd::Compile(a) => compile::run(a, flags, out),
     }
 }
 

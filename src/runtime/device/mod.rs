@@ -95,11 +95,11 @@ impl Device {
     /// One line naming the device: `cuda:0 (NVIDIA H200, sm_90a, 132 SMs)` or `cpu (…, N threads)`.
     pub fn describe(&self) -> String {
         match self {
-            Device::Cpu => format!(
-                "cpu ({}, {} threads)",
-                cpu_model_name(),
-                rayon::current_num_threads()
-            ),
+            Device::Cpu => {
+                let n = rayon::current_num_threads();
+                let s = if n == 1 { "" } else { "s" };
+                format!("cpu ({}, {n} thread{s})", cpu_model_name())
+            }
             Device::Cuda(d) => format!(
                 "cuda:{} ({}, {}, {} SMs, {:.0} GiB)",
                 d.ordinal,
