@@ -470,43 +470,19 @@ fn v7_layouts_refuse_clearly(dev: &Device) {
     }
     let bf = DType::BF16;
     let mut c = rand(&[16, 16], bf, dev);
+    let mut refused = |a: &[usize], ta: bool, b: &[usize], c_row: usize| {
+        let (a, b) = (rand(a, bf, dev), rand(b, bf, dev));
+        matmul::sm90::run_rm(&a, ta, &b, false, None, &mut c, c_row)
+            .unwrap_err()
+            .to_string()
+    };
     // a stored [K, M] with M = 12: its rows are 24 bytes.
-    let e = matmul::sm90::run_rm(
-        &rand(&[16, 12], bf, dev),
-        true,
-        &rand(&[16, 16], bf, dev),
-        false,
-        None,
-        &mut c,
-        0,
-    )
-    .unwrap_err()
-    .to_string();
+    let e = refused(&[16, 12], true, &[16, 16], 0);
     assert!(e.contains("16 bytes"), "{e}");
     // Inner dimensions that disagree, and a product past c's rows.
-    let e = matmul::sm90::run_rm(
-        &rand(&[16, 16], bf, dev),
-        false,
-        &rand(&[8, 16], bf, dev),
-        false,
-        None,
-        &mut c,
-        0,
-    )
-    .unwrap_err()
-    .to_string();
+    let e = refused(&[16, 16], false, &[8, 16], 0);
     assert!(e.contains("op(a) 16x16 · op(b) 8x16"), "{e}");
-    let e = matmul::sm90::run_rm(
-        &rand(&[16, 16], bf, dev),
-        false,
-        &rand(&[16, 16], bf, dev),
-        false,
-        None,
-        &mut c,
-        8,
-    )
-    .unwrap_err()
-    .to_string();
+    let e = refused(&[16, 16], false, &[16, 16], 8);
     assert!(e.contains("rows 8.."), "{e}");
     // f32 is not a tensor-core dtype here.
     let f = DType::F32;

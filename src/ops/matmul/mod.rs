@@ -296,6 +296,37 @@ pub(crate) fn write_ptr(
     Ok(cudarc::driver::DevicePtrMut::device_ptr_mut(b, &dev.stream).0)
 }
 
+/// The (M, K, N) of `c[c_row..] = op(a)·op(b)` for row-major operands (`op(x)` is `xᵀ` when its
+/// flag is set), checked to agree in shape and dtype; errors name the product (`who`).
+pub(crate) fn row_major_dims(
+    who: &str,
+    a: &Tensor,
+    ta: bool,
+    b: &Tensor,
+    tb: bool,
+    c: &Tensor,
+    c_row: usize,
+) -> Result<(usize, usize, usize)> {
+    let (ar, ac) = dims2(who, a, "a")?;
+    let (br, bc) = dims2(who, b, "b")?;
+    let (cr, cc) = dims2(who, c, "c")?;
+    let (m, k) = if ta { (ac, ar) } else { (ar, ac) };
+    let (kb, n) = if tb { (bc, br) } else { (br, bc) };
+    let dt = a.dtype();
+    let fits = cc == n && c_row.checked_add(m).is_some_and(|end| end <= cr);
+    if kb != k || !fits || b.dtype() != dt || c.dtype() != dt {
+        return Err(Error::ShapeMismatch {
+            op: "matmul".into(),
+            why: format!(
+                "{who}: op(a) {m}x{k} · op(b) {kb}x{n} into rows {c_row}.. of c {cr}x{cc} ({dt} {} {})",
+                b.dtype(),
+                c.dtype()
+            ),
+        });
+    }
+    Ok((m, k, n))
+}
+
 /// The device buffers, each checked to hold what the GEMM reads or writes (a kernel or a
 /// vendor library would otherwise read or write past the end without a word). `variant`
 /// names the launcher in errors.

@@ -13,8 +13,8 @@
 //! 16-byte row pitch) and 16-byte aligned operand buffers.
 
 use super::{
-    device_of as device_of_tensor, dims2, gemm_bufs, read_ptr, write_ptr, Activation, Gemm,
-    GemmBufs,
+    device_of as device_of_tensor, dims2, gemm_bufs, read_ptr, row_major_dims, write_ptr,
+    Activation, Gemm, GemmBufs,
 };
 use crate::compiler::gemm::{GemmKernel, Tile};
 use crate::runtime::device::cuda::launch_err;
@@ -637,7 +637,7 @@ pub fn run_rm(
     c_row: usize,
 ) -> Result<()> {
     let who = format!("matmul v7 ({})", layout_name(ta, tb));
-    let (m, _, n) = layout_dims(&who, a, ta, b, tb, c, c_row)?;
+    let (m, _, n) = row_major_dims(&who, a, ta, b, tb, c, c_row)?;
     let tail = match grad {
         None => Tail::Grad {
             z: 0,
@@ -668,7 +668,7 @@ pub fn run_aux(
     z: &mut Tensor,
 ) -> Result<()> {
     let who = "matmul v7 (bias + activation, keeping the pre-activation)".to_string();
-    let (m, _, n) = layout_dims(&who, a, false, w, true, c, 0)?;
+    let (m, _, n) = row_major_dims(&who, a, false, w, true, c, 0)?;
     same_as_product(&who, z, "z", m, n, a.dtype())?;
     if bias.shape() != [n] || bias.dtype() != a.dtype() {
         return Err(Error::ShapeMismatch {
@@ -718,36 +718,6 @@ fn same_as_product(who: &str, z: &Tensor, what: &str, m: usize, n: usize, dt: DT
     Ok(())
 }
 
-/// The (M, K, N) of `op(a)·op(b)` into rows `c_row..` of c, checked to agree.
-fn layout_dims(
-    who: &str,
-    a: &Tensor,
-    ta: bool,
-    b: &Tensor,
-    tb: bool,
-    c: &Tensor,
-    c_row: usize,
-) -> Result<(usize, usize, usize)> {
-    let (ar, ac) = dims2(who, a, "a")?;
-    let (br, bc) = dims2(who, b, "b")?;
-    let (cr, cc) = dims2(who, c, "c")?;
-    let (m, k) = if ta { (ac, ar) } else { (ar, ac) };
-    let (kb, n) = if tb { (bc, br) } else { (br, bc) };
-    let dt = a.dtype();
-    let fits = cc == n && c_row.checked_add(m).is_some_and(|end| end <= cr);
-    if kb != k || !fits || b.dtype() != dt || c.dtype() != dt {
-        return Err(Error::ShapeMismatch {
-            op: "matmul".into(),
-            why: format!(
-                "{who}: op(a) {m}x{k} · op(b) {kb}x{n} into rows {c_row}.. of c {cr}x{cc} ({dt} {} {})",
-                b.dtype(),
-                c.dtype()
-            ),
-        });
-    }
-    Ok((m, k, n))
-}
-
 /// Check and launch a layout kernel (see [`run_rm`] for the operands and their limits).
 #[allow(clippy::too_many_arguments)]
 fn layout_launch(
@@ -766,7 +736,7 @@ fn layout_launch(
         variant: format!("v7_wgmma_tma_store ({layout})"),
         why,
     };
-    let (m, k, n) = layout_dims(who, a, ta, b, tb, c, c_row)?;
+    let (m, k, n) = row_major_dims(who, a, ta, b, tb, c, c_row)?;
     let dt = a.dtype();
     if !supports(dt) {
         return Err(Error::UnsupportedDtype {

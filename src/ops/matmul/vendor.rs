@@ -29,7 +29,7 @@
 //! library is looked for first (once) and its absence is an `Error::MissingLibrary`.
 
 use crate::ops::matmul::{
-    device_of, dims2, gemm_bufs, read_ptr, write_ptr, Activation, Gemm, GemmBufs,
+    device_of, dims2, gemm_bufs, read_ptr, row_major_dims, write_ptr, Activation, Gemm, GemmBufs,
 };
 use crate::runtime::device::CudaDevice;
 use crate::runtime::dtype::DType;
@@ -617,23 +617,8 @@ pub fn run_cublas_rm(
 ) -> Result<()> {
     let v = "cublas";
     const WHO: &str = "the row-major cuBLAS product";
-    let (ar, ac) = dims2(WHO, a, "a")?;
-    let (br, bc) = dims2(WHO, b, "b")?;
-    let (cr, cc) = dims2(WHO, c, "c")?;
-    let (m, k) = if ta { (ac, ar) } else { (ar, ac) };
-    let (kb, n) = if tb { (bc, br) } else { (br, bc) };
-    let fits = cc == n && c_row.checked_add(m).is_some_and(|end| end <= cr);
-    if kb != k || !fits || a.dtype() != b.dtype() || c.dtype() != a.dtype() {
-        return Err(Error::ShapeMismatch {
-            op: OP.into(),
-            why: format!(
-                "op(a) {m}x{k} · op(b) {kb}x{n} into rows {c_row}.. of c {cr}x{cc} ({} {} {})",
-                a.dtype(),
-                b.dtype(),
-                c.dtype()
-            ),
-        });
-    }
+    let (m, k, n) = row_major_dims(WHO, a, ta, b, tb, c, c_row)?;
+    let (ac, bc) = (a.shape()[1], b.shape()[1]);
     require_cublas()?;
     let dev = device_of(WHO, a)?;
     let (pa, pb) = (read_ptr(WHO, a, "a", &dev)?, read_ptr(WHO, b, "b", &dev)?);
