@@ -1484,7 +1484,7 @@ static VARIANTS: [Variant; 6] = [
         |p, x, y| run_tier(&MANUAL, p, x, y))
         .kernels(&SOURCE, cuda_symbols),
     Variant::new(OP, "cuda", Tier::Cuda, DeviceKind::Cuda,
-        "kernlab's GEMMs (linear/auto) with bias and GeLU fused into the epilogue; backward: GeLU's backward fused with the bias gradient's reduction, the hand GEMMs on transposed operands",
+        "kernlab's GEMMs (linear/auto) with bias and GeLU fused into the epilogue; training on Hopper: H and Z from one product, backward by v7's transposed layouts with GeLU's derivative in the dgrad epilogue (elsewhere: the hand GEMMs on transposed copies)",
         |p, x, y| run_tier(&CUDA, p, x, y))
         .kernels(&SOURCE, cuda_symbols)
         .also_kernels(&matmul::sm90::MATMUL_SM90_LAYOUTS, matmul::sm90::layout_symbols),
