@@ -327,6 +327,46 @@ pub(crate) fn row_major_dims(
     Ok((m, k, n))
 }
 
+/// `t` (`what`, a second output or input of the product, such as a GeLU's pre-activation) must
+/// be `[m, n]`, contiguous, in the product's dtype.
+pub(crate) fn like_product(
+    who: &str,
+    t: &Tensor,
+    what: &str,
+    m: usize,
+    n: usize,
+    dt: DType,
+) -> Result<()> {
+    let ts = dims2(who, t, what)?;
+    if ts != (m, n) || t.dtype() != dt {
+        return Err(Error::ShapeMismatch {
+            op: "matmul".into(),
+            why: format!(
+                "{who}: {what} must be {m}x{n} {dt} like the product; it is {}x{} {}",
+                ts.0,
+                ts.1,
+                t.dtype()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// A product's bias must be `[n]` in its dtype.
+pub(crate) fn bias_of_product(who: &str, bias: &Tensor, n: usize, dt: DType) -> Result<()> {
+    if bias.shape() != [n] || bias.dtype() != dt {
+        return Err(Error::ShapeMismatch {
+            op: LINEAR.into(),
+            why: format!(
+                "{who}: bias must be [{n}] {dt}; it is {:?} {}",
+                bias.shape(),
+                bias.dtype()
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// The device buffers, each checked to hold what the GEMM reads or writes (a kernel or a
 /// vendor library would otherwise read or write past the end without a word). `variant`
 /// names the launcher in errors.

@@ -13,8 +13,8 @@
 //! 16-byte row pitch) and 16-byte aligned operand buffers.
 
 use super::{
-    device_of as device_of_tensor, dims2, gemm_bufs, read_ptr, row_major_dims, write_ptr,
-    Activation, Gemm, GemmBufs,
+    bias_of_product, device_of as device_of_tensor, gemm_bufs, like_product, read_ptr,
+    row_major_dims, write_ptr, Activation, Gemm, GemmBufs,
 };
 use crate::compiler::gemm::{GemmKernel, Tile};
 use crate::runtime::device::cuda::launch_err;
@@ -202,7 +202,32 @@ fn device_of(g: &Gemm) -> Result<std::sync::Arc<CudaDevice>> {
 
 /// Everything v6 or v7 needs that the registry's checks do not cover, as one clear error.
 fn check(ver: Version, cfg: &Config, dev: &CudaDevice, g: &Gemm) -> Result<()> {
-    let dt = g.dtype();
+    check_hopper(ver, dev, g.dtype(), " (use v5)")?;
+    if !ver
+        .configs
+        .iter()
+        .any(|c| (c.bm, c.bn, c.bk, c.stages) == (cfg.bm, cfg.bn, cfg.bk, cfg.stages))
+        || cfg.group_m == 0
+    {
+        return Err(Error::Invalid(format!(
+            "matmul {}: configuration {cfg:?} is not one of the compiled tile shapes",
+            ver.variant
+        )));
+    }
+    check_size(ver, cfg, dev, g.m, g.n, g.k)?;
+    if !g.k.is_multiple_of(8) {
+        return Err(ver.unsupported(format!(
+            "K = {} is not a multiple of 8: the TMA tensor maps need rows of a and w to start \
+             on 16-byte boundaries (K·2 bytes a multiple of 16); use v5 for this shape",
+            g.k
+        )));
+    }
+    Ok(())
+}
+
+/// A 16-bit dtype and a Hopper GPU, what every wgmma kernel here needs; `instead` ends the
+/// error with what to use elsewhere.
+fn check_hopper(ver: Version, dev: &CudaDevice, dt: DType, instead: &str) -> Result<()> {
     if !supports(dt) {
         return Err(Error::UnsupportedDtype {
             op: "matmul".into(),
@@ -215,39 +240,30 @@ fn check(ver: Version, cfg: &Config, dev: &CudaDevice, g: &Gemm) -> Result<()> {
         let (ma, mi) = dev.props.compute_capability;
         return Err(ver.unsupported(format!(
             "needs a Hopper GPU (compute capability 9.0, sm_90a: wgmma, TMA, setmaxnreg); \
-             {} is compute capability {ma}.{mi} (use v5)",
+             {} is compute capability {ma}.{mi}{instead}",
             dev.props.name
         )));
     }
-    if !ver
-        .configs
-        .iter()
-        .any(|c| (c.bm, c.bn, c.bk, c.stages) == (cfg.bm, cfg.bn, cfg.bk, cfg.stages))
-        || cfg.group_m == 0
-    {
-        return Err(Error::Invalid(format!(
-            "matmul {}: configuration {cfg:?} is not one of the compiled tile shapes",
-            ver.variant
-        )));
-    }
-    if g.m == 0 || g.n == 0 || g.k == 0 {
-        return Err(ver.unsupported(format!(
-            "{}×{}×{}: every dimension must be at least 1",
-            g.m, g.n, g.k
-        )));
-    }
-    if !g.k.is_multiple_of(8) {
-        return Err(ver.unsupported(format!(
-            "K = {} is not a multiple of 8: the TMA tensor maps need rows of a and w to start \
-             on 16-byte boundaries (K·2 bytes a multiple of 16); use v5 for this shape",
-            g.k
-        )));
+    Ok(())
+}
+
+/// M, N and K from 1 and below 2^31 (the kernels' int arguments), as is the tile count, and
+/// the configuration's shared memory within the device's opt-in limit.
+fn check_size(
+    ver: Version,
+    cfg: &Config,
+    dev: &CudaDevice,
+    m: usize,
+    n: usize,
+    k: usize,
+) -> Result<()> {
+    if m == 0 || n == 0 || k == 0 {
+        return Err(ver.unsupported(format!("{m}×{n}×{k}: every dimension must be at least 1")));
     }
     let lim = i32::MAX as usize;
-    if g.m > lim || g.n > lim || g.k > lim || cfg.tiles(g.m, g.n) > lim {
+    if m > lim || n > lim || k > lim || cfg.tiles(m, n) > lim {
         return Err(ver.unsupported(format!(
-            "{}×{}×{}: M, N, K and the tile count must each be below 2^31",
-            g.m, g.n, g.k
+            "{m}×{n}×{k}: M, N, K and the tile count must each be below 2^31"
         )));
     }
     let smem = ver.smem_bytes(cfg) as usize;
@@ -573,20 +589,23 @@ pub static MATMUL_SM90_LAYOUTS: KernelSource = KernelSource {
     src: include_str!("../../../kernels/matmul_sm90_layouts.cu"),
 };
 
-/// The layouts the layout kernels are compiled for, by (a transposed, b transposed) as BLAS's
-/// row-major names read: "nt" is v7's own c = a·bᵀ.
-const LAYOUTS: [(bool, bool, &str); 4] = [
-    (false, true, "nt"),
-    (false, false, "nn"),
-    (true, false, "tn"),
-    (true, true, "tt"),
+/// The layouts the layout kernels are compiled for, as BLAS's row-major names read ("nt" is
+/// v7's own c = a·bᵀ), and each one's name in errors.
+const LAYOUTS: [(&str, &str); 4] = [
+    ("nt", "v7_wgmma_tma_store (nt)"),
+    ("nn", "v7_wgmma_tma_store (nn)"),
+    ("tn", "v7_wgmma_tma_store (tn)"),
+    ("tt", "v7_wgmma_tma_store (tt)"),
 ];
 
-fn layout_name(ta: bool, tb: bool) -> &'static str {
-    LAYOUTS
-        .iter()
-        .find(|l| (l.0, l.1) == (ta, tb))
-        .map_or("nt", |l| l.2)
+/// The layout of `op(a)·op(b)` (a transposed, b transposed): its name and its name in errors.
+fn layout_of(ta: bool, tb: bool) -> (&'static str, &'static str) {
+    LAYOUTS[match (ta, tb) {
+        (false, true) => 0,
+        (false, false) => 1,
+        (true, false) => 2,
+        (true, true) => 3,
+    }]
 }
 
 fn layout_symbol(layout: &str, c: &Config, dt: DType) -> String {
@@ -612,7 +631,7 @@ pub fn layout_symbols(dt: DType) -> Vec<String> {
     let tiles = [CONFIGS_V7[0], CONFIGS_V7[3]];
     LAYOUTS
         .iter()
-        .flat_map(|l| tiles.map(|c| layout_symbol(l.2, &c, dt)))
+        .flat_map(|l| tiles.map(|c| layout_symbol(l.0, &c, dt)))
         .chain(tiles.map(|c| aux_symbol(&c, dt)))
         .collect()
 }
@@ -636,23 +655,23 @@ pub fn run_rm(
     c: &mut Tensor,
     c_row: usize,
 ) -> Result<()> {
-    let who = format!("matmul v7 ({})", layout_name(ta, tb));
-    let (m, _, n) = row_major_dims(&who, a, ta, b, tb, c, c_row)?;
+    let who = format!("matmul v7 ({})", layout_of(ta, tb).0);
+    let dims = row_major_dims(&who, a, ta, b, tb, c, c_row)?;
+    let dev = device_of_tensor(&who, a)?;
     let tail = match grad {
         None => Tail::Grad {
             z: 0,
             act: Activation::None.code(),
         },
         Some((z, g)) => {
-            same_as_product(&who, z, "z", m, n, a.dtype())?;
-            let dev = device_of_tensor(&who, a)?;
+            like_product(&who, z, "z", dims.0, dims.2, a.dtype())?;
             Tail::Grad {
                 z: read_ptr(&who, z, "z", &dev)?,
                 act: g.code(),
             }
         }
     };
-    layout_launch(&who, a, ta, b, tb, c, c_row, tail)
+    layout_launch(&who, &dev, (a, ta), (b, tb), c, c_row, dims, tail)
 }
 
 /// A Linear layer's training forward in one product: `c = act(a·wᵀ + bias)` and the
@@ -668,19 +687,10 @@ pub fn run_aux(
     z: &mut Tensor,
 ) -> Result<()> {
     let who = "matmul v7 (bias + activation, keeping the pre-activation)".to_string();
-    let (m, _, n) = row_major_dims(&who, a, false, w, true, c, 0)?;
-    same_as_product(&who, z, "z", m, n, a.dtype())?;
-    if bias.shape() != [n] || bias.dtype() != a.dtype() {
-        return Err(Error::ShapeMismatch {
-            op: "linear".into(),
-            why: format!(
-                "{who}: bias must be [{n}] {}; it is {:?} {}",
-                a.dtype(),
-                bias.shape(),
-                bias.dtype()
-            ),
-        });
-    }
+    let dims = row_major_dims(&who, a, false, w, true, c, 0)?;
+    let (m, n) = (dims.0, dims.2);
+    like_product(&who, z, "z", m, n, a.dtype())?;
+    bias_of_product(&who, bias, n, a.dtype())?;
     let dev = device_of_tensor(&who, a)?;
     let pz = write_ptr(&who, z, "z", &dev)?;
     if !pz.is_multiple_of(4) {
@@ -691,7 +701,7 @@ pub fn run_aux(
         z: pz,
         act: act.code(),
     };
-    layout_launch(&who, a, false, w, true, c, 0, tail)
+    layout_launch(&who, &dev, (a, false), (w, true), c, 0, dims, tail)
 }
 
 /// The epilogue of a layout kernel and its parameters: the product, or times GeLU's derivative
@@ -701,89 +711,42 @@ enum Tail {
     Aux { bias: u64, z: u64, act: i32 },
 }
 
-/// `z` must be `[m, n]`, contiguous, in the product's dtype.
-fn same_as_product(who: &str, z: &Tensor, what: &str, m: usize, n: usize, dt: DType) -> Result<()> {
-    let zs = dims2(who, z, what)?;
-    if zs != (m, n) || z.dtype() != dt {
-        return Err(Error::ShapeMismatch {
-            op: "matmul".into(),
-            why: format!(
-                "{who}: {what} must be {m}x{n} {dt} like the product; it is {}x{} {}",
-                zs.0,
-                zs.1,
-                z.dtype()
-            ),
-        });
-    }
-    Ok(())
-}
-
-/// Check and launch a layout kernel (see [`run_rm`] for the operands and their limits).
+/// Check and launch a layout kernel for `c[c_row..] = op(a)·op(b)` of `dims` (M, K, N, as
+/// [`row_major_dims`] gave them; see [`run_rm`] for the operands and their limits).
 #[allow(clippy::too_many_arguments)]
 fn layout_launch(
     who: &str,
-    a: &Tensor,
-    ta: bool,
-    b: &Tensor,
-    tb: bool,
+    dev: &CudaDevice,
+    (a, ta): (&Tensor, bool),
+    (b, tb): (&Tensor, bool),
     c: &mut Tensor,
     c_row: usize,
+    (m, k, n): (usize, usize, usize),
     tail: Tail,
 ) -> Result<()> {
-    let layout = layout_name(ta, tb);
-    let unsupported = |why: String| Error::UnsupportedShape {
-        op: "matmul".into(),
-        variant: format!("v7_wgmma_tma_store ({layout})"),
-        why,
-    };
-    let (m, k, n) = row_major_dims(who, a, ta, b, tb, c, c_row)?;
+    let (layout, variant) = layout_of(ta, tb);
+    let ver = Version { variant, ..V7 };
     let dt = a.dtype();
-    if !supports(dt) {
-        return Err(Error::UnsupportedDtype {
-            op: "matmul".into(),
-            variant: "v7_wgmma_tma_store".into(),
-            dtype: dt,
-            supported: "bf16, f16".into(),
-        });
-    }
-    let dev = device_of_tensor(who, a)?;
-    if dev.props.compute_capability != (9, 0) {
-        let (ma, mi) = dev.props.compute_capability;
-        return Err(unsupported(format!(
-            "needs a Hopper GPU (compute capability 9.0, sm_90a); {} is {ma}.{mi}",
-            dev.props.name
-        )));
-    }
-    let lim = i32::MAX as usize;
-    if m == 0 || n == 0 || k == 0 || m > lim || n > lim || k > lim {
-        return Err(unsupported(format!(
-            "{m}×{n}×{k}: M, N and K must each be from 1 to 2^31 − 1"
-        )));
-    }
+    check_hopper(ver, dev, dt, "")?;
+    let cfg = default_config_v7(m, n, dev.props.sm_count);
+    check_size(ver, &cfg, dev, m, n, k)?;
     // Every row pitch a multiple of 16 bytes: what each TMA tensor map needs.
     let stored_cols = [("a", a.shape()[1]), ("b", b.shape()[1]), ("c", n)];
     for (what, cols) in stored_cols {
         if !cols.is_multiple_of(8) {
-            return Err(unsupported(format!(
+            return Err(ver.unsupported(format!(
                 "{what} has {cols} columns: TMA needs rows of a multiple of 16 bytes (8 elements)"
             )));
         }
     }
-    let (pa, pb) = (read_ptr(who, a, "a", &dev)?, read_ptr(who, b, "b", &dev)?);
-    let pc = write_ptr(who, c, "c", &dev)? + (c_row * n * dt.size()) as u64;
+    let (pa, pb) = (read_ptr(who, a, "a", dev)?, read_ptr(who, b, "b", dev)?);
+    let pc = write_ptr(who, c, "c", dev)? + (c_row * n * dt.size()) as u64;
     if [pa, pb, pc].iter().any(|p| !p.is_multiple_of(16)) {
-        return Err(unsupported(
-            "a, b and c's first row must start on 16-byte boundaries (TMA)".into(),
-        ));
+        return Err(
+            ver.unsupported("a, b and c's first row must start on 16-byte boundaries (TMA)".into())
+        );
     }
-    let cfg = default_config_v7(m, n, dev.props.sm_count);
-    let smem = cfg.smem_bytes_v7();
-    if smem as usize > dev.props.max_smem_per_block_optin {
-        return Err(unsupported(format!(
-            "configuration {} needs {smem} bytes of shared memory per block; {} allows {}",
-            cfg.name, dev.props.name, dev.props.max_smem_per_block_optin
-        )));
-    }
+    let smem = ver.smem_bytes(&cfg);
     // K-major operands are read in boxes of (tile rows × 64 K-columns), MN-major ones in boxes
     // of 64 K-rows × 64 columns (see `tma_load_operand` in the .cu).
     let mut tmap_a = if ta {
@@ -820,7 +783,7 @@ fn layout_launch(
     // `args` match the kernel's parameters (three CUtensorMaps, the epilogue's pointers as u64,
     // five ints); the tensors stay borrowed until the launch is enqueued, and the stream orders
     // their later use after it.
-    launch_raw(&dev, &MATMUL_SM90_LAYOUTS, &name, grid, smem, &mut args)
+    launch_raw(dev, &MATMUL_SM90_LAYOUTS, &name, grid, smem, &mut args)
 }
 
 // ---- generated epilogues --------------------------------------------------------------------

@@ -29,7 +29,8 @@
 //! library is looked for first (once) and its absence is an `Error::MissingLibrary`.
 
 use crate::ops::matmul::{
-    device_of, dims2, gemm_bufs, read_ptr, row_major_dims, write_ptr, Activation, Gemm, GemmBufs,
+    bias_of_product, device_of, dims2, gemm_bufs, like_product, read_ptr, row_major_dims,
+    write_ptr, Activation, Gemm, GemmBufs,
 };
 use crate::runtime::device::CudaDevice;
 use crate::runtime::dtype::DType;
@@ -961,25 +962,10 @@ pub fn linear_gelu_aux(
     z: &mut Tensor,
 ) -> Result<()> {
     let dt = a.dtype();
-    let (m, k) = dims2(LT, a, "a")?;
-    let (n, kw) = dims2(LT, w, "w")?;
-    let (zr, zc) = dims2(LT, z, "z")?;
-    let (hr, hc) = dims2(LT, h, "h")?;
-    if bias.numel() != n {
-        return Err(lt_mismatch(format!(
-            "the bias has shape {:?}, the product {n} columns",
-            bias.shape()
-        )));
-    }
-    let same = [w, bias, &*z, &*h].iter().all(|t| t.dtype() == dt);
-    if kw != k || (zr, zc) != (m, n) || (hr, hc) != (m, n) || !same {
-        return Err(lt_mismatch(format!(
-            "a {m}x{k} · w {n}x{kw}ᵀ into z {zr}x{zc} and h {hr}x{hc} (a {dt}, w {}, z {}, h {})",
-            w.dtype(),
-            z.dtype(),
-            h.dtype()
-        )));
-    }
+    let (m, k, n) = row_major_dims(LT, a, false, w, true, h, 0)?;
+    like_product(LT, h, "h", m, n, dt)?;
+    like_product(LT, z, "z", m, n, dt)?;
+    bias_of_product(LT, bias, n, dt)?;
     let dev = device_of(LT, a)?;
     let ptrs = [
         read_ptr(LT, w, "w", &dev)?,
@@ -1010,23 +996,13 @@ pub fn dgrad_dgelu(
     db_row: usize,
 ) -> Result<()> {
     let dt = g.dtype();
-    let (m, k) = dims2(LT, g, "g")?;
-    let (kw, n) = dims2(LT, w, "w")?;
-    let (zr, zc) = dims2(LT, z, "z")?;
-    let (dr, dc) = dims2(LT, dz, "dz")?;
+    let (m, k, n) = row_major_dims(LT, g, false, w, false, dz, 0)?;
+    like_product(LT, dz, "dz", m, n, dt)?;
+    like_product(LT, z, "z", m, n, dt)?;
     let (br, bc) = dims2(LT, db, "db")?;
-    if bc != n || db_row >= br {
+    if bc != n || db_row >= br || db.dtype() != dt {
         return Err(lt_mismatch(format!(
-            "the bias gradient goes to row {db_row} of a {br}x{bc} tensor; it has {n} values"
-        )));
-    }
-    let same = [w, z, &*dz, &*db].iter().all(|t| t.dtype() == dt);
-    if kw != k || (zr, zc) != (m, n) || (dr, dc) != (m, n) || !same {
-        return Err(lt_mismatch(format!(
-            "g {m}x{k} · w {kw}x{n} with z {zr}x{zc} into dz {dr}x{dc} (g {dt}, w {}, z {}, dz {}, db {})",
-            w.dtype(),
-            z.dtype(),
-            dz.dtype(),
+            "the bias gradient goes to row {db_row} of a {br}x{bc} {} tensor; it has {n} {dt} values",
             db.dtype()
         )));
     }
