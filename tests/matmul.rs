@@ -4,6 +4,7 @@
 
 use crate::{test_device, test_gpu};
 use kernlab::check;
+use kernlab::ops::gelu::{self, GeluApprox};
 use kernlab::ops::matmul::{self, Activation, GemmParams};
 use kernlab::ops::{self, linear, Variant};
 use kernlab::runtime::error::Error;
@@ -274,21 +275,6 @@ fn gemm_accounting() {
     assert!(e.to_string().contains("M×N×K"), "{e}");
 }
 
-/// GeLU's derivative in f64 (tanh or erf form), the oracle of the layout kernels' epilogue.
-fn dgelu_f64(z: f64, act: Activation) -> f64 {
-    match act {
-        Activation::GeluTanh => {
-            let k = (2.0 / std::f64::consts::PI).sqrt();
-            let t = (k * (z + 0.044715 * z * z * z)).tanh();
-            0.5 * (1.0 + t) + 0.5 * z * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * z * z)
-        }
-        _ => {
-            0.5 * libm::erfc(-z / std::f64::consts::SQRT_2)
-                + z * (-0.5 * z * z).exp() / (2.0 * std::f64::consts::PI).sqrt()
-        }
-    }
-}
-
 /// v7's layout kernels (`matmul::sm90::run_rm`): c = op(a)·op(b) for each of the four transpose
 /// pairs, plain and with GeLU's derivative (both forms) in the epilogue, bf16 and f16, against
 /// f64 on shapes with partial tiles on every edge and one or many k-blocks. The product goes
@@ -300,7 +286,11 @@ fn v7_layouts_match_f64(dev: &Device) {
         return;
     }
     let shapes: &[(usize, usize, usize)] = &[(8, 8, 8), (136, 264, 200), (264, 392, 1032)];
-    let acts = [None, Some(Activation::GeluErf), Some(Activation::GeluTanh)];
+    let acts = [
+        None,
+        Some((Activation::GeluErf, GeluApprox::Erf)),
+        Some((Activation::GeluTanh, GeluApprox::Tanh)),
+    ];
     for &(m, n, k) in shapes {
         for dt in [DType::BF16, DType::F16] {
             for (ta, tb) in [(false, true), (false, false), (true, false), (true, true)] {
@@ -335,7 +325,7 @@ fn v7_layouts_match_f64(dev: &Device) {
                         .unwrap()
                         .to_device(dev)
                         .unwrap();
-                    let grad = act.map(|g| (&z, g));
+                    let grad = act.map(|(g, _)| (&z, g));
                     matmul::sm90::run_rm(&a, ta, &b, tb, grad, &mut c, off)
                         .unwrap_or_else(|e| panic!("{what}: {e}"));
                     let (ha, hb, hz) = (
@@ -357,8 +347,8 @@ fn v7_layouts_match_f64(dev: &Device) {
                                 let bv = if tb { hb[j * k + p] } else { hb[p * n + j] };
                                 s += av * bv;
                             }
-                            if let Some(g) = act {
-                                s *= dgelu_f64(hz[i * n + j], g);
+                            if let Some((_, g)) = act {
+                                s *= gelu::derivative_f64(hz[i * n + j], g);
                             }
                             let got = hc[(off + i) * n + j];
                             assert!(got.is_finite(), "{what}: c[{i}, {j}] = {got}");
@@ -378,17 +368,6 @@ fn v7_layouts_match_f64(dev: &Device) {
     }
 }
 test_gpu!(v7_layouts, super::v7_layouts_match_f64);
-
-fn gelu_f64(v: f64, act: Activation) -> f64 {
-    match act {
-        Activation::GeluTanh => {
-            let k = (2.0 / std::f64::consts::PI).sqrt();
-            0.5 * v * (1.0 + (k * (v + 0.044715 * v * v * v)).tanh())
-        }
-        Activation::GeluErf => 0.5 * v * libm::erfc(-v / std::f64::consts::SQRT_2),
-        _ => v,
-    }
-}
 
 /// v7's two-output forward (`matmul::sm90::run_aux`): c = act(a·wᵀ + bias) and the
 /// pre-activation z = a·wᵀ + bias from one product, every activation, against f64.
@@ -440,7 +419,7 @@ fn v7_two_outputs_match_f64(dev: &Device) {
                             gz.is_finite() && gc.is_finite(),
                             "{what}: [{i}, {j}] = {gz}, {gc}"
                         );
-                        let want = gelu_f64(v, act);
+                        let want = matmul::epilogue_f64(v, act);
                         ez += (gz - v) * (gz - v);
                         nz += v * v;
                         ec += (gc - want) * (gc - want);

@@ -229,6 +229,24 @@ pub fn reference_f64(x: f64, approx: GeluApprox) -> f64 {
     }
 }
 
+/// GeLU's derivative in f64 (the oracle of its backward): Φ(x) + x·φ(x) for the exact form;
+/// for tanh, d/dx of 0.5·x·(1 + tanh u), u = √(2/π)·(x + 0.044715·x³).
+pub fn derivative_f64(x: f64, approx: GeluApprox) -> f64 {
+    match approx {
+        GeluApprox::Erf => {
+            let cdf = 0.5 * libm::erfc(-x / std::f64::consts::SQRT_2);
+            let pdf = (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt();
+            cdf + x * pdf
+        }
+        GeluApprox::Tanh => {
+            let u = SQRT_2_OVER_PI * (x + 0.044715 * x * x * x);
+            let t = u.tanh();
+            0.5 * (1.0 + t)
+                + 0.5 * x * (1.0 - t * t) * SQRT_2_OVER_PI * (1.0 + 3.0 * 0.044715 * x * x)
+        }
+    }
+}
+
 /// The lecture's `manual_gelu` as an expression graph over input `x`: the formula as written,
 /// `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))` (x³ as x·x·x, as the eager code multiplies it),
 /// or `0.5·x·(1 + erf(x/√2))`.

@@ -681,26 +681,6 @@ macro_rules! host_float {
 host_float!(f64);
 host_float!(f32);
 
-/// GeLU and its derivative in f64 (the host model's elementwise steps).
-fn gelu_f64(z: f64, g: GeluApprox) -> f64 {
-    gelu::reference_f64(z, g)
-}
-fn dgelu_f64(z: f64, g: GeluApprox) -> f64 {
-    match g {
-        GeluApprox::Erf => {
-            let cdf = 0.5 * libm::erfc(-z / std::f64::consts::SQRT_2);
-            let pdf = (-0.5 * z * z).exp() / (2.0 * std::f64::consts::PI).sqrt();
-            cdf + z * pdf
-        }
-        GeluApprox::Tanh => {
-            let k = (2.0 / std::f64::consts::PI).sqrt();
-            let u = k * (z + 0.044715 * z * z * z);
-            let t = u.tanh();
-            0.5 * (1.0 + t) + 0.5 * z * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * z * z)
-        }
-    }
-}
-
 /// The MLP's weights on the host, in `T`.
 struct HostNet<'a, T> {
     inputs: &'a [&'a Tensor],
@@ -784,7 +764,9 @@ impl<'a, T: HostFloat> HostNet<'a, T> {
     }
     fn act(&self, z: &[T]) -> Vec<T> {
         let g = self.gelu;
-        z.par_iter().map(|v| T::of(gelu_f64(v.to(), g))).collect()
+        z.par_iter()
+            .map(|v| T::of(gelu::reference_f64(v.to(), g)))
+            .collect()
     }
     /// The output of the rows `x` (f64 values, any number of rows).
     fn forward(&self, x: Vec<f64>) -> Result<Vec<f64>> {
@@ -820,7 +802,7 @@ impl<'a, T: HostFloat> HostNet<'a, T> {
             let dz: Vec<T> = dh
                 .par_iter()
                 .zip(&z)
-                .map(|(g_, z)| T::of(g_.to() * dgelu_f64(z.to(), g)))
+                .map(|(g_, z)| T::of(g_.to() * gelu::derivative_f64(z.to(), g)))
                 .collect();
             let mut s = vec![0.0f64; d];
             for row in dz.chunks(d) {
@@ -1200,7 +1182,8 @@ fn train_step(
     let mut saved: Vec<Tensor> = Vec::with_capacity(nl);
     // The cuda tier on Hopper: each hidden layer one product writing H and Z (v7's two-output
     // epilogue); elsewhere the GEMM with the bias, then the tier's GeLU.
-    let two_outputs = t.gemm == "auto" && !mp.recompute && layouts_fit(x, w, y)?;
+    let layouts = !t.blas_backward && layouts_fit(x, w, y)?;
+    let two_outputs = layouts && t.gemm == "auto" && !mp.recompute;
     for l in 0..nl {
         let input = hs.last().unwrap_or(x);
         if mp.recompute {
@@ -1243,7 +1226,7 @@ fn train_step(
     let mut dh = Tensor::empty(&[b, d], dt, &dev)?;
     fill(&mut dh, 1.0 / (b as f64 * d as f64) as f32)?;
     let mut dz = Tensor::empty(&[b, d], dt, &dev)?;
-    if !t.blas_backward && layouts_fit(x, w, y)? {
+    if layouts {
         return backward_in_layouts(mp, x, w, &hs, &mut zs, &dh, dz, y);
     }
     for l in (0..nl).rev() {
