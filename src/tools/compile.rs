@@ -191,8 +191,7 @@ impl CompileReport {
                         ),
                         None => writeln!(
                             s,
-                            "  {kernel}: no ptxas report (this NVRTC's info log was empty; \
-                             `kernlab inspect` asks the driver on a GPU of this arch); {widths}"
+                            "  {kernel}: no ptxas report (this NVRTC's info log was empty); {widths}"
                         ),
                     }
                     .ok();
