@@ -275,14 +275,34 @@ fn gemm_accounting() {
     assert!(e.to_string().contains("M×N×K"), "{e}");
 }
 
+/// Whether `dev` is a Hopper GPU, which the layout kernels need (a printed skip elsewhere).
+fn on_hopper(dev: &Device) -> bool {
+    let hopper = dev
+        .cuda()
+        .is_some_and(|d| d.props.compute_capability == (9, 0));
+    if dev.cuda().is_some() && !hopper {
+        println!("skipped: the layout kernels need compute capability 9.0");
+    }
+    hopper
+}
+
+/// A result's relative L2 error (`err`, `norm`: sums of squared differences and of squared
+/// wanted values) within the 16-bit tolerance of the layout tests.
+fn assert_rel_l2(what: &str, err: f64, norm: f64, dt: DType) {
+    let rel = (err / norm.max(1e-30)).sqrt();
+    let tol = if dt == DType::BF16 { 8e-3 } else { 2e-3 };
+    assert!(
+        rel < tol,
+        "{what}: relative L2 error {rel:.2e} (tolerance {tol:.0e})"
+    );
+}
+
 /// v7's layout kernels (`matmul::sm90::run_rm`): c = op(a)·op(b) for each of the four transpose
 /// pairs, plain and with GeLU's derivative (both forms) in the epilogue, bf16 and f16, against
 /// f64 on shapes with partial tiles on every edge and one or many k-blocks. The product goes
 /// to rows 3.. of a NaN-poisoned c, whose first rows must stay untouched.
 fn v7_layouts_match_f64(dev: &Device) {
-    let Some(cuda) = dev.cuda() else { return };
-    if cuda.props.compute_capability != (9, 0) {
-        println!("skipped: the layout kernels need compute capability 9.0");
+    if !on_hopper(dev) {
         return;
     }
     let shapes: &[(usize, usize, usize)] = &[(8, 8, 8), (136, 264, 200), (264, 392, 1032)];
@@ -356,12 +376,7 @@ fn v7_layouts_match_f64(dev: &Device) {
                             norm += s * s;
                         }
                     }
-                    let rel = (err / norm.max(1e-30)).sqrt();
-                    let tol = if dt == DType::BF16 { 8e-3 } else { 2e-3 };
-                    assert!(
-                        rel < tol,
-                        "{what}: relative L2 error {rel:.2e} (tolerance {tol:.0e})"
-                    );
+                    assert_rel_l2(&what, err, norm, dt);
                 }
             }
         }
@@ -372,9 +387,7 @@ test_gpu!(v7_layouts, super::v7_layouts_match_f64);
 /// v7's two-output forward (`matmul::sm90::run_aux`): c = act(a·wᵀ + bias) and the
 /// pre-activation z = a·wᵀ + bias from one product, every activation, against f64.
 fn v7_two_outputs_match_f64(dev: &Device) {
-    let Some(cuda) = dev.cuda() else { return };
-    if cuda.props.compute_capability != (9, 0) {
-        println!("skipped: the layout kernels need compute capability 9.0");
+    if !on_hopper(dev) {
         return;
     }
     for &(m, n, k) in &[(8, 8, 8), (1, 136, 72), (136, 264, 200), (300, 392, 1032)] {
@@ -426,14 +439,8 @@ fn v7_two_outputs_match_f64(dev: &Device) {
                         nc += want * want;
                     }
                 }
-                let tol = if dt == DType::BF16 { 8e-3 } else { 2e-3 };
-                for (name, e, nrm) in [("z", ez, nz), ("c", ec, nc)] {
-                    let rel = (e / nrm.max(1e-30)).sqrt();
-                    assert!(
-                        rel < tol,
-                        "{what}: {name} relative L2 error {rel:.2e} (tolerance {tol:.0e})"
-                    );
-                }
+                assert_rel_l2(&format!("{what}: z"), ez, nz, dt);
+                assert_rel_l2(&format!("{what}: c"), ec, nc, dt);
             }
         }
     }
@@ -442,9 +449,7 @@ test_gpu!(v7_two_outputs, super::v7_two_outputs_match_f64);
 
 /// The layout kernels refuse what their tensor maps cannot take, with the reason.
 fn v7_layouts_refuse_clearly(dev: &Device) {
-    let Some(cuda) = dev.cuda() else { return };
-    if cuda.props.compute_capability != (9, 0) {
-        println!("skipped: the layout kernels need compute capability 9.0");
+    if !on_hopper(dev) {
         return;
     }
     let bf = DType::BF16;
