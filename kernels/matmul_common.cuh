@@ -56,9 +56,11 @@ template <class T, int ACT> struct DGeluEpilogue {
     static constexpr bool READS_ROWS = true;
     const T* __restrict__ z;
     int ld;
+    static __device__ __forceinline__ float dgelu(float v) {
+        return ACT == KL_ACT_GELU_TANH ? dgelu_tanh(v) : dgelu_erf(v);
+    }
     __device__ __forceinline__ float operator()(float acc, int m, int n) const {
-        const float v = to_f32(z[(i64)m * ld + n]);
-        return acc * (ACT == KL_ACT_GELU_TANH ? dgelu_tanh(v) : dgelu_erf(v));
+        return acc * dgelu(to_f32(z[(i64)m * ld + n]));
     }
 };
 // The layout kernels' epilogue, chosen at run time: act KL_ACT_NONE stores the product (z

@@ -442,37 +442,97 @@ __device__ __forceinline__ void st_shared_u32(u32 addr, u32 v) {
     asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
 }
 
-// Write one consumer's 64 × BN fragment, after the epilogue, into its C buffer `cbuf`
+// Where one consumer thread's part of its 64 × BN fragment goes in the C buffer `cbuf`
 // (BN/64 chunks of 64 rows × 128 bytes, 128-byte swizzle). Fragment layout as in v6: for
 // column chunk i (8 wide), d[4i], d[4i+1] sit at row r = 16·warp + lane/4, columns
 // 8i + 2·(lane%4) and +1; d[4i+2], d[4i+3] at row r + 8 (same r mod 8). Those two columns
-// are 4 bytes of the 16-byte chunk i mod 8 of the 64-column chunk i / 8.
+// are 4 bytes of the 16-byte chunk i mod 8 of the 64-column chunk i / 8. Every v7 staging
+// loop goes through this and `put`, so the layout is written once.
+struct V7Frag {
+    int row;       // the output row of d[4i], d[4i+1]; row + 8 holds d[4i+2], d[4i+3]
+    bool in0, in8; // whether row and row + 8 are below M
+    int lane_col;  // 2·(lane%4): the pair's column within a chunk
+    u32 row0, row8;
+    int sw;
+    __device__ __forceinline__ V7Frag(u32 cbuf, int M, int m0, int warp, int lane) {
+        const int r = warp * 16 + (lane >> 2);
+        row = m0 + r;
+        in0 = row < M;
+        in8 = row + 8 < M;
+        lane_col = 2 * (lane & 3);
+        row0 = cbuf + r * 128u + 4u * (lane & 3);
+        row8 = row0 + 8u * 128u;
+        sw = r & 7;
+    }
+    // The first of chunk i's two columns.
+    __device__ __forceinline__ int col(int n_tile, int i) const { return n_tile + 8 * i + lane_col; }
+    // Chunk i's four values into the C buffer: (e0, e1) at row, (e2, e3) at row + 8.
+    template <class T>
+    __device__ __forceinline__ void put(int i, float e0, float e1, float e2, float e3) const {
+        const u32 off = (u32)(i / 8) * (64u * 128u) + ((u32)((i & 7) ^ sw) << 4);
+        st_shared_u32(row0 + off, pack_pair(e0, e1, (const T*)nullptr));
+        st_shared_u32(row8 + off, pack_pair(e2, e3, (const T*)nullptr));
+    }
+};
+
+// Stage one consumer's fragment through an epilogue functor. Rows past M are clipped by the
+// store; an epilogue that reads by row skips them. N is a multiple of 8 here, so n < N
+// implies n + 1 < N.
 template <class T, class Epi, int R>
 __device__ __forceinline__ void v7_stage_fragment(const float (&d)[R], u32 cbuf, const Epi& epi,
                                                   int M, int N, int m0, int n_tile, int warp,
                                                   int lane) {
-    const int r = warp * 16 + (lane >> 2);
-    // Rows past M are clipped by the store; an epilogue that reads by row skips them.
-    const bool in0 = !Epi::READS_ROWS || m0 + r < M, in8 = !Epi::READS_ROWS || m0 + r + 8 < M;
-    const u32 word = 4u * (lane & 3);
-    const u32 row0 = cbuf + r * 128u + word, row8 = row0 + 8u * 128u;
-    const int sw = r & 7;
+    const V7Frag f(cbuf, M, m0, warp, lane);
+    const bool in0 = !Epi::READS_ROWS || f.in0, in8 = !Epi::READS_ROWS || f.in8;
     #pragma unroll
     for (int i = 0; i < R / 4; ++i) {
-        const int n = n_tile + 8 * i + 2 * (lane & 3);
+        const int n = f.col(n_tile, i);
         float e0 = 0.f, e1 = 0.f, e2 = 0.f, e3 = 0.f;
-        // N is a multiple of 8 here, so n + 1 < N as well.
         if (n < N && in0) {
-            e0 = epi(d[4 * i], m0 + r, n);
-            e1 = epi(d[4 * i + 1], m0 + r, n + 1);
+            e0 = epi(d[4 * i], f.row, n);
+            e1 = epi(d[4 * i + 1], f.row, n + 1);
         }
         if (n < N && in8) {
-            e2 = epi(d[4 * i + 2], m0 + r + 8, n);
-            e3 = epi(d[4 * i + 3], m0 + r + 8, n + 1);
+            e2 = epi(d[4 * i + 2], f.row + 8, n);
+            e3 = epi(d[4 * i + 3], f.row + 8, n + 1);
         }
-        const u32 off = (u32)(i / 8) * (64u * 128u) + ((u32)((i & 7) ^ sw) << 4);
-        st_shared_u32(row0 + off, pack_pair(e0, e1, (const T*)nullptr));
-        st_shared_u32(row8 + off, pack_pair(e2, e3, (const T*)nullptr));
+        f.put<T>(i, e0, e1, e2, e3);
+    }
+}
+// GeLU's derivative at z (DGeluEpilogue's arithmetic), with z read in 32-bit pairs and a batch
+// of up to 16 chunks' pairs loaded before any is used: the staging stores (asm with a memory
+// clobber) would otherwise hold each load behind the previous chunk's stores, one global-load
+// latency a chunk, with nothing to hide it at one tile a CTA. z is 4-byte aligned, ld even.
+template <class T, int ACT, int R>
+__device__ __forceinline__ void v7_stage_dgelu(const float (&d)[R], u32 cbuf, const T* __restrict__ z,
+                                               int ld, int M, int N, int m0, int n_tile, int warp,
+                                               int lane) {
+    constexpr int CHUNKS = R / 4, CH = CHUNKS < 16 ? CHUNKS : 16;
+    const V7Frag f(cbuf, M, m0, warp, lane);
+    const u32* z0 = reinterpret_cast<const u32*>(z + (i64)(f.in0 ? f.row : 0) * ld);
+    const u32* z8 = reinterpret_cast<const u32*>(z + (i64)(f.in8 ? f.row + 8 : 0) * ld);
+    #pragma unroll
+    for (int i0 = 0; i0 < CHUNKS; i0 += CH) {
+        u32 za[CH], zb[CH];
+        #pragma unroll
+        for (int j = 0; j < CH; ++j) {
+            const int n = f.col(n_tile, i0 + j);
+            za[j] = (n < N && f.in0) ? __ldg(z0 + n / 2) : 0u;
+            zb[j] = (n < N && f.in8) ? __ldg(z8 + n / 2) : 0u;
+        }
+        #pragma unroll
+        for (int j = 0; j < CH; ++j) {
+            const int i = i0 + j;
+            float va[2], vb[2];
+            unpack_pair(za[j], va, (const T*)nullptr);
+            unpack_pair(zb[j], vb, (const T*)nullptr);
+            // Out-of-range rows and columns hold a zero product (TMA's zero fill) and are
+            // clipped by the store.
+            f.put<T>(i, d[4 * i] * DGeluEpilogue<T, ACT>::dgelu(va[0]),
+                     d[4 * i + 1] * DGeluEpilogue<T, ACT>::dgelu(va[1]),
+                     d[4 * i + 2] * DGeluEpilogue<T, ACT>::dgelu(vb[0]),
+                     d[4 * i + 3] * DGeluEpilogue<T, ACT>::dgelu(vb[1]));
+        }
     }
 }
 // v7_stage_fragment through an epilogue functor (see store_fragment_with).
@@ -500,11 +560,9 @@ __device__ __forceinline__ void v7_stage_with(const float (&d)[R], u32 cbuf, con
                                               int M, int N, int m0, int n_tile, int warp,
                                               int lane) {
     if (s.act == KL_ACT_GELU_TANH)
-        v7_stage_fragment<T>(d, cbuf, DGeluEpilogue<T, KL_ACT_GELU_TANH>{s.z, s.ld}, M, N, m0,
-                             n_tile, warp, lane);
+        v7_stage_dgelu<T, KL_ACT_GELU_TANH>(d, cbuf, s.z, s.ld, M, N, m0, n_tile, warp, lane);
     else if (s.act == KL_ACT_GELU_ERF)
-        v7_stage_fragment<T>(d, cbuf, DGeluEpilogue<T, KL_ACT_GELU_ERF>{s.z, s.ld}, M, N, m0,
-                             n_tile, warp, lane);
+        v7_stage_dgelu<T, KL_ACT_GELU_ERF>(d, cbuf, s.z, s.ld, M, N, m0, n_tile, warp, lane);
     else
         v7_stage_fragment<T>(d, cbuf, ActEpilogue<T, KL_ACT_NONE>{nullptr}, M, N, m0, n_tile, warp,
                              lane);
@@ -515,32 +573,26 @@ template <class T, int ACT, int R>
 __device__ __forceinline__ void v7_stage_aux(const float (&d)[R], u32 cbuf, const AuxSwitch<T>& s,
                                              int M, int N, int m0, int n_tile, int warp,
                                              int lane) {
-    const int r = warp * 16 + (lane >> 2);
-    const bool in0 = m0 + r < M, in8 = m0 + r + 8 < M;
-    const u32 word = 4u * (lane & 3);
-    const u32 row0 = cbuf + r * 128u + word, row8 = row0 + 8u * 128u;
-    const int sw = r & 7;
-    T* z0 = s.z + (i64)(m0 + r) * s.ld;
+    const V7Frag f(cbuf, M, m0, warp, lane);
+    T* z0 = s.z + (i64)f.row * s.ld;
     T* z8 = z0 + (i64)8 * s.ld;
     #pragma unroll
     for (int i = 0; i < R / 4; ++i) {
-        const int n = n_tile + 8 * i + 2 * (lane & 3);
+        const int n = f.col(n_tile, i);
         float e0 = 0.f, e1 = 0.f, e2 = 0.f, e3 = 0.f;
         if (n < N) {
             const float b0 = s.bias ? to_f32(s.bias[n]) : 0.f;
             const float b1 = s.bias ? to_f32(s.bias[n + 1]) : 0.f;
             const float v0 = d[4 * i] + b0, v1 = d[4 * i + 1] + b1;
             const float v2 = d[4 * i + 2] + b0, v3 = d[4 * i + 3] + b1;
-            if (in0) *reinterpret_cast<u32*>(z0 + n) = pack_pair(v0, v1, (const T*)nullptr);
-            if (in8) *reinterpret_cast<u32*>(z8 + n) = pack_pair(v2, v3, (const T*)nullptr);
+            if (f.in0) *reinterpret_cast<u32*>(z0 + n) = pack_pair(v0, v1, (const T*)nullptr);
+            if (f.in8) *reinterpret_cast<u32*>(z8 + n) = pack_pair(v2, v3, (const T*)nullptr);
             e0 = mm_epilogue<T>(v0, nullptr, n, ACT);
             e1 = mm_epilogue<T>(v1, nullptr, n, ACT);
             e2 = mm_epilogue<T>(v2, nullptr, n, ACT);
             e3 = mm_epilogue<T>(v3, nullptr, n, ACT);
         }
-        const u32 off = (u32)(i / 8) * (64u * 128u) + ((u32)((i & 7) ^ sw) << 4);
-        st_shared_u32(row0 + off, pack_pair(e0, e1, (const T*)nullptr));
-        st_shared_u32(row8 + off, pack_pair(e2, e3, (const T*)nullptr));
+        f.put<T>(i, e0, e1, e2, e3);
     }
 }
 template <class T, int R>
