@@ -132,7 +132,25 @@ pub(super) fn wants_replay(cfg: &BenchConfig, op: Op, params: &Params) -> bool {
         && cfg.timing.graph.is_none()
 }
 
-/// Run the PyTorch baselines for every (op, dtype) of the run, over the run's shapes, and
+/// The baselines script's runs for `points`: one per op, dtype and parameter set, with that
+/// group's shapes in order. A flag sweep (`--layers 1,4,16`) has a parameter set a point, each
+/// its own model for PyTorch.
+type ScriptRun<'a> = (Op, DType, &'a Params, Vec<Vec<usize>>);
+fn script_runs(points: &[Point]) -> Vec<ScriptRun<'_>> {
+    let mut runs: Vec<ScriptRun<'_>> = Vec::new();
+    for p in points {
+        match runs
+            .iter_mut()
+            .find(|g| g.0 == p.op && g.1 == p.dtype && *g.2 == p.params)
+        {
+            Some(g) => g.3.push(p.shape.clone()),
+            None => runs.push((p.op, p.dtype, &p.params, vec![p.shape.clone()])),
+        }
+    }
+    runs
+}
+
+/// Run the PyTorch baselines for every op, dtype and parameter set of the run, over its shapes, and
 /// merge their records; where they cannot run, one note says why and the run goes on.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn add_torch_baselines(
@@ -151,14 +169,7 @@ pub(super) fn add_torch_baselines(
         );
         return Ok(());
     };
-    let mut groups: Vec<(Op, DType, &Params, Vec<Vec<usize>>)> = Vec::new();
-    for p in points {
-        match groups.iter_mut().find(|g| g.0 == p.op && g.1 == p.dtype) {
-            Some(g) => g.3.push(p.shape.clone()),
-            None => groups.push((p.op, p.dtype, &p.params, vec![p.shape.clone()])),
-        }
-    }
-    for (op, dtype, params, shapes) in groups {
+    for (op, dtype, params, shapes) in script_runs(points) {
         let Some(cases) = op.torch() else {
             report
                 .torch_notes
@@ -255,6 +266,49 @@ pub(super) fn add_torch_baselines(
 mod tests {
     use super::*;
     use crate::ops::softmax;
+
+    #[test]
+    fn each_swept_flag_value_is_its_own_script_run() {
+        use crate::ops::{mlp, FlagValues};
+        let params = |layers: usize| {
+            let mut f = FlagValues::default();
+            f.set("layers", layers.to_string());
+            mlp::OP.params(&f).unwrap()
+        };
+        let point = |p: &Params, dtype, rows| Point {
+            op: mlp::OP,
+            shape: vec![rows, 256],
+            dtype,
+            params: p.clone(),
+            op_index: 0,
+            shape_index: 0,
+        };
+        let (one, four) = (params(1), params(4));
+        let points = [
+            point(&one, DType::BF16, 8),
+            point(&one, DType::F32, 8),
+            point(&four, DType::BF16, 8),
+            point(&one, DType::BF16, 16),
+            point(&four, DType::BF16, 16),
+        ];
+        let runs = script_runs(&points);
+        let got: Vec<(String, DType, Vec<Vec<usize>>)> = runs
+            .iter()
+            .map(|(_, d, p, s)| (p.form_suffix(), *d, s.clone()))
+            .collect();
+        let want = |p: &Params, d, rows: &[usize]| {
+            let shapes = rows.iter().map(|&r| vec![r, 256]).collect();
+            (p.form_suffix(), d, shapes)
+        };
+        assert_eq!(
+            got,
+            vec![
+                want(&one, DType::BF16, &[8, 16]),
+                want(&one, DType::F32, &[8]),
+                want(&four, DType::BF16, &[8, 16]),
+            ]
+        );
+    }
 
     #[test]
     fn the_replay_note_counts_what_came_back_and_says_why_the_rest_did_not() {
