@@ -434,6 +434,7 @@ fn stub_script(dir: &std::path::Path, doc: &str, code: i32) -> bench::torch::Tor
     bench::torch::TorchConfig {
         python: "python3".into(),
         script: path,
+        columns: None,
     }
 }
 
@@ -507,6 +508,17 @@ fn the_torch_baselines_script_is_run_with_the_run_s_op_shapes_and_dtype() {
         assert!(args.contains(want), "{want} not in {args}");
     }
     timing.rotate = bench::harness::Rotate::Copies(1);
+    // Every column unless --torch=LIST named some; then the script gets that list.
+    assert!(!args.contains("--variants"), "{args}");
+    let picked = TorchConfig {
+        columns: Some(bench::torch::parse_columns("torch_native,torch_compile_ro").unwrap()),
+        ..stub_script(dir.path(), TORCH_SAMPLE, 0)
+    };
+    let args = args_of(run(&picked, &timing));
+    assert!(
+        args.contains("--variants torch_native,torch_compile_ro"),
+        "{args}"
+    );
     let go = |t: &TorchConfig| run(t, &timing);
     let unavailable = r#"{"available": false, "reason": "no CUDA device", "records": []}"#;
     match go(&stub_script(dir.path(), unavailable, 3)) {
@@ -528,6 +540,7 @@ fn the_torch_baselines_script_is_run_with_the_run_s_op_shapes_and_dtype() {
     let no_script = TorchConfig {
         python: "python3".into(),
         script: dir.path().join("missing.py"),
+        columns: None,
     };
     match go(&no_script) {
         Outcome::Unavailable(why) => assert!(why.contains("KERNLAB_BASELINES"), "{why}"),
@@ -785,6 +798,7 @@ fn torch_records_merge_into_the_same_table_and_plot() {
     cfg.torch = Some(bench::torch::TorchConfig {
         python: "python3".into(),
         script: "baselines/torch_baselines.py".into(),
+        columns: None,
     });
     let mut report = bench::run(&cfg, &Device::Cpu, &mut |_| {}).unwrap();
     assert_eq!(report.records.len(), 4);

@@ -41,6 +41,10 @@ fn bad_arguments_get_clear_errors() {
             &["bench", "softmax", "--device", "cpu", "--variants", "v9"],
             "unknown variant 'v9' for op softmax",
         ),
+        (
+            &["bench", "mlp", "--device", "cpu", "--torch=torch_eager"],
+            "no PyTorch column 'torch_eager' (the columns: torch_manual",
+        ),
         (&["bench", "--dtype", "f64"], "unknown dtype 'f64'"),
         (&["bench", "--dtype", "all,f64"], "unknown dtype 'f64'"),
         (

@@ -185,13 +185,13 @@ section_mlp() {
   kl profile-cuda profile mlp --variant cuda --shape 1024x2048 --dtype bf16 --layers 64 --iters 2
   kl profile-manual profile mlp --variant manual --shape 1024x2048 --dtype bf16 --layers 64 \
     --iters 2 --trace "$D/mlp.json"
-  kl sweep-steps sweep mlp --dtype bf16 --warmup-ms 10 --rep-ms 40 --mode train --steps 1,2,4,8,16 --rows 1024 --cols 1024 \
+  kl sweep-steps sweep mlp --torch=torch_native --dtype bf16 --warmup-ms 10 --rep-ms 40 --mode train --steps 1,2,4,8,16 --rows 1024 --cols 1024 \
     --layers 8 --plot "$D/steps.svg"
-  kl sweep-layers sweep mlp --dtype bf16 --warmup-ms 10 --rep-ms 40 --mode train --layers 1,4,16,64 --rows 1024 --cols 1024 \
+  kl sweep-layers sweep mlp --torch=torch_native --dtype bf16 --warmup-ms 10 --rep-ms 40 --mode train --layers 1,4,16,64 --rows 1024 --cols 1024 \
     --plot "$D/layers.svg"
-  kl sweep-batch sweep mlp --dtype bf16 --warmup-ms 10 --rep-ms 40 --rows 1,16,256,4096 --cols 2048 --layers 16 \
+  kl sweep-batch sweep mlp --torch=torch_native --dtype bf16 --warmup-ms 10 --rep-ms 40 --rows 1,16,256,4096 --cols 2048 --layers 16 \
     --plot "$D/batch.svg"
-  kl sweep-dim sweep mlp --dtype bf16 --warmup-ms 10 --rep-ms 40 --rows 1024 --cols 256..8192:x2 --layers 16 \
+  kl sweep-dim sweep mlp --torch=torch_native --dtype bf16 --warmup-ms 10 --rep-ms 40 --rows 1024 --cols 256..8192:x2 --layers 16 \
     --plot "$D/dim.svg"
 }
 

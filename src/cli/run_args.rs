@@ -81,9 +81,17 @@ pub(super) struct RunArgs {
     /// --log-softmax, --row-stride or --graph). GPU calls under 1 ms, on both sides, are also
     /// timed settled (the stream parked behind each flush until it finished: the host's pace
     /// out of the time; `settled_ms` in the CSV and JSON), and the verdict under the table
-    /// judges by those too
-    #[arg(long)]
-    pub(super) torch: bool,
+    /// judges by those too. `--torch=LIST` runs only the PyTorch columns named (of
+    /// torch_manual, torch_native, torch_compile, torch_compile_ro, triton; an op runs those it
+    /// has): `--torch=torch_native` skips torch.compile's compile at every point of a sweep
+    #[arg(
+        long,
+        value_name = "COLUMNS",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    pub(super) torch: Option<String>,
     /// Measure the matmul ceiling again instead of reading it from the cache
     #[arg(long)]
     pub(super) fresh_ceilings: bool,
@@ -152,7 +160,14 @@ pub(super) fn config(
             ..TimingOpts::default()
         },
         row_stride: None,
-        torch: a.torch.then(bench::torch::TorchConfig::locate),
+        torch: match a.torch.as_deref() {
+            None => None,
+            Some("") => Some(bench::torch::TorchConfig::locate()),
+            Some(list) => Some(bench::torch::TorchConfig {
+                columns: Some(bench::torch::parse_columns(list)?),
+                ..bench::torch::TorchConfig::locate()
+            }),
+        },
         ceiling_cache: bench::ceiling::cache_path(),
         fresh_ceilings: a.fresh_ceilings,
         flag_sweep: None,

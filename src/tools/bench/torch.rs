@@ -22,6 +22,41 @@ use std::process::Command;
 pub struct TorchConfig {
     pub python: String,
     pub script: PathBuf,
+    /// The PyTorch columns to run (the script's `--variants`); `None`: every one the op has.
+    pub columns: Option<Vec<String>>,
+}
+
+/// Every PyTorch column the baselines script knows (`--torch=LIST` picks among them; an op
+/// runs those it has).
+pub const COLUMNS: &[&str] = &[
+    "torch_manual",
+    "torch_native",
+    "torch_compile",
+    "torch_compile_ro",
+    "triton",
+];
+
+/// `--torch=LIST`'s columns: known names, each once; an error naming the unknown one.
+pub fn parse_columns(list: &str) -> crate::Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for c in list.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+        if !COLUMNS.contains(&c) {
+            return Err(crate::Error::Invalid(format!(
+                "--torch={list}: no PyTorch column '{c}' (the columns: {})",
+                COLUMNS.join(", ")
+            )));
+        }
+        if !out.iter().any(|o| o == c) {
+            out.push(c.to_string());
+        }
+    }
+    if out.is_empty() {
+        return Err(crate::Error::Invalid(format!(
+            "--torch={list}: name at least one column ({})",
+            COLUMNS.join(", ")
+        )));
+    }
+    Ok(out)
 }
 
 impl TorchConfig {
@@ -33,7 +68,11 @@ impl TorchConfig {
             None => PathBuf::from("baselines/torch_baselines.py"),
         };
         let python = std::env::var("KERNLAB_PYTHON").unwrap_or_else(|_| "python3".into());
-        TorchConfig { python, script }
+        TorchConfig {
+            python,
+            script,
+            columns: None,
+        }
     }
 }
 
@@ -442,6 +481,9 @@ pub fn run_script(
         .arg("--json")
         .arg(&json)
         .arg("--quiet");
+    if let Some(cols) = &cfg.columns {
+        cmd.args(["--variants", &cols.join(",")]);
+    }
     // --repeat K: the script's rounds (row ops and the MLP; its GEMMs run once).
     if timing.repeat > 1 && op.grammar() != Grammar::Gemm {
         cmd.args(["--repeat", &timing.repeat.to_string()]);
@@ -564,6 +606,18 @@ pub fn describe(doc: &TorchDoc, script: &Path, rotate: Rotate, repeat: usize) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn torch_columns_parse_once_each_and_refuse_unknown_or_none() {
+        assert_eq!(
+            parse_columns("torch_native, torch_compile_ro,torch_native").unwrap(),
+            ["torch_native", "torch_compile_ro"]
+        );
+        let e = parse_columns("torch_native,eager").unwrap_err().to_string();
+        assert!(e.contains("no PyTorch column 'eager'"), "{e}");
+        let e = parse_columns(",").unwrap_err().to_string();
+        assert!(e.contains("name at least one column"), "{e}");
+    }
 
     #[test]
     fn the_copy_line_compares_both_harnesses() {
