@@ -292,6 +292,139 @@ pub fn broadcast_rows(
     out
 }
 
+/// Elements of a block that a 16-bit row is widened into for f32 arithmetic (two 2 KiB
+/// buffers: they stay in L1).
+pub const WIDEN_BLOCK: usize = 512;
+
+#[inline(always)]
+fn widen_body<T: Element, const FMA: bool>(out: &mut [f32], v: &[T]) {
+    for (o, &x) in out.iter_mut().zip(v) {
+        *o = x.to_f32();
+    }
+}
+#[inline(always)]
+fn narrow_body<T: Element, const FMA: bool>(out: &mut [T], v: &[f32]) {
+    for (o, &x) in out.iter_mut().zip(v) {
+        *o = T::from_f32(x);
+    }
+}
+avx2_twin!(avx2_only
+    /// [`widen_body`] in AVX2 where the CPU has it.
+    fn widen_loop<T: Element>(out: &mut [f32], v: &[T]) => widen_body
+);
+avx2_twin!(avx2_only
+    /// [`narrow_body`] in AVX2 where the CPU has it.
+    fn narrow_loop<T: Element>(out: &mut [T], v: &[f32]) => narrow_body
+);
+
+/// Whether the CPU converts f16 in vector registers (F16C), with AVX2 (detected once, then
+/// cached).
+pub fn has_f16c() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        has_avx2() && std::arch::is_x86_feature_detected!("f16c")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// F16C's conversions, eight lanes an instruction, written with `std::arch`: `half` has the
+/// same instructions behind its slice conversions, but as a call per eight elements that
+/// cannot inline into the loop, which left the f16 GeLU 10% slower than here.
+#[cfg(target_arch = "x86_64")]
+mod f16c {
+    use std::arch::x86_64::*;
+
+    #[target_feature(enable = "avx2,f16c")]
+    pub fn widen(out: &mut [f32], v: &[half::f16]) {
+        let n = v.len().min(out.len());
+        let (mut i, src, dst) = (0, v.as_ptr() as *const u16, out.as_mut_ptr());
+        while i + 8 <= n {
+            // SAFETY: i + 8 ≤ n elements of both slices; unaligned loads and stores.
+            unsafe {
+                let h = _mm_loadu_si128(src.add(i) as *const __m128i);
+                _mm256_storeu_ps(dst.add(i), _mm256_cvtph_ps(h));
+            }
+            i += 8;
+        }
+        for j in i..n {
+            out[j] = super::Element::to_f32(v[j]);
+        }
+    }
+
+    #[target_feature(enable = "avx2,f16c")]
+    pub fn narrow(out: &mut [half::f16], v: &[f32]) {
+        let n = v.len().min(out.len());
+        let (mut i, src, dst) = (0, v.as_ptr(), out.as_mut_ptr() as *mut u16);
+        while i + 8 <= n {
+            // SAFETY: as in `widen`. Rounding to nearest even (immediate 0), as `half` does.
+            unsafe {
+                let h = _mm256_cvtps_ph::<0>(_mm256_loadu_ps(src.add(i)));
+                _mm_storeu_si128(dst.add(i) as *mut __m128i, h);
+            }
+            i += 8;
+        }
+        for j in i..n {
+            out[j] = super::Element::from_f32(v[j]);
+        }
+    }
+}
+
+/// `out[i] = v[i]` as f32, eight lanes at a time: f16 by F16C where the CPU has it; bf16 (a
+/// shift and a NaN select), and f16 elsewhere, in a loop the compiler vectorises (AVX2 where
+/// the CPU has it: hand-written AVX2 for bf16 measured no faster).
+pub fn widen<T: Element>(out: &mut [f32], v: &[T]) {
+    use crate::runtime::dtype::DType;
+    #[cfg(target_arch = "x86_64")]
+    {
+        if T::DTYPE == DType::F16 && has_f16c() {
+            // SAFETY: the CPU has AVX2 and F16C (`has_f16c`).
+            return unsafe { f16c::widen(out, bytemuck::cast_slice(v)) };
+        }
+    }
+    widen_loop(out, v)
+}
+
+/// `out[i] = v[i]` rounded to `T` (to nearest even; NaN stays NaN), eight lanes at a time as
+/// in [`widen`].
+pub fn narrow<T: Element>(out: &mut [T], v: &[f32]) {
+    use crate::runtime::dtype::DType;
+    #[cfg(target_arch = "x86_64")]
+    {
+        if T::DTYPE == DType::F16 && has_f16c() {
+            // SAFETY: as in `widen`.
+            return unsafe { f16c::narrow(bytemuck::cast_slice_mut(out), v) };
+        }
+    }
+    narrow_loop(out, v)
+}
+
+/// `f` over `x` into `y` in f32: directly for f32 storage; for 16-bit storage a block of
+/// [`WIDEN_BLOCK`] at a time, widened into an L1-resident buffer, computed there in f32, then
+/// rounded into `y`. The arithmetic then runs in the same (FMA) loop for every dtype, and the
+/// conversions are vector loops of their own: a loop that converts as it computes keeps fewer
+/// lanes busy (docs/perf-notes.md, "16-bit rows on the CPU").
+#[inline(always)]
+pub fn map_in_f32<T: Element>(y: &mut [T], x: &[T], f: impl Fn(&mut [f32], &[f32])) {
+    use crate::runtime::dtype::DType;
+    if T::DTYPE == DType::F32 {
+        // SAFETY-free reinterpretation: T is f32 here.
+        let y: &mut [f32] = bytemuck::cast_slice_mut(y);
+        let x: &[f32] = bytemuck::cast_slice(x);
+        return f(y, x);
+    }
+    let mut xb = [0f32; WIDEN_BLOCK];
+    let mut yb = [0f32; WIDEN_BLOCK];
+    for (y, x) in y.chunks_mut(WIDEN_BLOCK).zip(x.chunks(WIDEN_BLOCK)) {
+        let n = x.len();
+        widen(&mut xb[..n], x);
+        f(&mut yb[..n], &xb[..n]);
+        narrow(y, &yb[..n]);
+    }
+}
+
 /// The logical elements of a CPU tensor as f32 (one pass: PyTorch's `.float()`).
 pub fn to_f32(t: &Tensor) -> Result<Vec<f32>> {
     let data = t
@@ -332,6 +465,92 @@ pub fn store_f32(y: &mut Tensor, v: &[f32]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `widen` and `narrow` (F16C, and the 8-lane loops) agree bit for bit with `Element`'s
+    /// scalar conversions: every 16-bit pattern widened, and f32 values around every 16-bit
+    /// value (ties, NaNs, infinities, subnormals) narrowed, from unaligned starts and with
+    /// tails of every length under eight.
+    fn widen_and_narrow_match_the_scalar_conversions<T: Element>(of_bits: fn(u16) -> T) {
+        let all: Vec<T> = (0..=u16::MAX).map(of_bits).collect();
+        let wanted: Vec<u32> = all.iter().map(|v| v.to_f32().to_bits()).collect();
+        for start in 0..3 {
+            for tail in [0, 1, 7] {
+                let src = &all[start..all.len() - tail];
+                let mut out = vec![0f32; src.len()];
+                widen(&mut out, src);
+                for (i, o) in out.iter().enumerate() {
+                    assert_eq!(
+                        o.to_bits(),
+                        wanted[start + i],
+                        "widen of pattern {}",
+                        start + i
+                    );
+                }
+            }
+        }
+        let probes: Vec<f32> = wanted
+            .iter()
+            .flat_map(|&c| {
+                [
+                    c,
+                    c.wrapping_add(1),
+                    c.wrapping_sub(1),
+                    c | 0x7FFF,
+                    c | 0x8000,
+                    c | 0x1000,
+                ]
+            })
+            .chain([0x7F80_0001, 0xFF80_0001, 0x0000_0001, 0x8000_0001])
+            .map(f32::from_bits)
+            .collect();
+        for start in 0..3 {
+            let src = &probes[start..probes.len() - start];
+            let mut out = vec![of_bits(0x1234); src.len()];
+            narrow(&mut out, src);
+            for (o, &v) in out.iter().zip(src) {
+                let want = T::from_f32(v);
+                assert_eq!(
+                    bytemuck::bytes_of(o),
+                    bytemuck::bytes_of(&want),
+                    "narrow of {:#010x}",
+                    v.to_bits()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn bf16_widen_and_narrow_match_the_scalar_conversions() {
+        widen_and_narrow_match_the_scalar_conversions(half::bf16::from_bits);
+    }
+
+    #[test]
+    fn f16_widen_and_narrow_match_the_scalar_conversions() {
+        widen_and_narrow_match_the_scalar_conversions(half::f16::from_bits);
+    }
+
+    /// `map_in_f32` gives the same result for every dtype as computing in f32 element by
+    /// element, across block boundaries and a partial last block.
+    #[test]
+    fn map_in_f32_runs_blocks_and_the_partial_last_one() {
+        let n = 3 * WIDEN_BLOCK + 5;
+        let x: Vec<half::bf16> = (0..n)
+            .map(|i| half::bf16::from_f32(i as f32 * 0.37 - 100.0))
+            .collect();
+        let mut y = vec![half::bf16::from_f32(f32::NAN); n];
+        map_in_f32(&mut y, &x, |y, x| {
+            for (o, &v) in y.iter_mut().zip(x) {
+                *o = 2.0 * v + 1.0;
+            }
+        });
+        for (i, (o, v)) in y.iter().zip(&x).enumerate() {
+            assert_eq!(
+                o.to_bits(),
+                half::bf16::from_f32(2.0 * v.to_f32() + 1.0).to_bits(),
+                "{i}"
+            );
+        }
+    }
 
     #[test]
     fn erfc_f32_is_within_2e5_of_f64_and_keeps_the_special_values() {

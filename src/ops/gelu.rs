@@ -426,20 +426,10 @@ super::cpu_prims::avx2_twin!(
     /// [`gelu_chunk_body`], in AVX2 and FMA where the CPU has them.
     fn gelu_chunk_fma<T: Element>(y: &mut [T], x: &[T], a: GeluApprox) => gelu_chunk_body
 );
-super::cpu_prims::avx2_twin!(avx2_only
-    /// [`gelu_chunk_body`], in AVX2 (no FMA) where the CPU has it.
-    fn gelu_chunk_avx2<T: Element>(y: &mut [T], x: &[T], a: GeluApprox) => gelu_chunk_body
-);
-
-/// A chunk of the fused CPU GeLU in the form that runs it fastest: 16-bit rows in AVX2 without
-/// FMA, where LLVM's loop with FMA took half the elements an iteration and ran slower; f32 rows
-/// with FMA, which they gain from (docs/perf-notes.md, "gelu cpu").
+/// A chunk of the fused CPU GeLU: the f32 loop with FMA for every dtype, 16-bit rows widened
+/// block by block around it (docs/perf-notes.md, "16-bit rows on the CPU").
 fn gelu_chunk<T: Element>(y: &mut [T], x: &[T], a: GeluApprox) {
-    if T::DTYPE == crate::runtime::dtype::DType::F32 {
-        gelu_chunk_fma(y, x, a)
-    } else {
-        gelu_chunk_avx2(y, x, a)
-    }
+    super::cpu_prims::map_in_f32(y, x, |y, x| gelu_chunk_fma(y, x, a))
 }
 
 /// One parallel pass: read, convert to f32, GeLU, round, store.
