@@ -1,6 +1,7 @@
 //! `cpu/fused`: the fused softmax on the CPU (rayon; AVX2 and FMA where the CPU has them).
 //! Rows that a core's cache holds run whole, one task a row: the max, the exponentials into a
-//! buffer and their sum, then the outputs, while the row is in cache. Wider rows, and rows too
+//! buffer and their sum, then the outputs, while the row is in cache (a 16-bit row is widened
+//! into that buffer first, and computed there in f32). Wider rows, and rows too
 //! few to give every core one, are cut into chunks that all cores share (the split-row form,
 //! as v6, v9 and v11 cut rows on the GPU): each chunk's (max, Σ e^(x − max)) and its
 //! exponentials (written into y), the row's states merged, then each chunk scaled in place.
@@ -142,12 +143,69 @@ prim::avx2_twin!(
         => chunk_finish_body
 );
 
+/// A 16-bit row's state, from the row widened into `buf`: its max and Σ e^(x − max), the
+/// exponentials left in `buf` for softmax (log_softmax keeps x there and sums the
+/// exponentials a block at a time).
+#[inline(always)]
+fn stats_f32_body<const FMA: bool>(buf: &mut [f32], log: bool) -> (f32, f32) {
+    let m = prim::max_f32(buf);
+    if log {
+        let mut t = [0.0f32; prim::WIDEN_BLOCK];
+        let mut s = 0.0f32;
+        for b in buf.chunks(prim::WIDEN_BLOCK) {
+            let t = &mut t[..b.len()];
+            for (e, &v) in t.iter_mut().zip(b) {
+                *e = prim::exp_f32::<FMA>(v - m);
+            }
+            s += prim::sum_f32(t);
+        }
+        (m, s)
+    } else {
+        for b in buf.iter_mut() {
+            *b = prim::exp_f32::<FMA>(*b - m);
+        }
+        (m, prim::sum_f32(buf))
+    }
+}
+prim::avx2_twin!(
+    /// [`stats_f32_body`], in AVX2 and FMA where the CPU has them.
+    fn stats_f32(buf: &mut [f32], log: bool) -> (f32, f32) => stats_f32_body
+);
+
+/// One 16-bit row, whole: widened into `buf` once, the f32 arithmetic there (the same loops
+/// with FMA as f32 rows), then the outputs a block at a time, scaled (or shifted) in L1 and
+/// rounded into `out` (docs/perf-notes.md, "16-bit rows on the CPU").
+fn row_whole_16<T: Element>(row: &[T], out: &mut [T], buf: &mut [f32], log: bool) {
+    prim::widen(buf, row);
+    let (m, s) = stats_f32(buf, log);
+    let (inv, ls) = (1.0 / s, s.ln());
+    for (o, b) in out
+        .chunks_mut(prim::WIDEN_BLOCK)
+        .zip(buf.chunks_mut(prim::WIDEN_BLOCK))
+    {
+        if log {
+            b.iter_mut().for_each(|v| *v = (*v - m) - ls);
+        } else {
+            b.iter_mut().for_each(|v| *v *= inv);
+        }
+        prim::narrow(o, b);
+    }
+}
+
 /// Rows whole, in parallel (see the module's doc).
 fn rows_whole<T: Element>(x: &[T], y: &mut [T], cols: usize, ldx: usize, log: bool) {
     let mut rows: Vec<&mut [T]> = y.chunks_mut(cols).collect();
+    let sixteen = T::DTYPE != crate::runtime::dtype::DType::F32;
     rows.par_iter_mut().enumerate().for_each_init(
         || vec![0.0f32; cols],
-        |buf, (r, out)| row_whole(&x[r * ldx..r * ldx + cols], out, buf, log),
+        |buf, (r, out)| {
+            let row = &x[r * ldx..r * ldx + cols];
+            if sixteen {
+                row_whole_16(row, out, buf, log)
+            } else {
+                row_whole(row, out, buf, log)
+            }
+        },
     );
 }
 
