@@ -438,6 +438,56 @@ fn stub_script(dir: &std::path::Path, doc: &str, code: i32) -> bench::torch::Tor
     }
 }
 
+/// On the CPU, --torch runs the script with `--device cpu`, the run's threads and the
+/// last-level cache it flushes, and each table gets PyTorch's time ÷ each row's (`× torch`).
+#[test]
+fn cpu_runs_hand_the_script_the_device_and_threads_and_show_the_ratio_to_torch() {
+    if std::process::Command::new("python3")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        println!("skipped: no python3");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The sample, as a CPU run's document (its `threads`), at shapes this run asks for.
+    let sample = TORCH_SAMPLE.replacen("\"records\"", "\"threads\": 2, \"records\"", 1);
+    assert_ne!(sample, TORCH_SAMPLE);
+    let mut cfg = BenchConfig::new(vec![softmax::OP], sample_shapes(), vec![DType::F32]);
+    cfg.variants = Some(vec!["fused".into()]);
+    cfg.timing.warmup_ms = 0.5;
+    cfg.timing.rep_ms = 2.0;
+    cfg.timing.max_calls = 5;
+    cfg.seed = Some(3);
+    cfg.ceiling_cache = None;
+    cfg.torch = Some(stub_script(dir.path(), &sample, 0));
+    let report = bench::run(&cfg, &Device::Cpu, &mut |_| {}).unwrap();
+    let line = report
+        .torch_notes
+        .iter()
+        .find(|l| l.starts_with("PyTorch baselines ("))
+        .unwrap_or_else(|| panic!("{:?}", report.torch_notes));
+    // The stub echoes its arguments as the document's device.
+    assert!(line.contains("--device cpu --threads "), "{line}");
+    assert!(line.contains("--cache-bytes "), "{line}");
+    assert!(line.contains("timed as kernlab's CPU tier is"), "{line}");
+    let tables = report.tables();
+    assert_eq!(tables.len(), 2);
+    for (title, t) in &tables {
+        let text = t.to_string();
+        assert!(text.contains("× torch"), "{title}\n{text}");
+        let native = text
+            .lines()
+            .find(|l| l.contains("torch_native"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(native.contains("1.00×"), "{native}");
+        // No manual in this run: the fused row's one ratio is against torch.
+        let fused = text.lines().find(|l| l.contains("fused")).unwrap();
+        assert_eq!(fused.matches('×').count(), 1, "{fused}");
+    }
+}
+
 #[test]
 fn the_torch_baselines_script_is_run_with_the_run_s_op_shapes_and_dtype() {
     use bench::torch::{run_script, Outcome, TorchConfig};
@@ -461,8 +511,10 @@ fn the_torch_baselines_script_is_run_with_the_run_s_op_shapes_and_dtype() {
             &sample_shapes(),
             timing,
             42,
-            0,
-            l2,
+            bench::torch::ScriptTarget::Cuda {
+                ordinal: 0,
+                l2_bytes: l2,
+            },
             None,
             &[],
             &[],
@@ -655,8 +707,10 @@ fn launch_plans_written_by_kernlab_are_read_back_by_the_script() {
         &shapes,
         &timing,
         1,
-        0,
-        60 << 20,
+        bench::torch::ScriptTarget::Cuda {
+            ordinal: 0,
+            l2_bytes: 60 << 20,
+        },
         Some(72),
         &replays,
         &[],
@@ -727,8 +781,10 @@ fn triton_plans_written_by_kernlab_are_read_back_by_the_script() {
         &[vec![6, 1024]],
         &timing,
         1,
-        0,
-        60 << 20,
+        bench::torch::ScriptTarget::Cuda {
+            ordinal: 0,
+            l2_bytes: 60 << 20,
+        },
         None,
         &[],
         &plans,
@@ -870,8 +926,10 @@ fn the_real_baselines_script_runs_or_says_why_not() {
             &shapes,
             &timing,
             1,
-            0,
-            l2,
+            bench::torch::ScriptTarget::Cuda {
+                ordinal: 0,
+                l2_bytes: l2,
+            },
             ld,
             &[],
             &[],

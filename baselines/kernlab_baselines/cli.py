@@ -30,8 +30,8 @@ def build_parser():
                     "against a float64 reference first. Ops: "
                     + "; ".join(f"{name}: {s.summary}" for name, s in ops.TABLE.items()) + ".",
         epilog="exit codes: 0 run completed (records may be 'failed'/'error'); 1 internal "
-               "error or self-test failure; 2 bad arguments; 3 baselines unavailable (no torch, "
-               "no triton or no CUDA device).")
+               "error or self-test failure; 2 bad arguments; 3 baselines unavailable (no torch; "
+               "with --device cuda, also no triton or no CUDA device).")
     p.add_argument("--op", choices=ops.OPS, help="the op (required unless --self-test)")
     p.add_argument("--shapes", help=f"comma-separated ROWSxCOLS list for {rows}, e.g. "
                                     "16384x16384,4096x256 (softmax and rmsnorm are over the last "
@@ -109,6 +109,14 @@ def build_parser():
                         "launches that kernel at each planned shape, with kernlab's constants, "
                         "warps, stages and grid; without them the column is left out (named in "
                         "--variants, it says why at each shape)")
+    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
+                   help="where torch runs: cuda (default; do_bench's timing) or cpu (PyTorch's "
+                        "CPU kernels, torch_native through their out= forms where they have one, "
+                        "timed as kernlab times its CPU tier: each call after a flush of twice "
+                        "--cache-bytes; no triton column, no launch replay)")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="--device cpu: torch's intra-op threads (torch.set_num_threads), as many "
+                        "as kernlab's own run used (default: torch's own choice)")
     p.add_argument("--quiet", action="store_true", help="no per-variant progress on stderr")
     p.add_argument("--copy-bytes", type=int, default=1 << 30,
                    help="also time dst.copy_(src) of this many bytes, PyTorch's side of the copy "
@@ -186,6 +194,17 @@ def main(argv=None):
             args.triton_plan_map = load_triton_plans(args.triton_plans, args.op, args.dtype)
         except ValueError as e:  # the PyTorch columns still run
             print(f"{PROG}: triton left without kernlab's launches: {e}", file=sys.stderr)
+    if args.threads is not None and (args.threads < 1 or args.device != "cpu"):
+        parser.error("--threads takes a count of at least 1, with --device cpu")
+    if args.device == "cpu":
+        if not (spec.rows or spec.gemm):
+            parser.error(f"--device cpu: {args.op}'s baselines run on CUDA only")
+        if args.kernlab_plans is not None or args.triton_plans is not None:
+            parser.error("--kernlab-plans and --triton-plans replay GPU launches: not with "
+                         "--device cpu")
+        args.variant_list = [v for v in args.variant_list if v != "triton"]
+        if not args.variant_list:
+            parser.error("nothing to run: the triton column needs --device cuda")
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(2 ** 31)
     spec.normalise_args(args)
@@ -195,7 +214,7 @@ def main(argv=None):
 
     from .runner import probe_environment, run_benchmarks
 
-    torch, reason = probe_environment()
+    torch, reason = probe_environment(args.device)
     if torch is None:
         return report_unavailable(reason, args.json)
     return run_benchmarks(torch, args)

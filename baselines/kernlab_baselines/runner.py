@@ -14,15 +14,18 @@ from .contract import format_table, make_record, write_json
 from .ops.base import row_layout
 from .replay import KERNLAB_VARIANT, kernlab_fn
 from .triton_plans import NO_PLAN
-from .timing import Timer, timing_failed
+from .timing import CPU_CACHE_BYTES, CpuTimer, Timer, timing_failed
 
 
-def probe_environment():
-    """(torch, None) when torch, triton and a CUDA device are usable, else (None, reason)."""
+def probe_environment(device="cuda"):
+    """(torch, None) when torch is usable and, for device "cuda", triton and a CUDA device
+    too; else (None, reason)."""
     try:
         import torch
     except Exception as e:
         return None, f"torch is not importable ({first_line(e)})"
+    if device == "cpu":
+        return torch, None
     try:
         importlib.import_module("triton")
         importlib.import_module("triton.language")
@@ -50,15 +53,51 @@ class Bench:
         self.args = args
         self.spec = ops.spec(args.op)
         self.ops = TorchOps(torch)
-        self.dev = torch.device("cuda")
+        self.cpu = getattr(args, "device", "cuda") == "cpu"
+        self.dev = torch.device("cpu" if self.cpu else "cuda")
         self.tdtype = getattr(torch, DTYPES[args.dtype][0])
         self.tol = DTYPES[args.dtype][2]
         self.floor = DTYPES[args.dtype][3]
-        cache_bytes = args.cache_bytes if args.cache_bytes else int(
-            getattr(torch.cuda.get_device_properties(self.dev), "L2_cache_size", 0) or (50 << 20))
-        self.timer = Timer(torch, args, self.dev, cache_bytes, self.in_layout)
+        if self.cpu:
+            if args.threads is not None:
+                torch.set_num_threads(args.threads)
+            cache_bytes = args.cache_bytes or CPU_CACHE_BYTES
+            self.timer = CpuTimer(torch, args, self.dev, cache_bytes, self.in_layout)
+        else:
+            cache_bytes = args.cache_bytes if args.cache_bytes else int(
+                getattr(torch.cuda.get_device_properties(self.dev), "L2_cache_size", 0)
+                or (50 << 20))
+            self.timer = Timer(torch, args, self.dev, cache_bytes, self.in_layout)
         self.plans = getattr(args, "plans", None) or {}
         self.triton_plans = getattr(args, "triton_plan_map", None) or {}
+
+    def sync(self):
+        """Wait for the device (nothing to wait for on the CPU)."""
+        if not self.cpu:
+            self.torch.cuda.synchronize()
+
+    def empty_cache(self):
+        """Give the caching allocator's free blocks back (CUDA only)."""
+        if not self.cpu:
+            self.torch.cuda.empty_cache()
+
+    def with_out(self, call, shape=None):
+        """fn(*inputs) through `call(*inputs, out)`, the out= form, into an output of `shape`
+        (default the first input's) kept per input tensor: made NaN-filled at its first call,
+        so the validating call finds it poisoned, then reused as PyTorch's `out=` callers do."""
+        torch = self.torch
+        outs = {}
+
+        def fn(*inputs):
+            x = inputs[0]
+            o = outs.get(id(x))
+            if o is None:
+                o = outs[id(x)] = torch.full(tuple(shape or x.shape), float("nan"),
+                                             dtype=x.dtype, device=x.device)
+            call(*inputs, o)
+            return o
+
+        return fn
 
     def triton_plan(self, shape):
         """kernlab's Triton launch at `shape` (`--triton-plans`); raises where it gave none."""
@@ -121,6 +160,8 @@ class Bench:
         (`like`'s, or `nbytes`) in the caching allocator, so an output that lands there and is
         not fully written shows up as NaN. Best effort: the op may be handed another block."""
         torch = self.torch
+        if self.cpu:  # no caching allocator to poison: the out= outputs start NaN-filled
+            return
         if nbytes is None:
             nbytes = like.numel() * like.element_size()
         junk = torch.empty(nbytes, dtype=torch.uint8, device=self.dev)
@@ -164,7 +205,7 @@ def run_row_shape(bench, shape, variants, log):
         msg = f"input/reference: {first_line(e)}"
         for r in recs.values():
             r["note"] = msg
-        torch.cuda.empty_cache()
+        bench.empty_cache()
         return list(recs.values())
     x = inputs[0]
 
@@ -176,7 +217,14 @@ def run_row_shape(bench, shape, variants, log):
             if v == "torch_manual":
                 fn = spec.manual_fn(bench)
             elif v == "torch_native":
-                fn = spec.native_fn(bench)
+                out_call = spec.native_out(bench) if bench.cpu else None
+                if out_call is not None:
+                    fn = bench.with_out(out_call)
+                    notes.append("out= form, into an output kept per input")
+                else:
+                    fn = spec.native_fn(bench)
+                    if bench.cpu:
+                        notes.append("no out= form: a new output each call")
             elif v == "torch_compile":
                 fn = spec.compile_fn(bench)
             elif v == KERNLAB_VARIANT:
@@ -201,7 +249,7 @@ def run_row_shape(bench, shape, variants, log):
                 fn(*inputs, out)
             else:
                 out = fn(*inputs)  # torch_compile compiles here, on its first call
-            torch.cuda.synchronize()
+            bench.sync()
             if tuple(out.shape) != tuple(x.shape) or out.dtype != x.dtype:
                 raise RuntimeError(f"output is {tuple(out.shape)} {out.dtype}, "
                                    f"want {tuple(x.shape)} {x.dtype}")
@@ -226,10 +274,10 @@ def run_row_shape(bench, shape, variants, log):
             notes.append(first_line(e))
             fns.pop(v, None)
         r["note"] = "; ".join(notes) if notes else None
-        torch.cuda.empty_cache()
+        bench.empty_cache()
 
     del ref
-    torch.cuda.empty_cache()
+    bench.empty_cache()
 
     def failed(r, e):
         timing_failed(r, e)
@@ -248,7 +296,7 @@ def run_row_shape(bench, shape, variants, log):
                 rounds.setdefault(v, []).append(timer.time_round(fns[v], xs))
             except Exception as e:
                 failed(r, e)
-            torch.cuda.empty_cache()
+            bench.empty_cache()
     for v in variants:
         r = recs[v]
         if v in fns:
@@ -260,7 +308,7 @@ def run_row_shape(bench, shape, variants, log):
         log(r)
 
     del x, inputs, xs, fns
-    torch.cuda.empty_cache()
+    bench.empty_cache()
     return [recs[v] for v in variants]
 
 
@@ -279,7 +327,7 @@ def run_gemm_shape(bench, shape, variants, log):
         msg = f"input/reference: {first_line(e)}"
         for r in recs.values():
             r["note"] = msg
-        torch.cuda.empty_cache()
+        bench.empty_cache()
         return list(recs.values())
     checked = (f"checked all {m} rows" if len(rows) == m else
                f"checked {len(rows)} sampled rows (first, last, seeded random) x all {n} columns")
@@ -307,6 +355,11 @@ def run_gemm_shape(bench, shape, variants, log):
             elif v == "torch_native":
                 fn = spec.native_fn(bench)
                 out_fn = spec.native_out_fn(bench)
+                if bench.cpu and out_fn is not None:
+                    # On the CPU the out= form is the one timed (PyTorch's own CPU benchmarks
+                    # preallocate), into an output kept per input copy.
+                    fn = bench.with_out(out_fn, (m, n))
+                    notes.append("out= form timed, into an output kept per input")
             elif v == "torch_compile":
                 fn = spec.compile_fn(bench)
                 notes.append("torch.compile of the torch_native function, compiled once for "
@@ -328,7 +381,7 @@ def run_gemm_shape(bench, shape, variants, log):
                 outs.append(o)
             bench.poison_allocator(None, nbytes=out_bytes)
             outs.append(fn(x, w, b))  # torch_compile compiles here, on its first call
-            torch.cuda.synchronize()
+            bench.sync()
             err = elem = 0.0
             mism = 0
             for o in outs:
@@ -359,10 +412,10 @@ def run_gemm_shape(bench, shape, variants, log):
             notes.append(first_line(e))
             fns.pop(v, None)
         r["note"] = "; ".join(notes) if notes else None
-        torch.cuda.empty_cache()
+        bench.empty_cache()
 
     del ref, idx
-    torch.cuda.empty_cache()
+    bench.empty_cache()
 
     xs = None  # the inputs and their copies for --rotate, made before the first timing
     for v in variants:
@@ -380,12 +433,26 @@ def run_gemm_shape(bench, shape, variants, log):
                 r["tflops"] = r["flops"] / (med * 1e-3) / 1e12
         except Exception as e:
             timing_failed(r, e)
-        torch.cuda.empty_cache()
+        bench.empty_cache()
         log(r)
 
     del x, w, b, xs, fns
-    torch.cuda.empty_cache()
+    bench.empty_cache()
     return [recs[v] for v in variants]
+
+
+def cpu_name():
+    """The CPU's model name (/proc/cpuinfo), or the platform's processor string."""
+    import platform
+
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def configure_matmul_precision(torch):
@@ -429,20 +496,30 @@ def configure_matmul_precision(torch):
 def run_benchmarks(torch, args):
     """Every shape of the run, its document written to --json and its table printed; the exit
     code (1 where the run stopped early)."""
-    import triton
-
     spec = ops.spec(args.op)
     matmul_settings = configure_matmul_precision(torch)
     bench = Bench(torch, args)
+    if bench.cpu:
+        triton_version = "not used (--device cpu)"
+        device = f"CPU ({cpu_name()}), {torch.get_num_threads()} threads"
+        timer = ("perf_counter around each call, the cache flushed before it (a write of "
+                 f"{2 * bench.timer.cache_bytes} bytes), Python's garbage collector off")
+    else:
+        import triton
+
+        triton_version = str(getattr(triton, "__version__", "unknown"))
+        device = torch.cuda.get_device_name(torch.cuda.current_device())
+        timer = ("triton.testing.do_bench, L2 flushed before each call, Python's garbage "
+                 "collector off while it runs")
     doc = {
         "available": True,
         "torch_version": str(torch.__version__),
-        "triton_version": str(getattr(triton, "__version__", "unknown")),
-        "device": torch.cuda.get_device_name(torch.cuda.current_device()),
+        "triton_version": triton_version,
+        "device": device,
         "seed": int(args.seed),
         "cuda_version": torch.version.cuda,
-        "timer": "triton.testing.do_bench, L2 flushed before each call, Python's garbage "
-                 "collector off while it runs",
+        "threads": torch.get_num_threads() if bench.cpu else None,
+        "timer": timer,
         "rotate": args.rotate,
         "repeat": args.repeat if spec.rounds else 1,
         "warmup_ms": args.warmup_ms,

@@ -246,7 +246,7 @@ class Timer:
                     and not t.is_contiguous())
 
         if n > 1:
-            free, _ = self.torch.cuda.mem_get_info()
+            free = self.free_bytes()
             need = (n + 1) * call_bytes + FLUSH_BYTES
             # A strided copy also holds its gaps.
             need += (n - 1) * sum((t.shape[0] * a.row_stride - t.numel()) * t.element_size()
@@ -262,6 +262,10 @@ class Timer:
                            for _ in range(n - 1)]
 
     cycling = staticmethod(cycling)
+
+    def free_bytes(self):
+        """The device memory free for --rotate's copies."""
+        return self.torch.cuda.mem_get_info()[0]
 
     def time(self, fn):
         """(median_ms, p20_ms, p80_ms) of fn() by triton.testing.do_bench."""
@@ -470,5 +474,123 @@ class Timer:
             raise RuntimeError("copy_ produced a different tensor")
         del src, dst
         torch.cuda.empty_cache()
+        return {"bytes": n * 4, "median_ms": med, "p20_ms": p20, "p80_ms": p80,
+                "gbps": 2.0 * n * 4 / (med * 1e-3) / 1e9}
+
+
+# The last-level cache a CPU run flushes and rotates against where --cache-bytes is not given
+# (kernlab passes its own reading of the CPU's).
+CPU_CACHE_BYTES = 32 << 20
+# A CPU timing's least number of timed calls (kernlab's own least, TimingOpts::min_calls).
+CPU_MIN_CALLS = 5
+
+
+def quantile(sorted_vals, q):
+    """The q-quantile of sorted values with linear interpolation (numpy's default, kernlab's
+    `quantile`)."""
+    if not sorted_vals:
+        raise ValueError("no samples")
+    pos = q * (len(sorted_vals) - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, len(sorted_vals) - 1)
+    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
+
+
+def cpu_call_counts(warmup_ms, rep_ms, estimate_ms, cycle_ms, min_calls=CPU_MIN_CALLS):
+    """(warm-up calls, timed calls) as kernlab's CPU timer counts them: warm-up calls filling
+    warmup_ms at the call's estimate, timed calls filling rep_ms at a cycle's time (the flush
+    included), at least `min_calls`, each count within [1, 10000]."""
+    def fill(ms, per):
+        return int(min(max(ms / per if per > 0 else 10000, 1), 10000))
+    return fill(warmup_ms, estimate_ms), max(fill(rep_ms, cycle_ms), min_calls)
+
+
+class CpuTimer(Timer):
+    """The CPU's timing, in the form kernlab's CPU timer (src/tools/bench/harness.rs,
+    `CpuTimer`) has: one call, three calls after a flush to estimate a call and a cycle,
+    warm-up calls for --warmup-ms, then calls for --rep-ms, each after a flush of the cache
+    (a write of 2 x cache_bytes), timed with perf_counter; the median, p20 and p80. No queued
+    or settled medians: nothing is asynchronous here."""
+
+    def __init__(self, torch, args, dev, cache_bytes, relayout):
+        self.torch = torch
+        self.args = args
+        self.dev = dev
+        self.cache_bytes = cache_bytes
+        self.relayout = relayout
+        self._flush = torch.zeros(2 * int(cache_bytes), dtype=torch.uint8)
+
+    def free_bytes(self):
+        """Available memory, from /proc/meminfo (unbounded where it cannot be read)."""
+        try:
+            with open("/proc/meminfo") as f:
+                for line in f:
+                    if line.startswith("MemAvailable:"):
+                        return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            pass
+        return float("inf")
+
+    def flush(self):
+        self._flush.add_(1)
+
+    def time(self, fn):
+        import gc
+        import time as clock
+
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            fn()
+            est, cyc = [], []
+            for _ in range(3):
+                t0 = clock.perf_counter()
+                self.flush()
+                t1 = clock.perf_counter()
+                fn()
+                t2 = clock.perf_counter()
+                est.append((t2 - t1) * 1e3)
+                cyc.append((t2 - t0) * 1e3)
+            warm, n = cpu_call_counts(self.args.warmup_ms, self.args.rep_ms,
+                                      sorted(est)[1], sorted(cyc)[1])
+            for _ in range(warm):
+                fn()
+            samples = []
+            for _ in range(n):
+                self.flush()
+                t0 = clock.perf_counter()
+                fn()
+                samples.append((clock.perf_counter() - t0) * 1e3)
+        finally:
+            if was:
+                gc.enable()
+        samples.sort()
+        return quantile(samples, 0.5), quantile(samples, 0.2), quantile(samples, 0.8)
+
+    def time_round(self, fn, xs):
+        call = cycling(fn, xs)
+        try:
+            return self.time(call)
+        finally:
+            del call
+
+    def finish_record(self, r, fn, xs, rounds):
+        (med, p20, p80), medians, spread = summarise_rounds(rounds)
+        r["rotate_copies"] = len(xs) if len(xs) > 1 else None
+        r["median_ms"], r["p20_ms"], r["p80_ms"] = med, p20, p80
+        if len(rounds) > 1 and all(m is not None and math.isfinite(m) and m > 0 for m in medians):
+            r["repeat_medians_ms"], r["spread"] = medians, spread
+        return med
+
+    def copy_ceiling(self, nbytes):
+        """dst.copy_(src) of `nbytes` (at most 8 x the flush, so a CPU run stays quick), timed
+        like every variant."""
+        torch = self.torch
+        n = min(nbytes, 16 * int(self.cache_bytes)) // 4
+        src = torch.randn(n, dtype=torch.float32)
+        dst = torch.empty_like(src)
+        med, p20, p80 = self.time(lambda: dst.copy_(src))
+        if not torch.equal(dst, src):
+            raise RuntimeError("copy_ produced a different tensor")
         return {"bytes": n * 4, "median_ms": med, "p20_ms": p20, "p80_ms": p80,
                 "gbps": 2.0 * n * 4 / (med * 1e-3) / 1e9}

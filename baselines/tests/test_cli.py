@@ -36,6 +36,16 @@ class Refused(unittest.TestCase):
 
     CASES = [
         (["--op", "softmax"], "required: --shapes, --dtype"),
+        (["--op", "mlp", "--shapes", "8x64", "--dtype", "f32", "--device", "cpu"],
+         "--device cpu: mlp's baselines run on CUDA only"),
+        (["--op", "gelu", "--shapes", "8x64", "--dtype", "f32", "--threads", "2"],
+         "--threads takes a count of at least 1, with --device cpu"),
+        (["--op", "gelu", "--shapes", "8x64", "--dtype", "f32", "--device", "cpu",
+          "--threads", "0"], "--threads takes a count of at least 1"),
+        (["--op", "gelu", "--shapes", "8x64", "--dtype", "f32", "--device", "cpu",
+          "--variants", "triton"], "nothing to run: the triton column needs --device cuda"),
+        (["--op", "softmax", "--shapes", "8x64", "--dtype", "f32", "--device", "cpu",
+          "--kernlab-plans", "plans.json"], "not with --device cpu"),
         (["--op", "linear", "--shapes", "64x64", "--dtype", "bf16"], "is not MxNxK"),
         (["--op", "softmax", "--shapes", "64x64x64", "--dtype", "f32"], "is not ROWSxCOLS"),
         (["--op", "matmul", "--shapes", "8x8x8", "--dtype", "f16", "--variants", "torch_manual"],
@@ -183,3 +193,19 @@ class Entry(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class OnTheCpu(unittest.TestCase):
+    """--device cpu: the run gets the device and threads, and no triton column."""
+
+    def test_the_cpu_run_keeps_its_threads_and_drops_triton(self):
+        args = captured_args(["--op", "gelu", "--shapes", "8x64", "--dtype", "bf16",
+                              "--device", "cpu", "--threads", "3"])
+        self.assertEqual((args.device, args.threads), ("cpu", 3))
+        self.assertNotIn("triton", args.variant_list)
+        self.assertIn("torch_native", args.variant_list)
+
+    def test_the_gpu_run_is_the_default(self):
+        args = captured_args(["--op", "gelu", "--shapes", "8x64", "--dtype", "bf16"])
+        self.assertEqual((args.device, args.threads), ("cuda", None))
+

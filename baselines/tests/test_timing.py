@@ -4,7 +4,8 @@ failed timing's record, do_bench's keywords, and the row kernels' warps."""
 import unittest
 
 from kernlab_baselines.contract import check_contract, make_record
-from kernlab_baselines.timing import (HOST_BOUND, cycling, do_bench_kwargs, host_bound_note,
+from kernlab_baselines.timing import (CPU_MIN_CALLS, HOST_BOUND, cpu_call_counts, cycling,
+                                      do_bench_kwargs, host_bound_note, quantile,
                                       summarise_rounds, timing_failed)
 
 DOC = {"available": True, "torch_version": "2.11.0+cu130", "triton_version": "3.6.0",
@@ -108,3 +109,25 @@ class DoBenchKeywords(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CpuCounts(unittest.TestCase):
+    """The CPU timer's counts and quantiles, as kernlab's CPU timer has them."""
+
+    def test_quantiles_interpolate_like_numpy(self):
+        v = [1.0, 2.0, 3.0, 4.0, 5.0]
+        self.assertEqual(quantile(v, 0.5), 3.0)
+        self.assertAlmostEqual(quantile(v, 0.2), 1.8)
+        self.assertAlmostEqual(quantile(v, 0.8), 4.2)
+        self.assertEqual(quantile([7.0], 0.2), 7.0)
+        with self.assertRaises(ValueError):
+            quantile([], 0.5)
+
+    def test_calls_fill_the_budgets_within_their_bounds(self):
+        # 25 ms of warm-up at 2 ms a call, 100 ms of cycles at 4 ms (the flush included).
+        self.assertEqual(cpu_call_counts(25.0, 100.0, 2.0, 4.0), (12, 25))
+        # A slow call still gets the least number of timed calls, and one warm-up call.
+        self.assertEqual(cpu_call_counts(25.0, 100.0, 500.0, 600.0), (1, CPU_MIN_CALLS))
+        # A call too quick to measure is capped.
+        self.assertEqual(cpu_call_counts(25.0, 100.0, 0.0, 0.0), (10000, 10000))
+

@@ -152,6 +152,11 @@ class RowOp(OpSpec):
     def native_fn(self, bench):
         raise NotImplementedError
 
+    def native_out(self, bench):
+        """torch_native's out= form, call(*inputs, out), or None where PyTorch has none (the CPU
+        times this form where it exists)."""
+        return None
+
     def compile_fn(self, bench):
         """torch_compile: torch.compile of torch_manual, compiled once a shape."""
         return bench.compile(self.manual_fn(bench))

@@ -83,6 +83,12 @@ class Gelu(RowOp):
         approx = "tanh" if bench.args.gelu == "tanh" else "none"
         return lambda x: torch.nn.functional.gelu(x, approximate=approx)
 
+    def native_out(self, bench):
+        # F.gelu's own kernel (aten::gelu.out).
+        gelu = bench.torch.ops.aten.gelu.out
+        approx = "tanh" if bench.args.gelu == "tanh" else "none"
+        return lambda x, out: gelu(x, approximate=approx, out=out)
+
     def triton_fn(self, bench, shape):
         plan = bench.triton_plan(shape)
         torch = bench.torch

@@ -210,15 +210,24 @@ class Gemm(OpSpec):
         return native
 
     def native_out_fn(self, bench):
-        """torch_native with an out= (matmul only: torch.matmul has one, F.linear has not)."""
+        """torch_native with an out=: torch.matmul's; with a bias (F.linear has no out=),
+        torch.addmm's, then the GeLU in place on it (aten::gelu_)."""
         torch = bench.torch
-        if self.bias:
-            return None
+        if not self.bias:
+            def native_out(x, w, b, out):
+                return torch.matmul(x, w.t(), out=out)
 
-        def native_out(x, w, b, out):
-            return torch.matmul(x, w.t(), out=out)
+            return native_out
+        act = bench.args.activation
+        approx = "tanh" if act == "gelu-tanh" else "none"
 
-        return native_out
+        def native_out_bias(x, w, b, out):
+            torch.addmm(b, x, w.t(), out=out)
+            if act != "none":
+                torch.ops.aten.gelu_(out, approximate=approx)
+            return out
+
+        return native_out_bias
 
     def compile_fn(self, bench):
         """torch_compile: torch.compile of torch_native, compiled once a shape."""

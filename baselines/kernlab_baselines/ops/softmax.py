@@ -62,6 +62,11 @@ class Softmax(RowOp):
         torch = bench.torch
         return lambda x: torch.softmax(x, dim=-1)
 
+    def native_out(self, bench):
+        # torch.softmax's kernel (aten::_softmax.out; half_to_float False: out in x's dtype).
+        softmax = bench.torch.ops.aten._softmax.out
+        return lambda x, out: softmax(x, -1, False, out=out)
+
     def triton_fn(self, bench, shape):
         plan = bench.triton_plan(shape)
         torch = bench.torch

@@ -163,11 +163,15 @@ pub(super) fn add_torch_baselines(
     report: &mut BenchReport,
     progress: Progress,
 ) -> Result<()> {
-    let Some(d) = device.cuda() else {
-        report.torch_notes.push(
-            "PyTorch baselines: skipped (they run on a CUDA GPU; this run is on the CPU)".into(),
-        );
-        return Ok(());
+    let target = match device.cuda() {
+        Some(d) => torch::ScriptTarget::Cuda {
+            ordinal: d.ordinal,
+            l2_bytes: d.props.l2_bytes,
+        },
+        None => torch::ScriptTarget::Cpu {
+            threads: rayon::current_num_threads(),
+            llc_bytes: super::harness::cpu_llc_bytes(),
+        },
     };
     for (op, dtype, params, shapes) in script_runs(points) {
         let Some(cases) = op.torch() else {
@@ -208,8 +212,7 @@ pub(super) fn add_torch_baselines(
             &shapes,
             &cfg.timing,
             seed,
-            d.ordinal,
-            d.props.l2_bytes,
+            target,
             cfg.row_stride,
             &mine,
             &tritons,
@@ -228,7 +231,7 @@ pub(super) fn add_torch_baselines(
                     if !report
                         .torch_notes
                         .iter()
-                        .any(|l| l.starts_with("copy, same GPU"))
+                        .any(|l| l.starts_with("copy, same "))
                     {
                         report.torch_notes.push(copy);
                     }

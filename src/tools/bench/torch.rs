@@ -99,7 +99,19 @@ pub struct TorchDoc {
     /// its ceiling, under the other harness.
     #[serde(default)]
     pub copy: Option<TorchCopy>,
+    /// A CPU run's threads (torch.get_num_threads()).
+    #[serde(default)]
+    pub threads: Option<usize>,
     pub records: Vec<TorchRecord>,
+}
+
+/// Where the baselines script runs PyTorch: kernlab's CUDA device (its ordinal among the
+/// visible ones, and its L2 for --rotate auto), or the CPU (the run's thread count, and the
+/// last-level cache the script flushes and rotates against, as kernlab's CPU timer does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScriptTarget {
+    Cuda { ordinal: usize, l2_bytes: usize },
+    Cpu { threads: usize, llc_bytes: usize },
 }
 
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]
@@ -112,8 +124,13 @@ pub struct TorchCopy {
 /// One line comparing PyTorch's copy_ with kernlab's copy ceiling of the same run.
 pub fn copy_comparison(doc: &TorchDoc, kernlab_gbps: f64) -> Option<String> {
     let c = doc.copy.as_ref()?;
+    let (device, timer) = if doc.threads.is_some() {
+        ("CPU", "timed as kernlab's CPU tier is")
+    } else {
+        ("GPU", "do_bench")
+    };
     Some(format!(
-        "copy, same GPU, same run: PyTorch copy_ of {:.0} MiB (do_bench) {:.0} GB/s; kernlab's copy ceiling {:.0} GB/s ({:+.1}%)",
+        "copy, same {device}, same run: PyTorch copy_ of {:.0} MiB ({timer}) {:.0} GB/s; kernlab's copy ceiling {:.0} GB/s ({:+.1}%)",
         c.bytes as f64 / (1u64 << 20) as f64,
         c.gbps,
         kernlab_gbps,
@@ -443,8 +460,7 @@ pub fn run_script(
     shapes: &[Vec<usize>],
     timing: &TimingOpts,
     seed: u64,
-    ordinal: usize,
-    l2_bytes: usize,
+    target: ScriptTarget,
     row_stride: Option<usize>,
     replays: &[Replay],
     tritons: &[TritonPlan],
@@ -490,9 +506,22 @@ pub fn run_script(
     }
     // The MLP's baselines compile one model and time it on one input (copies would each be
     // compiled anew): no rotation there.
-    if timing.rotate != Rotate::Copies(1) && op.grammar() != Grammar::Batch {
-        cmd.args(["--rotate", &timing.rotate.to_string()])
-            .args(["--cache-bytes", &l2_bytes.max(1).to_string()]);
+    let cache_bytes = match target {
+        ScriptTarget::Cuda { l2_bytes, .. } => l2_bytes,
+        ScriptTarget::Cpu {
+            threads, llc_bytes, ..
+        } => {
+            cmd.args(["--device", "cpu", "--threads", &threads.max(1).to_string()]);
+            llc_bytes
+        }
+    };
+    let rotating = timing.rotate != Rotate::Copies(1) && op.grammar() != Grammar::Batch;
+    if rotating {
+        cmd.args(["--rotate", &timing.rotate.to_string()]);
+    }
+    // The CPU's flush is sized by it too.
+    if rotating || matches!(target, ScriptTarget::Cpu { .. }) {
+        cmd.args(["--cache-bytes", &cache_bytes.max(1).to_string()]);
     }
     // Rows as kernlab's (row ops): the same stride, the gaps NaN there too.
     if let (Some(ld), Grammar::Rows) = (row_stride, op.grammar()) {
@@ -521,7 +550,11 @@ pub fn run_script(
     }
     cmd.args(op_args);
     // torch numbers devices among the visible ones, as kernlab does: pick the same one.
-    if ordinal != 0 {
+    if let ScriptTarget::Cuda {
+        ordinal: ordinal @ 1..,
+        ..
+    } = target
+    {
         let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
         cmd.env(
             "CUDA_VISIBLE_DEVICES",
@@ -593,6 +626,16 @@ pub fn describe(doc: &TorchDoc, script: &Path, rotate: Rotate, repeat: usize) ->
              (--rotate {r}: the same count a shape)"
         ),
     };
+    if doc.threads.is_some() {
+        return format!(
+            "PyTorch baselines ({}): torch {}, {}; timed as kernlab's CPU tier is (median; \
+             the cache flushed before each call{rotated}{repeat}); torch_native through its \
+             out= form where PyTorch has one",
+            script.display(),
+            doc.torch_version.as_deref().unwrap_or("?"),
+            doc.device.as_deref().unwrap_or("?")
+        );
+    }
     format!(
         "PyTorch baselines ({}): torch {}, triton {}, {}; timed by triton.testing.do_bench \
          (median; L2 flushed by do_bench{rotated}{repeat}; --graph does not apply to them)",

@@ -51,6 +51,20 @@ impl BenchReport {
                     }
                 );
                 let memory = op.shows_peak_memory();
+                // On the CPU, with --torch: every row's time against PyTorch's own kernel
+                // (torch_native), PyTorch's time ÷ the row's, so above 1 is faster than it.
+                let torch_ms = (self.device.kind == DeviceKind::Cpu)
+                    .then(|| {
+                        self.records.iter().find(|r| {
+                            r.op == op
+                                && r.dtype == dt
+                                && r.shape == shape
+                                && r.variant == "torch_native"
+                                && r.status == Status::Ok
+                        })
+                    })
+                    .flatten()
+                    .and_then(|r| r.median_ms);
                 let mut t = Table::new();
                 t.load_preset(UTF8_FULL_CONDENSED);
                 let mut header = vec![
@@ -71,6 +85,9 @@ impl BenchReport {
                 ];
                 if memory {
                     header.insert(header.len() - 1, "peak MiB");
+                }
+                if torch_ms.is_some() {
+                    header.insert(8, "× torch");
                 }
                 t.set_header(header);
                 for r in self
@@ -150,6 +167,14 @@ impl BenchReport {
                         .set_alignment(CellAlignment::Right),
                         status,
                     ];
+                    if let Some(tm) = torch_ms {
+                        let ratio = r
+                            .median_ms
+                            .filter(|&m| m > 0.0 && r.status == Status::Ok)
+                            .map(|m| format!("{:.2}×", tm / m))
+                            .unwrap_or_else(|| "—".into());
+                        row.insert(8, Cell::new(ratio).set_alignment(CellAlignment::Right));
+                    }
                     if memory {
                         let mib = r
                             .peak_mem_bytes
