@@ -12,7 +12,7 @@
 #   tools/reproduce-docs.sh softmax-targets  one section (or several, in the order given)
 #   tools/reproduce-docs.sh --list           the sections
 #
-# 62 kernlab commands in 14 sections, about 72 minutes on an H200 in all. Each section stays
+# 68 kernlab commands in 15 sections, about 82 minutes in all. Each section stays
 # under 10 minutes, so one section fits one call of a time-limited device:
 #
 #   section            commands  ~minutes  tables it remakes
@@ -30,6 +30,7 @@
 #   compiled                 14      7     compiled.md: compiled against hand and PyTorch; launch counts
 #   mlp                      14      7     mlp.md: forward, training step, batch 1, f32, the sync pitfall, the profiles, the scaling sweeps
 #   cpu                       4      3     gelu.md, softmax.md, linear.md: the CPU tier (--device cpu)
+#   cpu-torch                 6     10     cpu.md: the CPU tier beside PyTorch's CPU kernels (torch on the CPU)
 #
 # The cache (compiled kernels, ceilings, autotune entries) is $OUT/cache, so your own is left
 # alone. Order matters where the docs' tables depend on the autotune cache: `matmul` starts from
@@ -43,7 +44,7 @@ set -euo pipefail
 K=${KERNLAB:-.gpu/bin/kernlab}
 OUT=${OUT:-out}
 SECTIONS=(gelu softmax-targets softmax-sweep-f32 softmax-sweep-bf16 softmax-sweep-f16
-  softmax-wide softmax-misc matmul matmul-v7 linear rmsnorm compiled mlp cpu)
+  softmax-wide softmax-misc matmul matmul-v7 linear rmsnorm compiled mlp cpu cpu-torch)
 
 export KERNLAB_CACHE_DIR="$OUT/cache"
 D=  # the current section's output folder
@@ -193,6 +194,21 @@ section_mlp() {
     --plot "$D/batch.svg"
   kl sweep-dim sweep mlp --torch=torch_native --dtype bf16 --warmup-ms 10 --rep-ms 40 --rows 1024 --cols 256..8192:x2 --layers 16 \
     --plot "$D/dim.svg"
+}
+
+# cpu.md's table beside PyTorch: torch on the CPU (KERNLAB_PYTHON, docs/benchmarking.md "On
+# the CPU"); the docs' table was made on a CPU-only VM, not the GPU machine's host.
+section_cpu-torch() {
+  kl gelu bench gelu --device cpu --torch=torch_native --shape 4096x4096 --dtype f32,bf16 --repeat 3 --seed 1
+  kl gelu-erf bench gelu --device cpu --torch=torch_native --gelu erf --shape 4096x4096 --dtype f32,bf16 \
+    --repeat 3 --seed 1
+  kl softmax bench softmax --device cpu --torch=torch_native --shape 2048x1024 --shape 1823x781 \
+    --shape 256x32768 --shape 1x4194304 --dtype f32,bf16 --repeat 3 --seed 1
+  kl rmsnorm bench rmsnorm --device cpu --torch=torch_native --shape 2048x4096 --dtype f32,bf16 --repeat 3 --seed 1
+  kl matmul bench matmul --device cpu --torch=torch_native --shape 1024x1024x1024 --shape 2048x2048x2048 \
+    --dtype f32,bf16 --seed 1
+  kl linear bench linear --device cpu --torch=torch_native --activation gelu-tanh --shape 1024x1024x1024 \
+    --dtype f32,bf16 --seed 1
 }
 
 section_cpu() {
