@@ -442,12 +442,7 @@ fn stub_script(dir: &std::path::Path, doc: &str, code: i32) -> bench::torch::Tor
 /// last-level cache it flushes, and each table gets PyTorch's time ÷ each row's (`× torch`).
 #[test]
 fn cpu_runs_hand_the_script_the_device_and_threads_and_show_the_ratio_to_torch() {
-    if std::process::Command::new("python3")
-        .arg("-V")
-        .output()
-        .is_err()
-    {
-        println!("skipped: no python3");
+    if !have_python3() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -491,12 +486,7 @@ fn cpu_runs_hand_the_script_the_device_and_threads_and_show_the_ratio_to_torch()
 #[test]
 fn the_torch_baselines_script_is_run_with_the_run_s_op_shapes_and_dtype() {
     use bench::torch::{run_script, Outcome, TorchConfig};
-    if std::process::Command::new("python3")
-        .arg("-V")
-        .output()
-        .is_err()
-    {
-        println!("skipped: no python3");
+    if !have_python3() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -850,19 +840,23 @@ fn torch_records_merge_into_the_same_table_and_plot() {
     cfg.timing.rep_ms = 2.0;
     cfg.timing.max_calls = 10;
     cfg.timing.flush = false;
-    // On the CPU the baselines are skipped with a note, and the run goes on.
-    cfg.torch = Some(bench::torch::TorchConfig {
-        python: "python3".into(),
-        script: "baselines/torch_baselines.py".into(),
-        columns: None,
-    });
+    // Where the script finds no torch it says so (exit 3), the header says why in one line,
+    // and the run goes on.
+    let dir = tempfile::tempdir().unwrap();
+    let missing =
+        r#"{"available": false, "reason": "torch is not importable (stub)", "records": []}"#;
+    cfg.torch = Some(stub_script(dir.path(), missing, 3));
     let mut report = bench::run(&cfg, &Device::Cpu, &mut |_| {}).unwrap();
     assert_eq!(report.records.len(), 4);
-    assert!(
-        report.header().contains("PyTorch baselines: skipped"),
-        "{}",
-        report.header()
-    );
+    if have_python3() {
+        assert!(
+            report
+                .header()
+                .contains("PyTorch baselines: unavailable: torch is not importable (stub)"),
+            "{}",
+            report.header()
+        );
+    }
     // The GPU path appends the parsed records, then fills speedups: do the same here.
     let doc = bench::torch::parse(TORCH_SAMPLE).unwrap();
     let recs = bench::torch::to_records(
@@ -1437,6 +1431,18 @@ const LOAD_BASELINES: &str = "import importlib.util as u\n\
 /// python3 run with `args` where the baselines script is (the checkout's root): its stdout,
 /// once it has exited 0 (the test fails with both outputs otherwise); `None`, after a one-line
 /// skip, where the script or python3 is not here.
+/// Whether `python3` runs here (a skip line where it does not).
+fn have_python3() -> bool {
+    let ok = std::process::Command::new("python3")
+        .arg("-V")
+        .output()
+        .is_ok();
+    if !ok {
+        println!("skipped: no python3");
+    }
+    ok
+}
+
 fn baselines_python(args: &[&str]) -> Option<String> {
     if !std::path::Path::new("baselines/torch_baselines.py").is_file() {
         println!("skipped: baselines/torch_baselines.py is not here");

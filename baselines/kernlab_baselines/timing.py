@@ -216,14 +216,19 @@ class Timer:
     copies of a strided input keep it)."""
 
     def __init__(self, torch, args, dev, cache_bytes, relayout):
-        import inspect
-        import triton.testing as tt
-
         self.torch = torch
         self.args = args
         self.dev = dev
         self.cache_bytes = cache_bytes
         self.relayout = relayout
+        self.setup()
+
+    def setup(self):
+        """What the timing itself needs: do_bench's keywords (Triton imported here)."""
+        import inspect
+        import triton.testing as tt
+
+        args = self.args
         try:
             params = inspect.signature(tt.do_bench).parameters
         except (TypeError, ValueError):
@@ -512,13 +517,9 @@ class CpuTimer(Timer):
     (a write of 2 x cache_bytes), timed with perf_counter; the median, p20 and p80. No queued
     or settled medians: nothing is asynchronous here."""
 
-    def __init__(self, torch, args, dev, cache_bytes, relayout):
-        self.torch = torch
-        self.args = args
-        self.dev = dev
-        self.cache_bytes = cache_bytes
-        self.relayout = relayout
-        self._flush = torch.zeros(2 * int(cache_bytes), dtype=torch.uint8)
+    def setup(self):
+        """The flush buffer (no Triton on the CPU)."""
+        self._flush = self.torch.zeros(2 * int(self.cache_bytes), dtype=self.torch.uint8)
 
     def free_bytes(self):
         """Available memory, from /proc/meminfo (unbounded where it cannot be read)."""
