@@ -1019,11 +1019,42 @@ fn check_only_validates_and_times_nothing() {
     }
 }
 
+/// `--cpu-path` caps the CPU tier's instruction paths for one command (the report names the
+/// path), and the cap is lifted when the command ends; an unknown path is refused.
+#[test]
+fn cpu_path_caps_the_cpu_tier_for_one_command_and_the_report_names_it() {
+    use kernlab::runtime::simd;
+    let _only = crate::common::CPU_PATH_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let args = [
+        "bench",
+        "gelu",
+        "--device",
+        "cpu",
+        "--check-only",
+        "--shape",
+        "64x64",
+    ];
+    let mut portable = vec!["--cpu-path", "portable"];
+    portable.extend(args);
+    let out = run(&portable).unwrap();
+    assert!(out.contains("portable (--cpu-path portable)"), "{out}");
+    assert_eq!(simd::cap(), simd::CpuPath::Best);
+    let out = run(&args).unwrap();
+    assert!(!out.contains("--cpu-path"), "{out}");
+    let e = run(&["--cpu-path", "fast", "list"]).unwrap_err();
+    assert!(
+        e.contains("invalid value 'fast'") && e.contains("portable"),
+        "{e}"
+    );
+}
+
 /// `--threads N` runs the command's CPU work on N threads, and the report says how many; 0 is
 /// refused by the parser.
 #[test]
 fn threads_sets_the_cpu_pool_and_the_report_names_it() {
-    for (n, says) in [("1", "1 thread)"), ("3", "3 threads)")] {
+    for (n, says) in [("1", "1 thread;"), ("3", "3 threads;")] {
         let out = run(&[
             "bench",
             "gelu",

@@ -1259,6 +1259,69 @@ fn an_unwritten_element_fails_validation() {
     assert!(!c.passed && c.special_mismatches == 1, "{}", c.describe());
 }
 
+/// Every instruction path of the CPU tier this machine has (`--cpu-path`: portable, avx2 and
+/// best): the fused GeLU (both forms), softmax, log_softmax and RMSNorm against f64 in every
+/// dtype, on odd widths (one element past a vector, a block, a chunk: the split softmax at
+/// 65537), then the special-value and extreme-input cases of every CPU variant.
+#[test]
+fn the_cpu_tier_matches_the_reference_on_every_instruction_path() {
+    use kernlab::runtime::simd;
+    let _only = crate::common::CPU_PATH_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let cases = [
+        (
+            gelu::OP,
+            Params::new(GeluParams {
+                gelu: GeluApprox::Tanh,
+            }),
+        ),
+        (
+            gelu::OP,
+            Params::new(GeluParams {
+                gelu: GeluApprox::Erf,
+            }),
+        ),
+        (softmax::OP, softmax_params(false)),
+        (softmax::OP, softmax_params(true)),
+        (
+            kernlab::ops::rmsnorm::OP,
+            kernlab::ops::rmsnorm::OP.default_params(),
+        ),
+    ];
+    let paths = simd::available();
+    for &path in &paths {
+        simd::set_cap(path);
+        for (op, p) in &cases {
+            let v = ops::find(*op, "fused", kernlab::DeviceKind::Cpu).unwrap();
+            for dt in DType::ALL {
+                for (i, w) in [1usize, 7, 15, 17, 31, 513, 4097, 65537]
+                    .into_iter()
+                    .enumerate()
+                {
+                    let shape = [if w > 4097 { 1 } else { 3 }, w];
+                    let seed = 40 + i as u64;
+                    let host = check::make_inputs(*op, &shape, dt, seed, None, p).unwrap();
+                    let r = check::make_reference(*op, &shape, &host, p, seed).unwrap();
+                    let x: Vec<&Tensor> = host.iter().collect();
+                    let (c, _) = check::validate(v, p, &x, &r).unwrap();
+                    assert!(
+                        c.passed,
+                        "{op}{} {dt} {shape:?} on the {} path: {}",
+                        p.form_suffix(),
+                        path.name(),
+                        c.describe()
+                    );
+                }
+            }
+        }
+        gelu_handles_extreme_and_special_inputs(&Device::Cpu);
+        softmax_special_values_follow_pytorch(&Device::Cpu);
+    }
+    simd::set_cap(simd::CpuPath::Best);
+    assert!(paths.contains(&simd::CpuPath::Portable) && paths.contains(&simd::CpuPath::Best));
+}
+
 /// log_softmax from the same kernels: every variant against the f64 reference, the
 /// properties (logsumexp of each output row is 0, every output ≤ 0), and the special values
 /// (−inf entries stay −inf, a row of all −inf or holding NaN gives NaN).

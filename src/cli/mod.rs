@@ -39,6 +39,46 @@ struct Cli {
     /// count that ran; the command's output is written when it finishes
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
+    /// The CPU tier's instruction paths: best (everything the CPU has: AVX2 + FMA, F16C), avx2
+    /// (AVX2 alone, no FMA or F16C) or portable (the build's baseline, no run-time dispatch),
+    /// so that each path can be tested and timed; reports name the paths that ran [default:
+    /// best]
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        env = "KERNLAB_CPU_PATH",
+        value_name = "PATH"
+    )]
+    cpu_path: Option<CpuPathArg>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum CpuPathArg {
+    Best,
+    Avx2,
+    Portable,
+}
+
+impl From<CpuPathArg> for crate::runtime::simd::CpuPath {
+    fn from(a: CpuPathArg) -> Self {
+        match a {
+            CpuPathArg::Best => Self::Best,
+            CpuPathArg::Avx2 => Self::Avx2,
+            CpuPathArg::Portable => Self::Portable,
+        }
+    }
+}
+
+/// Runs `f` with the CPU tier capped at `path` (where given), the cap restored afterwards.
+fn with_cpu_path<R>(path: Option<CpuPathArg>, f: impl FnOnce() -> R) -> R {
+    use crate::runtime::simd;
+    let Some(p) = path else { return f() };
+    let before = simd::cap();
+    simd::set_cap(p.into());
+    let r = f();
+    simd::set_cap(before);
+    r
 }
 
 #[derive(Subcommand)]
@@ -172,8 +212,9 @@ where
     for note in retired_env_notes(std::env::vars().map(|(k, _)| k)) {
         stderr_line!("{note}");
     }
+    let path = cli.cpu_path;
     let Some(n) = cli.threads else {
-        return dispatch(cli.cmd, &flags, out);
+        return with_cpu_path(path, || dispatch(cli.cmd, &flags, out));
     };
     // A pool of its own (not rayon's global one, which a process can build only once): every
     // parallel loop the command runs, and `rayon::current_num_threads()`, see its N threads.
@@ -183,7 +224,7 @@ where
         .with_context(|| format!("--threads {n}: no thread pool"))?;
     let mut buf: Vec<u8> = Vec::new();
     let cmd = cli.cmd;
-    let result = pool.install(|| dispatch(cmd, &flags, &mut buf));
+    let result = with_cpu_path(path, || pool.install(|| dispatch(cmd, &flags, &mut buf)));
     out.write_all(&buf)?;
     result
 }

@@ -49,29 +49,16 @@ pub fn map_same_type(what: &str, x: &Tensor, y: &mut Tensor, f: impl SameTypeMap
     Ok(())
 }
 
-/// Whether the CPU runs AVX2, for the fused loops' 8-lane forms (detected once, then cached).
+/// Whether the fused loops may take their 8-lane AVX2 forms: the CPU has AVX2 and
+/// `--cpu-path` allows it (`runtime::simd`).
 pub fn has_avx2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    crate::runtime::simd::avx2()
 }
 
-/// Whether the CPU runs AVX2 and FMA, for the fused loops' 8-lane forms (detected once, then
-/// cached). x86-64 CPUs with AVX2 and without FMA (none known) take the SSE2 form.
+/// Whether the fused loops may take their AVX2 + FMA forms (`runtime::simd`). x86-64 CPUs with
+/// AVX2 and without FMA (none known) take the baseline form.
 pub fn has_avx2_fma() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    crate::runtime::simd::avx2_fma()
 }
 
 /// Whether this build has fused multiply-adds everywhere (aarch64, or an x86-64 build for a
@@ -317,17 +304,9 @@ avx2_twin!(avx2_only
     fn narrow_loop<T: Element>(out: &mut [T], v: &[f32]) => narrow_body
 );
 
-/// Whether the CPU converts f16 in vector registers (F16C), with AVX2 (detected once, then
-/// cached).
+/// Whether the conversions may use F16C, with AVX2 (`runtime::simd`).
 pub fn has_f16c() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        has_avx2() && std::arch::is_x86_feature_detected!("f16c")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    crate::runtime::simd::f16c()
 }
 
 /// F16C's conversions, eight lanes an instruction, written with `std::arch`: `half` has the

@@ -10,5 +10,6 @@ pub mod kernels;
 pub mod launch;
 pub mod nvtx;
 pub mod row_slots;
+pub mod simd;
 pub mod tensor;
 pub mod tuning;

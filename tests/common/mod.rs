@@ -122,3 +122,7 @@ pub fn tool_missing(v: &kernlab::ops::Variant, e: &kernlab::Error) -> bool {
     println!("skipped {}: {e}", v.id());
     true
 }
+
+/// Held by the tests that cap the CPU tier's instruction paths (`runtime::simd::set_cap`, a
+/// process-wide setting), so that two of them never interleave.
+pub static CPU_PATH_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());

@@ -92,13 +92,18 @@ impl Device {
         }
     }
 
-    /// One line naming the device: `cuda:0 (NVIDIA H200, sm_90a, 132 SMs)` or `cpu (…, N threads)`.
+    /// One line naming the device: `cuda:0 (NVIDIA H200, sm_90a, 132 SMs)` or `cpu (…, N threads;
+    /// the instruction paths)`.
     pub fn describe(&self) -> String {
         match self {
             Device::Cpu => {
                 let n = rayon::current_num_threads();
                 let s = if n == 1 { "" } else { "s" };
-                format!("cpu ({}, {n} thread{s})", cpu_model_name())
+                format!(
+                    "cpu ({}, {n} thread{s}; {})",
+                    cpu_model_name(),
+                    crate::runtime::simd::describe()
+                )
             }
             Device::Cuda(d) => format!(
                 "cuda:{} ({}, {}, {} SMs, {:.0} GiB)",

@@ -1,0 +1,130 @@
+//! The CPU tier's instruction paths, and the cap that forces a lower one (`--cpu-path`), so
+//! that every path the machine has can be run and tested. The hot loops ask here which
+//! instructions they may use ([`avx2`], [`avx2_fma`], [`f16c`]); each answer is the CPU's
+//! feature (detected at run time) and the cap's.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// How far up the CPU tier's loops may go, lowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CpuPath {
+    /// The build's baseline (SSE2 on x86-64; NEON on aarch64): no run-time dispatch.
+    Portable,
+    /// AVX2 without FMA or F16C: the AVX2-only loops run, the FMA loops take the baseline.
+    Avx2,
+    /// Everything the CPU has (AVX2 + FMA, F16C): the default.
+    Best,
+}
+
+impl CpuPath {
+    pub fn name(self) -> &'static str {
+        match self {
+            CpuPath::Portable => "portable",
+            CpuPath::Avx2 => "avx2",
+            CpuPath::Best => "best",
+        }
+    }
+}
+
+static CAP: AtomicU8 = AtomicU8::new(CpuPath::Best as u8);
+
+/// Cap the CPU tier's paths at `p` for the rest of the process (every thread).
+pub fn set_cap(p: CpuPath) {
+    CAP.store(p as u8, Ordering::Relaxed);
+}
+
+/// The current cap.
+pub fn cap() -> CpuPath {
+    match CAP.load(Ordering::Relaxed) {
+        0 => CpuPath::Portable,
+        1 => CpuPath::Avx2,
+        _ => CpuPath::Best,
+    }
+}
+
+/// The paths this machine can run, lowest first (`Portable` always; `Avx2` where the CPU has
+/// AVX2; `Best`).
+pub fn available() -> Vec<CpuPath> {
+    let mut v = vec![CpuPath::Portable];
+    if detected_avx2() {
+        v.push(CpuPath::Avx2);
+    }
+    v.push(CpuPath::Best);
+    v
+}
+
+fn detected_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether the loops may use AVX2 (the CPU has it, the cap allows it).
+pub fn avx2() -> bool {
+    cap() >= CpuPath::Avx2 && detected_avx2()
+}
+
+/// Whether the loops may use AVX2 and FMA together.
+pub fn avx2_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        cap() == CpuPath::Best && avx2() && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether the conversions may use F16C (with AVX2).
+pub fn f16c() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        cap() == CpuPath::Best && avx2() && std::arch::is_x86_feature_detected!("f16c")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// The paths the loops take now, in words: `AVX2 + FMA, F16C`, or `portable (--cpu-path)`.
+pub fn describe() -> String {
+    let mut v = Vec::new();
+    if avx2_fma() {
+        v.push("AVX2 + FMA");
+    } else if avx2() {
+        v.push("AVX2");
+    }
+    if f16c() {
+        v.push("F16C");
+    }
+    let what = if v.is_empty() {
+        "portable".to_string()
+    } else {
+        v.join(", ")
+    };
+    if cap() == CpuPath::Best {
+        what
+    } else {
+        format!("{what} (--cpu-path {})", cap().name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cap_orders_the_paths_and_portable_is_always_there() {
+        assert!(CpuPath::Portable < CpuPath::Avx2 && CpuPath::Avx2 < CpuPath::Best);
+        let here = available();
+        assert_eq!(here.first(), Some(&CpuPath::Portable));
+        assert_eq!(here.last(), Some(&CpuPath::Best));
+    }
+}
