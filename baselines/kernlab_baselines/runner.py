@@ -356,8 +356,8 @@ def run_gemm_shape(bench, shape, variants, log):
                 fn = spec.native_fn(bench)
                 out_fn = spec.native_out_fn(bench)
                 if bench.cpu and out_fn is not None:
-                    # On the CPU the out= form is the one timed (PyTorch's own CPU benchmarks
-                    # preallocate), into an output kept per input copy.
+                    # On the CPU the out= form is the one timed, as a caller that preallocates
+                    # its output calls it, into an output kept per input copy.
                     fn = bench.with_out(out_fn, (m, n))
                     notes.append("out= form timed, into an output kept per input")
             elif v == "torch_compile":
