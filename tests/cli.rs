@@ -1024,9 +1024,7 @@ fn check_only_validates_and_times_nothing() {
 #[test]
 fn cpu_path_caps_the_cpu_tier_for_one_command_and_the_report_names_it() {
     use kernlab::runtime::simd;
-    let _only = crate::common::CPU_PATH_LOCK
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+    let _only = crate::common::cpu_path_lock();
     let args = [
         "bench",
         "gelu",

@@ -1266,9 +1266,7 @@ fn an_unwritten_element_fails_validation() {
 #[test]
 fn the_cpu_tier_matches_the_reference_on_every_instruction_path() {
     use kernlab::runtime::simd;
-    let _only = crate::common::CPU_PATH_LOCK
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+    let _only = crate::common::cpu_path_lock();
     let cases = [
         (
             gelu::OP,

@@ -298,11 +298,15 @@ class Timer:
     def time_round(self, fn, xs):
         """One round: fn over the copies xs (`cycling`, its ring of outputs freed again when the
         round ends), timed by do_bench: (median, p20, p80) in ms."""
-        call = cycling(fn, xs, self.torch.cuda.synchronize)
+        call = cycling(fn, xs, self.sync)
         try:
             return self.time(call)
         finally:
             del call
+
+    def sync(self):
+        """Wait for the device (the ring's first calls, before timing)."""
+        self.torch.cuda.synchronize()
 
     def time_record(self, r, fn, xs):
         """Time fn over the copies xs into record r, one round (`time_round`, `finish_record`).
@@ -322,8 +326,14 @@ class Timer:
         r["median_ms"], r["p20_ms"], r["p80_ms"] = med, p20, p80
         if len(rounds) > 1 and all(m is not None and math.isfinite(m) and m > 0 for m in medians):
             r["repeat_medians_ms"], r["spread"] = medians, spread
+        self.check_record(r, fn, xs, med, p20)
+        return med
+
+    def check_record(self, r, fn, xs, med, p20):
+        """The checks `finish_record` adds on the GPU: the host-bound check, the settled median
+        and the quantiles note."""
         try:
-            call = cycling(fn, xs, self.torch.cuda.synchronize)
+            call = cycling(fn, xs, self.sync)
             note, r["queued_ms"] = self.host_check(call, med)
             del call
             add_note(r, note)
@@ -331,14 +341,13 @@ class Timer:
             add_note(r, f"host check: {first_line(e)}")
         if med is not None and 0 < med < SETTLED_BELOW_MS:
             try:
-                call = cycling(fn, xs, self.torch.cuda.synchronize)
+                call = cycling(fn, xs, self.sync)
                 r["settled_ms"] = self.settled_check(call)
                 del call
             except Exception as e:
                 add_note(r, f"settled timing: {first_line(e)}")
         if p20 is None:
             add_note(r, "do_bench gave no quantiles")
-        return med
 
     def host_check(self, call, median_ms):
         """(host_bound_note, the queued median in ms) for `call` as do_bench timed it
@@ -568,20 +577,11 @@ class CpuTimer(Timer):
         samples.sort()
         return quantile(samples, 0.5), quantile(samples, 0.2), quantile(samples, 0.8)
 
-    def time_round(self, fn, xs):
-        call = cycling(fn, xs)
-        try:
-            return self.time(call)
-        finally:
-            del call
+    def sync(self):
+        """Nothing to wait for on the CPU."""
 
-    def finish_record(self, r, fn, xs, rounds):
-        (med, p20, p80), medians, spread = summarise_rounds(rounds)
-        r["rotate_copies"] = len(xs) if len(xs) > 1 else None
-        r["median_ms"], r["p20_ms"], r["p80_ms"] = med, p20, p80
-        if len(rounds) > 1 and all(m is not None and math.isfinite(m) and m > 0 for m in medians):
-            r["repeat_medians_ms"], r["spread"] = medians, spread
-        return med
+    def check_record(self, r, fn, xs, med, p20):
+        """No queued or settled medians on the CPU: nothing is asynchronous."""
 
     def copy_ceiling(self, nbytes):
         """dst.copy_(src) of `nbytes` (at most 8 x the flush, so a CPU run stays quick), timed

@@ -49,18 +49,6 @@ pub fn map_same_type(what: &str, x: &Tensor, y: &mut Tensor, f: impl SameTypeMap
     Ok(())
 }
 
-/// Whether the fused loops may take their 8-lane AVX2 forms: the CPU has AVX2 and
-/// `--cpu-path` allows it (`runtime::simd`).
-pub fn has_avx2() -> bool {
-    crate::runtime::simd::avx2()
-}
-
-/// Whether the fused loops may take their AVX2 + FMA forms (`runtime::simd`). x86-64 CPUs with
-/// AVX2 and without FMA (none known) take the baseline form.
-pub fn has_avx2_fma() -> bool {
-    crate::runtime::simd::avx2_fma()
-}
-
 /// Whether this build has fused multiply-adds everywhere (aarch64, or an x86-64 build for a
 /// CPU with FMA): then [`mad`] may fuse outside the AVX2 twins too.
 pub const BUILT_WITH_FMA: bool = cfg!(any(target_arch = "aarch64", target_feature = "fma"));
@@ -96,7 +84,7 @@ macro_rules! avx2_twin {
                 fn twin $(<$($g: $b),+>)? ($($a: $t),*) $(-> $r)? {
                     $body::<$($($g,)+)? $fma>($($a),*)
                 }
-                if $crate::ops::cpu_prims::$has() {
+                if $crate::runtime::simd::$has() {
                     // SAFETY: the CPU runs what the twin is built for (`$has`).
                     return unsafe { twin($($a),*) };
                 }
@@ -105,10 +93,10 @@ macro_rules! avx2_twin {
         }
     };
     (avx2_only $($rest:tt)*) => {
-        $crate::ops::cpu_prims::avx2_twin!(@twin "avx2", has_avx2, false; $($rest)*);
+        $crate::ops::cpu_prims::avx2_twin!(@twin "avx2", avx2, false; $($rest)*);
     };
     ($($rest:tt)*) => {
-        $crate::ops::cpu_prims::avx2_twin!(@twin "avx2,fma", has_avx2_fma, true; $($rest)*);
+        $crate::ops::cpu_prims::avx2_twin!(@twin "avx2,fma", avx2_fma, true; $($rest)*);
     };
 }
 pub(crate) use avx2_twin;
@@ -304,11 +292,6 @@ avx2_twin!(avx2_only
     fn narrow_loop<T: Element>(out: &mut [T], v: &[f32]) => narrow_body
 );
 
-/// Whether the conversions may use F16C, with AVX2 (`runtime::simd`).
-pub fn has_f16c() -> bool {
-    crate::runtime::simd::f16c()
-}
-
 /// F16C's conversions, eight lanes an instruction, written with `std::arch`: `half` has the
 /// same instructions behind its slice conversions, but as a call per eight elements that
 /// cannot inline into the loop, which left the f16 GeLU about a third slower than here.
@@ -358,8 +341,8 @@ pub fn widen<T: Element>(out: &mut [f32], v: &[T]) {
     use crate::runtime::dtype::DType;
     #[cfg(target_arch = "x86_64")]
     {
-        if T::DTYPE == DType::F16 && has_f16c() {
-            // SAFETY: the CPU has AVX2 and F16C (`has_f16c`).
+        if T::DTYPE == DType::F16 && crate::runtime::simd::f16c() {
+            // SAFETY: the CPU has AVX2 and F16C (`simd::f16c`).
             return unsafe { f16c::widen(out, bytemuck::cast_slice(v)) };
         }
     }
@@ -372,7 +355,7 @@ pub fn narrow<T: Element>(out: &mut [T], v: &[f32]) {
     use crate::runtime::dtype::DType;
     #[cfg(target_arch = "x86_64")]
     {
-        if T::DTYPE == DType::F16 && has_f16c() {
+        if T::DTYPE == DType::F16 && crate::runtime::simd::f16c() {
             // SAFETY: as in `widen`.
             return unsafe { f16c::narrow(bytemuck::cast_slice_mut(out), v) };
         }

@@ -405,15 +405,15 @@ pub fn run_v3_vec16_ilp(p: &GeluParams, x: &Tensor, y: &mut Tensor) -> Result<()
 }
 
 // ---- fused CPU --------------------------------------------------------------------------
-/// A chunk of the fused CPU GeLU: one loop a form, so that the compiler need not unswitch
-/// the form's branch to vectorise it (the linear epilogue's loop, with the branch inside, ran
-/// ~2× slower).
+/// A chunk of the fused CPU GeLU in f32: one loop a form, so that the compiler need not
+/// unswitch the form's branch to vectorise it (the linear epilogue's loop, with the branch
+/// inside, ran ~2× slower).
 #[inline(always)]
-fn gelu_chunk_body<T: Element, const FMA: bool>(y: &mut [T], x: &[T], a: GeluApprox) {
+fn gelu_chunk_body<const FMA: bool>(y: &mut [f32], x: &[f32], a: GeluApprox) {
     #[inline(always)]
-    fn each<T: Element>(y: &mut [T], x: &[T], f: impl Fn(f32) -> f32) {
+    fn each(y: &mut [f32], x: &[f32], f: impl Fn(f32) -> f32) {
         for (o, &v) in y.iter_mut().zip(x) {
-            *o = T::from_f32(f(v.to_f32()));
+            *o = f(v);
         }
     }
     match a {
@@ -424,7 +424,7 @@ fn gelu_chunk_body<T: Element, const FMA: bool>(y: &mut [T], x: &[T], a: GeluApp
 
 super::cpu_prims::avx2_twin!(
     /// [`gelu_chunk_body`], in AVX2 and FMA where the CPU has them.
-    fn gelu_chunk_fma<T: Element>(y: &mut [T], x: &[T], a: GeluApprox) => gelu_chunk_body
+    fn gelu_chunk_fma(y: &mut [f32], x: &[f32], a: GeluApprox) => gelu_chunk_body
 );
 /// A chunk of the fused CPU GeLU: the f32 loop with FMA for every dtype, 16-bit rows widened
 /// block by block around it (docs/perf-notes.md, "16-bit rows on the CPU").

@@ -739,38 +739,40 @@ prim::avx2_twin!(
     fn squares<T: Element>(x: &[T]) -> f32 => squares_body
 );
 
-/// The row-a-task form for f16 rows: each task widens w once and each row once into f32
-/// buffers (F16C where the CPU has it), runs the f32 loops there, and rounds the outputs a
-/// block at a time. bf16 rows convert in the loops (a shift), which measured faster here than
-/// the extra passes (docs/perf-notes.md, "16-bit rows on the CPU").
-fn rows_f16<T: Element>(
-    x: &[T],
-    w: &[T],
-    y: &mut [T],
-    cols: usize,
-    ld: usize,
-    scale: impl Fn(f32) -> f32 + Sync,
-) {
-    const B: usize = prim::WIDEN_BLOCK;
-    let per_task = (GRAIN / cols.max(1)).max(1);
-    y.par_chunks_mut(cols * per_task)
-        .enumerate()
-        .for_each(|(t, ys)| {
-            let mut wf = vec![0.0f32; cols];
-            let mut xf = vec![0.0f32; cols];
-            let mut out = [0.0f32; B];
-            prim::widen(&mut wf, &w[..cols]);
-            for (i, yr) in ys.chunks_mut(cols).enumerate() {
-                let r = t * per_task + i;
-                prim::widen(&mut xf, &x[r * ld..r * ld + cols]);
-                let s = scale(squares(&xf));
-                for ((yb, xb), wb) in yr.chunks_mut(B).zip(xf.chunks(B)).zip(wf.chunks(B)) {
-                    let o = &mut out[..yb.len()];
-                    scale_row(xb, wb, o, s);
-                    prim::narrow(yb, o);
-                }
-            }
-        });
+/// An f16 row of the row-a-task form, computed in f32: the task widens w once and each row
+/// once into these buffers (F16C where the CPU has it), runs the f32 loops there, and rounds
+/// the outputs a block at a time. bf16 rows convert in the loops (a shift), which measured
+/// faster than the extra passes (docs/perf-notes.md, "16-bit rows on the CPU").
+struct F16Row {
+    wf: Vec<f32>,
+    xf: Vec<f32>,
+}
+
+impl F16Row {
+    fn new<T: Element>(w: &[T]) -> Self {
+        let mut wf = vec![0.0f32; w.len()];
+        prim::widen(&mut wf, w);
+        F16Row {
+            xf: vec![0.0f32; w.len()],
+            wf,
+        }
+    }
+
+    fn run<T: Element>(&mut self, xr: &[T], yr: &mut [T], scale: impl Fn(f32) -> f32) {
+        const B: usize = prim::WIDEN_BLOCK;
+        let mut out = [0.0f32; B];
+        prim::widen(&mut self.xf, xr);
+        let s = scale(squares(&self.xf));
+        for ((yb, xb), wb) in yr
+            .chunks_mut(B)
+            .zip(self.xf.chunks(B))
+            .zip(self.wf.chunks(B))
+        {
+            let o = &mut out[..yb.len()];
+            scale_row(xb, wb, o, s);
+            prim::narrow(yb, o);
+        }
+    }
 }
 
 /// Columns a task of the split form takes: rows too few to give every thread one are cut
@@ -797,19 +799,20 @@ fn run_cpu_fused(p: &Params, x: &[&Tensor], y: &mut Tensor) -> Result<()> {
             } = *self;
             let scale = |ss: f32| 1.0 / (ss / cols as f32 + eps).sqrt();
             let threads = rayon::current_num_threads();
-            if (rows >= threads || cols <= CPU_CHUNK) && T::DTYPE == DType::F16 {
-                return rows_f16(x, w, &mut y[..rows * cols], cols, ld, scale);
-            }
             if rows >= threads || cols <= CPU_CHUNK {
                 let per_task = (GRAIN / cols.max(1)).max(1);
                 y[..rows * cols]
                     .par_chunks_mut(cols * per_task)
                     .enumerate()
                     .for_each(|(t, ys)| {
+                        let mut f16 = (T::DTYPE == DType::F16).then(|| F16Row::new(&w[..cols]));
                         for (i, yr) in ys.chunks_mut(cols).enumerate() {
                             let r = t * per_task + i;
                             let xr = &x[r * ld..r * ld + cols];
-                            scale_row(xr, w, yr, scale(squares(xr)));
+                            match &mut f16 {
+                                Some(f) => f.run(xr, yr, scale),
+                                None => scale_row(xr, w, yr, scale(squares(xr))),
+                            }
                         }
                     });
                 return;

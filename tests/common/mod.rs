@@ -124,5 +124,9 @@ pub fn tool_missing(v: &kernlab::ops::Variant, e: &kernlab::Error) -> bool {
 }
 
 /// Held by the tests that cap the CPU tier's instruction paths (`runtime::simd::set_cap`, a
-/// process-wide setting), so that two of them never interleave.
-pub static CPU_PATH_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// process-wide setting), so that two of them never interleave; a test that failed while
+/// holding it does not poison it for the others.
+pub fn cpu_path_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -508,9 +508,7 @@ pub fn run_script(
     // compiled anew): no rotation there.
     let cache_bytes = match target {
         ScriptTarget::Cuda { l2_bytes, .. } => l2_bytes,
-        ScriptTarget::Cpu {
-            threads, llc_bytes, ..
-        } => {
+        ScriptTarget::Cpu { threads, llc_bytes } => {
             cmd.args(["--device", "cpu", "--threads", &threads.max(1).to_string()]);
             llc_bytes
         }
