@@ -467,6 +467,15 @@ fn cpu_runs_hand_the_script_the_device_and_threads_and_show_the_ratio_to_torch()
     assert!(line.contains("--device cpu --threads "), "{line}");
     assert!(line.contains("--cache-bytes "), "{line}");
     assert!(line.contains("timed as kernlab's CPU tier is"), "{line}");
+    // No launch to replay on the CPU, so no note about one.
+    assert!(
+        !report
+            .torch_notes
+            .iter()
+            .any(|l| l.starts_with("kernlab_do_bench")),
+        "{:?}",
+        report.torch_notes
+    );
     let tables = report.tables();
     assert_eq!(tables.len(), 2);
     for (title, t) in &tables {

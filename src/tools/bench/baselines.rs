@@ -112,20 +112,27 @@ pub(super) fn triton_plan_of(
 }
 
 /// Whether a Triton variant's launches go to the baselines' process, whose `triton` column
-/// launches the same kernels with them: with `--torch` where the baselines take these
-/// parameters, timed call by call.
-pub(super) fn wants_triton_plan(cfg: &BenchConfig, op: Op, params: &Params) -> bool {
+/// launches the same kernels with them: with `--torch` on a CUDA device, where the baselines
+/// take these parameters, timed call by call.
+pub(super) fn wants_triton_plan(
+    cfg: &BenchConfig,
+    device: &Device,
+    op: Op,
+    params: &Params,
+) -> bool {
     cfg.torch.is_some()
+        && device.cuda().is_some()
         && op.torch().is_some_and(|t| (t.args)(params).is_ok())
         && cfg.timing.graph.is_none()
 }
 
 /// Whether the launches of `op`'s replayable variant (softmax's `auto`) go to the baselines'
-/// process to be replayed there (`torch::REPLAY_VARIANT`): with `--torch`, where the baselines
-/// take these parameters, on contiguous rows (a replayed launch's arguments are for contiguous
+/// process to be replayed there (`torch::REPLAY_VARIANT`): with `--torch` on a CUDA device,
+/// where the baselines take these parameters, on contiguous rows (a replayed launch's arguments are for contiguous
 /// rows, and the script refuses plans with `--row-stride`), timed call by call.
-pub(super) fn wants_replay(cfg: &BenchConfig, op: Op, params: &Params) -> bool {
+pub(super) fn wants_replay(cfg: &BenchConfig, device: &Device, op: Op, params: &Params) -> bool {
     cfg.torch.is_some()
+        && device.cuda().is_some()
         && op.variants().iter().any(|v| v.replayable)
         && op.torch().is_some_and(|t| (t.args)(params).is_ok())
         && cfg.row_stride.is_none()
@@ -237,7 +244,7 @@ pub(super) fn add_torch_baselines(
                     }
                 }
                 let records = torch::to_records(&doc, &shapes, params, report.copy_gbps())?;
-                if wants_replay(cfg, op, params) {
+                if wants_replay(cfg, device, op, params) {
                     let mine = || {
                         records
                             .iter()

@@ -572,7 +572,7 @@ fn measure_point(
         }
         progress(Event::Note(&format!("{what}: timing")));
         let mut y = y;
-        if v.replayable && wants_replay(cfg, op, params) {
+        if v.replayable && wants_replay(cfg, device, op, params) {
             // One more call, its launch noted, for the baselines' process to replay.
             match replay_of(device, params, v, &x0, &mut y) {
                 Ok(Ok((launch, module))) => replays.made.push((
@@ -594,7 +594,7 @@ fn measure_point(
                 }
             }
         }
-        if v.tier == Tier::Triton && wants_triton_plan(cfg, op, params) {
+        if v.tier == Tier::Triton && wants_triton_plan(cfg, device, op, params) {
             // One more call, its Triton launch noted, for the baselines' `triton` column.
             match triton_plan_of(params, v, &x0, &mut y) {
                 Ok(Ok(launch)) => replays.triton.push((
