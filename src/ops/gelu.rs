@@ -432,16 +432,57 @@ fn gelu_chunk<T: Element>(y: &mut [T], x: &[T], a: GeluApprox) {
     super::cpu_prims::map_in_f32(y, x, |y, x| gelu_chunk_fma(y, x, a))
 }
 
-/// One parallel pass: read, convert to f32, GeLU, round, store.
+/// The fused CPU GeLU of every value of a 16-bit dtype, computed once a process by
+/// [`gelu_chunk`] (widen, the f32 loop, round) on the instruction path in force, and kept: a
+/// 16-bit GeLU is then one table load an element, with the bits the loop gives
+/// (docs/perf-notes.md, "16-bit GeLU by table"). 128 KiB a table.
+fn table16<T: Element>(a: GeluApprox) -> &'static [u16; 1 << 16] {
+    use std::sync::OnceLock;
+    static TABLES: [OnceLock<Box<[u16; 1 << 16]>>; 8] = [const { OnceLock::new() }; 8];
+    let slot = match T::DTYPE {
+        DType::BF16 => 0,
+        DType::F16 => 4,
+        DType::F32 => unreachable!("table16 is for 16-bit dtypes"),
+    } + 2 * usize::from(a == GeluApprox::Erf)
+        + usize::from(crate::runtime::simd::avx2_fma());
+    TABLES[slot].get_or_init(|| {
+        let bits: Vec<u16> = (0..=u16::MAX).collect();
+        let x: &[T] = bytemuck::cast_slice(&bits);
+        let mut y = vec![T::from_f32(0.0); x.len()];
+        gelu_chunk(&mut y, x, a);
+        let mut t = Box::new([0u16; 1 << 16]);
+        t.copy_from_slice(bytemuck::cast_slice(&y));
+        t
+    })
+}
+
+/// `y[i] = t[x[i]]`.
+fn lookup(y: &mut [u16], x: &[u16], t: &[u16; 1 << 16]) {
+    for (o, &b) in y.iter_mut().zip(x) {
+        *o = t[usize::from(b)];
+    }
+}
+
+/// One parallel pass: read, convert to f32, GeLU, round, store; a 16-bit dtype through its
+/// table ([`table16`]).
 fn run_cpu_fused(p: &GeluParams, x: &Tensor, y: &mut Tensor) -> Result<()> {
     struct Fused(GeluApprox, usize);
     impl super::cpu_prims::SameTypeMap for Fused {
         fn map<T: Element>(&self, x: &[T], y: &mut [T]) {
             let Fused(a, n) = *self;
-            y[..n]
-                .par_chunks_mut(GRAIN)
-                .zip(x[..n].par_chunks(GRAIN))
-                .for_each(|(y, x)| gelu_chunk(y, x, a));
+            let (x, y) = (&x[..n], &mut y[..n]);
+            if T::DTYPE == DType::F32 {
+                y.par_chunks_mut(GRAIN)
+                    .zip(x.par_chunks(GRAIN))
+                    .for_each(|(y, x)| gelu_chunk(y, x, a));
+                return;
+            }
+            let t = table16::<T>(a);
+            let (x, y): (&[u16], &mut [u16]) =
+                (bytemuck::cast_slice(x), bytemuck::cast_slice_mut(y));
+            y.par_chunks_mut(GRAIN)
+                .zip(x.par_chunks(GRAIN))
+                .for_each(|(y, x)| lookup(y, x, t));
         }
     }
     super::cpu_prims::map_same_type("cpu/fused", x, y, Fused(p.gelu, x.numel()))
@@ -568,7 +609,7 @@ static VARIANTS: [Variant; 9] = [
         "fused",
         Tier::Cpu,
         DeviceKind::Cpu,
-        "one multi-threaded pass (rayon), f32 arithmetic",
+        "one multi-threaded pass (rayon), f32 arithmetic; 16-bit dtypes through a table of that arithmetic's 65536 results",
         |p, x, y| run_cpu_fused(p.get()?, x[0], y),
     ),
 ];
@@ -576,6 +617,49 @@ static VARIANTS: [Variant; 9] = [
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fused CPU GeLU of a 16-bit tensor holding every bit pattern (NaNs, ±inf and
+    /// subnormals included) gives, bit for bit, what the widening f32 loop gives: the table is
+    /// that loop's, for the right dtype and form, and the lookup takes every element.
+    #[test]
+    fn sixteen_bit_gelu_by_table_is_the_f32_loop_bit_for_bit() {
+        use crate::runtime::tensor::CpuData;
+        fn loop_bits<T: Element>(bits: &[u16], a: GeluApprox) -> Vec<u16> {
+            let x: &[T] = bytemuck::cast_slice(bits);
+            let mut y = vec![T::from_f32(0.0); x.len()];
+            gelu_chunk(&mut y, x, a);
+            bytemuck::cast_slice(&y).to_vec()
+        }
+        // Every pattern, then a tail that is not a multiple of any vector width.
+        let bits: Vec<u16> = (0..=u16::MAX).chain(0..37).collect();
+        let bytes: &[u8] = bytemuck::cast_slice(&bits);
+        for dt in [DType::BF16, DType::F16] {
+            for a in [GeluApprox::Tanh, GeluApprox::Erf] {
+                let data = CpuData::from_bytes(dt, bytes);
+                let x = Tensor::from_cpu(data, &[1, bits.len()], &[bits.len(), 1]).unwrap();
+                let mut y = Tensor::empty(&[1, bits.len()], dt, &Device::Cpu).unwrap();
+                run_cpu_fused(&GeluParams { gelu: a }, &x, &mut y).unwrap();
+                let got: &[u16] = bytemuck::cast_slice(y.cpu_data().unwrap().as_bytes());
+                let want = match dt {
+                    DType::BF16 => loop_bits::<half::bf16>(&bits, a),
+                    _ => loop_bits::<half::f16>(&bits, a),
+                };
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    // Either NaN payload is a NaN: compare NaN-ness there.
+                    let nan = |b: u16| match dt {
+                        DType::BF16 => half::bf16::from_bits(b).is_nan(),
+                        _ => half::f16::from_bits(b).is_nan(),
+                    };
+                    assert!(
+                        g == w || (nan(*g) && nan(*w)),
+                        "{dt:?} {a:?}: input bits {:#06x}: {g:#06x}, the loop {w:#06x}",
+                        bits[i]
+                    );
+                }
+                assert_eq!(got.len(), want.len());
+            }
+        }
+    }
 
     /// The oracle keeps GeLU's tiny negative values (1 + tanh u and 1 + erf cancelled to 0
     /// there), and agrees with PyTorch's formulas where those do not cancel.
