@@ -49,6 +49,9 @@ def build_parser():
                    help=f"rmsnorm's eps, added to the mean of squares (default float32's machine "
                         f"epsilon, {F32_EPS!r}, as F.rms_norm's eps=None; ignored by the other "
                         f"ops)")
+    p.add_argument("--log-softmax", action="store_true",
+                   help="softmax: log_softmax instead (torch.log_softmax; the manual form "
+                        "x - max - log(sum(exp(x - max)))); ignored by the other ops")
     p.add_argument("--layers", type=int, default=None, metavar="L",
                    help=f"mlp: the number of layers, each nn.Linear(D, D) then GeLU (default "
                         f"{DEFAULT_LAYERS}, kernlab's; ignored by the other ops)")

@@ -75,6 +75,30 @@ class TheTable(unittest.TestCase):
                 self.assertEqual(spec.form(a), spec.record_form(
                     make_record(name, "triton", "f32", shape_of(spec), a.gelu, a.activation, a.eps)))
 
+    def test_log_softmax_is_softmax_s_option(self):
+        from tests.test_cli import captured_args
+
+        spec = ops.spec("softmax")
+        for argv, log in [([], False), (["--log-softmax"], True)]:
+            with self.subTest(argv=argv):
+                a = captured_args(["--op", "softmax", "--shapes", "8x8", "--dtype", "bf16"] + argv)
+                self.assertEqual(spec.opts(a), {"log_softmax": log})
+                self.assertEqual(spec.form(a), "log_softmax" if log else None)
+                self.assertEqual(spec.doc_fields(a), {"log_softmax": log})
+                r = make_record("softmax", "torch_native", "bf16", (8, 8), None, None, None,
+                                opts=spec.opts(a))
+                self.assertIs(r["log_softmax"], log)
+                self.assertEqual(spec.record_form(r), spec.form(a))
+                check_contract(dict(DOC, records=[r]))
+        # A document from before the option (no key) is softmax's; a key that is not a bool fails.
+        r = make_record("softmax", "torch_native", "f32", (8, 8), None, None, None)
+        del r["log_softmax"]
+        check_contract(dict(DOC, records=[r]))
+        self.assertIsNone(spec.record_form(r))
+        r["log_softmax"] = "yes"
+        with self.assertRaisesRegex(ValueError, "'log_softmax' is not true or false"):
+            check_contract(dict(DOC, records=[r]))
+
 
 if __name__ == "__main__":
     unittest.main()

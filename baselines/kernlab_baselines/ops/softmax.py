@@ -1,4 +1,4 @@
-"""softmax: y = softmax(x) over the last dim.
+"""softmax: y = softmax(x) over the last dim, or log_softmax (--log-softmax).
 
 Shapes ROWSxCOLS; x ~ N(0, 1) with one element in a thousand times 20 (outliers for the row
 max to matter); bytes 2 * rows * cols * size. Variants: torch_manual (the lecture's
@@ -20,20 +20,56 @@ def manual_softmax(torch, x):
     return num / den
 
 
-def softmax_reference(torch, x):
-    """softmax over the last dim in float64 of the tensor x (any dtype)."""
+def manual_log_softmax(torch, x):
+    """log_softmax as the same eager ops: max, subtract, exp, sum, log, subtract."""
+    x_max = x.max(dim=-1, keepdim=True)[0]
+    x = x - x_max
+    return x - torch.log(torch.exp(x).sum(dim=-1, keepdim=True))
+
+
+def softmax_reference(torch, x, log=False):
+    """softmax (or log_softmax) over the last dim in float64 of the tensor x (any dtype)."""
     x = x.to(torch.float64)
     m = x.amax(dim=-1, keepdim=True)
-    e = torch.exp(x - m)
-    del x
+    x = x - m
+    e = torch.exp(x)
     s = e.sum(dim=-1, keepdim=True)
+    if log:
+        return x.sub_(torch.log(s))
+    del x
     return e.div_(s)
+
+
+def is_log(args):
+    return bool(getattr(args, "log_softmax", False))
 
 
 class Softmax(RowOp):
     name = "softmax"
     replays = True
-    summary = "y = softmax(x) over the last dim, ROWSxCOLS"
+    summary = "y = softmax(x) (or log_softmax: --log-softmax) over the last dim, ROWSxCOLS"
+
+    def opts(self, args):
+        return {"log_softmax": is_log(args)}
+
+    def form(self, args):
+        return "log_softmax" if is_log(args) else None
+
+    def record_form(self, r):
+        return "log_softmax" if r.get("log_softmax") else None
+
+    def record_fields(self, shape, gelu=None, activation=None, eps=None, opts=None):
+        fields = super().record_fields(shape, gelu, activation, eps, opts)
+        fields["log_softmax"] = bool((opts or {}).get("log_softmax", False))
+        return fields
+
+    def check_record(self, r, need, where):
+        # Absent in documents from before --log-softmax: softmax then.
+        need(isinstance(r.get("log_softmax", False), bool),
+             f"{where}: 'log_softmax' is not true or false")
+
+    def doc_fields(self, args):
+        return {"log_softmax": is_log(args)}
 
     # -- on the GPU ---------------------------------------------------------------------------
     def make_inputs(self, bench, shape):
@@ -48,24 +84,29 @@ class Softmax(RowOp):
         return (bench.in_layout(bench.checked(x)),)
 
     def reference(self, bench, inputs):
-        return softmax_reference(bench.torch, inputs[0])
+        return softmax_reference(bench.torch, inputs[0], is_log(bench.args))
 
     def core(self, bench):
         torch = bench.torch
+        manual = manual_log_softmax if is_log(bench.args) else manual_softmax
 
         def core(x):
-            return manual_softmax(torch, x)
+            return manual(torch, x)
 
         return core
 
     def native_fn(self, bench):
         torch = bench.torch
+        if is_log(bench.args):
+            return lambda x: torch.log_softmax(x, dim=-1)
         return lambda x: torch.softmax(x, dim=-1)
 
     def native_out(self, bench):
-        # torch.softmax's kernel (aten::_softmax.out; half_to_float False: out in x's dtype).
-        softmax = bench.torch.ops.aten._softmax.out
-        return lambda x, out: softmax(x, -1, False, out=out)
+        # torch.softmax's kernel (aten::_softmax.out; half_to_float False: out in x's dtype),
+        # or torch.log_softmax's (aten::_log_softmax.out).
+        aten = bench.torch.ops.aten
+        kernel = aten._log_softmax.out if is_log(bench.args) else aten._softmax.out
+        return lambda x, out: kernel(x, -1, False, out=out)
 
     def triton_fn(self, bench, shape):
         plan = bench.triton_plan(shape)

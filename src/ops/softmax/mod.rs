@@ -177,7 +177,7 @@ impl OpDef for Softmax {
         Some(TorchCases {
             op: "softmax",
             args: |p| match p.get::<SoftmaxParams>() {
-                Ok(s) if s.log_softmax => Err("the baselines have no log_softmax".into()),
+                Ok(s) if s.log_softmax => Ok(vec!["--log-softmax".into()]),
                 Ok(_) => Ok(Vec::new()),
                 Err(e) => Err(e.to_string()),
             },
