@@ -39,7 +39,7 @@ pub fn cpu_split_form(rows: usize, cols: usize, threads: usize) -> bool {
 #[inline(always)]
 fn exps_and_sum<T: Element, const FMA: bool>(x: &[T], shift: f32, buf: &mut [f32]) -> f32 {
     for (b, v) in buf.iter_mut().zip(x) {
-        *b = prim::exp_f32::<FMA>(v.to_f32() - shift);
+        *b = prim::exp_nonpos_f32::<FMA>(v.to_f32() - shift);
     }
     prim::sum_f32(buf)
 }
@@ -155,14 +155,14 @@ fn stats_f32_body<const FMA: bool>(buf: &mut [f32], log: bool) -> (f32, f32) {
         for b in buf.chunks(prim::WIDEN_BLOCK) {
             let t = &mut t[..b.len()];
             for (e, &v) in t.iter_mut().zip(b) {
-                *e = prim::exp_f32::<FMA>(v - m);
+                *e = prim::exp_nonpos_f32::<FMA>(v - m);
             }
             s += prim::sum_f32(t);
         }
         (m, s)
     } else {
         for b in buf.iter_mut() {
-            *b = prim::exp_f32::<FMA>(*b - m);
+            *b = prim::exp_nonpos_f32::<FMA>(*b - m);
         }
         (m, prim::sum_f32(buf))
     }
@@ -255,7 +255,7 @@ fn rows_split<T: Element>(x: &[T], y: &mut [T], cols: usize, ldx: usize, log: bo
 }
 
 /// The fused CPU softmax (log_softmax with `p.log_softmax`), every row of `x` into the
-/// contiguous `y`. Outputs under ~1.2e-38 come out 0 ([`prim::exp_f32`]).
+/// contiguous `y`. Outputs under ~1.2e-38 come out 0 ([`prim::exp_nonpos_f32`]).
 /// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
 pub(crate) fn run_cpu_fused(p: &SoftmaxParams, x: &Tensor, y: &mut Tensor) -> Result<()> {
     struct Fused {
