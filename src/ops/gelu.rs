@@ -435,7 +435,7 @@ fn gelu_chunk<T: Element>(y: &mut [T], x: &[T], a: GeluApprox) {
 /// The fused CPU GeLU of every value of a 16-bit dtype, computed once a process by
 /// [`gelu_chunk`] (widen, the f32 loop, round) on the instruction path in force, and kept: a
 /// 16-bit GeLU is then one table load an element, with the bits the loop gives
-/// (docs/perf-notes.md, "16-bit GeLU by table"). 128 KiB a table.
+/// (docs/perf-notes.md, "The erf form against PyTorch's"). 128 KiB a table.
 fn table16<T: Element>(a: GeluApprox) -> &'static [u16; 1 << 16] {
     use std::sync::OnceLock;
     static TABLES: [OnceLock<Box<[u16; 1 << 16]>>; 8] = [const { OnceLock::new() }; 8];
