@@ -1259,8 +1259,8 @@ fn an_unwritten_element_fails_validation() {
     assert!(!c.passed && c.special_mismatches == 1, "{}", c.describe());
 }
 
-/// Every instruction path of the CPU tier this machine has (`--cpu-path`: portable, avx2 and
-/// best): the fused GeLU (both forms), softmax, log_softmax and RMSNorm against f64 in every
+/// Every instruction path of the CPU tier this machine has (`--cpu-path`: portable, avx2,
+/// avx2-fma and best): the fused GeLU (both forms), softmax, log_softmax and RMSNorm against f64 in every
 /// dtype, on odd widths (one element past a vector, a block, a chunk: the split softmax at
 /// 65537), then the special-value and extreme-input cases of every CPU variant.
 #[test]

@@ -39,10 +39,11 @@ struct Cli {
     /// count that ran; the command's output is written when it finishes
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
-    /// The CPU tier's instruction paths: best (everything the CPU has: AVX2 + FMA, F16C), avx2
-    /// (AVX2 alone, no FMA or F16C) or portable (the build's baseline, no run-time dispatch),
-    /// so that each path can be tested and timed; reports name the paths that ran [default:
-    /// best]
+    /// The CPU tier's instruction paths: best (everything the CPU has: AVX-512 where it has
+    /// AVX-512F, BW and VL, else AVX2 + FMA; F16C), avx2-fma (AVX2 + FMA and F16C, no AVX-512),
+    /// avx2 (AVX2 alone, no FMA or F16C) or portable (the build's baseline, no run-time
+    /// dispatch), so that each path can be tested and timed; reports name the paths that ran
+    /// [default: best]
     #[arg(
         long,
         global = true,
@@ -56,6 +57,7 @@ struct Cli {
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum CpuPathArg {
     Best,
+    Avx2Fma,
     Avx2,
     Portable,
 }
@@ -64,6 +66,7 @@ impl From<CpuPathArg> for crate::runtime::simd::CpuPath {
     fn from(a: CpuPathArg) -> Self {
         match a {
             CpuPathArg::Best => Self::Best,
+            CpuPathArg::Avx2Fma => Self::Avx2Fma,
             CpuPathArg::Avx2 => Self::Avx2,
             CpuPathArg::Portable => Self::Portable,
         }

@@ -67,19 +67,30 @@ pub fn mad<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
 
 /// `avx2_twin!(fn name<T: Bound>(a: A, …) -> R => body)` defines `name`, which runs `body` (an
 /// `#[inline(always)]` function of the same arguments and generics, and one more last,
-/// `const FMA: bool`) compiled for AVX2 and FMA where the CPU has both: 8 lanes, fused
-/// multiply-adds ([`mad`]), and VEX-encoded, so no SSE–AVX transition after AVX code such as
-/// faer's. `avx2_twin!(avx2_only fn …)` builds the twin for AVX2 alone, with `FMA` false, for
-/// loops that LLVM compiles worse with FMA on. Elsewhere `name` runs `body` as built (SSE2 on
-/// x86-64), with FMA where the build has it (aarch64; `-C target-feature=+fma`). The hot loops
-/// of the fused CPU tier are written once, as `body`, and dispatched through such a twin.
+/// `const FMA: bool`) compiled for AVX-512 (F, BW, VL) and FMA where the CPU has them (16
+/// lanes), else for AVX2 and FMA (8 lanes): fused multiply-adds ([`mad`]), VEX- or EVEX-encoded,
+/// so no SSE–AVX transition after AVX code such as faer's. `avx2_twin!(avx2_only fn …)` builds
+/// the twins with `FMA` false (AVX-512, else AVX2 alone), for loops that LLVM compiles worse
+/// with FMA on.
+/// Elsewhere `name` runs `body` as built (SSE2 on x86-64), with FMA where the build has it
+/// (aarch64; `-C target-feature=+fma`). The hot loops of the fused CPU tier are written once,
+/// as `body`, and dispatched through such a twin; `runtime::simd` says which paths may run.
 macro_rules! avx2_twin {
     (@twin $feat:literal, $has:ident, $fma:literal; $(#[$m:meta])* $vis:vis fn $name:ident
-        $(<$($g:ident: $b:path),+>)? ($($a:ident: $t:ty),* $(,)?) $(-> $r:ty)? => $body:ident) => {
+        $(<$($g:ident: $b:path),+>)? ($($a:ident: $t:ty),* $(,)?) $(-> $r:ty)? => $body:ident;
+        wide $feat512:literal) => {
         $(#[$m])*
         $vis fn $name $(<$($g: $b),+>)? ($($a: $t),*) $(-> $r)? {
             #[cfg(target_arch = "x86_64")]
             {
+                #[target_feature(enable = $feat512)]
+                fn wide $(<$($g: $b),+>)? ($($a: $t),*) $(-> $r)? {
+                    $body::<$($($g,)+)? $fma>($($a),*)
+                }
+                if $crate::runtime::simd::avx512() {
+                    // SAFETY: the CPU runs what the twin is built for (`avx512`).
+                    return unsafe { wide($($a),*) };
+                }
                 #[target_feature(enable = $feat)]
                 fn twin $(<$($g: $b),+>)? ($($a: $t),*) $(-> $r)? {
                     $body::<$($($g,)+)? $fma>($($a),*)
@@ -93,10 +104,12 @@ macro_rules! avx2_twin {
         }
     };
     (avx2_only $($rest:tt)*) => {
-        $crate::ops::cpu_prims::avx2_twin!(@twin "avx2", avx2, false; $($rest)*);
+        $crate::ops::cpu_prims::avx2_twin!(@twin "avx2", avx2, false; $($rest)*;
+            wide "avx512f,avx512bw,avx512vl,avx2");
     };
     ($($rest:tt)*) => {
-        $crate::ops::cpu_prims::avx2_twin!(@twin "avx2,fma", avx2_fma, true; $($rest)*);
+        $crate::ops::cpu_prims::avx2_twin!(@twin "avx2,fma", avx2_fma, true; $($rest)*;
+            wide "avx512f,avx512bw,avx512vl,avx2,fma");
     };
 }
 pub(crate) use avx2_twin;

@@ -444,6 +444,7 @@ fn table16<T: Element>(a: GeluApprox) -> &'static [u16; 1 << 16] {
         DType::F16 => 4,
         DType::F32 => unreachable!("table16 is for 16-bit dtypes"),
     } + 2 * usize::from(a == GeluApprox::Erf)
+        // FMA changes the loop's roundings; the vector width (AVX2 or AVX-512) does not.
         + usize::from(crate::runtime::simd::avx2_fma());
     TABLES[slot].get_or_init(|| {
         let bits: Vec<u16> = (0..=u16::MAX).collect();
