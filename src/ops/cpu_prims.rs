@@ -71,10 +71,10 @@ pub fn mad<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
 /// lanes), else for AVX2 and FMA (8 lanes): fused multiply-adds ([`mad`]), VEX- or EVEX-encoded,
 /// so no SSE–AVX transition after AVX code such as faer's. `avx2_twin!(avx2_only fn …)` builds
 /// the twins with `FMA` false (AVX-512, else AVX2 alone), for loops that LLVM compiles worse
-/// with FMA on.
-/// Elsewhere `name` runs `body` as built (SSE2 on x86-64), with FMA where the build has it
-/// (aarch64; `-C target-feature=+fma`). The hot loops of the fused CPU tier are written once,
-/// as `body`, and dispatched through such a twin; `runtime::simd` says which paths may run.
+/// with FMA on. Elsewhere `name` runs `body` as built (SSE2 on x86-64), with FMA where the
+/// build has it (aarch64; `-C target-feature=+fma`). The hot loops of the fused CPU tier are
+/// written once, as `body`, and dispatched through such a twin; `runtime::simd` says which
+/// paths may run.
 macro_rules! avx2_twin {
     (@twin $feat:literal, $has:ident, $fma:literal; $(#[$m:meta])* $vis:vis fn $name:ident
         $(<$($g:ident: $b:path),+>)? ($($a:ident: $t:ty),* $(,)?) $(-> $r:ty)? => $body:ident;
@@ -210,11 +210,11 @@ pub fn exp_nonpos_f32<const FMA: bool>(x: f32) -> f32 {
 /// fitted for this project to erfc(a)·e^(a²) over a ∈ [0, 9.35] (a weighted least-squares fit
 /// of the linearised relative error, reweighted towards minimax: 3.5e-7 relative before rounding
 /// the coefficients to f32; R's argument is clamped there, where e^(−a²) has flushed); erfc(−a) =
-/// 2 − erfc(a). Within 5e-6 relative of erfc wherever erfc(z) ≥ 1.2e-38, 1.5e-6 for |z| ≤ 4 (past
-/// that, a² rounded in f32 is most of it: the tests sweep the f32 values against f64); 0 from
-/// about z = 9.3, where erfc is under 1.2e-38 ([`exp_nonpos_f32`]'s flush). NaN gives NaN, −inf 2, +inf
-/// 0. One e^x, one division and seven multiply-adds (docs/perf-notes.md, "The erf form against
-/// PyTorch's"). With `FMA`, fused multiply-adds ([`mad`]).
+/// 2 − erfc(a). Within 5e-6 relative of erfc wherever erfc(z) ≥ 1.2e-38, 1.5e-6 for |z| ≤ 4
+/// (past that, a² rounded in f32 is most of it: the tests sweep the f32 values against f64); 0
+/// from about z = 9.3, where erfc is under 1.2e-38 ([`exp_nonpos_f32`]'s flush). NaN gives NaN,
+/// −inf 2, +inf 0. One e^x, one division and seven multiply-adds (docs/perf-notes.md, "The erf
+/// form against PyTorch's"). With `FMA`, fused multiply-adds ([`mad`]).
 #[inline(always)]
 pub fn erfc_f32<const FMA: bool>(z: f32) -> f32 {
     const P: [f32; 4] = [0.999_999_64, 1.019_532_4, 0.474_659_47, 0.095_276_4];
