@@ -143,6 +143,36 @@ prim::avx2_twin!(
         => chunk_finish_body
 );
 
+/// [`chunk_finish`] for an f16 chunk: a block at a time widened into L1 (F16C), the f32 loop
+/// there, rounded back.
+fn chunk_finish_widened<T: Element>(
+    x: &[T],
+    out: &mut [T],
+    scale: f32,
+    m: f32,
+    ls: f32,
+    log: bool,
+) {
+    let mut a = [0f32; prim::WIDEN_BLOCK];
+    let mut b = [0f32; prim::WIDEN_BLOCK];
+    for (o, xc) in out
+        .chunks_mut(prim::WIDEN_BLOCK)
+        .zip(x.chunks(prim::WIDEN_BLOCK))
+    {
+        let n = o.len();
+        if log {
+            prim::widen(&mut a[..n], xc);
+            chunk_finish::<f32>(&a[..n], &mut b[..n], scale, m, ls, true);
+            prim::narrow(o, &b[..n]);
+        } else {
+            // Softmax scales the exponentials that the first pass left in y (x is not read).
+            prim::widen(&mut a[..n], o);
+            chunk_finish::<f32>(&[], &mut a[..n], scale, m, ls, false);
+            prim::narrow(o, &a[..n]);
+        }
+    }
+}
+
 /// A 16-bit row's state, from the row widened into `buf`: its max and Σ e^(x − max), the
 /// exponentials left in `buf` for softmax (log_softmax keeps x there and sums the
 /// exponentials a block at a time).
@@ -227,14 +257,29 @@ fn rows_split<T: Element>(x: &[T], y: &mut [T], cols: usize, ldx: usize, log: bo
             let start = (first + k / per_row) * ldx + (k % per_row) * CPU_CHUNK;
             &x[start..start + len]
         };
+        // f16 chunks are widened with F16C first: converted in the loop, an f16 takes ~15
+        // operations; a bf16 takes a shift, and its chunks ran level or faster unwidened
+        // (docs/perf-notes.md, "Softmax CPU tier").
+        let f16 = T::DTYPE == crate::runtime::dtype::DType::F16;
         let states: Vec<(f32, f32)> = chunks
             .par_iter_mut()
             .enumerate()
             .map_init(
-                || vec![0.0f32; CPU_CHUNK],
+                || vec![0.0f32; if f16 { 3 } else { 1 } * CPU_CHUNK],
                 |buf, (k, out)| {
                     let n = out.len();
-                    chunk_stats(xs(k, n), out, &mut buf[..n], log)
+                    if !f16 {
+                        return chunk_stats(xs(k, n), out, &mut buf[..n], log);
+                    }
+                    // Widened once and computed in f32, the exponentials rounded into y.
+                    let (scratch, rest) = buf.split_at_mut(CPU_CHUNK);
+                    let (wide, exps) = rest.split_at_mut(CPU_CHUNK);
+                    prim::widen(&mut wide[..n], xs(k, n));
+                    let st = chunk_stats::<f32>(&wide[..n], &mut exps[..n], &mut scratch[..n], log);
+                    if !log {
+                        prim::narrow(out, &exps[..n]);
+                    }
+                    st
                 },
             )
             .collect();
@@ -249,7 +294,11 @@ fn rows_split<T: Element>(x: &[T], y: &mut [T], cols: usize, ldx: usize, log: bo
         chunks.par_iter_mut().enumerate().for_each(|(k, out)| {
             let (m, s, ls) = rows[k / per_row];
             let scale = ((states[k].0 as f64 - m as f64).exp() / s) as f32;
-            chunk_finish(xs(k, out.len()), out, scale, m, ls, log)
+            if f16 {
+                chunk_finish_widened(xs(k, out.len()), out, scale, m, ls, log)
+            } else {
+                chunk_finish(xs(k, out.len()), out, scale, m, ls, log)
+            }
         });
     }
 }
