@@ -340,11 +340,11 @@ fn narrow_body<T: Element, const FMA: bool>(out: &mut [T], v: &[f32]) {
     }
 }
 avx2_twin!(avx2_only
-    /// [`widen_body`] in AVX2 where the CPU has it.
+    /// [`widen_body`] in AVX-512 or AVX2 where the CPU has it.
     fn widen_loop<T: Element>(out: &mut [f32], v: &[T]) => widen_body
 );
 avx2_twin!(avx2_only
-    /// [`narrow_body`] in AVX2 where the CPU has it.
+    /// [`narrow_body`] in AVX-512 or AVX2 where the CPU has it.
     fn narrow_loop<T: Element>(out: &mut [T], v: &[f32]) => narrow_body
 );
 

@@ -423,7 +423,7 @@ fn gelu_chunk_body<const FMA: bool>(y: &mut [f32], x: &[f32], a: GeluApprox) {
 }
 
 super::cpu_prims::avx2_twin!(
-    /// [`gelu_chunk_body`], in AVX2 and FMA where the CPU has them.
+    /// [`gelu_chunk_body`], in AVX-512 or AVX2, and FMA, where the CPU has them.
     fn gelu_chunk_fma(y: &mut [f32], x: &[f32], a: GeluApprox) => gelu_chunk_body
 );
 /// A chunk of the fused CPU GeLU: the f32 loop with FMA for every dtype, 16-bit rows widened

@@ -726,7 +726,7 @@ fn scale_body<T: Element, const FMA: bool>(x: &[T], w: &[T], y: &mut [T], s: f32
     }
 }
 prim::avx2_twin!(
-    /// [`scale_body`], in AVX2 and FMA where the CPU has them.
+    /// [`scale_body`], in AVX-512 or AVX2, and FMA, where the CPU has them.
     fn scale_row<T: Element>(x: &[T], w: &[T], y: &mut [T], s: f32) => scale_body
 );
 
@@ -735,7 +735,7 @@ fn squares_body<T: Element, const FMA: bool>(x: &[T]) -> f32 {
     sum_squares(x)
 }
 prim::avx2_twin!(
-    /// [`sum_squares`], in AVX2 where the CPU has it.
+    /// [`sum_squares`], in AVX-512 or AVX2 where the CPU has it.
     fn squares<T: Element>(x: &[T]) -> f32 => squares_body
 );
 

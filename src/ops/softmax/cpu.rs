@@ -1,4 +1,5 @@
-//! `cpu/fused`: the fused softmax on the CPU (rayon; AVX2 and FMA where the CPU has them).
+//! `cpu/fused`: the fused softmax on the CPU (rayon; AVX-512 or AVX2, and FMA, where the CPU
+//! has them).
 //! Rows that a core's cache holds run whole, one task a row: the max, the exponentials into a
 //! buffer and their sum, then the outputs, while the row is in cache (a 16-bit row is widened
 //! into that buffer first, and computed there in f32). Wider rows, and rows too
@@ -69,7 +70,7 @@ fn row_body<T: Element, const FMA: bool>(row: &[T], out: &mut [T], buf: &mut [f3
     }
 }
 prim::avx2_twin!(
-    /// [`row_body`], in AVX2 and FMA where the CPU has them.
+    /// [`row_body`], in AVX-512 or AVX2, and FMA, where the CPU has them.
     fn row_whole<T: Element>(row: &[T], out: &mut [T], buf: &mut [f32], log: bool) => row_body
 );
 
@@ -95,7 +96,7 @@ fn chunk_stats_body<T: Element, const FMA: bool>(
     (m, s)
 }
 prim::avx2_twin!(
-    /// [`chunk_stats_body`], in AVX2 and FMA where the CPU has them.
+    /// [`chunk_stats_body`], in AVX-512 or AVX2, and FMA, where the CPU has them.
     fn chunk_stats<T: Element>(x: &[T], out: &mut [T], buf: &mut [f32], log: bool) -> (f32, f32)
         => chunk_stats_body
 );
@@ -138,7 +139,7 @@ fn chunk_finish_body<T: Element, const FMA: bool>(
     }
 }
 prim::avx2_twin!(
-    /// [`chunk_finish_body`], in AVX2 and FMA where the CPU has them.
+    /// [`chunk_finish_body`], in AVX-512 or AVX2, and FMA, where the CPU has them.
     fn chunk_finish<T: Element>(x: &[T], out: &mut [T], scale: f32, m: f32, ls: f32, log: bool)
         => chunk_finish_body
 );
@@ -198,7 +199,7 @@ fn stats_f32_body<const FMA: bool>(buf: &mut [f32], log: bool) -> (f32, f32) {
     }
 }
 prim::avx2_twin!(
-    /// [`stats_f32_body`], in AVX2 and FMA where the CPU has them.
+    /// [`stats_f32_body`], in AVX-512 or AVX2, and FMA, where the CPU has them.
     fn stats_f32(buf: &mut [f32], log: bool) -> (f32, f32) => stats_f32_body
 );
 
