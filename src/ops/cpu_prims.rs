@@ -114,6 +114,22 @@ macro_rules! avx2_twin {
 }
 pub(crate) use avx2_twin;
 
+/// Cody–Waite reduction for the e^x forms: x = n·ln 2 + r with n the nearest integer to
+/// x·log2(e) and |r| ≤ ln 2 / 2, ln 2 in two parts so that n·ln 2 is exact to the bit. For
+/// |x| ≤ 88.8 (callers clamp); NaN gives a NaN r.
+#[inline(always)]
+fn ln2_reduce<const FMA: bool>(x: f32) -> (i32, f32) {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    const LN2_HI: f32 = 0.693_359_4; // 355/512: n·LN2_HI is exact for |n| ≤ 2^14
+    const LN2_LO: f32 = -2.121_944_4e-4; // ln 2 − LN2_HI
+    const SHIFTER: f32 = 12_582_912.0; // 1.5·2^23: adding it rounds to an integer
+    let t = mad::<FMA>(x, LOG2E, SHIFTER);
+    let nf = t - SHIFTER;
+    // t's low mantissa bits hold n past SHIFTER's.
+    let n = (t.to_bits() as i32).wrapping_sub(SHIFTER.to_bits() as i32);
+    (n, mad::<FMA>(nf, -LN2_LO, mad::<FMA>(nf, -LN2_HI, x)))
+}
+
 /// e^x in f32, written so that a loop over a slice vectorises (no branch, no call): x clamped
 /// to [−87.3, 88.8], x = n·ln 2 + r with |r| ≤ ln 2 / 2 (Cody–Waite: ln 2 in two parts), e^r by
 /// a degree-7 polynomial (the constant and linear terms exact, the rest the Taylor
@@ -127,16 +143,8 @@ pub(crate) use avx2_twin;
 /// With `FMA`, the reduction and the polynomial take fused multiply-adds ([`mad`]).
 #[inline(always)]
 pub fn exp_f32<const FMA: bool>(x: f32) -> f32 {
-    const LOG2E: f32 = std::f32::consts::LOG2_E;
-    const LN2_HI: f32 = 0.693_359_4; // 355/512: n·LN2_HI is exact for |n| ≤ 2^14
-    const LN2_LO: f32 = -2.121_944_4e-4; // ln 2 − LN2_HI
-    const SHIFTER: f32 = 12_582_912.0; // 1.5·2^23: adding it rounds to an integer
     const LO: f32 = -87.3;
-    let xc = x.clamp(LO, 88.8);
-    let t = mad::<FMA>(xc, LOG2E, SHIFTER);
-    let nf = t - SHIFTER;
-    let n = (t.to_bits() as i32).wrapping_sub(SHIFTER.to_bits() as i32);
-    let r = mad::<FMA>(nf, -LN2_LO, mad::<FMA>(nf, -LN2_HI, xc));
+    let (n, r) = ln2_reduce::<FMA>(x.clamp(LO, 88.8));
     // Horner, from 1/7! down to the two exact 1s.
     let mut p = mad::<FMA>(1.0 / 5040.0, r, 1.0 / 720.0);
     p = mad::<FMA>(p, r, 1.0 / 120.0);
@@ -170,10 +178,6 @@ pub fn exp_f32<const FMA: bool>(x: f32) -> f32 {
 /// With `FMA`, fused multiply-adds ([`mad`]).
 #[inline(always)]
 pub fn exp_nonpos_f32<const FMA: bool>(x: f32) -> f32 {
-    const LOG2E: f32 = std::f32::consts::LOG2_E;
-    const LN2_HI: f32 = 0.693_359_4;
-    const LN2_LO: f32 = -2.121_944_4e-4;
-    const SHIFTER: f32 = 12_582_912.0;
     const LO: f32 = -87.3;
     const C: [f32; 5] = [
         0.999_999_7,
@@ -182,22 +186,14 @@ pub fn exp_nonpos_f32<const FMA: bool>(x: f32) -> f32 {
         0.041_898_116,
         0.008_290_242,
     ];
-    let xc = x.clamp(LO, 0.0);
-    let t = mad::<FMA>(xc, LOG2E, SHIFTER);
-    let nf = t - SHIFTER;
-    let r = mad::<FMA>(nf, -LN2_LO, mad::<FMA>(nf, -LN2_HI, xc));
+    let (n, r) = ln2_reduce::<FMA>(x.clamp(LO, 0.0));
     let mut p = C[4];
     for &c in C[..4].iter().rev() {
         p = mad::<FMA>(p, r, c);
     }
     p = mad::<FMA>(p, r, 1.0);
-    // n + 127 into the exponent field: t's low mantissa bits hold n past SHIFTER's.
-    let s = f32::from_bits(
-        t.to_bits()
-            .wrapping_sub(SHIFTER.to_bits())
-            .wrapping_add(127)
-            << 23,
-    );
+    // n ∈ [−126, 0]: 2^n is one normal factor.
+    let s = f32::from_bits(((n + 127) as u32) << 23);
     if x < LO {
         0.0
     } else {
