@@ -47,13 +47,25 @@ pub fn cap() -> CpuPath {
     }
 }
 
+/// Whether the CPU has every x86-64 feature named (detected at run time, cached by std);
+/// false on other architectures.
+macro_rules! has {
+    ($($f:tt),+) => {{
+        #[cfg(target_arch = "x86_64")]
+        let yes = true $(&& std::arch::is_x86_feature_detected!($f))+;
+        #[cfg(not(target_arch = "x86_64"))]
+        let yes = false;
+        yes
+    }};
+}
+
 /// The paths this machine can run, lowest first (`Portable` always; `Avx2` where the CPU has
 /// AVX2; `Avx2Fma` where it also has FMA and AVX-512 is what `Best` adds; `Best`).
 pub fn available() -> Vec<CpuPath> {
     let mut v = vec![CpuPath::Portable];
-    if detected_avx2() {
+    if has!("avx2") {
         v.push(CpuPath::Avx2);
-        if detected("fma") && detected_avx512() {
+        if has!("fma") && has_avx512() {
             v.push(CpuPath::Avx2Fma);
         }
     }
@@ -61,64 +73,28 @@ pub fn available() -> Vec<CpuPath> {
     v
 }
 
-fn detected(feature: &str) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        match feature {
-            "fma" => std::arch::is_x86_feature_detected!("fma"),
-            "f16c" => std::arch::is_x86_feature_detected!("f16c"),
-            _ => false,
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = feature;
-        false
-    }
-}
-
-fn detected_avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512bw")
-            && std::arch::is_x86_feature_detected!("avx512vl")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
-fn detected_avx2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+fn has_avx512() -> bool {
+    has!("avx512f", "avx512bw", "avx512vl")
 }
 
 /// Whether the loops may use AVX2 (the CPU has it, the cap allows it).
 pub fn avx2() -> bool {
-    cap() >= CpuPath::Avx2 && detected_avx2()
+    cap() >= CpuPath::Avx2 && has!("avx2")
 }
 
 /// Whether the loops may use AVX2 and FMA together.
 pub fn avx2_fma() -> bool {
-    cap() >= CpuPath::Avx2Fma && avx2() && detected("fma")
+    cap() >= CpuPath::Avx2Fma && avx2() && has!("fma")
 }
 
 /// Whether the FMA loops may take AVX-512 (F, BW and VL, with FMA): 16 lanes a vector.
 pub fn avx512() -> bool {
-    cap() == CpuPath::Best && avx2_fma() && detected_avx512()
+    cap() == CpuPath::Best && avx2_fma() && has_avx512()
 }
 
 /// Whether the conversions may use F16C (with AVX2).
 pub fn f16c() -> bool {
-    cap() >= CpuPath::Avx2Fma && avx2() && detected("f16c")
+    cap() >= CpuPath::Avx2Fma && avx2() && has!("f16c")
 }
 
 /// The paths the loops take now, in words: `AVX-512 + FMA, F16C`, `AVX2 + FMA, F16C`, or
@@ -160,7 +136,7 @@ mod tests {
         assert_eq!(here.last(), Some(&CpuPath::Best));
         // avx2-fma is a path of its own only where best adds AVX-512 to it, and the report
         // then says so (the lib's tests leave the cap at best).
-        let wide = detected_avx2() && detected("fma") && detected_avx512();
+        let wide = has!("avx2", "fma") && has_avx512();
         assert_eq!(here.contains(&CpuPath::Avx2Fma), wide);
         assert_eq!(
             describe().starts_with("AVX-512 + FMA"),
