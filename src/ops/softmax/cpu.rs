@@ -76,8 +76,9 @@ prim::avx2_twin!(
 
 /// A chunk's state: its max (−inf where it holds no finite value or +inf; NaNs skipped) and
 /// Σ e^(x − max) (e^(x − 0) where the max is −inf, so that a chunk of −inf sums to 0, not to
-/// e^(−inf + inf) = NaN; a NaN or +inf in the chunk makes it NaN). For softmax its
-/// exponentials go into `out` (log_softmax writes nothing here).
+/// e^(−inf + inf) = NaN; a NaN or +inf in the chunk makes it NaN). Its exponentials are left
+/// in `buf`; for softmax they are also rounded into `out` where `out` is given (empty, they
+/// stay in `buf` alone; log_softmax writes nothing here).
 #[inline(always)]
 fn chunk_stats_body<T: Element, const FMA: bool>(
     x: &[T],
@@ -154,23 +155,16 @@ fn chunk_finish_widened<T: Element>(
     ls: f32,
     log: bool,
 ) {
+    if log {
+        return prim::map_in_f32(out, x, |o, x| chunk_finish::<f32>(x, o, scale, m, ls, true));
+    }
+    // Softmax scales, in place, the exponentials that the first pass left in y (x is not read).
     let mut a = [0f32; prim::WIDEN_BLOCK];
-    let mut b = [0f32; prim::WIDEN_BLOCK];
-    for (o, xc) in out
-        .chunks_mut(prim::WIDEN_BLOCK)
-        .zip(x.chunks(prim::WIDEN_BLOCK))
-    {
-        let n = o.len();
-        if log {
-            prim::widen(&mut a[..n], xc);
-            chunk_finish::<f32>(&a[..n], &mut b[..n], scale, m, ls, true);
-            prim::narrow(o, &b[..n]);
-        } else {
-            // Softmax scales the exponentials that the first pass left in y (x is not read).
-            prim::widen(&mut a[..n], o);
-            chunk_finish::<f32>(&[], &mut a[..n], scale, m, ls, false);
-            prim::narrow(o, &a[..n]);
-        }
+    for o in out.chunks_mut(prim::WIDEN_BLOCK) {
+        let a = &mut a[..o.len()];
+        prim::widen(a, o);
+        chunk_finish::<f32>(&[], a, scale, m, ls, false);
+        prim::narrow(o, a);
     }
 }
 
@@ -266,17 +260,17 @@ fn rows_split<T: Element>(x: &[T], y: &mut [T], cols: usize, ldx: usize, log: bo
             .par_iter_mut()
             .enumerate()
             .map_init(
-                || vec![0.0f32; if f16 { 3 } else { 1 } * CPU_CHUNK],
+                || vec![0.0f32; if f16 { 2 } else { 1 } * CPU_CHUNK],
                 |buf, (k, out)| {
                     let n = out.len();
                     if !f16 {
                         return chunk_stats(xs(k, n), out, &mut buf[..n], log);
                     }
-                    // Widened once and computed in f32, the exponentials rounded into y.
-                    let (scratch, rest) = buf.split_at_mut(CPU_CHUNK);
-                    let (wide, exps) = rest.split_at_mut(CPU_CHUNK);
+                    // Widened once and computed in f32: with no f32 output given, the
+                    // exponentials stay in `exps`, and are rounded from there into y.
+                    let (exps, wide) = buf.split_at_mut(CPU_CHUNK);
                     prim::widen(&mut wide[..n], xs(k, n));
-                    let st = chunk_stats::<f32>(&wide[..n], &mut exps[..n], &mut scratch[..n], log);
+                    let st = chunk_stats::<f32>(&wide[..n], &mut [], &mut exps[..n], log);
                     if !log {
                         prim::narrow(out, &exps[..n]);
                     }
