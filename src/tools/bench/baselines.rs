@@ -127,16 +127,13 @@ pub(super) fn wants_triton_plan(
 }
 
 /// Whether the launches of `op`'s replayable variant (softmax's `auto`) go to the baselines'
-/// process to be replayed there (`torch::REPLAY_VARIANT`): with `--torch` on a CUDA device,
-/// where the baselines take these parameters, on contiguous rows (a replayed launch's arguments are for contiguous
-/// rows, and the script refuses plans with `--row-stride`), timed call by call.
+/// process to be replayed there (`torch::REPLAY_VARIANT`): where a Triton plan would
+/// ([`wants_triton_plan`]), on contiguous rows (a replayed launch's arguments are for
+/// contiguous rows, and the script refuses plans with `--row-stride`).
 pub(super) fn wants_replay(cfg: &BenchConfig, device: &Device, op: Op, params: &Params) -> bool {
-    cfg.torch.is_some()
-        && device.cuda().is_some()
-        && op.variants().iter().any(|v| v.replayable)
-        && op.torch().is_some_and(|t| (t.args)(params).is_ok())
+    op.variants().iter().any(|v| v.replayable)
         && cfg.row_stride.is_none()
-        && cfg.timing.graph.is_none()
+        && wants_triton_plan(cfg, device, op, params)
 }
 
 /// The baselines script's runs for `points`: one per op, dtype and parameter set, with that
