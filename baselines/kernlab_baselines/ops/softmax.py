@@ -69,7 +69,7 @@ class Softmax(RowOp):
              f"{where}: 'log_softmax' is not true or false")
 
     def doc_fields(self, args):
-        return {"log_softmax": is_log(args)}
+        return self.opts(args)
 
     # -- on the GPU ---------------------------------------------------------------------------
     def make_inputs(self, bench, shape):
