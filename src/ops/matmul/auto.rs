@@ -136,13 +136,14 @@ pub fn v6_fits(g: &Gemm) -> bool {
 }
 
 /// `auto`'s heuristic when nothing is cached: the skinny version for a few rows (a tiled
-/// kernel would leave most SMs idle), Hopper's wgmma where it fits, else the mma.sync version
-/// for 16-bit inputs, else (f32) the grouped register-blocked version.
+/// kernel would leave most SMs idle), Hopper's wgmma with the TMA-store epilogue where it fits
+/// (v7, which itself falls back to v6's register stores for an output TMA cannot write), else
+/// the mma.sync version for 16-bit inputs, else (f32) the grouped register-blocked version.
 pub fn heuristic(g: &Gemm) -> &'static str {
     if g.m <= cuda::SKINNY_ROWS {
         "v8_skinny"
     } else if v6_fits(g) {
-        "v6_wgmma"
+        "v7_wgmma_tma_store"
     } else if g.dtype() != DType::F32 {
         "v5_mma"
     } else {
