@@ -131,13 +131,6 @@ __device__ __forceinline__ float fast_exp2(float x) {
     return y;
 }
 
-// tanh(x) as one tanh.approx.f32 (relative error ~2^-11, sm_75+): for values stored in 16 bits.
-__device__ __forceinline__ float fast_tanh(float x) {
-    float y;
-    asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-
 // GeLU, tanh approximation: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
 // Written as x·sigmoid(2u) = x / (1 + e^(−2u)), the same function without the cancellation
 // of 1 + tanh(u) for x ≪ 0. Cost: ~6 FLOPs, one ex2, one fast divide.

@@ -10,23 +10,12 @@
 #define KL_ACT_GELU_TANH 1
 #define KL_ACT_GELU_ERF 2
 
-// GeLU tanh with one `tanh.approx.f32` (one MUFU op; relative error ~2^-11 in tanh) instead
-// of gelu_tanh's ex2 + reciprocal (two). For 16-bit outputs only, whose rounding (2^-9 bf16,
-// 2^-11 f16) is as large: at 8192³ the epilogue's GeLU is MUFU-bound (67 M outputs, 16 MUFU
-// ops per clock per SM), so this halves its cost. f32 outputs keep the accurate form.
-__device__ __forceinline__ float gelu_tanh_approx(float x) {
-    const float k = 0.7978845608028654f;  // sqrt(2/pi)
-    float u = k * fmaf(0.044715f * x, x * x, x);
-    float t;
-    asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(u));
-    float h = 0.5f * x;
-    return fmaf(h, t, h);
-}
-
+// GeLU tanh is gelu_tanh's x·sigmoid(2u) for every output dtype: a one-instruction tanh's
+// 1 + tanh(u) cancels for x ≪ 0 (docs/perf-notes.md, "Linear epilogue").
 template <class T>
 __device__ __forceinline__ float mm_epilogue(float acc, const T* __restrict__ bias, int n, int act) {
     float v = bias ? acc + to_f32(bias[n]) : acc;
-    if (act == KL_ACT_GELU_TANH) return sizeof(T) == 2 ? gelu_tanh_approx(v) : gelu_tanh(v);
+    if (act == KL_ACT_GELU_TANH) return gelu_tanh(v);
     if (act == KL_ACT_GELU_ERF) return gelu_erf(v);
     return v;
 }

@@ -859,18 +859,18 @@ fn compile_shows_the_graph_the_fusion_and_the_generated_kernel() {
         "{out}"
     );
     // linear: the matmul on the tensor cores, bias + GeLU its generated epilogue (bf16 by
-    // default), one tanh.approx a value.
+    // default), 1 + tanh(u) as 2·sigmoid(2u).
     let out = run(&["compile", "linear", "--source", "--arch", "sm_90a"]).unwrap();
     assert!(
         out.contains("linear (bias + gelu-tanh), bf16")
             && out.contains("%2   = matmul %0, %1")
             && out.contains("one GEMM for 11 operations")
-            && out.contains("the rest its epilogue (10 operations after the fusion rewrites)"),
+            && out.contains("the rest its epilogue (11 operations after the fusion rewrites)"),
         "{out}"
     );
     assert!(
         out.contains("struct Epi {")
-            && out.contains("fast_tanh(")
+            && out.contains("fast_exp(-v17)")
             && out.contains("v7_body<T, 256, 3>"),
         "{out}"
     );

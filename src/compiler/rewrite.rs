@@ -15,17 +15,6 @@ use crate::runtime::error::Result;
 
 /// Node `out` of `g` rebuilt into a new graph with the rewrites applied; its id there.
 pub fn for_fusion(g: &Graph, out: NodeId) -> Result<(Graph, NodeId)> {
-    rebuild(g, out, true)
-}
-
-/// [`for_fusion`] without the first rule, for a kernel that stores 16-bit values and has a
-/// one-instruction tanh to spend (`tanh.approx.f32`, a GEMM epilogue's: there the special
-/// function unit, not memory, bounds the tail, and 2·sigmoid(2u) costs it two).
-pub fn for_fusion_keeping_tanh(g: &Graph, out: NodeId) -> Result<(Graph, NodeId)> {
-    rebuild(g, out, false)
-}
-
-fn rebuild(g: &Graph, out: NodeId, tanh_as_sigmoid: bool) -> Result<(Graph, NodeId)> {
     let m = Graph::new();
     let mut map: Vec<Option<NodeId>> = vec![None; out + 1];
     for i in needed(g, out) {
@@ -35,7 +24,7 @@ fn rebuild(g: &Graph, out: NodeId, tanh_as_sigmoid: bool) -> Result<(Graph, Node
             .iter()
             .map(|&o| map[o].expect("operands come first"))
             .collect();
-        let id = match rewrite(&m, &node, &ops, tanh_as_sigmoid)? {
+        let id = match rewrite(&m, &node, &ops)? {
             Some(id) => id,
             None => m.apply(&node, &ops)?.id,
         };
@@ -70,14 +59,9 @@ fn one_plus_exp_neg(m: &Graph, d: NodeId) -> Option<NodeId> {
 }
 
 /// The rewritten node for `node` over the new operands `ops`, if a rule applies.
-fn rewrite(
-    m: &Graph,
-    node: &Node,
-    ops: &[NodeId],
-    tanh_as_sigmoid: bool,
-) -> Result<Option<NodeId>> {
+fn rewrite(m: &Graph, node: &Node, ops: &[NodeId]) -> Result<Option<NodeId>> {
     Ok(match node {
-        Node::Binary(Binary::Add, ..) if tanh_as_sigmoid => {
+        Node::Binary(Binary::Add, ..) => {
             let (a, b) = (ops[0], ops[1]);
             let tanh_of = |t: NodeId| match m.node(t) {
                 Node::Unary(Unary::Tanh, u) => Some(u),
