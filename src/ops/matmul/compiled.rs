@@ -1,7 +1,8 @@
 //! The GEMM ops' compiled tier: their graph, `act(x·wᵀ + bias)` (matmul: `x·wᵀ`), through
 //! kernlab's compiler ([`crate::compiler::gemm`]), the tail generated as the epilogue of the
-//! v6/v7 template instead of the hand kernels' bias + activation code. Built once a process
-//! for each epilogue and dtype.
+//! v6/v7 template instead of the hand kernels' bias + activation code, run in the schedule
+//! (tile, GROUP_M) autotune chose for v7 at the shape. Built once a process for each epilogue
+//! and dtype.
 
 use super::sm90;
 use super::{Activation, Gemm, GemmParams};
@@ -60,7 +61,13 @@ pub fn run(g: &Gemm, c: &mut Tensor) -> Result<()> {
     };
     let k = kernel(&p, g.dtype())?;
     let epilogue: Vec<(&str, &Tensor)> = g.bias.map(|b| ("bias", b)).into_iter().collect();
-    sm90::run_generated(&k, g, &epilogue, c)
+    // The schedule autotune chose for v7 at this shape: the same template and tiles.
+    let tuned = super::auto::cached(g, sm90::VARIANT_V7).and_then(|e| {
+        sm90::configs_v7(g.dtype())
+            .into_iter()
+            .find(|c| c.name == e.config)
+    });
+    sm90::run_generated(&k, g, &epilogue, tuned, c)
 }
 
 /// The generated source and its symbols (the variant's `generated`; none for f32, which the

@@ -485,8 +485,8 @@ fn launch_raw(
 
 // ---- v7: v6 with an asynchronous (TMA store) epilogue -----------------------------------
 
-/// The v7 variant name used in error messages.
-const VARIANT_V7: &str = "v7_wgmma_tma_store";
+/// The v7 variant's name (its autotune entries, error messages).
+pub const VARIANT_V7: &str = "v7_wgmma_tma_store";
 
 const V7: Version = Version {
     variant: VARIANT_V7,
@@ -806,21 +806,23 @@ pub fn generated_tiles() -> Vec<Tile> {
 
 /// Run a GEMM whose epilogue kernlab's compiler generated ([`GemmKernel`], built with
 /// [`generated_tiles`]): `c = epi(a·wᵀ)`, the epilogue's inputs by name in `epilogue`. The
-/// tile is v7's default for the shape, or v6's where c cannot take a TMA store; the checks
-/// are v6's and v7's, plus each epilogue input's dtype, device and extent.
+/// configuration is `tuned` (v7's autotuned one for the shape, where there is one), else v7's
+/// default for the shape, or v6's where c cannot take a TMA store; the checks are v6's and
+/// v7's, plus each epilogue input's dtype, device and extent.
 pub fn run_generated(
     k: &GemmKernel,
     g: &Gemm,
     epilogue: &[(&str, &Tensor)],
+    tuned: Option<Config>,
     c: &mut Tensor,
 ) -> Result<()> {
     let dev = device_of(g)?;
     let what = "compiled";
     let tma = c_fits_tma(g, c)?;
-    let (ver, cfg) = if tma {
-        (V7, default_config_v7(g.m, g.n, dev.props.sm_count))
-    } else {
-        (V6, default_config(g.m, g.n, dev.props.sm_count))
+    let (ver, cfg) = match tuned {
+        Some(t) if tma => (V7, t),
+        _ if tma => (V7, default_config_v7(g.m, g.n, dev.props.sm_count)),
+        _ => (V6, default_config(g.m, g.n, dev.props.sm_count)),
     };
     let ver = Version {
         variant: what,
