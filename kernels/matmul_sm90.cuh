@@ -290,19 +290,21 @@ __device__ __forceinline__ void produce(const TmaDesc* ta, const TmaDesc* tw, u3
     if (tid == 0) {
         tma_prefetch_desc(ta);
         tma_prefetch_desc(tw);
+        // The empty barriers' parity to wait for: a fresh barrier counts its "previous" phase,
+        // parity 1, as complete, so the first use of each stage passes at once.
         int s = 0;
-        u32 ph = 0;
+        u32 eph = 1;
         for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
             int tm, tn;
             tile_coords(t, tiles_m, tiles_n, group_m, tm, tn);
             for (int kb = 0; kb < nk; ++kb) {
-                mbar_wait(bar_empty<STAGES>(bars, s), ph ^ 1u);
+                mbar_wait(bar_empty<STAGES>(bars, s), eph);
                 mbar_expect_tx(bar_full<STAGES>(bars, s), A_BYTES + B_BYTES);
                 tma_load_operand<BM, TA>(sa + s * A_BYTES, ta, kb * BK, tm * BM,
                                          bar_full<STAGES>(bars, s));
                 tma_load_operand<BN, TB>(sb + s * B_BYTES, tw, kb * BK, tn * BN,
                                          bar_full<STAGES>(bars, s));
-                if (++s == STAGES) { s = 0; ph ^= 1u; }
+                if (++s == STAGES) { s = 0; eph ^= 1u; }
             }
         }
     }
