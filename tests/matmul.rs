@@ -485,3 +485,47 @@ fn v7_layouts_refuse_clearly(dev: &Device) {
     assert!(e.contains("bf16, f16"), "{e}");
 }
 test_gpu!(v7_layouts_errors, super::v7_layouts_refuse_clearly);
+
+/// Every v7 configuration autotune may pick: linear with bias + GeLU erf against f64, bf16 and
+/// f16, on shapes with partial tiles, one k-block and many, and more tiles than a wave (the
+/// persistent walk).
+fn every_v7_configuration_matches_the_reference(dev: &Device) {
+    let Some(d) = dev.cuda() else { return };
+    if !on_hopper(dev) {
+        return;
+    }
+    let p = Params::new(GemmParams {
+        act: Activation::GeluErf,
+        bias: true,
+    });
+    let shapes: &[[usize; 3]] = &[
+        [333, 512, 200],
+        [1000, 1024, 64],
+        [2048, 2048, 1032],
+        [256, 384, 520],
+    ];
+    for &dt in &[DType::BF16, DType::F16] {
+        let only = ["v7_wgmma_tma_store".to_string()];
+        let candidates = matmul::auto::candidates(linear::OP, dt, d, Some(&only)).unwrap();
+        assert_eq!(candidates.len(), matmul::sm90::configs_v7(dt).len());
+        for &s in shapes {
+            let seed = 5 + s.iter().sum::<usize>() as u64;
+            let host = check::make_inputs(linear::OP, &s, dt, seed, None, &p).unwrap();
+            let reference = check::make_reference(linear::OP, &s, &host, &p, seed).unwrap();
+            let inputs: Vec<Tensor> = host.iter().map(|t| t.to_device(dev).unwrap()).collect();
+            let x: Vec<&Tensor> = inputs.iter().collect();
+            for c in &candidates {
+                let mut y = Tensor::empty(&[s[0], s[1]], dt, dev).unwrap();
+                y.poison_nan().unwrap();
+                (c.run)(&p, &x, &mut y)
+                    .unwrap_or_else(|e| panic!("v7 {} {dt} {s:?}: {e}", c.config));
+                let r = reference.check(&y).unwrap();
+                assert!(r.passed, "v7 {} {dt} {s:?}: {}", c.config, r.describe());
+            }
+        }
+    }
+}
+test_gpu!(
+    every_v7_configuration,
+    super::every_v7_configuration_matches_the_reference
+);
