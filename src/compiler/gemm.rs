@@ -8,7 +8,7 @@
 //! instantiation of the template's body. Launching it (tensor maps, the tile order, the
 //! fallback from the TMA store) is the matmul op's: `ops::matmul::sm90::run_generated`.
 
-use super::codegen::{c_type, expr, load};
+use super::codegen::{c_type, expr, listing, load};
 use super::graph::{Graph, Layout, Node, NodeId};
 use crate::runtime::dtype::DType;
 use crate::runtime::error::{Error, Result};
@@ -150,12 +150,7 @@ pub fn build(
             .unwrap_or(out)
     )
     .ok();
-    // The nodes the kernel computes (the rewrites leave the ones they replaced unread).
-    for (i, line) in m.to_string().lines().enumerate().take(out + 1) {
-        if nodes.contains(&i) {
-            writeln!(s, "//   {line}").ok();
-        }
-    }
+    s.push_str(&listing(&m, &nodes));
     writeln!(s, "#include \"matmul_sm90.cuh\"").ok();
     writeln!(s, "typedef {t} T;").ok();
     writeln!(s).ok();

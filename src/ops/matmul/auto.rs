@@ -77,10 +77,7 @@ pub fn run_config(variant: &str, config: &str, g: &Gemm, c: &mut Tensor) -> Resu
             sm90::run_with(&cfg, g, c)
         }
         "v7_wgmma_tma_store" => {
-            let cfg = sm90::configs_v7(g.dtype())
-                .into_iter()
-                .find(|c| c.name == config)
-                .ok_or_else(unknown)?;
+            let cfg = sm90::config_v7(g.dtype(), config).ok_or_else(unknown)?;
             sm90::run_with_v7(&cfg, g, c)
         }
         triton::VARIANT => triton::run_config(config, g, c),

@@ -62,11 +62,8 @@ pub fn run(g: &Gemm, c: &mut Tensor) -> Result<()> {
     let k = kernel(&p, g.dtype())?;
     let epilogue: Vec<(&str, &Tensor)> = g.bias.map(|b| ("bias", b)).into_iter().collect();
     // The schedule autotune chose for v7 at this shape: the same template and tiles.
-    let tuned = super::auto::cached(g, sm90::VARIANT_V7).and_then(|e| {
-        sm90::configs_v7(g.dtype())
-            .into_iter()
-            .find(|c| c.name == e.config)
-    });
+    let tuned = super::auto::cached(g, sm90::VARIANT_V7)
+        .and_then(|e| sm90::config_v7(g.dtype(), &e.config));
     sm90::run_generated(&k, g, &epilogue, tuned, c)
 }
 

@@ -532,6 +532,11 @@ pub fn configs_v7(dt: DType) -> Vec<Config> {
     for_dtype(CONFIGS_V7, dt)
 }
 
+/// The v7 configuration named `name` for `dt` (an autotune entry's), if there is one.
+pub fn config_v7(dt: DType, name: &str) -> Option<Config> {
+    configs_v7(dt).into_iter().find(|c| c.name == name)
+}
+
 /// Every kernel `run_v7` or `run_with_v7` may launch for `dt`: the v7 kernels, plus v6's
 /// default kernels, which they fall back to when c cannot take a TMA store.
 pub fn symbols_v7(dt: DType) -> Vec<String> {
