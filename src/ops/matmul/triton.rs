@@ -89,11 +89,11 @@ pub fn spec(c: &Config, dt: DType, bias: bool, act: i32, divisible: &[(&str, boo
     for n in ["a_ptr", "w_ptr", "c_ptr", "bias_ptr"] {
         s = s.arg_hinted(n, &ptr, hinted(n));
     }
-    for n in ["M", "N", "K"] {
+    // i32 as Triton's own launcher types a Python int below 2^31 (the strides are K and N,
+    // which run_with keeps below it), so that both launchers run the same compiled kernel; the
+    // kernel widens the row index to i64 before it multiplies by a stride.
+    for n in ["M", "N", "K", "lda", "ldw", "ldc"] {
         s = s.arg_hinted(n, "i32", hinted(n));
-    }
-    for n in ["lda", "ldw", "ldc"] {
-        s = s.arg_hinted(n, "i64", hinted(n));
     }
     s.constexpr("BLOCK_M", c.bm)
         .constexpr("BLOCK_N", c.bn)
@@ -163,7 +163,7 @@ pub fn run_with(c: &Config, g: &Gemm, out: &mut Tensor) -> Result<()> {
     let t = io
         .dev
         .triton(&spec(c, dt, io.bias.is_some(), g.act.code(), &div))?;
-    let (lda, ldw, ldc) = (g.k as i64, g.k as i64, g.n as i64);
+    let (lda, ldw, ldc) = (k, k, n);
     let null = 0u64;
     match io.bias {
         Some(b) => launch_triton!(
