@@ -20,6 +20,16 @@ pub(super) struct DoctorArgs {
     /// headers; about a minute of a core a configuration)
     #[arg(long, value_name = "ARCH")]
     build_cutlass: Option<String>,
+    /// With --build-cutlass: only the libraries whose names contain one of these
+    /// (comma-separated), e.g. bf16_e0,bf16_e2 or pingpong (names as
+    /// kl_cutlass_bf16_e2_coop_128x256_2x1: dtype, epilogue 0-3, kernel)
+    #[arg(
+        long,
+        value_name = "NAMES",
+        value_delimiter = ',',
+        requires = "build_cutlass"
+    )]
+    cutlass_only: Vec<String>,
 }
 
 fn nvidia_kernel_driver() -> Option<String> {
@@ -77,7 +87,7 @@ pub(super) fn run(a: DoctorArgs, out: &mut dyn Write) -> Result<()> {
     writeln!(out, "CUTLASS: {cutlass}")?;
     if let Some(arch) = &a.build_cutlass {
         crate::tools::inspect::check_arch(arch)?;
-        let built = crate::runtime::device::cutlass::build_all(arch)?;
+        let built = crate::runtime::device::cutlass::build_all(arch, &a.cutlass_only)?;
         writeln!(
             out,
             "CUTLASS: {built} configuration(s) built for {arch} into the cache"

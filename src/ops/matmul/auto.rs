@@ -2,7 +2,7 @@
 //! `kernlab autotune` cached for this device, op, dtype and shape bucket, else its heuristic
 //! default; `auto` runs the cached overall winner, else a heuristic choice of version.
 
-use super::{cuda, gemm_args, sm90, triton, Gemm, GemmParams, LINEAR};
+use super::{cuda, cutlass, gemm_args, sm90, triton, Gemm, GemmParams, LINEAR};
 use crate::ops::{Candidate, Op, Params};
 use crate::runtime::device::CudaDevice;
 use crate::runtime::dtype::DType;
@@ -11,13 +11,14 @@ use crate::runtime::tensor::Tensor;
 use crate::runtime::tuning::{self, Entry};
 
 /// The versions with a configuration space, in the lecture's order.
-pub const TUNABLE: [&str; 6] = [
+pub const TUNABLE: [&str; 7] = [
     "v3_regs",
     "v4_grouped",
     "v5_mma",
     "v6_wgmma",
     "v7_wgmma_tma_store",
     triton::VARIANT,
+    cutlass::VARIANT,
 ];
 
 fn dev_of(g: &Gemm) -> Option<std::sync::Arc<CudaDevice>> {
@@ -52,6 +53,8 @@ pub fn config_names(variant: &str, dt: DType) -> Vec<String> {
             .map(|c| c.name.to_string())
             .collect(),
         triton::VARIANT => triton::config_names(dt),
+        cutlass::VARIANT if dt != DType::F32 => cutlass::config_names(),
+        cutlass::VARIANT => Vec::new(),
         v => cuda::configs(v, dt)
             .iter()
             .map(|c| c.name.to_string())
@@ -81,6 +84,7 @@ pub fn run_config(variant: &str, config: &str, g: &Gemm, c: &mut Tensor) -> Resu
             sm90::run_with_v7(&cfg, g, c)
         }
         triton::VARIANT => triton::run_config(config, g, c),
+        cutlass::VARIANT => cutlass::run_config(config, g, c),
         v => {
             let cfg = cuda::configs(v, g.dtype())
                 .into_iter()
@@ -123,6 +127,9 @@ pub fn run_v7(g: &Gemm, c: &mut Tensor) -> Result<()> {
 }
 pub fn run_triton(g: &Gemm, c: &mut Tensor) -> Result<()> {
     run_tuned(triton::VARIANT, g, c, triton::run_default)
+}
+pub fn run_cutlass(g: &Gemm, c: &mut Tensor) -> Result<()> {
+    run_tuned(cutlass::VARIANT, g, c, cutlass::run)
 }
 
 /// Whether the Hopper version can take this GEMM: sm_90, a 16-bit dtype, and rows whose byte
@@ -231,7 +238,13 @@ pub fn candidates(
         if v == triton::VARIANT && crate::runtime::device::triton::triton_version().is_err() {
             continue;
         }
-        for name in config_names(v, dt) {
+        // CUTLASS's where their library can be built or is cached (else each refuses).
+        let names = if v == cutlass::VARIANT {
+            cutlass::obtainable_names(dt, &dev.arch)
+        } else {
+            config_names(v, dt)
+        };
+        for name in names {
             let cfg = name.clone();
             out.push(Candidate {
                 variant: v,

@@ -21,8 +21,61 @@ fn refuse(g: &Gemm, why: String) -> Error {
     }
 }
 
-/// The configuration a GEMM runs: its dtype and epilogue.
-pub fn config(g: &Gemm) -> Config {
+/// A configuration autotune can pick: the library's kernel (an index into
+/// [`cutlass::KERNELS`]: schedule, tile, cluster) and the tile scheduler's raster order (0
+/// CUTLASS's heuristic, 1 along M, 2 along N) and swizzle (tiles a band), the last two
+/// run-time arguments of the same library.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tuning {
+    pub kernel: u8,
+    pub raster: i32,
+    pub swizzle: i32,
+}
+
+impl Tuning {
+    /// `coop_128x256_2x1_rh_s1`: the kernel, the raster order (h, m, n), the swizzle.
+    pub fn name(&self) -> String {
+        format!(
+            "{}_r{}_s{}",
+            cutlass::KERNELS[self.kernel as usize],
+            ["h", "m", "n"][self.raster as usize],
+            self.swizzle
+        )
+    }
+}
+
+/// Every configuration, the default (CUTLASS's own choices for the first kernel) first.
+pub fn configs() -> Vec<Tuning> {
+    let mut v = Vec::new();
+    for kernel in 0..cutlass::KERNELS.len() as u8 {
+        for (raster, swizzle) in [(0, 1), (1, 1), (2, 1), (1, 4), (2, 4)] {
+            v.push(Tuning {
+                kernel,
+                raster,
+                swizzle,
+            });
+        }
+    }
+    v
+}
+
+/// Every configuration's name.
+pub fn config_names() -> Vec<String> {
+    configs().iter().map(Tuning::name).collect()
+}
+
+/// The names of the configurations whose kernel's library for `dt` can be had on `arch` (see
+/// [`cutlass::obtainable`]).
+pub fn obtainable_names(dt: DType, arch: &str) -> Vec<String> {
+    configs()
+        .iter()
+        .filter(|t| cutlass::obtainable(&dt.to_string(), t.kernel, arch))
+        .map(Tuning::name)
+        .collect()
+}
+
+/// The library a GEMM runs in kernel `kernel`: its dtype and epilogue.
+pub fn config(g: &Gemm, kernel: u8) -> Config {
     let epilogue = match (g.bias.is_some(), g.act) {
         (_, Activation::GeluTanh) => 2,
         (_, Activation::GeluErf) => 3,
@@ -36,11 +89,31 @@ pub fn config(g: &Gemm) -> Config {
             "bf16"
         },
         epilogue,
+        kernel,
     }
 }
 
-/// c = epi(a · wᵀ) by CUTLASS.
+/// c = epi(a · wᵀ) by CUTLASS in the default configuration.
 pub fn run(g: &Gemm, c: &mut Tensor) -> Result<()> {
+    run_with(&configs()[0], g, c)
+}
+
+/// The GEMM in the named configuration.
+pub fn run_config(name: &str, g: &Gemm, c: &mut Tensor) -> Result<()> {
+    let t = configs()
+        .into_iter()
+        .find(|t| t.name() == name)
+        .ok_or_else(|| {
+            Error::Invalid(format!(
+                "{VARIANT} has no configuration '{name}' (known: {})",
+                config_names().join(", ")
+            ))
+        })?;
+    run_with(&t, g, c)
+}
+
+/// c = epi(a · wᵀ) by CUTLASS in configuration `t`.
+pub fn run_with(t: &Tuning, g: &Gemm, c: &mut Tensor) -> Result<()> {
     if g.act != Activation::None && g.bias.is_none() {
         return Err(refuse(
             g,
@@ -71,9 +144,9 @@ pub fn run(g: &Gemm, c: &mut Tensor) -> Result<()> {
             format!("the Hopper GEMM runs on sm_90; this device is sm_{a}{b}"),
         ));
     }
-    let lib = cutlass::load(&config(g), &dev.arch)?;
+    let lib = cutlass::load(&config(g, t.kernel), &dev.arch)?;
     // SAFETY: a pure size query of the library's C ABI.
-    let ws_bytes = unsafe { (lib.workspace_bytes)(m, n, k) }.max(16);
+    let ws_bytes = unsafe { (lib.workspace_bytes)(m, n, k, t.raster, t.swizzle) }.max(16);
     let (a, _ga) = io.a.device_ptr(&dev.stream);
     let (w, _gw) = io.w.device_ptr(&dev.stream);
     let bias = io.bias.map(|b| b.device_ptr(&dev.stream));
@@ -94,6 +167,8 @@ pub fn run(g: &Gemm, c: &mut Tensor) -> Result<()> {
                 m,
                 n,
                 k,
+                t.raster,
+                t.swizzle,
                 wp as *mut _,
                 dev.stream.cu_stream() as *mut _,
                 err.as_mut_ptr(),
@@ -107,9 +182,33 @@ pub fn run(g: &Gemm, c: &mut Tensor) -> Result<()> {
             .to_string_lossy()
             .into_owned();
         return Err(Error::Launch {
-            kernel: format!("CUTLASS GEMM {}", cutlass::library_name(&config(g))),
+            kernel: format!(
+                "CUTLASS GEMM {} {}",
+                cutlass::library_name(&config(g, t.kernel)),
+                t.name()
+            ),
             err: why,
         });
     }
     dev.after_launch("cutlass gemm")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configurations_are_named_apart_and_the_default_is_cutlass_own_choice() {
+        let names = config_names();
+        let mut sorted = names.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len(), "{names:?}");
+        assert_eq!(names[0], "coop_128x256_2x1_rh_s1");
+        assert!(names.iter().any(|n| n.starts_with("pingpong_64x256_2x1_")));
+        for t in configs() {
+            assert!(cutlass::KERNELS.get(t.kernel as usize).is_some());
+            assert!((0..3).contains(&t.raster) && [1, 2, 4, 8].contains(&t.swizzle));
+        }
+    }
 }

@@ -963,8 +963,8 @@ macro_rules! gemm_rows {
                     Ok(vec![$crate::ops::matmul::triton::default_spec(dt, gp.bias, gp.act.code(), shape)])
                 }),
             Variant::new($op, "cutlass", Tier::Cutlass, DeviceKind::Cuda,
-                "a CUTLASS 3.x Hopper GEMM (CollectiveBuilder: TMA, wgmma, warp-specialised cooperative, persistent), bias + GeLU in CUTLASS's fused epilogue; built with nvcc at first use (sm_90)",
-                |p, x, y| gemm_call($crate::ops::matmul::cutlass::run, p, x, y))
+                "a CUTLASS 3.x Hopper GEMM (CollectiveBuilder: TMA, wgmma, warp-specialised cooperative or ping-pong, persistent), bias + GeLU in CUTLASS's fused epilogue; built with nvcc at first use (sm_90); kernel, raster order and swizzle autotuned",
+                |p, x, y| gemm_call(auto::run_cutlass, p, x, y))
                 .dtypes(HALF_DTYPES)
                 .min_arch(90),
             Variant::new($op, "cublaslt", Tier::Vendor, DeviceKind::Cuda,

@@ -30,17 +30,27 @@ use std::sync::{Arc, Mutex};
 /// The GEMM's source.
 pub static SOURCE: &str = include_str!("../../../kernels/cutlass/gemm.cu");
 
-/// One configuration of the GEMM: its element type and its epilogue.
+/// The unit's kernels (`KL_KERNEL` 0, 1, 2): schedule, CTA tile M×N and cluster shape, as
+/// `kernels/cutlass/gemm.cu` defines them. The first is the default.
+pub const KERNELS: [&str; 3] = [
+    "coop_128x256_2x1",
+    "coop_256x128_1x2",
+    "pingpong_64x256_2x1",
+];
+
+/// One library of the GEMM: its element type, its epilogue and its kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Config {
     /// `bf16` or `f16`.
     pub element: &'static str,
     /// 0 none; 1 + bias; 2 GeLU tanh of (· + bias); 3 GeLU erf of (· + bias).
     pub epilogue: u8,
+    /// An index into [`KERNELS`].
+    pub kernel: u8,
 }
 
 impl Config {
-    fn defines(&self) -> [String; 2] {
+    fn defines(&self) -> [String; 3] {
         let e = match self.element {
             "f16" => "cutlass::half_t",
             _ => "cutlass::bfloat16_t",
@@ -48,6 +58,7 @@ impl Config {
         [
             format!("-DKL_ELEMENT={e}"),
             format!("-DKL_EPILOGUE={}", self.epilogue),
+            format!("-DKL_KERNEL={}", self.kernel),
         ]
     }
     fn name(&self) -> String {
@@ -55,9 +66,14 @@ impl Config {
     }
 }
 
-/// A configuration's name (its library's stem): `kl_cutlass_bf16_e2`.
+/// A configuration's name (its library's stem): `kl_cutlass_bf16_e2_coop_128x256_2x1`.
 pub fn library_name(c: &Config) -> String {
-    format!("kl_cutlass_{}_e{}", c.element, c.epilogue)
+    format!(
+        "kl_cutlass_{}_e{}_{}",
+        c.element,
+        c.epilogue,
+        KERNELS.get(c.kernel as usize).unwrap_or(&"unknown")
+    )
 }
 
 /// The tools a build needs.
@@ -233,6 +249,27 @@ pub fn library_path(dir: &Path, c: &Config, arch: &str) -> PathBuf {
     dir.join(format!("{}-{arch}-{}.so", c.name(), cache_key(c, arch)))
 }
 
+/// Whether kernel `kernel`'s libraries for `element` on `arch` can be had here: nvcc and the
+/// headers are at hand, or the cache holds one of them built (a cache filled elsewhere).
+pub fn obtainable(element: &str, kernel: u8, arch: &str) -> bool {
+    if Toolchain::find().is_ok() {
+        return true;
+    }
+    let Some(k) = KERNELS.get(kernel as usize) else {
+        return false;
+    };
+    let (stem, tail) = (format!("kl_cutlass_{element}_e"), format!("_{k}-{arch}-"));
+    cache_dir()
+        .and_then(|d| std::fs::read_dir(d).ok())
+        .is_some_and(|it| {
+            it.filter_map(|e| e.ok()).any(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| n.starts_with(&stem) && n.contains(&tail))
+            })
+        })
+}
+
 /// The cache folder of built libraries.
 pub fn cache_dir() -> Option<PathBuf> {
     cache_root().map(|r| r.join("cutlass"))
@@ -276,23 +313,33 @@ pub fn build(t: &Toolchain, c: &Config, arch: &str, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Every configuration the GEMM ops use (both dtypes, the four epilogues).
+/// Every configuration the GEMM ops use (both dtypes, the four epilogues, every kernel).
 pub fn all_configs() -> Vec<Config> {
-    ["bf16", "f16"]
-        .iter()
-        .flat_map(|&element| (0..4).map(move |epilogue| Config { element, epilogue }))
-        .collect()
+    let mut v = Vec::new();
+    for element in ["bf16", "f16"] {
+        for epilogue in 0..4 {
+            for kernel in 0..KERNELS.len() as u8 {
+                v.push(Config {
+                    element,
+                    epilogue,
+                    kernel,
+                });
+            }
+        }
+    }
+    v
 }
 
-/// Build every configuration missing from the cache for `arch`, one nvcc a core at once; how
-/// many were built.
-pub fn build_all(arch: &str) -> Result<usize> {
+/// Build every configuration missing from the cache for `arch` whose name contains one of
+/// `only` (all where `only` is empty), one nvcc a core at once; how many were built.
+pub fn build_all(arch: &str, only: &[String]) -> Result<usize> {
     let dir = cache_dir().ok_or_else(|| {
         Error::Invalid("the cache is off (KERNLAB_CACHE_DIR=off): nowhere to keep them".into())
     })?;
     let t = Toolchain::find()?;
     let todo: Vec<Config> = all_configs()
         .into_iter()
+        .filter(|c| only.is_empty() || only.iter().any(|o| c.name().contains(o.as_str())))
         .filter(|c| !library_path(&dir, c, arch).is_file())
         .collect();
     // One nvcc a core (each takes a core and a few GB for about a minute).
@@ -324,13 +371,16 @@ pub fn build_all(arch: &str) -> Result<usize> {
 /// A loaded configuration: its two C functions.
 pub struct CutlassGemm {
     _lib: libloading::Library,
-    pub workspace_bytes: unsafe extern "C" fn(i32, i32, i32) -> usize,
+    /// (m, n, k, raster, swizzle) → bytes.
+    pub workspace_bytes: unsafe extern "C" fn(i32, i32, i32, i32, i32) -> usize,
     #[allow(clippy::type_complexity)]
     pub gemm: unsafe extern "C" fn(
         *const std::ffi::c_void,
         *const std::ffi::c_void,
         *const std::ffi::c_void,
         *mut std::ffi::c_void,
+        i32,
+        i32,
         i32,
         i32,
         i32,
@@ -401,19 +451,22 @@ mod tests {
         let a = Config {
             element: "bf16",
             epilogue: 2,
+            kernel: 0,
         };
         let b = Config {
             element: "f16",
             ..a
         };
+        let c = Config { kernel: 2, ..a };
         assert_ne!(cache_key(&a, "sm_90a"), cache_key(&b, "sm_90a"));
+        assert_ne!(cache_key(&a, "sm_90a"), cache_key(&c, "sm_90a"));
         assert_ne!(cache_key(&a, "sm_90a"), cache_key(&a, "sm_100a"));
         assert_eq!(cache_key(&a, "sm_90a"), cache_key(&a, "sm_90a"));
         let p = library_path(Path::new("/c"), &a, "sm_90a");
         assert!(p
             .to_str()
             .unwrap()
-            .starts_with("/c/kl_cutlass_bf16_e2-sm_90a-"));
+            .starts_with("/c/kl_cutlass_bf16_e2_coop_128x256_2x1-sm_90a-"));
     }
 
     #[test]
