@@ -390,9 +390,9 @@ mod f16c {
 /// shift and a NaN select), and f16 elsewhere, in a loop the compiler vectorises (AVX2 where
 /// the CPU has it: hand-written AVX2 for bf16 measured no faster).
 pub fn widen<T: Element>(out: &mut [f32], v: &[T]) {
-    use crate::runtime::dtype::DType;
     #[cfg(target_arch = "x86_64")]
     {
+        use crate::runtime::dtype::DType;
         if T::DTYPE == DType::F16 && crate::runtime::simd::f16c() {
             // SAFETY: the CPU has AVX2 and F16C (`simd::f16c`).
             return unsafe { f16c::widen(out, bytemuck::cast_slice(v)) };
@@ -404,9 +404,9 @@ pub fn widen<T: Element>(out: &mut [f32], v: &[T]) {
 /// `out[i] = v[i]` rounded to `T` (to nearest even; NaN stays NaN), eight lanes at a time as
 /// in [`widen`].
 pub fn narrow<T: Element>(out: &mut [T], v: &[f32]) {
-    use crate::runtime::dtype::DType;
     #[cfg(target_arch = "x86_64")]
     {
+        use crate::runtime::dtype::DType;
         if T::DTYPE == DType::F16 && crate::runtime::simd::f16c() {
             // SAFETY: as in `widen`.
             return unsafe { f16c::narrow(bytemuck::cast_slice_mut(out), v) };
