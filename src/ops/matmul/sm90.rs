@@ -793,20 +793,26 @@ fn layout_launch(
 
 // ---- generated epilogues --------------------------------------------------------------------
 
-/// The tiles a generated GEMM instantiates, in the order of [`generated_tile`]'s indices:
-/// v7's two default tiles, then v6's (for outputs a TMA store cannot take).
+/// The tiles a generated GEMM instantiates: every tile shape of v7's configurations (so that
+/// the configuration autotune kept for v7 at a shape has its kernel), then v6's two defaults
+/// (for outputs a TMA store cannot take).
 pub fn generated_tiles() -> Vec<Tile> {
     let tile = |c: &Config, tma_store: bool| Tile {
         tma_store,
         bn: c.bn,
         stages: c.stages,
     };
-    vec![
-        tile(&CONFIGS_V7[0], true),
-        tile(&CONFIGS_V7[3], true),
-        tile(&CONFIGS[0], false),
-        tile(&CONFIGS[3], false),
-    ]
+    let mut v: Vec<Tile> = Vec::new();
+    for t in CONFIGS_V7
+        .iter()
+        .map(|c| tile(c, true))
+        .chain([tile(&CONFIGS[0], false), tile(&CONFIGS[3], false)])
+    {
+        if !v.contains(&t) {
+            v.push(t);
+        }
+    }
+    v
 }
 
 /// Run a GEMM whose epilogue kernlab's compiler generated ([`GemmKernel`], built with
