@@ -65,11 +65,12 @@ pub fn config_names() -> Vec<String> {
 }
 
 /// The names of the configurations whose kernel's library for `dt` can be had on `arch` (see
-/// [`cutlass::obtainable`]).
+/// [`cutlass::obtainable_kernels`]).
 pub fn obtainable_names(dt: DType, arch: &str) -> Vec<String> {
+    let kernels = cutlass::obtainable_kernels(&dt.to_string(), arch);
     configs()
         .iter()
-        .filter(|t| cutlass::obtainable(&dt.to_string(), t.kernel, arch))
+        .filter(|t| kernels.contains(&t.kernel))
         .map(Tuning::name)
         .collect()
 }

@@ -722,8 +722,9 @@ pub(crate) mod def {
     pub fn tuning(candidates: crate::ops::CandidatesFn) -> Tuning {
         Tuning {
             default_dtype: DType::BF16,
-            what: "every configuration (tiles, stages, warps, GROUP_M) of each version (the \
-                   wgmma ones on sm_90), and which one `auto` runs",
+            what: "every configuration (tiles, stages, warps, GROUP_M; CUTLASS's kernel, raster \
+                   order and swizzle) of each version (the wgmma ones and CUTLASS on sm_90), and \
+                   which one `auto` runs",
             versions: &auto::TUNABLE,
             candidates,
         }

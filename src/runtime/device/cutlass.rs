@@ -249,25 +249,35 @@ pub fn library_path(dir: &Path, c: &Config, arch: &str) -> PathBuf {
     dir.join(format!("{}-{arch}-{}.so", c.name(), cache_key(c, arch)))
 }
 
-/// Whether kernel `kernel`'s libraries for `element` on `arch` can be had here: nvcc and the
-/// headers are at hand, or the cache holds one of them built (a cache filled elsewhere).
-pub fn obtainable(element: &str, kernel: u8, arch: &str) -> bool {
+/// The kernels (indices into [`KERNELS`]) whose libraries for `element` on `arch` can be had
+/// here: every one where nvcc and the headers are at hand, else those the cache holds a
+/// library of (a cache filled elsewhere; another epilogue's library missing then refuses).
+pub fn obtainable_kernels(element: &str, arch: &str) -> Vec<u8> {
     if Toolchain::find().is_ok() {
-        return true;
+        return (0..KERNELS.len() as u8).collect();
     }
-    let Some(k) = KERNELS.get(kernel as usize) else {
-        return false;
-    };
-    let (stem, tail) = (format!("kl_cutlass_{element}_e"), format!("_{k}-{arch}-"));
-    cache_dir()
+    let names: Vec<String> = cache_dir()
         .and_then(|d| std::fs::read_dir(d).ok())
-        .is_some_and(|it| {
-            it.filter_map(|e| e.ok()).any(|e| {
-                e.file_name()
-                    .to_str()
-                    .is_some_and(|n| n.starts_with(&stem) && n.contains(&tail))
-            })
+        .map(|it| {
+            it.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .collect()
         })
+        .unwrap_or_default();
+    kernels_built(&names, element, arch)
+}
+
+/// The kernels of which `names` (a cache folder's file names) hold a library for `element` on
+/// `arch`, any epilogue.
+fn kernels_built(names: &[String], element: &str, arch: &str) -> Vec<u8> {
+    let stem = format!("kl_cutlass_{element}_e");
+    (0..KERNELS.len() as u8)
+        .filter(|&k| {
+            let tail = format!("_{}-{arch}-", KERNELS[k as usize]);
+            names
+                .iter()
+                .any(|n| n.starts_with(&stem) && n.contains(&tail))
+        })
+        .collect()
 }
 
 /// The cache folder of built libraries.
@@ -467,6 +477,27 @@ mod tests {
             .to_str()
             .unwrap()
             .starts_with("/c/kl_cutlass_bf16_e2_coop_128x256_2x1-sm_90a-"));
+    }
+
+    #[test]
+    fn a_cache_filled_elsewhere_offers_the_kernels_it_holds() {
+        let lib = |element, epilogue, kernel, arch: &str| {
+            let c = Config {
+                element,
+                epilogue,
+                kernel,
+            };
+            library_path(Path::new(""), &c, arch).display().to_string()
+        };
+        let names = vec![
+            lib("bf16", 2, 0, "sm_90a"),
+            lib("bf16", 0, 2, "sm_90a"),
+            lib("f16", 1, 1, "sm_90a"),
+            lib("bf16", 1, 1, "sm_100a"),
+        ];
+        assert_eq!(kernels_built(&names, "bf16", "sm_90a"), vec![0, 2]);
+        assert_eq!(kernels_built(&names, "f16", "sm_90a"), vec![1]);
+        assert!(kernels_built(&names, "f16", "sm_100a").is_empty());
     }
 
     #[test]
