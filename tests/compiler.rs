@@ -651,10 +651,7 @@ fn gemm_epilogues_match_their_interpretation(dev: &kernlab::Device) {
         let f32v = g.eval_f32(y.id, &host, m, n, dt).unwrap();
         // The default configuration, and a tuned one of the other tile and GROUP_M (as autotune
         // may leave for v7; taken where c can take the TMA store, else v6's default runs).
-        let tuned = sm90::configs_v7(dt)
-            .into_iter()
-            .find(|c| c.name == "128x128x64_s5_g16")
-            .unwrap();
+        let tuned = sm90::config_v7(dt, "128x128x64_s5_g16").unwrap();
         for tuned in [None, Some(tuned)] {
             c.poison_nan().unwrap();
             let epi = [("s", &s), ("res", &res), ("b", &b)];
