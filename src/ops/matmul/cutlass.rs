@@ -67,7 +67,7 @@ pub fn config_names() -> Vec<String> {
 /// The names of the configurations whose kernel's library for `dt` can be had on `arch` (see
 /// [`cutlass::obtainable_kernels`]).
 pub fn obtainable_names(dt: DType, arch: &str) -> Vec<String> {
-    let kernels = cutlass::obtainable_kernels(&dt.to_string(), arch);
+    let kernels = cutlass::obtainable_kernels(element(dt), arch);
     configs()
         .iter()
         .filter(|t| kernels.contains(&t.kernel))
@@ -84,13 +84,18 @@ pub fn config(g: &Gemm, kernel: u8) -> Config {
         (false, Activation::None) => 0,
     };
     Config {
-        element: if g.dtype() == DType::F16 {
-            "f16"
-        } else {
-            "bf16"
-        },
+        element: element(g.dtype()),
         epilogue,
         kernel,
+    }
+}
+
+/// The libraries' element type for `dt` (f32 has none: the tier refuses it).
+fn element(dt: DType) -> &'static str {
+    if dt == DType::F16 {
+        "f16"
+    } else {
+        "bf16"
     }
 }
 

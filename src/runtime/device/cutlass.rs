@@ -251,31 +251,27 @@ pub fn library_path(dir: &Path, c: &Config, arch: &str) -> PathBuf {
 
 /// The kernels (indices into [`KERNELS`]) whose libraries for `element` on `arch` can be had
 /// here: every one where nvcc and the headers are at hand, else those the cache holds a
-/// library of (a cache filled elsewhere; another epilogue's library missing then refuses).
-pub fn obtainable_kernels(element: &str, arch: &str) -> Vec<u8> {
+/// library of, built from this source (a cache filled elsewhere; another epilogue's library
+/// missing then refuses).
+pub fn obtainable_kernels(element: &'static str, arch: &str) -> Vec<u8> {
     if Toolchain::find().is_ok() {
         return (0..KERNELS.len() as u8).collect();
     }
-    let names: Vec<String> = cache_dir()
-        .and_then(|d| std::fs::read_dir(d).ok())
-        .map(|it| {
-            it.filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    kernels_built(&names, element, arch)
+    cache_dir().map_or_else(Vec::new, |d| kernels_built(&d, element, arch))
 }
 
-/// The kernels of which `names` (a cache folder's file names) hold a library for `element` on
-/// `arch`, any epilogue.
-fn kernels_built(names: &[String], element: &str, arch: &str) -> Vec<u8> {
-    let stem = format!("kl_cutlass_{element}_e");
+/// The kernels of which `dir` holds a library for `element` on `arch`, any epilogue.
+fn kernels_built(dir: &Path, element: &'static str, arch: &str) -> Vec<u8> {
     (0..KERNELS.len() as u8)
-        .filter(|&k| {
-            let tail = format!("_{}-{arch}-", KERNELS[k as usize]);
-            names
-                .iter()
-                .any(|n| n.starts_with(&stem) && n.contains(&tail))
+        .filter(|&kernel| {
+            (0..4).any(|epilogue| {
+                let c = Config {
+                    element,
+                    epilogue,
+                    kernel,
+                };
+                library_path(dir, &c, arch).is_file()
+            })
         })
         .collect()
 }
@@ -481,23 +477,29 @@ mod tests {
 
     #[test]
     fn a_cache_filled_elsewhere_offers_the_kernels_it_holds() {
-        let lib = |element, epilogue, kernel, arch: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let put = |element, epilogue, kernel, arch: &str| {
             let c = Config {
                 element,
                 epilogue,
                 kernel,
             };
-            library_path(Path::new(""), &c, arch).display().to_string()
+            std::fs::write(library_path(dir.path(), &c, arch), b"").unwrap();
         };
-        let names = vec![
-            lib("bf16", 2, 0, "sm_90a"),
-            lib("bf16", 0, 2, "sm_90a"),
-            lib("f16", 1, 1, "sm_90a"),
-            lib("bf16", 1, 1, "sm_100a"),
-        ];
-        assert_eq!(kernels_built(&names, "bf16", "sm_90a"), vec![0, 2]);
-        assert_eq!(kernels_built(&names, "f16", "sm_90a"), vec![1]);
-        assert!(kernels_built(&names, "f16", "sm_100a").is_empty());
+        put("bf16", 2, 0, "sm_90a");
+        put("bf16", 0, 2, "sm_90a");
+        put("f16", 1, 1, "sm_90a");
+        put("bf16", 1, 1, "sm_100a");
+        // A library of another source (an older key) does not count.
+        std::fs::write(
+            dir.path()
+                .join("kl_cutlass_f16_e0_pingpong_64x256_2x1-sm_90a-000000000000000000000000.so"),
+            b"",
+        )
+        .unwrap();
+        assert_eq!(kernels_built(dir.path(), "bf16", "sm_90a"), vec![0, 2]);
+        assert_eq!(kernels_built(dir.path(), "f16", "sm_90a"), vec![1]);
+        assert!(kernels_built(dir.path(), "f16", "sm_100a").is_empty());
     }
 
     #[test]
