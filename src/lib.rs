@@ -16,6 +16,10 @@ macro_rules! stderr_line {
     }};
 }
 
+/// The sources this build came from, as a hash (build.rs): equal in the command line and the
+/// Python package only where both were built from the same kernels.
+pub const BUILD_ID: &str = env!("KERNLAB_BUILD_ID");
+
 pub mod check;
 pub mod cli;
 pub mod compiler;

@@ -12,9 +12,9 @@ with a fake implementation, so torch.compile traces through it. The extension mo
 (`kernlab._kernlab`) needs no torch: `list_variants` and `cli` work without it.
 """
 
-from ._kernlab import __version__, cli, list_variants as _list_variants
+from ._kernlab import __version__, build_id, cli, list_variants as _list_variants
 
-__all__ = ["__version__", "bench", "cli", "inspect", "list_variants", "gelu", "softmax",
+__all__ = ["__version__", "build_id", "bench", "cli", "inspect", "list_variants", "gelu", "softmax",
            "log_softmax", "rms_norm", "linear", "mlp_forward"]
 
 

@@ -270,5 +270,6 @@ fn _kernlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(list_variants, m)?)?;
     m.add_function(wrap_pyfunction!(cli, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("build_id", kernlab::BUILD_ID)?;
     Ok(())
 }

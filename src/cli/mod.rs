@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 #[derive(Parser)]
 #[command(
     name = "kernlab",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (build ", env!("KERNLAB_BUILD_ID"), ")"),
     about = "A laboratory for GPU kernels: GeLU, softmax, matmul, linear and rmsnorm in every tier, validated against f64, then timed",
     long_about = "kernlab runs every variant of an op — the lecture's manual composition of primitive \
 kernels, numbered hand-written CUDA versions, vendor libraries, fused CPU loops — validates each \
