@@ -36,8 +36,7 @@ from kernlab_baselines.ops.gelu import GELU_FORMS  # noqa: E402,F401
 from kernlab_baselines.ops.gemm import ACTIVATIONS, gemm_bytes, gemm_flops  # noqa: E402,F401
 from kernlab_baselines.ops.rmsnorm import F32_EPS  # noqa: E402,F401
 from kernlab_baselines.ops.softmax import manual_softmax  # noqa: E402,F401
-from kernlab_baselines.replay import (KERNLAB_VARIANT, PLAN_VERSION, DriverKernel,  # noqa: E402,F401
-                                      load_kernlab_plans)
+from kernlab_baselines.package import KERNLAB_VARIANT, load_package  # noqa: E402,F401
 from kernlab_baselines.triton_plans import load_triton_plans  # noqa: E402,F401
 from kernlab_baselines.timing import (host_bound_note, parse_rotate, rotate_copies,  # noqa: E402,F401
                                       summarise_rounds, timing_failed)

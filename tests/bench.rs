@@ -467,7 +467,7 @@ fn cpu_runs_hand_the_script_the_device_and_threads_and_show_the_ratio_to_torch()
     assert!(line.contains("--device cpu --threads "), "{line}");
     assert!(line.contains("--cache-bytes "), "{line}");
     assert!(line.contains("timed as kernlab's CPU tier is"), "{line}");
-    // No launch to replay on the CPU, so no note about one.
+    // No package column on the CPU, so no note about one.
     assert!(
         !report
             .torch_notes
@@ -515,7 +515,7 @@ fn the_torch_baselines_script_is_run_with_the_run_s_op_shapes_and_dtype() {
                 l2_bytes: l2,
             },
             None,
-            &[],
+            None,
             &[],
         )
     };
@@ -599,106 +599,17 @@ fn the_torch_baselines_script_is_run_with_the_run_s_op_shapes_and_dtype() {
     }
 }
 
-/// A replay of kernlab's launch (`kernlab_do_bench`): the plans kernlab writes are what the
-/// script's loader reads back (run by python3 without torch), the script is given them, and
-/// its records carry the version `auto` picked.
+/// kernlab's own column in PyTorch's process (`kernlab_do_bench`): run_script asks the script
+/// for it with the variant and kernlab's build (the package there must match it), and not
+/// where the run does not want it.
 #[test]
-fn launch_plans_written_by_kernlab_are_read_back_by_the_script() {
-    use bench::torch::{run_script, write_replays, Outcome, Replay};
-    use kernlab::runtime::launch::{LaunchArg::*, RecordedLaunch};
-    let module = |cubin: Vec<u8>| {
-        std::sync::Arc::new(kernlab::runtime::device::nvrtc::Compiled {
-            file: "softmax.cu".into(),
-            arch: "sm_90a".into(),
-            options: vec![],
-            ptx: ".version 8.8\n".into(),
-            cubin,
-            log: String::new(),
-            from_cache: false,
-        })
-    };
-    let v2 = RecordedLaunch {
-        source: &softmax::SOURCE,
-        kernel: "softmax_v2_warp_row_vec_w16_f32".into(),
-        grid: [512, 1, 1],
-        block: [128, 1, 1],
-        smem: 0,
-        args: vec![I32(4096), I32(64), I64(64), I64(64), I32(0)],
-    };
-    let v8 = RecordedLaunch {
-        source: &softmax::SOURCE,
-        kernel: "softmax_v8_packed_f32".into(),
-        grid: [7, 1, 1],
-        block: [1024, 1, 1],
-        smem: 120_000,
-        args: vec![I32(7), I32(65536), I64(65536), I64(65536), I32(0), I32(1)],
-    };
-    let replays = vec![
-        Replay {
-            shape: (4096, 64),
-            picked: Some("v2_warp_row".into()),
-            launch: v2,
-            module: module(b"\x7fELF cubin".to_vec()),
-        },
-        Replay {
-            shape: (7, 65536),
-            picked: Some("v8_onchip".into()),
-            launch: v8,
-            module: module(b"\x7fELF cubin".to_vec()),
-        },
-    ];
+fn the_package_column_is_asked_for_with_kernlab_s_build() {
+    use bench::torch::{run_script, Outcome};
     let dir = tempfile::tempdir().unwrap();
-    // A shape twice (`2x3x64` and `6x64` fold to one): planned once.
-    let twice: Vec<Replay> = replays
-        .iter()
-        .cloned()
-        .chain([replays[0].clone()])
-        .collect();
-    let path = write_replays(dir.path(), softmax::OP, DType::F32, &twice).unwrap();
-    // One image for both (the same module), written as cuModuleLoadData takes it.
-    let images: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.ends_with(".cubin"))
-        .collect();
-    assert_eq!(images, vec!["softmax_cu-sm_90a.cubin".to_string()]);
-    // A module without a CUBIN goes as its PTX, NUL-terminated.
-    let ptx_only = vec![Replay {
-        module: module(vec![]),
-        ..replays[0].clone()
-    }];
-    let ptx_dir = tempfile::tempdir().unwrap();
-    write_replays(ptx_dir.path(), softmax::OP, DType::F32, &ptx_only).unwrap();
-    let ptx = std::fs::read(ptx_dir.path().join("softmax_cu-sm_90a.ptx")).unwrap();
-    assert_eq!(ptx, b".version 8.8\n\0");
-    let code = format!(
-        "{LOAD_BASELINES}\
-         p = m.load_kernlab_plans({path:?}, 'softmax', 'f32')\n\
-         for k in sorted(p):\n\
-         \x20   q = p[k]\n\
-         \x20   print(k[0], k[1], q['picked'], q['kernel'], q['grid'], q['block'], q['smem'], q['args'][2:], len(q['image_bytes']))\n"
-    );
-    let Some(got) = baselines_python(&["-c", &code]) else {
-        return;
-    };
-    let want = "7 65536 v8_onchip softmax_v8_packed_f32 [7, 1, 1] [1024, 1, 1] 120000 \
-                [{'i32': 7}, {'i32': 65536}, {'i64': 65536}, {'i64': 65536}, {'i32': 0}, {'i32': 1}] 10\n\
-                4096 64 v2_warp_row softmax_v2_warp_row_vec_w16_f32 [512, 1, 1] [128, 1, 1] 0 \
-                [{'i32': 4096}, {'i32': 64}, {'i64': 64}, {'i64': 64}, {'i32': 0}] 10\n";
-    assert_eq!(got, want);
-    // run_script hands them to the script (the stub echoes its arguments into `device`), and
-    // a record's `picked` reaches kernlab's record.
-    let sample = TORCH_SAMPLE.replacen(
-        "\"variant\": \"torch_native\"",
-        "\"variant\": \"kernlab_do_bench\", \"picked\": \"v2_warp_row\"",
-        1,
-    );
-    assert_ne!(sample, TORCH_SAMPLE, "the sample has a torch_native record");
-    let stub = stub_script(dir.path(), &sample, 0);
-    let params = softmax::OP.default_params();
+    let stub = stub_script(dir.path(), TORCH_SAMPLE, 0);
     let timing = bench::harness::TimingOpts::default();
     let shapes = sample_shapes();
-    match run_script(
+    let args_with = |kernlab: Option<&str>| match run_script(
         &stub,
         softmax::OP,
         &[],
@@ -710,25 +621,24 @@ fn launch_plans_written_by_kernlab_are_read_back_by_the_script() {
             ordinal: 0,
             l2_bytes: 60 << 20,
         },
-        Some(72),
-        &replays,
+        None,
+        kernlab,
         &[],
     ) {
-        Outcome::Ran(doc) => {
-            let args = doc.device.clone().unwrap();
-            assert!(args.contains("--kernlab-plans "), "{args}");
-            // The run's row stride goes with it (kernlab plans no replay with one; the stub
-            // only echoes what it is given).
-            assert!(args.contains("--row-stride 72"), "{args}");
-            assert!(args.contains("kernlab_plans.json"), "{args}");
-            let recs = bench::torch::to_records(&doc, &shapes, &params, 1000.0).unwrap();
-            let picked: Vec<_> = recs.iter().filter(|r| r.picked.is_some()).collect();
-            assert_eq!(picked.len(), 1);
-            assert_eq!(picked[0].variant, bench::torch::REPLAY_VARIANT);
-            assert_eq!(picked[0].picked.as_deref(), Some("v2_warp_row"));
-        }
+        // The stub echoes its arguments as the document's device.
+        Outcome::Ran(doc) => doc.device.clone().unwrap(),
         o => panic!("{o:?}"),
-    }
+    };
+    let args = args_with(Some("auto"));
+    assert!(
+        args.contains(&format!(
+            "--kernlab auto --kernlab-build {}",
+            kernlab::BUILD_ID
+        )),
+        "{args}"
+    );
+    assert_eq!(kernlab::BUILD_ID.len(), 16);
+    assert!(!args_with(None).contains("--kernlab"));
 }
 
 /// A Triton variant's launches (the baselines' `triton` column): what kernlab writes — the
@@ -785,7 +695,7 @@ fn triton_plans_written_by_kernlab_are_read_back_by_the_script() {
             l2_bytes: 60 << 20,
         },
         None,
-        &[],
+        None,
         &plans,
     ) {
         Outcome::Ran(doc) => {
@@ -934,7 +844,7 @@ fn the_real_baselines_script_runs_or_says_why_not() {
                 l2_bytes: l2,
             },
             ld,
-            &[],
+            None,
             &[],
         ) {
             bench::torch::Outcome::Ran(doc) => {
@@ -1323,14 +1233,14 @@ fn cuda_settled_timing_times_what_enqueues_and_refuses_what_waits() {
     assert_eq!(report.records[0].settled_ms, None);
 }
 
-/// The `kernlab_do_bench` column end to end (GPU machine, with torch): `auto`'s launch at each
-/// softmax point is replayed in the baselines' process, validated there against f64 and
-/// timed, at the shapes where `auto` makes one plain launch, and at none where it splits a row
-/// across CTAs; the note under the table counts them. Without torch the script says why and
-/// the test stops after one line.
+/// The `kernlab_do_bench` column end to end (GPU machine, with torch and the kernlab package
+/// installed, as tools/gpu-suite.sh does): `auto` at each softmax point, a row split across
+/// CTAs included, is called through the package in the baselines' process, validated there
+/// against f64 and timed; the note under the table counts them and its `picked` is `auto`'s.
+/// Without torch the script says why and the test stops after one line.
 #[test]
 #[ignore = "needs a CUDA GPU: tools/gpu-suite.sh runs it (--include-ignored)"]
-fn kernlab_do_bench_replays_auto_in_pytorch_s_process() {
+fn kernlab_do_bench_calls_auto_in_pytorch_s_process() {
     let Some(dev) = crate::common::cuda() else {
         return;
     };
@@ -1353,44 +1263,42 @@ fn kernlab_do_bench_replays_auto_in_pytorch_s_process() {
         println!("skipped: {n}");
         return;
     }
-    for dt in [DType::BF16] {
-        for (shape, replayed) in shapes.iter().zip([true, true, false]) {
-            let got: Vec<_> = report
-                .records
-                .iter()
-                .filter(|r| {
-                    r.variant == bench::torch::REPLAY_VARIANT && r.dtype == dt && &r.shape == shape
-                })
-                .collect();
-            if !replayed {
-                assert!(got.is_empty(), "{dt} {shape:?}: {got:?}");
-                continue;
-            }
-            assert_eq!(got.len(), 1, "{dt} {shape:?}");
-            let r = got[0];
-            assert_eq!(r.status, bench::Status::Ok, "{r:?}");
-            assert!(r.max_rel_err.unwrap() <= dt.tolerance(), "{r:?}");
-            assert!(r.picked.is_some() && r.rotate_copies == Some(3), "{r:?}");
-            // A µs-sized call: timed in the settled form too, in PyTorch's process as here.
+    let dt = DType::BF16;
+    for shape in &shapes {
+        let got: Vec<_> = report
+            .records
+            .iter()
+            .filter(|r| {
+                r.variant == bench::torch::KERNLAB_VARIANT && r.dtype == dt && &r.shape == shape
+            })
+            .collect();
+        assert_eq!(got.len(), 1, "{dt} {shape:?}");
+        let r = got[0];
+        assert_eq!(r.status, bench::Status::Ok, "{r:?}");
+        assert!(r.max_rel_err.unwrap() <= dt.tolerance(), "{r:?}");
+        assert!(r.rotate_copies == Some(3), "{r:?}");
+        let mine = report
+            .records
+            .iter()
+            .find(|k| k.variant == "auto" && k.dtype == dt && &k.shape == shape)
+            .expect("auto's record");
+        assert!(r.picked.is_some() && r.picked == mine.picked, "{r:?}");
+        // A µs-sized call: timed in the settled form too, in PyTorch's process as here.
+        if r.median_ms.is_some_and(|ms| ms < 1.0) {
             assert!(r.settled_ms.is_some_and(|s| s > 0.0), "{r:?}");
-            let mine = report
-                .records
-                .iter()
-                .find(|k| k.variant == "auto" && k.dtype == dt && &k.shape == shape)
-                .expect("auto's record");
             assert!(mine.settled_ms.is_some_and(|s| s > 0.0), "{mine:?}");
         }
-        let note = report
-            .torch_notes
-            .iter()
-            .find(|n| n.starts_with("kernlab_do_bench") && n.contains(&format!("softmax {dt}")))
-            .unwrap_or_else(|| panic!("no note for {dt}: {:?}", report.torch_notes));
-        assert!(
-            note.contains("at 2 of 3") && note.contains("; not at 1: "),
-            "{note}"
-        );
     }
-    // The verdict under the table: `auto` at its points, the replay at its two (native is
+    let note = report
+        .torch_notes
+        .iter()
+        .find(|n| n.starts_with("kernlab_do_bench") && n.contains(&format!("softmax {dt}")))
+        .unwrap_or_else(|| panic!("no note for {dt}: {:?}", report.torch_notes));
+    assert!(
+        note.contains("at 3 of 3") && !note.contains("failed"),
+        "{note}"
+    );
+    // The verdict under the table: `auto` and the package's column at their three (native is
     // timed at every one of them); each may have more lines, kernel against kernel, where
     // the script took queued medians and where both sides took settled ones.
     let v = report.against_pytorch();
@@ -1406,7 +1314,7 @@ fn kernlab_do_bench_replays_auto_in_pytorch_s_process() {
     );
     assert!(
         first[1].starts_with("`kernlab_do_bench`")
-            && (first[1].contains(" of 2 points") || first[1].contains("all 2 points")),
+            && (first[1].contains(" of 3 points") || first[1].contains("all 3 points")),
         "{}",
         first[1]
     );
@@ -1420,8 +1328,8 @@ fn kernlab_do_bench_replays_auto_in_pytorch_s_process() {
     }
 }
 
-/// The baselines script's own checks (its parsers, error measures, JSON contract, launch-plan
-/// loader and command line; no torch needed) pass, so a change to either side of the contract
+/// The baselines script's own checks (its parsers, error measures, JSON contract, Triton-plan
+/// loader, package check and command line; no torch needed) pass, so a change to either side of the contract
 /// kernlab parses is caught here, without a GPU.
 #[test]
 fn the_baselines_script_passes_its_self_test() {

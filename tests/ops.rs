@@ -8,7 +8,6 @@ use kernlab::ops::gelu::{GeluApprox, GeluParams};
 use kernlab::ops::softmax::SoftmaxParams;
 use kernlab::ops::{self, gelu, softmax, Variant};
 use kernlab::runtime::error::Error;
-use kernlab::runtime::launch::record_launch;
 use kernlab::runtime::tensor::Tensor;
 use kernlab::{DType, Device, Init, Op, Params, Tier};
 
@@ -497,11 +496,10 @@ fn softmax_v3_shifts_odd_rows(dev: &Device) {
             check(dev, v3, &p, &xh, &what).unwrap_or_else(|| panic!("{what}: refused"));
             let x = xh.to_device(dev).unwrap();
             let mut y = Tensor::empty(&[rows, cols], dt, dev).unwrap();
-            let l = record_launch(|| v3.run(&p, &[&x], &mut y))
-                .unwrap()
-                .unwrap_or_else(|why| panic!("{what}: {why}"));
+            let kernel = softmax::v3_kernel(&x, &mut y, softmax::V3Tuning::DEFAULT)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
             assert_eq!(
-                l.kernel,
+                kernel,
                 format!("softmax_v3_block_regs_{form}_{dt}"),
                 "{what}"
             );
@@ -1566,146 +1564,6 @@ fn softmax_auto_sends_odd_widths_to_v8_on_hopper() {
         );
     }
 }
-
-/// `bench --torch` replays `auto`'s one launch in PyTorch's process (`kernlab_do_bench`): what
-/// `record_launch` notes must be all that launch needs. Replayed here by name, with the
-/// noted launch shape and arguments, into a fresh NaN-poisoned output, it writes what `auto`
-/// wrote, value for value (v2 and v3 everywhere, v8's one-CTA rows on sm_90; aligned and odd
-/// widths); a row split across a cluster or a cooperative grid is not replayable, and says so.
-fn softmax_auto_launch_replays_exactly(dev: &Device) {
-    // v8's cluster size, the argument after the row arguments where its kernel takes one.
-    fn args_csize(args: &[kernlab::runtime::launch::LaunchArg]) -> Option<i32> {
-        match args.get(5) {
-            Some(kernlab::runtime::launch::LaunchArg::I32(c)) => Some(*c),
-            _ => None,
-        }
-    }
-    let p = softmax::OP.default_params();
-    let auto = ops::find(softmax::OP, "auto", dev.kind()).unwrap();
-    let input = |dt, rows, cols| {
-        Tensor::random(
-            &[rows, cols],
-            dt,
-            Init::Normal {
-                mean: 0.0,
-                std: 2.0,
-            },
-            5,
-            None,
-            dev,
-        )
-        .unwrap()
-    };
-    // Whether `auto` ran a version that splits rows across CTAs for this input (its pick,
-    // after the run, names what ran).
-    let split = |x: &Tensor| {
-        let ran = softmax::auto_label(x);
-        ["v6_split", "v9_gridsync", "v11_deal", "v8_onchip"]
-            .iter()
-            .any(|v| ran.starts_with(v))
-    };
-    let mut kernels = std::collections::BTreeSet::new();
-    for dt in [DType::F32, DType::BF16] {
-        for (rows, cols) in [(4096, 64), (33, 1000), (64, 4096), (5, 4097), (7, 65536)] {
-            let what = format!("{dt} {rows}x{cols}");
-            let x = input(dt, rows, cols);
-            let mut y = Tensor::empty(&[rows, cols], dt, dev).unwrap();
-            let l = match record_launch(|| auto.run(&p, &[&x], &mut y)).unwrap() {
-                Ok(l) => l,
-                Err(why) => {
-                    // Not one plain launch: a cluster or a cooperative grid, nothing else.
-                    assert!(why.contains("0 of them a plain"), "{what}: {why}");
-                    assert!(
-                        split(&x),
-                        "{what}: {} is not replayable: {why}",
-                        softmax::auto_label(&x)
-                    );
-                    continue;
-                }
-            };
-            use kernlab::runtime::launch::LaunchArg::{I32, I64};
-            let (rows_i, cols_i) = (rows as i32, cols as i32);
-            let (cols_l, args) = (cols as i64, l.args.as_slice());
-            assert_eq!(
-                &args[..5],
-                &[I32(rows_i), I32(cols_i), I64(cols_l), I64(cols_l), I32(0)],
-                "{what}"
-            );
-            kernels.insert(l.kernel.clone());
-            let mut y2 = Tensor::empty(&[rows, cols], dt, dev).unwrap();
-            y2.poison_nan().unwrap();
-            let io = kernlab::runtime::launch::cuda_io(&x, &mut y2).unwrap();
-            let cfg = cudarc::driver::LaunchConfig {
-                grid_dim: (l.grid[0], l.grid[1], l.grid[2]),
-                block_dim: (l.block[0], l.block[1], l.block[2]),
-                shared_mem_bytes: l.smem,
-            };
-            let src = l.source;
-            let replay = || -> kernlab::Result<()> {
-                use cudarc::driver::PushKernelArg;
-                let f = io.dev.function(src, &l.kernel)?;
-                kernlab::runtime::launch::allow_dynamic_smem(
-                    &io.dev,
-                    &f,
-                    &l.kernel,
-                    l.smem as usize,
-                )?;
-                let args = (rows_i, cols_i, cols_l, cols_l, 0i32);
-                let csize = args_csize(&l.args);
-                let mut b = io.dev.stream.launch_builder(&f);
-                b.arg(io.x).arg(io.y).arg(&args.0).arg(&args.1);
-                b.arg(&args.2).arg(&args.3).arg(&args.4);
-                if let Some(c) = &csize {
-                    b.arg(c);
-                }
-                // SAFETY: the recorded launch's own arguments (and cluster size), buffers alive.
-                unsafe { b.launch(cfg) }
-                    .map_err(kernlab::runtime::device::cuda::launch_err(&l.kernel))?;
-                io.dev.after_launch(&l.kernel)?;
-                Ok(())
-            };
-            replay().unwrap_or_else(|e| panic!("{what}: {e}"));
-            let (a, b) = (y.to_f64_vec().unwrap(), y2.to_f64_vec().unwrap());
-            assert!(
-                a.iter().all(|v| v.is_finite()),
-                "{what}: auto wrote a non-finite value"
-            );
-            let differ = a.iter().zip(&b).filter(|(u, v)| u != v).count();
-            assert_eq!(
-                differ, 0,
-                "{what}: the replay ({}) differs at {differ} elements",
-                l.kernel
-            );
-        }
-    }
-    // The forms replayed: v2's and v3's (narrow and medium rows take them on every device),
-    // and on sm_90 v8's one-CTA rows (odd widths past 640 columns and 65536-column rows).
-    let hopper = dev.cuda().unwrap().props.compute_capability.0 >= 9;
-    let mut forms = vec!["softmax_v2_", "softmax_v3_"];
-    if hopper {
-        forms.push("softmax_v8_");
-    }
-    for form in forms {
-        assert!(
-            kernels.iter().any(|k| k.starts_with(form)),
-            "no {form}: {kernels:?}"
-        );
-    }
-    // A row split across CTAs (a cluster, or a cooperative grid) is no single plain launch.
-    let x = input(DType::F32, 2, 1 << 20);
-    let mut y = Tensor::empty(&[2, 1 << 20], DType::F32, dev).unwrap();
-    let got = record_launch(|| auto.run(&p, &[&x], &mut y)).unwrap();
-    if split(&x) {
-        let why = got.unwrap_err();
-        assert!(why.contains("0 of them a plain"), "{why}");
-    } else {
-        assert!(got.is_ok(), "{}: {got:?}", softmax::auto_label(&x));
-    }
-}
-test_gpu!(
-    softmax_auto_launch_replays_exactly,
-    super::softmax_auto_launch_replays_exactly
-);
 
 /// The device's buffers (the stream-ordered pool's, at the size asked) have the length asked
 /// for, round-trip through the host, and kernels on them pass the reference (GeLU and

@@ -65,7 +65,8 @@ Modules:
   checking        the error measures (pure Python and array forms), GEMM row sampling
   contract        records, the JSON writer, `check_contract`, the table printed
   timing          do_bench, --rotate, --repeat rounds, the host and settled checks
-  replay          kernlab's launch plans and their replay through the CUDA driver API
+  package         kernlab's own kernels through its Python package (--kernlab): the
+                  kernlab_do_bench column
   triton_plans    kernlab's Triton launches (--triton-plans): the triton column launches
                   kernlab's own kernels/triton/ kernels as kernlab did
   runner          the GPU run: environment probe, `Bench`, the shape loops (the MLP's is its

@@ -14,7 +14,7 @@ from .ops.gelu import GELU_FORMS
 from .ops.gemm import ACTIVATIONS
 from .ops.mlp import DEFAULT_LAYERS, MLP_MODES
 from .ops.rmsnorm import F32_EPS
-from .replay import KERNLAB_VARIANT, load_kernlab_plans
+from .package import KERNLAB_VARIANT
 from .triton_plans import load_triton_plans
 from .timing import parse_rotate
 
@@ -101,11 +101,15 @@ def build_parser():
     p.add_argument("--row-stride", type=int, default=None, metavar="N",
                    help=f"{rows}: rows N elements apart (N >= every shape's width; the gaps "
                         "hold NaN), as kernlab's --row-stride; default contiguous")
-    p.add_argument("--kernlab-plans", metavar="PATH",
-                   help=f"{ops.words(ops.REPLAY_OPS)}: kernlab's launch plans (kernlab_plans.json, "
-                        f"written by `kernlab bench --torch`): at each planned shape, also time "
-                        f"kernlab's own launch here ({KERNLAB_VARIANT}), validated like every "
-                        f"variant")
+    p.add_argument("--kernlab", metavar="VARIANT",
+                   help=f"{ops.words(ops.KERNLAB_OPS)}: also time kernlab's VARIANT (e.g. auto) "
+                        f"here, through the kernlab Python package on the run's tensors "
+                        f"({KERNLAB_VARIANT}), validated like every variant; contiguous rows "
+                        f"only (the package copies strided rows first)")
+    p.add_argument("--kernlab-build", metavar="ID",
+                   help="with --kernlab: the build the package must have been built from "
+                        "(kernlab's `build_id`); another build's package leaves the column in "
+                        "error, saying so")
     p.add_argument("--triton-plans", metavar="PATH",
                    help="kernlab's Triton launches (triton_plans.json, written by `kernlab bench "
                         "--torch` with the kernels' files beside it): the triton column "
@@ -116,7 +120,7 @@ def build_parser():
                    help="where torch runs: cuda (default; do_bench's timing) or cpu (PyTorch's "
                         "CPU kernels, torch_native through their out= forms where they have one, "
                         "timed as kernlab times its CPU tier: each call after a flush of twice "
-                        "--cache-bytes; no triton column, no launch replay)")
+                        "--cache-bytes; no triton or kernlab_do_bench column)")
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="--device cpu: torch's intra-op threads (torch.set_num_threads), as many "
                         "as kernlab's own run used (default: torch's own choice)")
@@ -177,18 +181,16 @@ def main(argv=None):
         if args.row_stride < 1 or narrow:
             parser.error(f"--row-stride {args.row_stride} is less than the width of "
                          f"{shape_str(narrow[0]) if narrow else 'a row'}")
-    args.plans = {}
-    if args.kernlab_plans is not None:
-        if not spec.replays:
-            parser.error(f"--kernlab-plans is for {ops.words(ops.REPLAY_OPS)}")
+    if args.kernlab is not None:
+        if args.op not in ops.KERNLAB_OPS:
+            parser.error(f"--kernlab is for {ops.words(ops.KERNLAB_OPS)}")
         if args.row_stride is not None:
-            parser.error("--kernlab-plans replays launches on contiguous rows, not with --row-stride")
-        if args.dtype is None:
-            parser.error("--kernlab-plans needs --dtype")
-        try:
-            args.plans = load_kernlab_plans(args.kernlab_plans, args.op, args.dtype)
-        except ValueError as e:  # the PyTorch columns still run
-            print(f"{PROG}: {KERNLAB_VARIANT} left out: {e}", file=sys.stderr)
+            parser.error("--kernlab times contiguous rows, not --row-stride (the package copies "
+                         "strided rows contiguous first)")
+        if not args.kernlab:
+            parser.error("--kernlab takes a variant name, e.g. auto")
+    elif args.kernlab_build is not None:
+        parser.error("--kernlab-build goes with --kernlab")
     args.triton_plan_map = {}
     if args.triton_plans is not None:
         if "triton" not in spec.variants:
@@ -202,9 +204,8 @@ def main(argv=None):
     if args.device == "cpu":
         if not (spec.rows or spec.gemm):
             parser.error(f"--device cpu: {args.op}'s baselines run on CUDA only")
-        if args.kernlab_plans is not None or args.triton_plans is not None:
-            parser.error("--kernlab-plans and --triton-plans replay GPU launches: not with "
-                         "--device cpu")
+        if args.kernlab is not None or args.triton_plans is not None:
+            parser.error("--kernlab and --triton-plans are for GPU runs: not with --device cpu")
         args.variant_list = [v for v in args.variant_list if v != "triton"]
         if not args.variant_list:
             parser.error("nothing to run: the triton column needs --device cuda")

@@ -16,7 +16,7 @@ from . import ops
 from .common import DTYPES, EXIT_UNAVAILABLE, PROG, fmt, is_int, is_number, shape_str
 from .ops.base import ERROR_METRICS
 from .ops.gemm import GEMM_RECORD_KEYS
-from .replay import KERNLAB_VARIANT
+from .package import KERNLAB_VARIANT
 
 RECORD_KEYS = ("op", "variant", "tier", "dtype", "shape", "gelu", "status", "validated",
                "max_rel_err", "median_ms", "p20_ms", "p80_ms", "bytes", "gbps", "note")
@@ -69,7 +69,7 @@ def make_record(op, variant, dtype, shape, gelu, activation=None, eps=None, opts
         "max_elem_rel_err": None,
         # under --rotate: the copies the timed calls cycled through (null: one)
         "rotate_copies": None,
-        # kernlab_do_bench: the version kernlab's `auto` picked, whose launch this replays
+        # kernlab_do_bench: the version kernlab's `auto` picked there (kernlab fills it in)
         "picked": None,
         # calls under 1 ms: the median of do_bench's loop run again with every launch queued
         # ahead of the GPU (`host_check`): the call's GPU time with no host time in it
@@ -111,7 +111,7 @@ def check_contract(doc):
             need(k in r, f"{where}: missing key '{k}'")
         need(r["op"] in ops.OPS, f"{where}: bad op")
         spec = ops.spec(r["op"])
-        need(r["variant"] in spec.variants or (r["variant"] == KERNLAB_VARIANT and spec.replays),
+        need(r["variant"] in spec.variants or (r["variant"] == KERNLAB_VARIANT and spec.kernlab_call),
              f"{where}: bad variant (not one of {r['op']}'s)")
         need(r.get("picked") is None or isinstance(r["picked"], str), f"{where}: bad picked")
         need(r["tier"] == "torch", f"{where}: tier is not 'torch'")

@@ -12,7 +12,7 @@ from .checking import TorchOps, measure_rows, row_rel_l2_array, rel_err_array, s
 from .common import DTYPES, EXIT_INTERNAL, EXIT_OK, PROG, first_line, fmt, shape_str
 from .contract import format_table, make_record, write_json
 from .ops.base import row_layout
-from .replay import KERNLAB_VARIANT, kernlab_fn
+from .package import KERNLAB_VARIANT, describe as kernlab_describe, load_package
 from .triton_plans import NO_PLAN
 from .timing import CPU_CACHE_BYTES, CpuTimer, Timer, timing_failed
 
@@ -46,7 +46,8 @@ def probe_environment(device="cuda"):
 
 class Bench:
     """What the ops' GPU code is handed for one run: torch, the run's args, the device, the
-    dtype (torch's, its tolerance and floor), the op's spec, the timer and kernlab's plans."""
+    dtype (torch's, its tolerance and floor), the op's spec, the timer, kernlab's Triton plans
+    and (--kernlab) the kernlab package, or why it cannot be used."""
 
     def __init__(self, torch, args):
         self.torch = torch
@@ -68,8 +69,28 @@ class Bench:
                 getattr(torch.cuda.get_device_properties(self.dev), "L2_cache_size", 0)
                 or (50 << 20))
             self.timer = Timer(torch, args, self.dev, cache_bytes, self.in_layout)
-        self.plans = getattr(args, "plans", None) or {}
         self.triton_plans = getattr(args, "triton_plan_map", None) or {}
+        self.kernlab, self.kernlab_error = None, None
+        if getattr(args, "kernlab", None):
+            try:
+                self.kernlab = load_package(getattr(args, "kernlab_build", None))
+            except RuntimeError as e:
+                self.kernlab_error = str(e)
+
+    def with_kernlab(self, variants):
+        """`variants`, and the kernlab_do_bench column where --kernlab asks for it."""
+        if getattr(self.args, "kernlab", None):
+            return list(variants) + [KERNLAB_VARIANT]
+        return list(variants)
+
+    def kernlab_fn(self):
+        """(fn(*inputs), note) calling the op's kernlab package function in --kernlab's variant;
+        raises where the package cannot be used."""
+        if self.kernlab is None:
+            raise RuntimeError(self.kernlab_error)
+        variant = self.args.kernlab
+        return (self.spec.kernlab_fn(self, self.kernlab, variant),
+                kernlab_describe(self.kernlab, self.spec.kernlab_call, variant))
 
     def sync(self):
         """Wait for the device (nothing to wait for on the CPU)."""
@@ -193,11 +214,8 @@ def run_row_shape(bench, shape, variants, log):
     --repeat rounds, each round taking them in turn."""
     torch, spec, a = bench.torch, bench.spec, bench.args
     timer = bench.timer
-    if tuple(shape) in bench.plans:
-        variants = list(variants) + [KERNLAB_VARIANT]
+    variants = bench.with_kernlab(variants)
     recs = {v: _record(bench, v, shape) for v in variants}
-    if KERNLAB_VARIANT in recs:
-        recs[KERNLAB_VARIANT]["picked"] = bench.plans[tuple(shape)].get("picked")
     try:
         inputs = spec.make_inputs(bench, shape)
         ref = spec.reference(bench, inputs)
@@ -228,8 +246,7 @@ def run_row_shape(bench, shape, variants, log):
             elif v == "torch_compile":
                 fn = spec.compile_fn(bench)
             elif v == KERNLAB_VARIANT:
-                fn, knote = kernlab_fn(torch, bench.plans[tuple(shape)], shape, a.dtype,
-                                       bench.tdtype)
+                fn, knote = bench.kernlab_fn()
                 notes.append(knote)
             else:
                 fn, tnote = spec.triton_fn(bench, shape)
@@ -318,6 +335,7 @@ def run_gemm_shape(bench, shape, variants, log):
     poisoned allocator; the worst counts), then the valid ones timed once."""
     torch, spec, a = bench.torch, bench.spec, bench.args
     m, n, k = shape
+    variants = bench.with_kernlab(variants)
     recs = {v: _record(bench, v, shape) for v in variants}
     try:
         x, w, b = spec.make_inputs(bench, shape)
@@ -364,6 +382,9 @@ def run_gemm_shape(bench, shape, variants, log):
                 fn = spec.compile_fn(bench)
                 notes.append("torch.compile of the torch_native function, compiled once for "
                              "this shape (dynamic=False) before timing")
+            elif v == KERNLAB_VARIANT:
+                fn, knote = bench.kernlab_fn()
+                notes.append(knote)
             else:
                 fn, tnote = spec.triton_fn(bench, shape)
                 notes.append(tnote)

@@ -45,7 +45,7 @@ class Refused(unittest.TestCase):
         (["--op", "gelu", "--shapes", "8x64", "--dtype", "f32", "--device", "cpu",
           "--variants", "triton"], "nothing to run: the triton column needs --device cuda"),
         (["--op", "softmax", "--shapes", "8x64", "--dtype", "f32", "--device", "cpu",
-          "--kernlab-plans", "plans.json"], "not with --device cpu"),
+          "--kernlab", "auto"], "not with --device cpu"),
         (["--op", "linear", "--shapes", "64x64", "--dtype", "bf16"], "is not MxNxK"),
         (["--op", "softmax", "--shapes", "64x64x64", "--dtype", "f32"], "is not ROWSxCOLS"),
         (["--op", "matmul", "--shapes", "8x8x8", "--dtype", "f16", "--variants", "torch_manual"],
@@ -57,9 +57,13 @@ class Refused(unittest.TestCase):
         (["--op", "matmul", "--shapes", "8x8x8", "--dtype", "f32", "--row-stride", "16"],
          "--row-stride is for"),
         (["--op", "softmax", "--shapes", "4x64", "--dtype", "f32", "--row-stride", "72",
-          "--kernlab-plans", "plans.json"], "not with --row-stride"),
-        (["--op", "gelu", "--shapes", "4x64", "--dtype", "f32", "--kernlab-plans", "plans.json"],
-         "--kernlab-plans is for softmax"),
+          "--kernlab", "auto"], "not --row-stride"),
+        (["--op", "mlp", "--shapes", "4x64", "--dtype", "f32", "--kernlab", "auto"],
+         "--kernlab is for gelu, softmax, matmul, linear and rmsnorm"),
+        (["--op", "softmax", "--shapes", "4x64", "--dtype", "f32", "--kernlab", ""],
+         "--kernlab takes a variant name"),
+        (["--op", "softmax", "--shapes", "4x64", "--dtype", "f32", "--kernlab-build", "abc"],
+         "--kernlab-build goes with --kernlab"),
         (["--op", "softmax", "--shapes", "4x64", "--dtype", "f32", "--rotate", "0"],
          "--rotate takes a count"),
         (["--op", "softmax", "--shapes", "4x64", "--dtype", "f32", "--cache-bytes", "0"],
@@ -92,7 +96,7 @@ class HandedToTheRun(unittest.TestCase):
                          ([(4, 8), (2, 3)], "erf", None, "auto", 3, 9))
         # Without kernlab's Triton launches there is no triton column, unless asked for.
         self.assertEqual(a.variant_list, ["torch_manual", "torch_native", "torch_compile"])
-        self.assertEqual((a.seed, a.plans), (5, {}))
+        self.assertEqual((a.seed, a.kernlab), (5, None))
 
     def test_other_ops_drop_the_gelu_form(self):
         a = captured_args(["--op", "softmax", "--shapes", "4x8", "--dtype", "f32", "--gelu", "erf"])
@@ -107,13 +111,12 @@ class HandedToTheRun(unittest.TestCase):
         a = captured_args(["--op", "linear", "--shapes", "8x8x8", "--dtype", "f16"])
         self.assertEqual(a.activation, "gelu-tanh")
 
-    def test_missing_plans_leave_the_pytorch_columns(self):
-        rc = None
-        with mock.patch.object(runner, "probe_environment", return_value=(None, "no torch")):
-            rc, _, err = run_main(["--op", "softmax", "--shapes", "4x8", "--dtype", "f32",
-                                   "--kernlab-plans", "/nonexistent/kernlab_plans.json"])
-        self.assertEqual(rc, EXIT_UNAVAILABLE)
-        self.assertIn("kernlab_do_bench left out", err)
+    def test_kernlab_s_column(self):
+        a = captured_args(["--op", "linear", "--shapes", "8x8x8", "--dtype", "bf16",
+                           "--kernlab", "auto", "--kernlab-build", "0123abcd"])
+        self.assertEqual((a.kernlab, a.kernlab_build), ("auto", "0123abcd"))
+        # The column is the runner's to add: the PyTorch columns are as asked.
+        self.assertEqual(a.variant_list, ["torch_manual", "torch_native", "torch_compile"])
 
 
 class WithoutTorch(unittest.TestCase):
@@ -140,7 +143,7 @@ class WithoutTorch(unittest.TestCase):
 
     def test_the_package_imports_neither_torch_nor_triton(self):
         code = ("import sys; import kernlab_baselines.cli, kernlab_baselines.contract, "
-                "kernlab_baselines.runner, kernlab_baselines.timing, kernlab_baselines.replay; "
+                "kernlab_baselines.runner, kernlab_baselines.timing, kernlab_baselines.package; "
                 "print(sorted(m for m in ('torch', 'triton', 'numpy') if m in sys.modules))")
         out = subprocess.run([sys.executable, "-c", code], cwd=BASELINES, capture_output=True,
                              text=True, check=True).stdout
@@ -160,7 +163,7 @@ class Entry(unittest.TestCase):
                                          60 << 20), 480)
         self.assertEqual(m.record_bytes("linear", "f32", (1000, 300, 77)),
                          (1000 * 77 + 300 * 77 + 1000 * 300 + 300) * 4)
-        self.assertTrue(callable(m.load_kernlab_plans))
+        self.assertTrue(callable(m.load_package))
         self.assertTrue(callable(m.main))
         self.assertTrue(callable(m.manual_softmax))  # re-exported for those who load the file
         self.assertEqual(m.resolve_variants("matmul", ["torch_manual", "triton"]),

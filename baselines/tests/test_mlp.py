@@ -45,7 +45,7 @@ class Table(unittest.TestCase):
     def test_an_op_with_its_own_loop(self):
         self.assertIn("mlp", ops.OPS)
         self.assertEqual(ops.OWN_LOOP_OPS, ("mlp",))
-        for group in (ops.ROW_OPS, ops.GEMM_OPS, ops.REPLAY_OPS):
+        for group in (ops.ROW_OPS, ops.GEMM_OPS, ops.KERNLAB_OPS):
             self.assertNotIn("mlp", group)
         self.assertEqual((SPEC.ndim, SPEC.rows, SPEC.gemm, SPEC.rounds), (2, False, False, True))
         self.assertEqual(SPEC.variants, ("torch_native", "torch_compile", COMPILE_RO))
@@ -187,7 +187,8 @@ class CommandLine(unittest.TestCase):
             (["--shapes", "0x8"], "has a dimension <= 0"),
             (["--row-stride", "4096"], "--row-stride is for gelu, softmax and rmsnorm rows, "
                                        "not mlp"),
-            (["--kernlab-plans", "p.json"], "--kernlab-plans is for softmax"),
+            (["--kernlab", "auto"], "--kernlab is for gelu, softmax, matmul, linear and "
+                                    "rmsnorm"),
             (["--variants", "triton"], "nothing to run: mlp has no triton variant"),
             (["--variants", "torch_manual"], "nothing to run: mlp has no torch_manual variant "
                                              "(the eager model is torch_native)"),
@@ -267,7 +268,7 @@ class Records(unittest.TestCase):
                                              tolerance=mlp_tolerance("f16", 4))),
             ("a variant of the row ops", ok_record(variant="triton")),
             ("a 3-D shape", ok_record(shape=[1024, 2048, 4])),
-            ("kernlab's replay", ok_record(variant="kernlab_do_bench")),
+            ("kernlab's package column", ok_record(variant="kernlab_do_bench")),
         ]:
             with self.subTest(what), self.assertRaises(ValueError):
                 check_contract(dict(DOC, records=[rec]))

@@ -21,7 +21,7 @@ class TheTable(unittest.TestCase):
     def test_kernlab_s_ops_in_their_order(self):
         self.assertEqual(ops.OPS[:4], ("gelu", "softmax", "matmul", "linear"))
         self.assertEqual(ops.GEMM_OPS, ("matmul", "linear"))
-        self.assertEqual(ops.REPLAY_OPS, ("softmax",))
+        self.assertEqual(ops.KERNLAB_OPS, ("gelu", "softmax", "matmul", "linear", "rmsnorm"))
         self.assertEqual(ops.OWN_LOOP_OPS, ("mlp",))
         self.assertEqual(set(ops.ROW_OPS) | set(ops.GEMM_OPS) | set(ops.OWN_LOOP_OPS),
                          set(ops.OPS))

@@ -34,7 +34,7 @@ class Table(unittest.TestCase):
         self.assertIn("rmsnorm", ops.OPS)
         self.assertIn("rmsnorm", ops.ROW_OPS)
         self.assertNotIn("rmsnorm", ops.GEMM_OPS)
-        self.assertNotIn("rmsnorm", ops.REPLAY_OPS)
+        self.assertIn("rmsnorm", ops.KERNLAB_OPS)
         self.assertEqual(SPEC.ndim, 2)
         self.assertIsNone(SPEC.flops((4, 4)))
 
@@ -114,7 +114,7 @@ class CommandLine(unittest.TestCase):
             (["--eps", "nan"], "--eps must be a finite number >= 0"),
             (["--eps", "inf"], "--eps must be a finite number >= 0"),
             (["--eps", "x"], "invalid float value"),
-            (["--kernlab-plans", "p.json"], "--kernlab-plans is for softmax"),
+            (["--kernlab", "auto", "--row-stride", "72"], "not --row-stride"),
             (["--row-stride", "63"], "--row-stride 63 is less than the width of 4x64"),
         ]:
             with self.subTest(" ".join(argv)):
@@ -145,6 +145,7 @@ class Records(unittest.TestCase):
         check_contract(dict(DOC, records=[
             ok_record(), ok_record(eps=0), ok_record(repeat_medians_ms=[0.05, 0.06], spread=0.2),
             ok_record(rotate_copies=4, queued_ms=0.04, settled_ms=0.045),
+            ok_record(variant="kernlab_do_bench", picked="v2_block_row"),
             make_record("rmsnorm", "torch_compile", "f16", (7, 1000), None, None, 1e-5)]))
 
     def test_break_the_contract(self):
@@ -160,7 +161,6 @@ class Records(unittest.TestCase):
             ("bytes without the weight", ok_record(bytes=2 * 4096 * 4096 * 2)),
             ("a gelu form", ok_record(gelu="tanh")),
             ("a 3-D shape", ok_record(shape=[4096, 4096, 1])),
-            ("kernlab's replay", ok_record(variant="kernlab_do_bench")),
         ]:
             with self.subTest(what), self.assertRaises(ValueError):
                 check_contract(dict(DOC, records=[rec]))

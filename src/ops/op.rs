@@ -361,9 +361,6 @@ pub struct Variant {
     /// PTX instructions the variant claims (CI checks each appears in its kernels' PTX for
     /// `min_arch`), e.g. `mma.sync` for tensor-core versions.
     pub ptx_claims: &'static [&'static str],
-    /// A call of one plain launch (x, y, then scalars) that `bench --torch` may replay in the
-    /// baselines' process, timed there by the same do_bench as PyTorch's kernels.
-    pub replayable: bool,
     pub run: RunFn,
 }
 
@@ -411,7 +408,6 @@ impl Variant {
             min_arch: 80,
             picks: None,
             ptx_claims: &[],
-            replayable: false,
             run,
         }
     }
@@ -479,12 +475,6 @@ impl Variant {
     pub const fn picks(self, f: PickFn) -> Variant {
         Variant {
             picks: Some(f),
-            ..self
-        }
-    }
-    pub const fn replayable(self) -> Variant {
-        Variant {
-            replayable: true,
             ..self
         }
     }

@@ -11,7 +11,8 @@ GEMM_OPS = tuple(name for name, s in TABLE.items() if s.gemm)
 ROW_OPS = tuple(name for name, s in TABLE.items() if s.rows)
 # Ops with a shape loop of their own (`OpSpec.run_shape`): the MLP.
 OWN_LOOP_OPS = tuple(name for name, s in TABLE.items() if not s.rows and not s.gemm)
-REPLAY_OPS = tuple(name for name, s in TABLE.items() if s.replays)
+# Ops with a kernlab package function (--kernlab: the kernlab_do_bench column).
+KERNLAB_OPS = tuple(name for name, s in TABLE.items() if s.kernlab_call)
 
 
 def spec(op):

@@ -33,7 +33,7 @@ class OpSpec:
     ndim = 2                      # dimensions of a shape on the command line
     shape_keys = "[rows, cols]"   # a record's shape, as the contract's message names it
     gemm = False                  # judged by rows' relative L2 error, flops and tflops kept
-    replays = False               # takes --kernlab-plans (kernlab's launch replayed)
+    kernlab_call = None           # its kernlab package function (the kernlab_do_bench column)
     rows = True                   # ROWSxCOLS rows: takes --row-stride
     rounds = True                 # timed in --repeat rounds (the GEMMs are timed once)
     variants = VARIANTS           # the PyTorch columns it has
@@ -110,6 +110,11 @@ class OpSpec:
     def run_shape(self, bench, shape, variants, log):
         """The records of one shape, for an op that is neither a row op nor a GEMM (those run
         through the runner's own loops)."""
+        raise NotImplementedError
+
+    def kernlab_fn(self, bench, kl, variant):
+        """fn(*inputs) calling `kernlab_call` of the kernlab package `kl` in `variant` with the
+        run's options, as PyTorch's columns are called (ops with `kernlab_call` only)."""
         raise NotImplementedError
 
 

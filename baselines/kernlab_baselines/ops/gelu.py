@@ -34,6 +34,7 @@ def gelu_reference(torch, x, form):
 
 class Gelu(RowOp):
     name = "gelu"
+    kernlab_call = "gelu"
     summary = "y = GeLU(x) (--gelu tanh|erf), ROWSxCOLS"
 
     def normalise_args(self, args):
@@ -82,6 +83,10 @@ class Gelu(RowOp):
         torch = bench.torch
         approx = "tanh" if bench.args.gelu == "tanh" else "none"
         return lambda x: torch.nn.functional.gelu(x, approximate=approx)
+
+    def kernlab_fn(self, bench, kl, variant):
+        approx = "tanh" if bench.args.gelu == "tanh" else "none"
+        return lambda x: kl.gelu(x, approximate=approx, variant=variant)
 
     def native_out(self, bench):
         # F.gelu's own kernel (aten::gelu.out).

@@ -46,6 +46,7 @@ class Gemm(OpSpec):
     def __init__(self, name, bias):
         self.name = name
         self.bias = bias
+        self.kernlab_call = "linear"
         # matmul has no torch_manual: it would be a @ w.t(), which is torch_native.
         self.variants = VARIANTS if bias else tuple(v for v in VARIANTS if v != "torch_manual")
         self.summary = ("c = act(a . w^T + bias) (--activation), MxNxK" if bias
@@ -228,6 +229,12 @@ class Gemm(OpSpec):
             return out
 
         return native_out_bias
+
+    def kernlab_fn(self, bench, kl, variant):
+        if not self.bias:  # kernlab.linear without bias or activation is kernlab's matmul
+            return lambda x, w, b: kl.linear(x, w, variant=variant)
+        act = bench.args.activation
+        return lambda x, w, b: kl.linear(x, w, b, act, variant=variant)
 
     def compile_fn(self, bench):
         """torch_compile: torch.compile of torch_native, compiled once a shape."""

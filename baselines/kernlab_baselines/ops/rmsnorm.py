@@ -63,6 +63,7 @@ def manual_rmsnorm(torch, x, w, eps):
 
 class RmsNorm(RowOp):
     name = "rmsnorm"
+    kernlab_call = "rms_norm"
     record_keys = ("eps",)
     summary = "y = x * rsqrt(mean(x^2) + eps) * weight over the last dim (--eps), ROWSxCOLS"
 
@@ -141,6 +142,10 @@ class RmsNorm(RowOp):
             return F.rms_norm(x, (x.shape[-1],), w, eps)
 
         return native
+
+    def kernlab_fn(self, bench, kl, variant):
+        eps = float(bench.args.eps)
+        return lambda x, w: kl.rms_norm(x, w, eps, variant=variant)
 
     def triton_fn(self, bench, shape):
         plan = bench.triton_plan(shape)

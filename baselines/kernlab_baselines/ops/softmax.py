@@ -4,8 +4,8 @@ Shapes ROWSxCOLS; x ~ N(0, 1) with one element in a thousand times 20 (outliers 
 max to matter); bytes 2 * rows * cols * size. Variants: torch_manual (the lecture's
 `manual_softmax`), torch_native (torch.softmax), torch_compile (of torch_manual), triton
 (kernlab's Triton kernel, the fused-softmax tutorial's, launched as kernlab launched it:
-`triton_plans`), and, where kernlab passes its launch plans, kernlab's own launch replayed here
-(`replay`)."""
+`triton_plans`), and, with --kernlab, kernlab's own variant through its Python package
+(`package`)."""
 
 from ..triton_plans import describe as triton_describe, launch as triton_launch
 from .base import RowOp
@@ -46,7 +46,7 @@ def is_log(args):
 
 class Softmax(RowOp):
     name = "softmax"
-    replays = True
+    kernlab_call = "softmax"
     summary = "y = softmax(x) (or log_softmax: --log-softmax) over the last dim, ROWSxCOLS"
 
     def opts(self, args):
@@ -107,6 +107,10 @@ class Softmax(RowOp):
         aten = bench.torch.ops.aten
         kernel = aten._log_softmax.out if is_log(bench.args) else aten._softmax.out
         return lambda x, out: kernel(x, -1, False, out=out)
+
+    def kernlab_fn(self, bench, kl, variant):
+        call = kl.log_softmax if is_log(bench.args) else kl.softmax
+        return lambda x: call(x, -1, variant=variant)
 
     def triton_fn(self, bench, shape):
         plan = bench.triton_plan(shape)

@@ -19,9 +19,7 @@ use crate::runtime::dtype::{DType, Element};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::kernels::KernelSource;
 use crate::runtime::launch::launch;
-use crate::runtime::launch::{
-    aligned16, cfg_1d, cuda_io, note_launch, CudaIo, LaunchArg, RecordedLaunch,
-};
+use crate::runtime::launch::{aligned16, cfg_1d, cuda_io, CudaIo};
 use crate::runtime::tensor::{row_strided_layout, Init, Tensor};
 use cudarc::driver::{CudaView, LaunchConfig};
 use rayon::prelude::*;
@@ -328,8 +326,7 @@ static VARIANTS: [Variant; 15] = [
         .strided()
         .vec16()
         .min_arch(90)
-        .picks(|_, x| auto_label(x[0]))
-        .replayable(),
+        .picks(|_, x| auto_label(x[0])),
     Variant::new(OP, "compiled", Tier::Compiled, DeviceKind::Cuda,
         "kernlab's compiler: manual_softmax's graph fused into one row kernel, a block a row, the row staged once in shared memory (looped over global memory past it)",
         |p, x, y| super::compiled::run(OP, p, x, y))

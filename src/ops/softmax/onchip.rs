@@ -328,7 +328,6 @@ pub fn run_v8_tuned(p: &SoftmaxParams, x: &Tensor, y: &mut Tensor, tuning: V8Tun
     };
     if c == 1 {
         let (rows, cols, lg, cs) = (r.rows as i32, r.cols as i32, p.log_softmax as i32, 1i32);
-        note_launch(|| row_launch(&name, cfg, &r, lg, Some(cs)));
         launch!(
             io.dev,
             &SOURCE,

@@ -112,26 +112,6 @@ pub(super) fn require_peelable(variant: &str, r: &Rows, io: &CudaIo) -> Result<(
     ))
 }
 
-/// A row kernel's launch as a replay repeats it: (x, y, rows, cols, ldx, ldy, lg), and v8's
-/// cluster size where its kernel takes one.
-pub(super) fn row_launch(
-    name: &str,
-    cfg: LaunchConfig,
-    r: &Rows,
-    lg: i32,
-    csize: Option<i32>,
-) -> RecordedLaunch {
-    let mut args = vec![
-        LaunchArg::I32(r.rows as i32),
-        LaunchArg::I32(r.cols as i32),
-        LaunchArg::I64(r.ldx),
-        LaunchArg::I64(r.ldy),
-        LaunchArg::I32(lg),
-    ];
-    args.extend(csize.map(LaunchArg::I32));
-    RecordedLaunch::new(&SOURCE, name, cfg, args)
-}
-
 /// Launch a row kernel with the (x, y, rows, cols, ldx, ldy, lg) arguments they all take.
 pub(super) fn launch_rows(
     io: CudaIo,
@@ -141,7 +121,6 @@ pub(super) fn launch_rows(
     cfg: LaunchConfig,
 ) -> Result<()> {
     let (rows, cols, lg) = (r.rows as i32, r.cols as i32, p.log_softmax as i32);
-    note_launch(|| row_launch(&name, cfg, r, lg, None));
     launch!(
         io.dev,
         &SOURCE,
@@ -249,6 +228,22 @@ pub fn run_v3_block_regs(p: &SoftmaxParams, x: &Tensor, y: &mut Tensor) -> Resul
 
 /// v3 in the tuning given.
 pub fn run_v3_tuned(p: &SoftmaxParams, x: &Tensor, y: &mut Tensor, tuning: V3Tuning) -> Result<()> {
+    let (io, r, name, cfg) = v3_launch(x, y, tuning)?;
+    launch_rows(io, &r, p, name, cfg)
+}
+
+/// The kernel v3 launches for `x` into `y` in `tuning` (its form — vec, scalar, shift or
+/// shiftsplit — and slots a thread), without launching it.
+pub fn v3_kernel(x: &Tensor, y: &mut Tensor, tuning: V3Tuning) -> Result<String> {
+    v3_launch(x, y, tuning).map(|(_, _, name, _)| name)
+}
+
+/// v3's rows, kernel and launch shape for `x` into `y` in `tuning`.
+fn v3_launch<'a>(
+    x: &'a Tensor,
+    y: &'a mut Tensor,
+    tuning: V3Tuning,
+) -> Result<(CudaIo<'a>, Rows, String, LaunchConfig)> {
     check_rows(x)?;
     let (io, r) = rows_io(x, y)?;
     let shift = !r.vec && peelable(&r, &io);
@@ -273,7 +268,7 @@ pub fn run_v3_tuned(p: &SoftmaxParams, x: &Tensor, y: &mut Tensor, tuning: V3Tun
         false => kind(r.vec),
     };
     let name = format!("softmax_v3_block_regs_{form}_k{k}_{}", x.dtype());
-    launch_rows(io, &r, p, name, cfg)
+    Ok((io, r, name, cfg))
 }
 
 /// The packs v3's shifted form gives a row of `cols` columns that starts up to `pack − 1`

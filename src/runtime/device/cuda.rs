@@ -82,8 +82,8 @@ thread_local! {
 }
 
 /// How many kernels this thread has launched through kernlab's launchers so far: a caller
-/// compares two readings to count the launches of a call (`bench --torch` replays only calls
-/// of one launch).
+/// compares two readings to count the launches of a call (`bench --torch` hands a Triton
+/// variant's launch to PyTorch's process only where its call was that one launch).
 pub fn launches_on_this_thread() -> u64 {
     LAUNCHES.with(|n| n.get())
 }

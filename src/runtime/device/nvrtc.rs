@@ -33,7 +33,7 @@ pub enum ModuleImage<'a> {
 }
 
 impl Compiled {
-    /// The image kernlab loads this module from (and a replay of its kernels must load too).
+    /// The image kernlab loads this module from.
     pub fn image(&self) -> ModuleImage<'_> {
         if self.cubin.is_empty() {
             ModuleImage::Ptx(&self.ptx)

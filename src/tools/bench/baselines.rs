@@ -1,103 +1,57 @@
 //! The PyTorch baselines' side of a bench run: running `baselines/` for every (op, dtype) of
-//! the run, and the launches of kernlab's own replayable variant that go with them to be timed
-//! in PyTorch's process.
+//! the run, with the Triton variants' launches for its `triton` column, and kernlab's own
+//! `auto` called there through the kernlab Python package (its `kernlab_do_bench` column).
 
-use super::{torch, BenchConfig, BenchReport, Event, Point, Progress, Status};
+use super::{torch, BenchConfig, BenchReport, Event, Point, Progress, Record, Status};
 use crate::ops::{Op, Params, Variant};
 use crate::runtime::device::Device;
 use crate::runtime::dtype::DType;
 use crate::runtime::error::Result;
-use crate::runtime::launch::{record_launch, record_triton_launch, RecordedLaunch, TritonLaunch};
+use crate::runtime::launch::{record_triton_launch, TritonLaunch};
 use crate::runtime::tensor::Tensor;
 
-type ReplayLaunch = (
-    RecordedLaunch,
-    std::sync::Arc<crate::runtime::device::nvrtc::Compiled>,
-);
-
-/// `auto`'s launches noted at the run's points for the baselines' replay, and at the points
-/// where none could be, why.
+/// The Triton variants' launches noted at the run's points, for the baselines' `triton`
+/// column.
 #[derive(Default)]
-pub(super) struct Replays {
-    pub(super) made: Vec<(Op, DType, torch::Replay)>,
-    pub(super) skipped: Vec<(Op, DType, String)>,
-    /// The Triton variant's launches, for the baselines' `triton` column.
-    pub(super) triton: Vec<(Op, DType, torch::TritonPlan)>,
+pub(super) struct TritonPlans(pub(super) Vec<(Op, DType, torch::TritonPlan)>);
+
+impl TritonPlans {
+    fn made_for(&self, op: Op, dtype: DType) -> Vec<torch::TritonPlan> {
+        self.0
+            .iter()
+            .filter(|(o, d, _)| *o == op && *d == dtype)
+            .map(|(_, _, p)| p.clone())
+            .collect()
+    }
 }
 
-impl Replays {
-    fn made_for(&self, op: Op, dtype: DType) -> impl Iterator<Item = &torch::Replay> {
-        self.made
-            .iter()
-            .filter(move |(o, d, _)| *o == op && *d == dtype)
-            .map(|(_, _, r)| r)
-    }
-
-    fn skipped_for(&self, op: Op, dtype: DType) -> impl Iterator<Item = &str> {
-        self.skipped
-            .iter()
-            .filter(move |(o, d, _)| *o == op && *d == dtype)
-            .map(|(_, _, why)| why.as_str())
-    }
-
-    /// The note under the table for one (op, dtype) the script ran: at how many of its `shapes`
-    /// `kernlab_do_bench` was timed (`ok`), came back failed or in error (`bad`), and why the
-    /// others have none.
-    fn note(&self, op: Op, dtype: DType, shapes: usize, ok: usize, bad: usize) -> String {
-        let mut s = format!(
-            "{}: kernlab's `auto`, its one launch replayed and timed by do_bench in PyTorch's process, at {ok} of {shapes} {op} {dtype} shape(s)",
-            torch::REPLAY_VARIANT
+/// The note under the table for one (op, dtype) whose `kernlab_do_bench` column the script
+/// ran: at how many of its `shapes` that column was timed, and where it was not, why (the
+/// first such record's note: a package missing or built from other sources says so on each).
+fn package_note(op: Op, dtype: DType, shapes: usize, records: &[Record]) -> String {
+    let mine: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.variant == torch::KERNLAB_VARIANT)
+        .collect();
+    let ok = mine.iter().filter(|r| r.status == Status::Ok).count();
+    let mut s = format!(
+        "{}: kernlab's `auto` called through the kernlab Python package on PyTorch's tensors and timed by do_bench in PyTorch's process, at {ok} of {shapes} {op} {dtype} shape(s)",
+        torch::KERNLAB_VARIANT
+    );
+    if let Some(bad) = mine.iter().find(|r| r.status != Status::Ok) {
+        let n = mine.len() - ok;
+        s += &format!(
+            "; {n} failed or in error, the first with: {}",
+            bad.note.as_deref().unwrap_or("no note")
         );
-        if bad > 0 {
-            s += &format!("; {bad} replayed but failed or in error (their notes say why)");
-        }
-        let returned = ok + bad;
-        // Each reason once, with how many points gave it, in the order first met.
-        let mut why: Vec<(&str, usize)> = Vec::new();
-        for r in self.skipped_for(op, dtype) {
-            match why.iter_mut().find(|(w, _)| *w == r) {
-                Some(e) => e.1 += 1,
-                None => why.push((r, 1)),
-            }
-        }
-        let skipped: usize = why.iter().map(|(_, n)| n).sum();
-        let planned = self.made_for(op, dtype).count();
-        for (w, n) in why {
-            s += &format!("; not at {n}: {w}");
-        }
-        let unplanned = shapes.saturating_sub(planned + skipped);
-        if unplanned > 0 {
-            s += &format!("; not at {unplanned}: no validated `auto` there to take it from");
-        }
-        if returned < planned {
-            s += &format!(
-                "; {} planned but not returned by the script (its log says why)",
-                planned - returned
-            );
-        }
-        s
     }
-}
-
-/// `v`'s launch for one call on `x` into `y`, with the module it is in, where that call is one
-/// plain launch (see `runtime::launch::record_launch`); else why not (not on a GPU, or the
-/// call launched otherwise).
-pub(super) fn replay_of(
-    device: &Device,
-    p: &Params,
-    v: &Variant,
-    x: &[&Tensor],
-    y: &mut Tensor,
-) -> Result<std::result::Result<ReplayLaunch, String>> {
-    let Some(d) = device.cuda() else {
-        return Ok(Err("not on a GPU".into()));
-    };
-    let launch = match record_launch(|| v.run(p, x, y))? {
-        Ok(l) => l,
-        Err(why) => return Ok(Err(why)),
-    };
-    let (_, module) = d.module(launch.source, &launch.kernel)?;
-    Ok(Ok((launch, module)))
+    if mine.len() < shapes {
+        s += &format!(
+            "; {} not returned by the script (its log says why)",
+            shapes - mine.len()
+        );
+    }
+    s
 }
 
 /// The Triton variant `v`'s launch for one call on `x` into `y` (see
@@ -126,14 +80,38 @@ pub(super) fn wants_triton_plan(
         && cfg.timing.graph.is_none()
 }
 
-/// Whether the launches of `op`'s replayable variant (softmax's `auto`) go to the baselines'
-/// process to be replayed there (`torch::REPLAY_VARIANT`): where a Triton plan would
-/// ([`wants_triton_plan`]), on contiguous rows (a replayed launch's arguments are for
-/// contiguous rows, and the script refuses plans with `--row-stride`).
-pub(super) fn wants_replay(cfg: &BenchConfig, device: &Device, op: Op, params: &Params) -> bool {
-    op.variants().iter().any(|v| v.replayable)
-        && cfg.row_stride.is_none()
-        && wants_triton_plan(cfg, device, op, params)
+/// The variant the baselines' `kernlab_do_bench` column calls through the kernlab package:
+/// `op`'s `auto`, where a Triton plan would go too ([`wants_triton_plan`]: `--torch` on a CUDA
+/// device, timed call by call) and rows are contiguous (the package copies strided rows
+/// contiguous first, a copy the column would time).
+pub(super) fn package_variant(
+    cfg: &BenchConfig,
+    device: &Device,
+    op: Op,
+    params: &Params,
+) -> Option<&'static str> {
+    let auto = op.variants().iter().find(|v| v.name == "auto")?;
+    (cfg.row_stride.is_none() && wants_triton_plan(cfg, device, op, params)).then_some(auto.name)
+}
+
+/// Each `kernlab_do_bench` record's `picked`: what kernlab's own `auto` record at the same
+/// point says it ran (the package runs the same dispatch on the same shape and device).
+fn fill_picked(records: &mut [Record], own: &[Record]) {
+    for r in records
+        .iter_mut()
+        .filter(|r| r.variant == torch::KERNLAB_VARIANT)
+    {
+        r.picked = own
+            .iter()
+            .find(|a| {
+                a.variant == "auto"
+                    && a.op == r.op
+                    && a.dtype == r.dtype
+                    && a.shape == r.shape
+                    && a.params == r.params
+            })
+            .and_then(|a| a.picked.clone());
+    }
 }
 
 /// The baselines script's runs for `points`: one per op, dtype and parameter set, with that
@@ -163,7 +141,7 @@ pub(super) fn add_torch_baselines(
     device: &Device,
     points: &[Point],
     seed: u64,
-    replays: &Replays,
+    tritons: &TritonPlans,
     report: &mut BenchReport,
     progress: Progress,
 ) -> Result<()> {
@@ -201,13 +179,7 @@ pub(super) fn add_torch_baselines(
             "PyTorch baselines: {op} {dtype}, {} shape(s)",
             shapes.len()
         )));
-        let mine: Vec<torch::Replay> = replays.made_for(op, dtype).cloned().collect();
-        let tritons: Vec<torch::TritonPlan> = replays
-            .triton
-            .iter()
-            .filter(|(o, d, _)| *o == op && *d == dtype)
-            .map(|(_, _, p)| p.clone())
-            .collect();
+        let package = package_variant(cfg, device, op, params);
         match torch::run_script(
             t,
             op,
@@ -218,8 +190,8 @@ pub(super) fn add_torch_baselines(
             seed,
             target,
             cfg.row_stride,
-            &mine,
-            &tritons,
+            package,
+            &tritons.made_for(op, dtype),
         ) {
             torch::Outcome::Ran(doc) => {
                 let rotate = if op.grammar() == crate::ops::Grammar::Batch {
@@ -240,18 +212,12 @@ pub(super) fn add_torch_baselines(
                         report.torch_notes.push(copy);
                     }
                 }
-                let records = torch::to_records(&doc, &shapes, params, report.copy_gbps())?;
-                if wants_replay(cfg, device, op, params) {
-                    let mine = || {
-                        records
-                            .iter()
-                            .filter(|r| r.variant == torch::REPLAY_VARIANT)
-                    };
-                    let ok = mine().filter(|r| r.status == Status::Ok).count();
-                    let bad = mine().count() - ok;
+                let mut records = torch::to_records(&doc, &shapes, params, report.copy_gbps())?;
+                if package.is_some() {
+                    fill_picked(&mut records, &report.records);
                     report
                         .torch_notes
-                        .push(replays.note(op, dtype, shapes.len(), ok, bad));
+                        .push(package_note(op, dtype, shapes.len(), &records));
                 }
                 report.records.extend(records);
             }
@@ -317,65 +283,72 @@ mod tests {
         );
     }
 
+    fn record(variant: &str, tier: super::super::RecordTier, rows: usize) -> Record {
+        let mut r = Record::blank(
+            softmax::OP,
+            variant,
+            tier,
+            crate::runtime::device::DeviceKind::Cuda,
+            DType::BF16,
+            &[rows, 1000],
+            &softmax::OP.default_params(),
+            1,
+        );
+        r.status = Status::Ok;
+        r
+    }
+
     #[test]
-    fn the_replay_note_counts_what_came_back_and_says_why_the_rest_did_not() {
-        let module = std::sync::Arc::new(crate::runtime::device::nvrtc::Compiled {
-            file: "softmax.cu".into(),
-            arch: "sm_90a".into(),
-            options: vec![],
-            ptx: String::new(),
-            cubin: vec![1],
-            log: String::new(),
-            from_cache: false,
-        });
-        let launch = RecordedLaunch::new(
-            &crate::ops::softmax::SOURCE,
-            "k_f32",
-            crate::runtime::launch::cfg_1d(32, 32).unwrap(),
-            vec![],
-        );
-        let replay = torch::Replay {
-            shape: (1, 64),
-            picked: Some("v2_warp_row".into()),
-            launch,
-            module,
-        };
-        let cluster = "1 launch(es), 0 of them a row kernel's plain launch (…)".to_string();
-        let r = Replays {
-            made: vec![
-                (softmax::OP, DType::F32, replay.clone()),
-                (softmax::OP, DType::F32, replay.clone()),
-                (softmax::OP, DType::BF16, replay),
-            ],
-            skipped: vec![
-                (softmax::OP, DType::F32, cluster.clone()),
-                (softmax::OP, DType::F32, cluster.clone()),
-                (softmax::OP, DType::BF16, "no kernel launched".into()),
-            ],
-            triton: vec![],
-        };
-        // f32: 2 planned, 2 skipped for one reason, 1 without auto; 1 came back.
-        let n = r.note(softmax::OP, DType::F32, 5, 1, 0);
-        assert!(n.starts_with("kernlab_do_bench: "), "{n}");
-        assert!(n.contains("at 1 of 5 softmax f32 shape(s)"), "{n}");
-        assert!(n.contains(&format!("; not at 2: {cluster}")), "{n}");
-        assert!(n.contains("; not at 1: no validated `auto` there"), "{n}");
-        assert!(n.contains("; 1 planned but not returned"), "{n}");
-        // bf16: every shape accounted for, all planned ones back.
-        let n = r.note(softmax::OP, DType::BF16, 2, 1, 0);
-        assert!(n.contains("at 1 of 2 softmax bf16"), "{n}");
-        assert!(n.contains("; not at 1: no kernel launched"), "{n}");
+    fn the_package_column_s_note_counts_it_and_says_why_the_rest_failed() {
+        use super::super::RecordTier::Torch;
+        let mut bad = record(torch::KERNLAB_VARIANT, Torch, 64);
+        bad.status = Status::Error;
+        bad.note = Some("the kernlab package here was built from other sources".into());
+        let recs = vec![
+            record("torch_native", Torch, 8),
+            record(torch::KERNLAB_VARIANT, Torch, 8),
+            bad.clone(),
+            bad,
+        ];
+        let n = package_note(softmax::OP, DType::BF16, 4, &recs);
         assert!(
-            !n.contains("no validated") && !n.contains("not returned"),
+            n.starts_with(
+                "kernlab_do_bench: kernlab's `auto` called through the kernlab Python package"
+            ),
             "{n}"
         );
-        assert!(!n.contains("failed"), "{n}");
-        // One came back failed: counted apart, and not as missing.
-        let n = r.note(softmax::OP, DType::BF16, 2, 0, 1);
+        assert!(n.contains("at 1 of 4 softmax bf16 shape(s)"), "{n}");
+        assert!(n.contains("; 2 failed or in error, the first with: the kernlab package here was built from other sources"), "{n}");
         assert!(
-            n.contains("at 0 of 2") && n.contains("; 1 replayed but failed"),
+            n.ends_with("; 1 not returned by the script (its log says why)"),
             "{n}"
         );
-        assert!(!n.contains("not returned"), "{n}");
+        let all = package_note(softmax::OP, DType::BF16, 1, &recs[..2]);
+        assert!(all.ends_with("at 1 of 1 softmax bf16 shape(s)"), "{all}");
+    }
+
+    #[test]
+    fn the_package_column_takes_auto_s_pick_at_its_own_point() {
+        use super::super::RecordTier::{Kernlab, Torch};
+        let mut own = vec![
+            record("auto", Kernlab(crate::ops::Tier::Cuda), 8),
+            record("auto", Kernlab(crate::ops::Tier::Cuda), 64),
+            record("v3_block_regs", Kernlab(crate::ops::Tier::Cuda), 8),
+        ];
+        own[0].picked = Some("v2_warp_row".into());
+        own[1].picked = Some("v3_block_regs".into());
+        own[2].picked = Some("not auto".into());
+        let mut theirs = vec![
+            record(torch::KERNLAB_VARIANT, Torch, 8),
+            record(torch::KERNLAB_VARIANT, Torch, 64),
+            record(torch::KERNLAB_VARIANT, Torch, 512),
+            record("torch_native", Torch, 8),
+        ];
+        fill_picked(&mut theirs, &own);
+        let picked: Vec<_> = theirs.iter().map(|r| r.picked.as_deref()).collect();
+        assert_eq!(
+            picked,
+            [Some("v2_warp_row"), Some("v3_block_regs"), None, None]
+        );
     }
 }

@@ -19,9 +19,7 @@ use crate::runtime::device::{Device, DeviceKind};
 use crate::runtime::dtype::DType;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::tensor::{shape_str, Tensor};
-use baselines::{
-    add_torch_baselines, replay_of, triton_plan_of, wants_replay, wants_triton_plan, Replays,
-};
+use baselines::{add_torch_baselines, triton_plan_of, wants_triton_plan, TritonPlans};
 use ceiling::CopyCeiling;
 use harness::{CpuTimer, CudaTimer, Rotate, Stats, TimingOpts};
 pub use report::{BenchReport, Record, RecordTier, Status};
@@ -363,8 +361,8 @@ pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<Ben
     };
     let total = points.len();
     progress(Event::Step { done: 0, total });
-    // `auto`'s softmax launches, for the baselines' process to replay (see `wants_replay`).
-    let mut replays = Replays::default();
+    // The Triton variants' launches, for the baselines' `triton` column.
+    let mut tritons = TritonPlans::default();
     for (i, point) in points.iter().enumerate() {
         // Ctrl-C: keep what was measured, skip the rest (and the baselines).
         if crate::runtime::interrupt::requested() {
@@ -381,7 +379,7 @@ pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<Ben
             point,
             seed,
             report.copy_gbps(),
-            &mut replays,
+            &mut tritons,
             progress,
         )?;
         report.records.extend(records);
@@ -398,7 +396,7 @@ pub fn run(cfg: &BenchConfig, device: &Device, progress: Progress) -> Result<Ben
             device,
             &points,
             seed,
-            &replays,
+            &tritons,
             &mut report,
             progress,
         )?;
@@ -450,7 +448,7 @@ fn measure_point(
     point: &Point,
     run_seed: u64,
     copy_gbps: f64,
-    replays: &mut Replays,
+    tritons: &mut TritonPlans,
     progress: Progress,
 ) -> Result<Vec<Record>> {
     let (op, dtype, shape, params) = (point.op, point.dtype, &point.shape, &point.params);
@@ -572,32 +570,10 @@ fn measure_point(
         }
         progress(Event::Note(&format!("{what}: timing")));
         let mut y = y;
-        if v.replayable && wants_replay(cfg, device, op, params) {
-            // One more call, its launch noted, for the baselines' process to replay.
-            match replay_of(device, params, v, &x0, &mut y) {
-                Ok(Ok((launch, module))) => replays.made.push((
-                    op,
-                    dtype,
-                    torch::Replay {
-                        shape: torch::script_shape(shape),
-                        picked: rec.picked.clone(),
-                        launch,
-                        module,
-                    },
-                )),
-                Ok(Err(why)) => replays.skipped.push((op, dtype, why)),
-                Err(e) => {
-                    replays
-                        .skipped
-                        .push((op, dtype, "the call for it failed".into()));
-                    rec.add_note(format!("its launch for PyTorch's process failed: {e}"));
-                }
-            }
-        }
         if v.tier == Tier::Triton && wants_triton_plan(cfg, device, op, params) {
             // One more call, its Triton launch noted, for the baselines' `triton` column.
             match triton_plan_of(params, v, &x0, &mut y) {
-                Ok(Ok(launch)) => replays.triton.push((
+                Ok(Ok(launch)) => tritons.0.push((
                     op,
                     dtype,
                     torch::TritonPlan {

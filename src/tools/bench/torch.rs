@@ -12,7 +12,7 @@ use super::report::{Record, RecordTier, Status};
 use crate::ops::{Grammar, Op, Params};
 use crate::runtime::device::DeviceKind;
 use crate::runtime::dtype::DType;
-use crate::runtime::launch::{RecordedLaunch, TritonLaunch};
+use crate::runtime::launch::TritonLaunch;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -168,7 +168,7 @@ pub struct TorchRecord {
     /// records only).
     #[serde(default)]
     pub rotate_copies: Option<usize>,
-    /// `kernlab_do_bench` records: the version `auto` picked, whose launch was replayed.
+    /// `kernlab_do_bench` records: the version `auto` picked there (kernlab's own record says).
     #[serde(default)]
     pub picked: Option<String>,
     /// Calls under 1 ms: the median of do_bench's loop run again with every launch queued
@@ -190,23 +190,9 @@ pub struct TorchRecord {
     pub spread: Option<f64>,
 }
 
-/// The variant name of kernlab's own launch replayed in the baselines' process.
-pub const REPLAY_VARIANT: &str = "kernlab_do_bench";
-
-/// `auto`'s launch at one softmax point, for the baselines' process to replay beside
-/// PyTorch's calls (its `kernlab_do_bench` column): the same kernel, from the module image
-/// kernlab loaded, with the same launch shape and arguments, on PyTorch's tensors and stream,
-/// validated against the f64 reference and timed by do_bench like every other column.
-#[derive(Debug, Clone)]
-pub struct Replay {
-    /// The script's (rows, cols) of the point.
-    pub shape: (usize, usize),
-    /// The version `auto` picked there.
-    pub picked: Option<String>,
-    pub launch: RecordedLaunch,
-    /// The compiled module the kernel is in (its CUBIN, or its PTX where NVRTC gave none).
-    pub module: std::sync::Arc<crate::runtime::device::nvrtc::Compiled>,
-}
+/// The variant name of kernlab's own kernels called in the baselines' process, through the
+/// kernlab Python package on PyTorch's tensors, and timed there by do_bench.
+pub const KERNLAB_VARIANT: &str = "kernlab_do_bench";
 
 /// A Triton variant's launch at one point, for the baselines' `triton` column: the same kernel
 /// (its file written beside the plans), launched through Triton with the same constants,
@@ -259,67 +245,6 @@ fn write_plan_file(
     });
     std::fs::write(path, serde_json::to_string_pretty(&doc)?)?;
     Ok(path.to_path_buf())
-}
-
-/// The module image of a compiled kernel file, as cuModuleLoadData takes it: the CUBIN, or
-/// the PTX with its terminating NUL; and the file name it is written under.
-fn module_image(c: &crate::runtime::device::nvrtc::Compiled) -> (String, Vec<u8>) {
-    let stem: String = format!("{}-{}", c.file, c.arch)
-        .chars()
-        .map(|ch| {
-            if ch.is_ascii_alphanumeric() || ch == '-' {
-                ch
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    match c.image() {
-        crate::runtime::device::nvrtc::ModuleImage::Ptx(ptx) => {
-            let mut b = ptx.as_bytes().to_vec();
-            b.push(0);
-            (format!("{stem}.ptx"), b)
-        }
-        crate::runtime::device::nvrtc::ModuleImage::Cubin(cubin) => {
-            (format!("{stem}.cubin"), cubin.to_vec())
-        }
-    }
-}
-
-/// Write `replays` for the script into `dir`: each module image once, and `kernlab_plans.json`
-/// (format 1: `{"version": 1, "op", "dtype", "plans": [{"shape": [rows, cols], "picked",
-/// "image", "kernel", "grid", "block", "smem", "args"}]}`, each argument "x", "y", or
-/// `{"i32": v}` / `{"i64": v}`); returns the JSON's path.
-pub fn write_replays(
-    dir: &Path,
-    op: Op,
-    dtype: DType,
-    replays: &[Replay],
-) -> std::io::Result<PathBuf> {
-    let mut plans = Vec::new();
-    let mut written = std::collections::HashSet::new();
-    // Shapes that fold to one (rows, cols) (`2x3x64` and `6x64`) have one launch: plan it once.
-    let mut planned = std::collections::HashSet::new();
-    for r in replays.iter().filter(|r| planned.insert(r.shape)) {
-        let (name, bytes) = module_image(&r.module);
-        if written.insert(name.clone()) {
-            std::fs::write(dir.join(&name), bytes)?;
-        }
-        let l = &r.launch;
-        let mut args = vec![serde_json::json!("x"), serde_json::json!("y")];
-        args.extend(l.args.iter().map(|a| serde_json::json!(a)));
-        plans.push(serde_json::json!({
-            "shape": [r.shape.0, r.shape.1],
-            "picked": r.picked,
-            "image": name,
-            "kernel": l.kernel,
-            "grid": l.grid,
-            "block": l.block,
-            "smem": l.smem,
-            "args": args,
-        }));
-    }
-    write_plan_file(&dir.join("kernlab_plans.json"), op, dtype, plans)
 }
 
 pub fn parse(json: &str) -> crate::runtime::error::Result<TorchDoc> {
@@ -450,7 +375,8 @@ fn script_op(op: Op) -> &'static str {
 
 /// Run the script for one op and dtype over `shapes` on CUDA device `ordinal`, whose L2
 /// holds `l2_bytes` (what `--rotate auto` counts with, on both sides), with rows `row_stride`
-/// elements apart where given (row ops), and `replays` of kernlab's launches.
+/// elements apart where given (row ops), `kernlab`'s variant called through the kernlab
+/// package there (its `kernlab_do_bench` column), and kernlab's Triton launches.
 #[allow(clippy::too_many_arguments)]
 pub fn run_script(
     cfg: &TorchConfig,
@@ -462,7 +388,7 @@ pub fn run_script(
     seed: u64,
     target: ScriptTarget,
     row_stride: Option<usize>,
-    replays: &[Replay],
+    kernlab: Option<&str>,
     tritons: &[TritonPlan],
 ) -> Outcome {
     if !cfg.script.is_file() {
@@ -525,16 +451,8 @@ pub fn run_script(
     if let (Some(ld), Grammar::Rows) = (row_stride, op.grammar()) {
         cmd.args(["--row-stride", &ld.to_string()]);
     }
-    if !replays.is_empty() {
-        match write_replays(dir.path(), op, dtype, replays) {
-            Ok(p) => {
-                cmd.arg("--kernlab-plans").arg(p);
-            }
-            // Our own temporary directory refused a file: the PyTorch columns still run.
-            Err(e) => stderr_line!(
-                "kernlab: could not write the launch plans for PyTorch's process ({e}): the {REPLAY_VARIANT} column is left out"
-            ),
-        }
+    if let Some(v) = kernlab {
+        cmd.args(["--kernlab", v, "--kernlab-build", crate::BUILD_ID]);
     }
     if !tritons.is_empty() {
         match write_triton_plans(dir.path(), op, dtype, tritons) {

@@ -1,5 +1,5 @@
-//! The verdict under a table with PyTorch columns: where kernlab's `auto` (and its replay in
-//! PyTorch's process) stands against PyTorch native and torch.compile, point by point.
+//! The verdict under a table with PyTorch columns: where kernlab's `auto` (and the same `auto`
+//! called in PyTorch's process) stands against PyTorch native and torch.compile, point by point.
 
 use super::*;
 
@@ -16,7 +16,7 @@ fn host_bound(r: &Record) -> bool {
     r.note.as_deref().is_some_and(|n| n.contains(HOST_BOUND))
 }
 
-/// Where `auto` and its same-process replay (`kernlab_do_bench`) stand against
+/// Where `auto` and its call in PyTorch's process (`kernlab_do_bench`) stand against
 /// [`PYTORCH_RIVALS`], point by point, in µs a call: one line for each of the two that was
 /// timed beside a rival, listing the points where it was slower (by how much, and against
 /// which), and saying at how many of the points it was judged the time on either side was
@@ -80,9 +80,9 @@ pub fn against_pytorch(
     for (mine, in_torch, what) in [
         ("auto", false, "`auto`"),
         (
-            crate::tools::bench::torch::REPLAY_VARIANT,
+            crate::tools::bench::torch::KERNLAB_VARIANT,
             true,
-            "`kernlab_do_bench` (auto's launch, timed in PyTorch's process)",
+            "`kernlab_do_bench` (auto through the kernlab package, timed in PyTorch's process)",
         ),
     ] {
         // The points judged, those slower, those with a host-bound time on either side, those
@@ -259,7 +259,7 @@ pub fn against_pytorch(
             if !in_torch {
                 snotes.push(
                     "kernlab's process against PyTorch's, where the same kernel has read up to \
-                     0.7 µs apart: the replay's line is kernel against kernel"
+                     0.7 µs apart: `kernlab_do_bench`'s line is kernel against kernel"
                         .into(),
                 );
             }
@@ -322,7 +322,7 @@ mod tests {
         r
     }
 
-    /// The verdict against PyTorch counts only points where `auto` (or its replay) and a rival
+    /// The verdict against PyTorch counts only points where `auto` (or its package call) and a rival
     /// (native or compile, not Triton) were both timed, at the same op, dtype, shape and
     /// params, and names the faster rival and the gap where kernlab was slower.
     #[test]
@@ -354,7 +354,7 @@ mod tests {
             // log_softmax at 4096×4096: native's plain softmax there is not its rival.
             timed(s, "auto", k, &[4096, 4096], &lsm, Some(30.0)),
             timed(s, "torch_native", t, &[4096, 4096], &p, Some(20.0)),
-            // A kernlab variant that happens to be named like the replay is not the replay.
+            // A kernlab variant named like the package's column is not that column.
             timed(s, "kernlab_do_bench", k, &[4096, 512], &p, Some(99.0)),
         ];
         let flushed = crate::tools::bench::harness::TimingOpts::default();
@@ -367,14 +367,14 @@ mod tests {
              slower, in µs a call, at f32 4096×256 (6.94 against compile's 6.61, +0.33)"
         );
         assert!(
-            v[1].starts_with("`kernlab_do_bench` (auto's launch"),
+            v[1].starts_with("`kernlab_do_bench` (auto through the kernlab package"),
             "{}",
             v[1]
         );
-        // The replay's line where it is behind compile at 4096×256 (here and with rounds below).
-        let replay_behind = "at or ahead at 1 of 2 points; slower, in µs a call, at f32 4096×256 \
+        // The package column's line where it is behind compile at 4096×256 (here and with rounds below).
+        let package_behind = "at or ahead at 1 of 2 points; slower, in µs a call, at f32 4096×256 \
                              (7.31 against compile's 6.61, +0.70)";
-        assert!(v[1].ends_with(replay_behind), "{}", v[1]);
+        assert!(v[1].ends_with(package_behind), "{}", v[1]);
 
         // A host-bound time on either side is counted, and marked where kernlab was slower.
         let mut hb = recs.clone();
@@ -398,9 +398,9 @@ mod tests {
 
         // With queued medians, a second line judges kernel against kernel, each PyTorch-side
         // call at its queued median where it has one (kernlab's own at its median). At 256 the
-        // replay's host-bound 7.31 µs stands at its queued 6.50, ahead of compile's queued 6.70;
+        // package column's host-bound 7.31 µs stands at its queued 6.50, ahead of compile's queued 6.70;
         // auto's 6.94 is behind that 6.70. At 512 native's host-bound 9.00 stands at its queued
-        // 7.90, ahead of auto's 8.00 and the replay's queued 8.40. Native's host-bound 7.20 at
+        // 7.90, ahead of auto's 8.00 and the package column's queued 8.40. Native's host-bound 7.20 at
         // 256, not the faster rival there, marks nothing in the first lines.
         let mut q = hb.clone();
         for r in q.iter_mut() {
@@ -441,7 +441,7 @@ mod tests {
         );
         assert_eq!(
             v[3],
-            "`kernlab_do_bench` (auto's launch, timed in PyTorch's process) against their queued \
+            "`kernlab_do_bench` (auto through the kernlab package, timed in PyTorch's process) against their queued \
              times: at or ahead at 1 of 2 points (at 2 points, both sides' calls timed again \
              with every launch queued ahead of the GPU); slower, in µs a call, at f32 4096×512 \
              (8.40 against native's 7.90, +0.50)"
@@ -456,9 +456,9 @@ mod tests {
 
         // The settled form: a line for each side wherever it and every rival timed at a point
         // have settled medians (no mixing with other times). At 256 auto's settled 6.10 is
-        // behind compile's 6.05 by less than SETTLED_LEVEL_US (level); the replay's 6.30 is
+        // behind compile's 6.05 by less than SETTLED_LEVEL_US (level); the package column's 6.30 is
         // behind by 0.25. At 512 compile failed and native settled at 8.20: auto's 8.10 is
-        // ahead; the replay has no settled median there, so it is not judged.
+        // ahead; the package column has no settled median there, so it is not judged.
         let mut st = q.clone();
         for r in st.iter_mut() {
             r.settled_ms = match (r.variant.as_str(), r.shape[1], r.tier) {
@@ -479,7 +479,7 @@ mod tests {
              and PyTorch's timed again in the settled form, the stream parked behind each flush \
              until it finished: no host pace in the time; 1 of them behind by less than 0.1 µs, \
              the settled form's reach, counted level; kernlab's process against PyTorch's, where \
-             the same kernel has read up to 0.7 µs apart: the replay's line is kernel against \
+             the same kernel has read up to 0.7 µs apart: `kernlab_do_bench`'s line is kernel against \
              kernel)"
         );
         // `auto` without its settled time at a point is not judged there, though its rivals
@@ -497,7 +497,7 @@ mod tests {
         );
         assert_eq!(
             v[5],
-            "`kernlab_do_bench` (auto's launch, timed in PyTorch's process) against their \
+            "`kernlab_do_bench` (auto through the kernlab package, timed in PyTorch's process) against their \
              settled times: at or ahead at 0 of 1 point (both sides' calls timed again in the \
              settled form, the stream parked behind each flush until it finished: no host pace \
              in the time); slower, in µs a call, at f32 4096×256 (6.30 against compile's 6.05, \
@@ -516,7 +516,7 @@ mod tests {
         );
 
         // Both sides in rounds: auto's 0.33 µs behind compile is within auto's 10% spread
-        // (0.69 µs) and counts as level; the replay's 0.70 is not (band 0.33 µs).
+        // (0.69 µs) and counts as level; the package column's 0.70 is not (band 0.33 µs).
         let mut rounds = recs.clone();
         for r in rounds.iter_mut() {
             match (r.variant.as_str(), r.shape[1]) {
@@ -532,13 +532,13 @@ mod tests {
             "`auto` against PyTorch native and torch.compile: at or ahead at all 2 points (1 of \
              them behind by less than the spread of both sides' rounds (--repeat), counted level)"
         );
-        assert!(v[1].ends_with(replay_behind), "{}", v[1]);
+        assert!(v[1].ends_with(package_behind), "{}", v[1]);
         // One side without rounds: no noise band.
         rounds[2].spread = None;
         assert!(verdict(&rounds)[0].contains("at or ahead at 1 of 2 points;"));
 
         // Timed as graphs or unflushed, kernlab's side is not like for like: `auto`'s line says
-        // so; the replay, timed by do_bench, does not.
+        // so; the package column, timed by do_bench, does not.
         let v = against_pytorch(&recs, &graphs);
         assert!(v[0].contains("(kernlab's calls were timed as CUDA graphs (--graph), PyTorch's by do_bench with its flush: not like for like)"), "{}", v[0]);
         assert!(!v[1].contains("like for like"), "{}", v[1]);
