@@ -1,17 +1,18 @@
 """The functions on torch tensors and their torch custom ops (`torch.ops.kernlab.*`).
 
 Each public function checks its arguments (a TypeError or ValueError naming the argument),
-then calls its custom op. The op allocates the output, hands every tensor to the extension
-module by address, shape and strides, on torch's current stream of the tensors' device (CUDA)
-or to the CPU tier. Layouts, per op:
+then runs its op: under torch.compile the custom op, in eager its implementation directly
+(through a torch.autograd.Function where a gradient is wanted; see `_op`). The op allocates
+the output, hands every tensor to the extension module by address, shape and strides, on
+torch's current stream of the tensors' device (CUDA) or to the CPU tier. Layouts, per op:
 
 - gelu, rms_norm, linear, mlp_forward: a non-contiguous input is copied contiguous first;
 - softmax, log_softmax: over `dim` (any dimension; a dimension other than the last is moved
   last, and the result moved back, through a contiguous copy).
 
-Backward: gelu, softmax, log_softmax, rms_norm, linear (and matmul) have autograd formulas
-written with torch's own ops (kernlab has no backward kernels as ops yet; linear's recomputes
-its pre-activation); mlp_forward has none.
+Backward: gelu, softmax, log_softmax, rms_norm, linear (and matmul) have explicit autograd
+formulas run by torch's kernels (GeLU's and softmax's own backward kernels, cuBLAS for the
+GEMMs); linear's recomputes its pre-activation with kernlab's GEMM. mlp_forward has none.
 """
 
 import torch
@@ -83,22 +84,15 @@ def _run(op, variant, flags, inputs, out):
     return out
 
 
-# ---- the custom ops -------------------------------------------------------------------------
+# ---- the implementations: what each op runs on real tensors ---------------------------------
 
-@torch.library.custom_op("kernlab::gelu", mutates_args=())
-def _gelu(x: torch.Tensor, approximate: str, variant: str) -> torch.Tensor:
+def _gelu_impl(x: torch.Tensor, approximate: str, variant: str) -> torch.Tensor:
     x = x.contiguous()
     form = "tanh" if approximate == "tanh" else "erf"
     return _run("gelu", variant, [("gelu", form)], [x], torch.empty_like(x))
 
 
-@_gelu.register_fake
-def _(x, approximate, variant):
-    return torch.empty_like(x, memory_format=torch.contiguous_format)
-
-
-@torch.library.custom_op("kernlab::softmax", mutates_args=())
-def _softmax(x: torch.Tensor, dim: int, log: bool, variant: str) -> torch.Tensor:
+def _softmax_impl(x: torch.Tensor, dim: int, log: bool, variant: str) -> torch.Tensor:
     last = dim in (-1, x.dim() - 1)
     xs = x.contiguous() if last else x.movedim(dim, -1).contiguous()
     y = torch.empty_like(xs)
@@ -107,26 +101,15 @@ def _softmax(x: torch.Tensor, dim: int, log: bool, variant: str) -> torch.Tensor
     return y if last else y.movedim(-1, dim).contiguous()
 
 
-@_softmax.register_fake
-def _(x, dim, log, variant):
-    return torch.empty_like(x, memory_format=torch.contiguous_format)
-
-
-@torch.library.custom_op("kernlab::rms_norm", mutates_args=())
-def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, variant: str) -> torch.Tensor:
+def _rms_norm_impl(x: torch.Tensor, weight: torch.Tensor, eps: float,
+                   variant: str) -> torch.Tensor:
     x = x.contiguous()
     return _run("rmsnorm", variant, [("eps", repr(float(eps)))], [x, weight.contiguous()],
                 torch.empty_like(x))
 
 
-@_rms_norm.register_fake
-def _(x, weight, eps, variant):
-    return torch.empty_like(x, memory_format=torch.contiguous_format)
-
-
-@torch.library.custom_op("kernlab::linear", mutates_args=())
-def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, activation: str,
-            variant: str) -> torch.Tensor:
+def _linear_impl(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, activation: str,
+                 variant: str) -> torch.Tensor:
     lead = x.shape[:-1]
     x2 = x.reshape(-1, x.shape[-1]).contiguous()
     y = torch.empty((x2.shape[0], weight.shape[0]), dtype=x.dtype, device=x.device)
@@ -135,13 +118,7 @@ def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, activatio
     return y.reshape(*lead, weight.shape[0])
 
 
-@_linear.register_fake
-def _(x, weight, bias, activation, variant):
-    return x.new_empty((*x.shape[:-1], weight.shape[0]))
-
-
-@torch.library.custom_op("kernlab::matmul", mutates_args=())
-def _matmul(x: torch.Tensor, weight: torch.Tensor, variant: str) -> torch.Tensor:
+def _matmul_impl(x: torch.Tensor, weight: torch.Tensor, variant: str) -> torch.Tensor:
     lead = x.shape[:-1]
     x2 = x.reshape(-1, x.shape[-1]).contiguous()
     y = torch.empty((x2.shape[0], weight.shape[0]), dtype=x.dtype, device=x.device)
@@ -149,14 +126,8 @@ def _matmul(x: torch.Tensor, weight: torch.Tensor, variant: str) -> torch.Tensor
     return y.reshape(*lead, weight.shape[0])
 
 
-@_matmul.register_fake
-def _(x, weight, variant):
-    return x.new_empty((*x.shape[:-1], weight.shape[0]))
-
-
-@torch.library.custom_op("kernlab::mlp_forward", mutates_args=())
-def _mlp_forward(x: torch.Tensor, weights: list[torch.Tensor], biases: list[torch.Tensor],
-                 gelu: str, variant: str) -> torch.Tensor:
+def _mlp_forward_impl(x: torch.Tensor, weights: list[torch.Tensor], biases: list[torch.Tensor],
+                      gelu: str, variant: str) -> torch.Tensor:
     x = x.contiguous()
     flags = [("layers", len(weights)), ("mode", "forward"),
              ("gelu", "tanh" if gelu == "tanh" else "erf")]
@@ -164,12 +135,14 @@ def _mlp_forward(x: torch.Tensor, weights: list[torch.Tensor], biases: list[torc
     return _run("mlp", variant, flags, ins, torch.empty_like(x))
 
 
-@_mlp_forward.register_fake
-def _(x, weights, biases, gelu, variant):
-    return torch.empty_like(x, memory_format=torch.contiguous_format)
+# ---- backward: explicit formulas, one or a few of torch's kernels each ----------------------
+
+_aten = torch.ops.aten
 
 
-# ---- autograd (torch's own formulas; see the module's docstring) ----------------------------
+def _approximate(form):
+    return "tanh" if form in ("tanh", "gelu-tanh") else "none"
+
 
 def _gelu_setup(ctx, inputs, output):
     ctx.save_for_backward(inputs[0])
@@ -178,15 +151,7 @@ def _gelu_setup(ctx, inputs, output):
 
 def _gelu_backward(ctx, grad):
     (x,) = ctx.saved_tensors
-    with torch.enable_grad():
-        xd = x.detach().requires_grad_()
-        y = torch.nn.functional.gelu(xd, approximate="tanh" if ctx.approximate == "tanh"
-                                     else "none")
-        (g,) = torch.autograd.grad(y, xd, grad)
-    return g, None, None
-
-
-_gelu.register_autograd(_gelu_backward, setup_context=_gelu_setup)
+    return _aten.gelu_backward(grad, x, approximate=_approximate(ctx.approximate)), None, None
 
 
 def _softmax_setup(ctx, inputs, output):
@@ -196,14 +161,8 @@ def _softmax_setup(ctx, inputs, output):
 
 def _softmax_backward(ctx, grad):
     (y,) = ctx.saved_tensors
-    if ctx.log:
-        g = grad - torch.exp(y) * grad.sum(dim=ctx.dim, keepdim=True)
-    else:
-        g = y * (grad - (grad * y).sum(dim=ctx.dim, keepdim=True))
-    return g, None, None, None
-
-
-_softmax.register_autograd(_softmax_backward, setup_context=_softmax_setup)
+    back = _aten._log_softmax_backward_data if ctx.log else _aten._softmax_backward_data
+    return back(grad, y, ctx.dim, y.dtype), None, None, None
 
 
 def _rms_norm_setup(ctx, inputs, output):
@@ -212,46 +171,40 @@ def _rms_norm_setup(ctx, inputs, output):
 
 
 def _rms_norm_backward(ctx, grad):
+    # y = x·r·w with r = (mean(x²) + eps)^-½: dx = r·(g·w − x·r²·mean(g·w·x)), dw = Σ g·x·r,
+    # in f32 whatever the dtype.
     x, w = ctx.saved_tensors
-    with torch.enable_grad():
-        xd = x.detach().requires_grad_(ctx.needs_input_grad[0])
-        wd = w.detach().requires_grad_(ctx.needs_input_grad[1])
-        y = torch.nn.functional.rms_norm(xd, (x.shape[-1],), wd, ctx.eps)
-        wanted = [t for t in (xd, wd) if t.requires_grad]
-        got = iter(torch.autograd.grad(y, wanted, grad))
-    gx = next(got) if ctx.needs_input_grad[0] else None
-    gw = next(got) if ctx.needs_input_grad[1] else None
+    xf, gf = x.float(), grad.float()
+    r = torch.rsqrt(xf.square().mean(-1, keepdim=True) + ctx.eps)
+    gx = gw = None
+    if ctx.needs_input_grad[0]:
+        g_w = gf * w.float()
+        gx = (r * (g_w - xf * r.square() * (g_w * xf).mean(-1, keepdim=True))).to(x.dtype)
+    if ctx.needs_input_grad[1]:
+        gw = (gf * xf * r).reshape(-1, x.shape[-1]).sum(0).to(w.dtype)
     return gx, gw, None, None
 
 
-_rms_norm.register_autograd(_rms_norm_backward, setup_context=_rms_norm_setup)
-
-
-def _act(z, activation):
-    if activation == "none":
-        return z
-    return torch.nn.functional.gelu(z, approximate="tanh" if activation == "gelu-tanh"
-                                    else "none")
-
-
 def _linear_setup(ctx, inputs, output):
-    x, w, b, activation, _ = inputs
+    x, w, b, activation, variant = inputs
     ctx.save_for_backward(x, w, b)
-    ctx.activation = activation
+    ctx.activation, ctx.variant = activation, variant
 
 
 def _linear_backward(ctx, grad):
+    # The pre-activation z is recomputed by kernlab's GEMM (the forward kept only the GeLU's
+    # output), through the custom op, which any tracer of this formula takes as it is; then
+    # dz = GeLU'(z)·g, dx = dz·W, dW = dzᵀ·x, db = Σ dz.
     x, w, b = ctx.saved_tensors
-    with torch.enable_grad():
-        leaves = [t.detach().requires_grad_(need)
-                  for t, need in zip((x, w, b), ctx.needs_input_grad[:3])]
-        y = _act(torch.nn.functional.linear(*leaves), ctx.activation)
-        wanted = [t for t in leaves if t.requires_grad]
-        got = iter(torch.autograd.grad(y, wanted, grad))
-    return tuple(next(got) if t.requires_grad else None for t in leaves) + (None, None)
-
-
-_linear.register_autograd(_linear_backward, setup_context=_linear_setup)
+    g = grad.reshape(-1, w.shape[0])
+    if ctx.activation != "none":
+        z = _linear.op(x, w, b, "none", ctx.variant).reshape(-1, w.shape[0])
+        g = _aten.gelu_backward(g, z, approximate=_approximate(ctx.activation))
+    need = ctx.needs_input_grad
+    gx = (g @ w).reshape(x.shape) if need[0] else None
+    gw = g.t() @ x.reshape(-1, x.shape[-1]) if need[1] else None
+    gb = g.sum(0) if need[2] else None
+    return gx, gw, gb, None, None
 
 
 def _matmul_setup(ctx, inputs, output):
@@ -266,7 +219,60 @@ def _matmul_backward(ctx, grad):
     return gx, gw, None
 
 
-_matmul.register_autograd(_matmul_backward, setup_context=_matmul_setup)
+# ---- the custom ops, and the eager calls -----------------------------------------------------
+
+def _op(name, impl, fake, setup=None, backward=None):
+    """The custom op `kernlab::name` running `impl`, with `fake` and (where given) the autograd
+    formula `setup`/`backward`, and the call the public function makes: under torch.compile
+    the custom op, so the graph holds it; in eager, `impl` itself, through a
+    torch.autograd.Function with the same formula where a gradient is wanted (the custom op's
+    dispatch costs several µs of host time a call, as much as a small kernel)."""
+    op = torch.library.custom_op(f"kernlab::{name}", mutates_args=())(impl)
+    op.register_fake(fake)
+    if backward is not None:
+        op.register_autograd(backward, setup_context=setup)
+
+        class Eager(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, *args):
+                out = impl(*args)
+                setup(ctx, args, out)
+                return out
+
+            @staticmethod
+            def backward(ctx, grad):
+                return backward(ctx, grad)
+
+        with_grad = Eager.apply
+    else:
+        with_grad = op  # no formula: torch's own error where a gradient is asked for
+
+    def call(*args):
+        if torch.compiler.is_compiling():
+            return op(*args)
+        if torch.is_grad_enabled() and any(
+                isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+            return with_grad(*args)
+        return impl(*args)
+
+    call.op = op
+    return call
+
+
+def _like(x, *_):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+def _gemm_like(x, weight, *_):
+    return x.new_empty((*x.shape[:-1], weight.shape[0]))
+
+
+_gelu = _op("gelu", _gelu_impl, _like, _gelu_setup, _gelu_backward)
+_softmax = _op("softmax", _softmax_impl, _like, _softmax_setup, _softmax_backward)
+_rms_norm = _op("rms_norm", _rms_norm_impl, _like, _rms_norm_setup, _rms_norm_backward)
+_linear = _op("linear", _linear_impl, _gemm_like, _linear_setup, _linear_backward)
+_matmul = _op("matmul", _matmul_impl, _gemm_like, _matmul_setup, _matmul_backward)
+_mlp_forward = _op("mlp_forward", _mlp_forward_impl, _like)
 
 
 # ---- the public functions -------------------------------------------------------------------

@@ -200,6 +200,34 @@ def test_autograd_matches_torch():
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
 
 
+def test_the_custom_ops_gradients_are_the_eager_calls():
+    # Eager calls run the implementation through an autograd.Function; torch.compile runs the
+    # custom op, whose registered formula must give the same gradients.
+    x = torch.randn(3, 2, 16, requires_grad=True)
+    w = (torch.rand(16) + 0.5).requires_grad_()
+    lw = (torch.randn(5, 16) / 4).requires_grad_()
+    lb = torch.randn(5, requires_grad=True)
+    ops = torch.ops.kernlab
+    cases = [
+        (lambda: kernlab.gelu(x, "tanh"), lambda: ops.gelu(x, "tanh", "auto"), (x,)),
+        (lambda: kernlab.softmax(x, 1), lambda: ops.softmax(x, 1, False, "auto"), (x,)),
+        (lambda: kernlab.log_softmax(x), lambda: ops.softmax(x, 2, True, "auto"), (x,)),
+        (lambda: kernlab.rms_norm(x, w, 1e-5), lambda: ops.rms_norm(x, w, 1e-5, "auto"),
+         (x, w)),
+        (lambda: kernlab.linear(x, lw, lb, "gelu-erf"),
+         lambda: ops.linear(x, lw, lb, "gelu-erf", "auto"), (x, lw, lb)),
+    ]
+    for eager, op, leaves in cases:
+        a, b = eager(), op()
+        assert a.grad_fn is not None and b.grad_fn is not None
+        assert type(a.grad_fn) is not type(b.grad_fn)  # two paths, one formula
+        g = torch.randn_like(a)
+        for ga, gb in zip(torch.autograd.grad(a, leaves, g), torch.autograd.grad(b, leaves, g)):
+            torch.testing.assert_close(ga, gb, rtol=1e-6, atol=1e-6)
+    with torch.no_grad():  # no gradient wanted: no graph either way
+        assert kernlab.gelu(x).grad_fn is None
+
+
 def test_custom_ops_pass_opcheck():
     x = torch.randn(3, 16)
     w = torch.rand(16) + 0.5
