@@ -1237,7 +1237,8 @@ fn cuda_settled_timing_times_what_enqueues_and_refuses_what_waits() {
 /// installed, as tools/gpu-suite.sh does): `auto` at each softmax point, a row split across
 /// CTAs included, is called through the package in the baselines' process, validated there
 /// against f64 and timed; the note under the table counts them and its `picked` is `auto`'s.
-/// Without torch the script says why and the test stops after one line.
+/// Without torch the script says why and the test stops after one line (a failure with
+/// KERNLAB_REQUIRE_GPU=1).
 #[test]
 #[ignore = "needs a CUDA GPU: tools/gpu-suite.sh runs it (--include-ignored)"]
 fn kernlab_do_bench_calls_auto_in_pytorch_s_process() {
@@ -1260,6 +1261,11 @@ fn kernlab_do_bench_calls_auto_in_pytorch_s_process() {
         .iter()
         .find(|n| n.contains("unavailable"))
     {
+        // On the GPU machine the suite installs torch's side: its absence is a failure there.
+        assert!(
+            !crate::common::required("KERNLAB_REQUIRE_GPU"),
+            "KERNLAB_REQUIRE_GPU=1 but the PyTorch baselines are unavailable: {n}"
+        );
         println!("skipped: {n}");
         return;
     }

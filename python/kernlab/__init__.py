@@ -89,15 +89,27 @@ def inspect(op, variant, *, dtype="f32", arch=None, **flags):
     return cli(args + _flag_args(flags))
 
 
+_TORCH_FUNCTIONS = ("gelu", "softmax", "log_softmax", "rms_norm", "linear", "mlp_forward")
+
+
+def _bind_torch_functions():
+    """Import the torch side and make its functions this module's own attributes, so a call
+    finds them directly (not through `__getattr__` each time)."""
+    from . import _torch
+
+    g = globals()
+    for name in _TORCH_FUNCTIONS:
+        g[name] = getattr(_torch, name)
+
+
 def __getattr__(name):
     # The torch functions load torch on first use, so `import kernlab` works without it (and
     # registers torch.ops.kernlab at once where torch is already imported, below).
-    if name in ("gelu", "softmax", "log_softmax", "rms_norm", "linear", "mlp_forward"):
-        from . import _torch
-
-        return getattr(_torch, name)
+    if name in _TORCH_FUNCTIONS:
+        _bind_torch_functions()
+        return globals()[name]
     raise AttributeError(f"module 'kernlab' has no attribute '{name}'")
 
 
 if "torch" in __import__("sys").modules:
-    from . import _torch  # noqa: F401  (registers torch.ops.kernlab.*)
+    _bind_torch_functions()  # (registers torch.ops.kernlab.*)

@@ -52,33 +52,21 @@ def _variant(variant, fn):
     return variant
 
 
-def _row_major(shape):
-    strides, n = [], 1
-    for d in reversed(shape):
-        strides.append(n)
-        n *= d
-    return strides[::-1]
-
-
 def _arg(t):
-    """(address, bytes from it to the end of the storage, shape, strides, dtype). A tensor
-    torch calls contiguous goes with row-major strides: torch leaves any stride on a dimension
-    of size 1 (a batch-1 slice), which kernlab would read as a gap."""
-    es = t.element_size()
-    left = t.untyped_storage().nbytes() - t.storage_offset() * es
-    strides = _row_major(t.shape) if t.is_contiguous() else list(t.stride())
-    return (t.data_ptr(), left, list(t.shape), strides, _DTYPES[t.dtype])
+    """(address, shape, dtype) of a contiguous tensor: every tensor an op hands over is one
+    (row-major, whatever strides torch keeps on its size-1 dimensions)."""
+    if not t.is_contiguous():
+        raise ValueError("kernlab: internal error: a non-contiguous tensor reached the kernels")
+    return (t.data_ptr(), t.shape, _DTYPES[t.dtype])
 
 
 def _run(op, variant, flags, inputs, out):
     if out.numel() == 0:  # nothing to compute (torch returns the empty result too)
         return out
-    dev = out.device
-    if dev.type == "cuda":
-        index = dev.index if dev.index is not None else torch.cuda.current_device()
-        stream = torch.cuda.current_stream(dev).cuda_stream
-    else:
-        index, stream = -1, 0
+    index = out.get_device()  # -1 on the CPU
+    # torch's current stream of the device as a raw handle (what Inductor's launchers read):
+    # building a torch.cuda.Stream object a call costs several µs of host time.
+    stream = torch._C._cuda_getCurrentRawStream(index) if index >= 0 else 0
     _kernlab.run(op, variant, [(k, str(v)) for k, v in flags], [_arg(t) for t in inputs],
                  _arg(out), index, stream)
     return out
@@ -171,16 +159,24 @@ def _rms_norm_setup(ctx, inputs, output):
 
 
 def _rms_norm_backward(ctx, grad):
+    x, w = ctx.saved_tensors
+    need = ctx.needs_input_grad
+    if x.is_cuda:
+        # torch's fused backward kernel, with the rows' 1/rms from its fused forward (whose
+        # output is dropped): two launches, where the formula below takes a dozen.
+        d = [x.shape[-1]]
+        _, rstd = _aten._fused_rms_norm(x, d, None, ctx.eps)
+        gx, gw = _aten._fused_rms_norm_backward(grad, x, d, rstd, w, [need[0], need[1]])
+        return gx, gw, None, None
     # y = x·r·w with r = (mean(x²) + eps)^-½: dx = r·(g·w − x·r²·mean(g·w·x)), dw = Σ g·x·r,
     # in f32 whatever the dtype.
-    x, w = ctx.saved_tensors
     xf, gf = x.float(), grad.float()
     r = torch.rsqrt(xf.square().mean(-1, keepdim=True) + ctx.eps)
     gx = gw = None
-    if ctx.needs_input_grad[0]:
+    if need[0]:
         g_w = gf * w.float()
         gx = (r * (g_w - xf * r.square() * (g_w * xf).mean(-1, keepdim=True))).to(x.dtype)
-    if ctx.needs_input_grad[1]:
+    if need[1]:
         gw = (gf * xf * r).reshape(-1, x.shape[-1]).sum(0).to(w.dtype)
     return gx, gw, None, None
 
@@ -193,12 +189,14 @@ def _linear_setup(ctx, inputs, output):
 
 def _linear_backward(ctx, grad):
     # The pre-activation z is recomputed by kernlab's GEMM (the forward kept only the GeLU's
-    # output), through the custom op, which any tracer of this formula takes as it is; then
-    # dz = GeLU'(z)·g, dx = dz·W, dW = dzᵀ·x, db = Σ dz.
+    # output): in eager by the implementation itself, else through the custom op, which a
+    # tracer of this formula takes as it is. Then dz = GeLU'(z)·g, dx = dz·W, dW = dzᵀ·x,
+    # db = Σ dz.
     x, w, b = ctx.saved_tensors
     g = grad.reshape(-1, w.shape[0])
     if ctx.activation != "none":
-        z = _linear.op(x, w, b, "none", ctx.variant).reshape(-1, w.shape[0])
+        gemm = _linear_impl if getattr(ctx, "eager", False) else _linear.op
+        z = gemm(x, w, b, "none", ctx.variant).reshape(-1, w.shape[0])
         g = _aten.gelu_backward(g, z, approximate=_approximate(ctx.activation))
     need = ctx.needs_input_grad
     gx = (g @ w).reshape(x.shape) if need[0] else None
@@ -237,6 +235,7 @@ def _op(name, impl, fake, setup=None, backward=None):
             def forward(ctx, *args):
                 out = impl(*args)
                 setup(ctx, args, out)
+                ctx.eager = True  # the formula may call implementations directly
                 return out
 
             @staticmethod

@@ -1,6 +1,6 @@
 //! `kernlab._kernlab`: the extension module under the `kernlab` Python package. It knows
-//! nothing of torch: the package's Python side hands it each tensor as an address, a byte
-//! count, a shape, strides and a dtype, and the stream to run on, and maps its errors to
+//! nothing of torch: the package's Python side hands it each tensor, contiguous, as an
+//! address, a shape and a dtype, and the stream to run on, and maps its errors to
 //! Python's. On CUDA the kernels read and write the caller's memory in place, ordered with the
 //! caller's stream (see `device_on`); on the CPU the CPU tier runs on a copy of the inputs and
 //! writes the output back.
@@ -15,9 +15,9 @@ use pyo3::types::PyDict;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// One tensor as the Python side describes it: (address, bytes from the address to the end of
-/// its storage, shape, strides in elements, dtype name).
-type TensorArg = (u64, usize, Vec<usize>, Vec<usize>, String);
+/// One contiguous (row-major) tensor as the Python side describes it: (address, shape, dtype
+/// name).
+type TensorArg = (u64, Vec<usize>, String);
 
 /// kernlab's error as Python's: a wrong dtype is a TypeError; a wrong shape, layout, device,
 /// variant or value a ValueError; memory a MemoryError; the rest (the GPU, the driver, a
@@ -127,29 +127,27 @@ fn order_after(
 
 /// A kernlab tensor over `arg`: in place on CUDA, a copy on the CPU.
 fn tensor_of(arg: &TensorArg, dev: &Device) -> PyResult<Tensor> {
-    let (ptr, bytes, shape, strides, dtype) = arg;
+    let (ptr, shape, dtype) = arg;
     let dtype = dtype_named(dtype)?;
+    let strides = kernlab::runtime::tensor::contiguous_strides(shape);
+    let bytes = shape
+        .iter()
+        .try_fold(dtype.size(), |n, &d| n.checked_mul(d))
+        .ok_or_else(|| PyValueError::new_err(format!("a {shape:?} tensor is too large")))?;
     match dev {
-        // SAFETY: the Python side passes a live tensor's data address and the bytes from it to
-        // the end of its storage, and keeps the tensor alive across the call.
+        // SAFETY: the Python side passes a live, contiguous tensor's data address and shape
+        // (so `bytes` from the address are its own), and keeps it alive across the call.
         Device::Cuda(d) => {
-            unsafe { Tensor::borrow_cuda(d, *ptr, *bytes, dtype, shape, strides) }.map_err(to_py)
+            unsafe { Tensor::borrow_cuda(d, *ptr, bytes, dtype, shape, &strides) }.map_err(to_py)
         }
         Device::Cpu => {
-            let span = kernlab::runtime::tensor::checked_storage_span(shape, strides)
-                .filter(|s| s.checked_mul(dtype.size()).is_some_and(|b| b <= *bytes))
-                .ok_or_else(|| {
-                    PyValueError::new_err(format!(
-                        "a {shape:?} tensor with strides {strides:?} reaches past its {bytes} bytes"
-                    ))
-                })?;
-            let raw: &[u8] = match (span, *ptr) {
+            let raw: &[u8] = match (bytes, *ptr) {
                 (0, _) => &[],
                 (_, 0) => return Err(PyValueError::new_err("a null host address")),
                 // SAFETY: as above, for host memory.
-                _ => unsafe { std::slice::from_raw_parts(*ptr as *const u8, span * dtype.size()) },
+                _ => unsafe { std::slice::from_raw_parts(*ptr as *const u8, bytes) },
             };
-            Tensor::from_cpu(CpuData::from_bytes(dtype, raw), shape, strides).map_err(to_py)
+            Tensor::from_cpu(CpuData::from_bytes(dtype, raw), shape, &strides).map_err(to_py)
         }
     }
 }
@@ -204,20 +202,21 @@ fn run(
                 v.run(&params, &x, &mut y).map_err(to_py)
             }
             Device::Cpu => {
-                let (ptr, bytes, shape, _, dtype) = &out;
+                let (ptr, shape, dtype) = &out;
                 let dt = dtype_named(dtype)?;
                 let mut y = Tensor::empty(shape, dt, &Device::Cpu).map_err(to_py)?;
                 v.run(&params, &x, &mut y).map_err(to_py)?;
                 let data = y.host_data().map_err(to_py)?;
                 let src = data.as_bytes();
-                if src.len() > *bytes {
+                let bytes = shape.iter().product::<usize>() * dt.size();
+                if src.len() != bytes {
                     return Err(PyValueError::new_err(format!(
                         "out holds {bytes} bytes, the result {}",
                         src.len()
                     )));
                 }
-                // SAFETY: `out` is a live, contiguous host tensor of at least `bytes` bytes.
-                unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), *ptr as *mut u8, src.len()) };
+                // SAFETY: `out` is a live, contiguous host tensor of `bytes` bytes.
+                unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), *ptr as *mut u8, bytes) };
                 Ok(())
             }
         }

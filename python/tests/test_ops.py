@@ -164,10 +164,10 @@ def test_clear_errors_name_the_argument():
         assert words in str(info.value), f"{exc.__name__}: {info.value}"
 
 
-def test_autograd_matches_torch():
-    x = torch.randn(4, 9, dtype=torch.float32, requires_grad=True)
-    w = (torch.rand(9) + 0.5).requires_grad_()
-    g = torch.randn(4, 9)
+def test_autograd_matches_torch(device):
+    x = torch.randn(4, 9, dtype=torch.float32, device=device, requires_grad=True)
+    w = (torch.rand(9, device=device) + 0.5).requires_grad_()
+    g = torch.randn(4, 9, device=device)
     pairs = [
         (lambda t: kernlab.gelu(t), lambda t: F.gelu(t)),
         (lambda t: kernlab.gelu(t, "tanh"), lambda t: F.gelu(t, approximate="tanh")),
@@ -183,10 +183,10 @@ def test_autograd_matches_torch():
     (want,) = torch.autograd.grad(F.rms_norm(x, (9,), w, 1e-5), w, g)
     torch.testing.assert_close(gw, want, rtol=1e-5, atol=1e-6)
     # linear (and its matmul form): every input's gradient, through the activation.
-    lw = torch.randn(5, 9, requires_grad=True)
-    lb = torch.randn(5, requires_grad=True)
-    x3 = torch.randn(2, 4, 9, requires_grad=True)
-    g3 = torch.randn(2, 4, 5)
+    lw = torch.randn(5, 9, device=device, requires_grad=True)
+    lb = torch.randn(5, device=device, requires_grad=True)
+    x3 = torch.randn(2, 4, 9, device=device, requires_grad=True)
+    g3 = torch.randn(2, 4, 5, device=device)
     for act, theirs in [("gelu-erf", lambda z: F.gelu(z)),
                         ("gelu-tanh", lambda z: F.gelu(z, approximate="tanh")),
                         ("none", lambda z: z)]:
@@ -200,13 +200,39 @@ def test_autograd_matches_torch():
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
 
 
-def test_the_custom_ops_gradients_are_the_eager_calls():
+def test_gradcheck(device):
+    # torch.autograd.gradcheck in f32 (kernlab has no f64 kernels): the analytical gradients
+    # against central differences of kernlab's own forward, at small shapes.
+    g = torch.Generator().manual_seed(3)
+
+    def leaf(*shape, scale=1.0, shift=0.0):
+        t = torch.randn(*shape, generator=g) * scale + shift
+        return t.to(device).requires_grad_()
+
+    x, w = leaf(3, 8), leaf(8, scale=0.1, shift=1.0)
+    lw, lb = leaf(4, 8, scale=0.3), leaf(4)
+    cases = [
+        (lambda t: kernlab.gelu(t), (x,)),
+        (lambda t: kernlab.gelu(t, "tanh"), (x,)),
+        (lambda t: kernlab.softmax(t, 0), (x,)),
+        (lambda t: kernlab.log_softmax(t), (x,)),
+        (lambda t, v: kernlab.rms_norm(t, v, 1e-5), (x, w)),
+        (lambda t, a, b: kernlab.linear(t, a, b, "gelu-erf"), (x, lw, lb)),
+        (lambda t, a, b: kernlab.linear(t, a, b, "gelu-tanh"), (x, lw, lb)),
+        (lambda t, a: kernlab.linear(t, a), (x, lw)),
+    ]
+    for fn, inputs in cases:
+        assert torch.autograd.gradcheck(fn, inputs, eps=1e-3, atol=2e-2, rtol=2e-2,
+                                        fast_mode=False)
+
+
+def test_the_custom_ops_gradients_are_the_eager_calls(device):
     # Eager calls run the implementation through an autograd.Function; torch.compile runs the
     # custom op, whose registered formula must give the same gradients.
-    x = torch.randn(3, 2, 16, requires_grad=True)
-    w = (torch.rand(16) + 0.5).requires_grad_()
-    lw = (torch.randn(5, 16) / 4).requires_grad_()
-    lb = torch.randn(5, requires_grad=True)
+    x = torch.randn(3, 2, 16, device=device, requires_grad=True)
+    w = (torch.rand(16, device=device) + 0.5).requires_grad_()
+    lw = (torch.randn(5, 16, device=device) / 4).requires_grad_()
+    lb = torch.randn(5, device=device, requires_grad=True)
     ops = torch.ops.kernlab
     cases = [
         (lambda: kernlab.gelu(x, "tanh"), lambda: ops.gelu(x, "tanh", "auto"), (x,)),
