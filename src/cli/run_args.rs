@@ -74,11 +74,11 @@ pub(super) struct RunArgs {
     pub(super) rotate: crate::tools::bench::harness::Rotate,
     /// Also run baselines/torch_baselines.py (or $KERNLAB_BASELINES) with python3 (or
     /// $KERNLAB_PYTHON): PyTorch manual and native, torch.compile and Triton, as extra columns
-    /// (timed by do_bench, with --rotate's copies). For softmax, also `kernlab_do_bench`:
-    /// `auto`'s own launch replayed in that process and timed by the same do_bench, so that
-    /// µs-sized calls compare kernels rather than processes (where `auto` makes one plain
-    /// launch: not for rows split across a cluster or a cooperative grid, nor with
-    /// --log-softmax, --row-stride or --graph). GPU calls under 1 ms, on both sides, are also
+    /// (timed by do_bench, with --rotate's copies). For the ops with an `auto` (softmax,
+    /// rmsnorm, matmul, linear), also `kernlab_do_bench`: `auto` called in that process through
+    /// the kernlab Python package (`pip install ./python` for that Python, from the same
+    /// sources as this kernlab) and timed by the same do_bench, so that µs-sized calls compare
+    /// kernels rather than processes (not with --row-stride or --graph). GPU calls under 1 ms, on both sides, are also
     /// timed settled (the stream parked behind each flush until it finished: the host's pace
     /// out of the time; `settled_ms` in the CSV and JSON), and the verdict under the table
     /// judges by those too. `--torch=LIST` runs only the PyTorch columns named (of
@@ -281,7 +281,7 @@ pub(super) fn write_outputs(
     Ok(())
 }
 
-/// Under a table with PyTorch columns: where `auto` and its same-process replay were slower
+/// Under a table with PyTorch columns: where `auto` and its call in PyTorch's process were slower
 /// than PyTorch native or torch.compile, then the notes on what failed or was refused.
 pub(super) fn write_notes(report: &bench::BenchReport, out: &mut dyn Write) -> Result<()> {
     let verdict = report.against_pytorch();
