@@ -1,8 +1,9 @@
 //! `cpu/fused`: the fused softmax on the CPU (rayon; AVX-512 or AVX2, and FMA, where the CPU
 //! has them).
-//! Rows that a core's cache holds run whole, one task a row: the max, the exponentials into a
-//! buffer and their sum, then the outputs, while the row is in cache (a 16-bit row is widened
-//! into that buffer first, and computed there in f32). Wider rows, and rows too
+//! Rows that a core's cache holds run whole, one task a row: the max, the exponentials and
+//! their sum, then the outputs, while the row is in cache. An f32 row's exponentials go into
+//! its output and are scaled there; log_softmax's and a 16-bit row's into a buffer (a 16-bit
+//! row is widened into it first, and computed there in f32). Wider rows, and rows too
 //! few to give every core one, are cut into chunks that all cores share (the split-row form,
 //! as v6, v9 and v11 cut rows on the GPU): each chunk's (max, Σ e^(x − max)) and its
 //! exponentials (written into y), the row's states merged, then each chunk scaled in place.
@@ -59,6 +60,16 @@ fn write_log<T: Element>(x: &[T], out: &mut [T], m: f32, ln_sum: f32) {
 #[inline(always)]
 fn row_body<T: Element, const FMA: bool>(row: &[T], out: &mut [T], buf: &mut [f32], log: bool) {
     let m = prim::max_f32(row);
+    if !log && T::DTYPE == DType::F32 {
+        // An f32 row's exponentials go into its output and are scaled there: the row's
+        // working set is x and y, not a third buffer beside them.
+        let y: &mut [f32] = bytemuck::cast_slice_mut(out);
+        let inv = 1.0 / exps_and_sum::<T, FMA>(row, m, y);
+        for v in y.iter_mut() {
+            *v *= inv;
+        }
+        return;
+    }
     let s = exps_and_sum::<T, FMA>(row, m, buf);
     if log {
         write_log(row, out, m, s.ln());
