@@ -232,8 +232,10 @@ fn row_whole_16<T: Element>(row: &[T], out: &mut [T], buf: &mut [f32], log: bool
 fn rows_whole<T: Element>(x: &[T], y: &mut [T], cols: usize, ldx: usize, log: bool) {
     let mut rows: Vec<&mut [T]> = y.chunks_mut(cols).collect();
     let sixteen = T::DTYPE != crate::runtime::dtype::DType::F32;
+    // f32 softmax rows work in their output (`row_body`): no buffer.
+    let buf_cols = if sixteen || log { cols } else { 0 };
     rows.par_iter_mut().enumerate().for_each_init(
-        || vec![0.0f32; cols],
+        || vec![0.0f32; buf_cols],
         |buf, (r, out)| {
             let row = &x[r * ldx..r * ldx + cols];
             if sixteen {
