@@ -60,13 +60,18 @@ def _arg(t):
     return (t.data_ptr(), t.shape, _DTYPES[t.dtype])
 
 
+# torch's current stream of a device as a raw handle (what Inductor's launchers read):
+# building a torch.cuda.Stream object a call costs several µs of host time. A torch without
+# the private call gets the public, slower form.
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+    lambda index: torch.cuda.current_stream(index).cuda_stream)
+
+
 def _run(op, variant, flags, inputs, out):
     if out.numel() == 0:  # nothing to compute (torch returns the empty result too)
         return out
     index = out.get_device()  # -1 on the CPU
-    # torch's current stream of the device as a raw handle (what Inductor's launchers read):
-    # building a torch.cuda.Stream object a call costs several µs of host time.
-    stream = torch._C._cuda_getCurrentRawStream(index) if index >= 0 else 0
+    stream = _raw_stream(index) if index >= 0 else 0
     _kernlab.run(op, variant, [(k, str(v)) for k, v in flags], [_arg(t) for t in inputs],
                  _arg(out), index, stream)
     return out
