@@ -63,12 +63,8 @@ fn row_body<T: Element, const FMA: bool>(row: &[T], out: &mut [T], buf: &mut [f3
     if !log && T::DTYPE == DType::F32 {
         // An f32 row's exponentials go into its output and are scaled there: the row's
         // working set is x and y, not a third buffer beside them.
-        let y: &mut [f32] = bytemuck::cast_slice_mut(out);
-        let inv = 1.0 / exps_and_sum::<T, FMA>(row, m, y);
-        for v in y.iter_mut() {
-            *v *= inv;
-        }
-        return;
+        let s = exps_and_sum::<T, FMA>(row, m, bytemuck::cast_slice_mut(out));
+        return chunk_finish_body::<T, FMA>(row, out, 1.0 / s, m, 0.0, false);
     }
     let s = exps_and_sum::<T, FMA>(row, m, buf);
     if log {
