@@ -85,7 +85,8 @@ prim::avx2_twin!(
 /// Σ e^(x − max) (e^(x − 0) where the max is −inf, so that a chunk of −inf sums to 0, not to
 /// e^(−inf + inf) = NaN; a NaN or +inf in the chunk makes it NaN). Its exponentials are left
 /// in `buf`; for softmax they are also rounded into `out` where `out` is given (empty, they
-/// stay in `buf` alone; log_softmax writes nothing here).
+/// stay in `buf` alone; log_softmax writes nothing here). An f32 `out` takes them directly,
+/// `buf` untouched.
 #[inline(always)]
 fn chunk_stats_body<T: Element, const FMA: bool>(
     x: &[T],
@@ -95,6 +96,13 @@ fn chunk_stats_body<T: Element, const FMA: bool>(
 ) -> (f32, f32) {
     let m = prim::max_f32(x);
     let shift = if m == f32::NEG_INFINITY { 0.0 } else { m };
+    if !log && T::DTYPE == DType::F32 && out.len() == x.len() {
+        // f32 exponentials straight into the output, as a whole row's (`row_body`).
+        return (
+            m,
+            exps_and_sum::<T, FMA>(x, shift, bytemuck::cast_slice_mut(out)),
+        );
+    }
     let s = exps_and_sum::<T, FMA>(x, shift, buf);
     if !log {
         for (o, &b) in out.iter_mut().zip(buf.iter()) {
