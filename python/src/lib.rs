@@ -125,15 +125,21 @@ fn order_after(
     })
 }
 
+/// A contiguous `shape`'s strides and bytes of `dtype`, by kernlab's own layout check.
+fn contiguous(shape: &[usize], dtype: DType) -> PyResult<(Vec<usize>, usize)> {
+    let (strides, span) =
+        kernlab::runtime::tensor::row_strided_layout(shape, None).map_err(to_py)?;
+    let bytes = span
+        .checked_mul(dtype.size())
+        .ok_or_else(|| PyValueError::new_err(format!("a {shape:?} tensor is too large")))?;
+    Ok((strides, bytes))
+}
+
 /// A kernlab tensor over `arg`: in place on CUDA, a copy on the CPU.
 fn tensor_of(arg: &TensorArg, dev: &Device) -> PyResult<Tensor> {
     let (ptr, shape, dtype) = arg;
     let dtype = dtype_named(dtype)?;
-    let strides = kernlab::runtime::tensor::contiguous_strides(shape);
-    let bytes = shape
-        .iter()
-        .try_fold(dtype.size(), |n, &d| n.checked_mul(d))
-        .ok_or_else(|| PyValueError::new_err(format!("a {shape:?} tensor is too large")))?;
+    let (strides, bytes) = contiguous(shape, dtype)?;
     match dev {
         // SAFETY: the Python side passes a live, contiguous tensor's data address and shape
         // (so `bytes` from the address are its own), and keeps it alive across the call.
@@ -208,7 +214,7 @@ fn run(
                 v.run(&params, &x, &mut y).map_err(to_py)?;
                 let data = y.host_data().map_err(to_py)?;
                 let src = data.as_bytes();
-                let bytes = shape.iter().product::<usize>() * dt.size();
+                let (_, bytes) = contiguous(shape, dt)?;
                 if src.len() != bytes {
                     return Err(PyValueError::new_err(format!(
                         "out holds {bytes} bytes, the result {}",
