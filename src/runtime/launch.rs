@@ -302,16 +302,36 @@ thread_local! {
 /// Note a Triton launch for [`record_triton_launch`] (made only while a recording runs);
 /// `launch_triton!` calls it after each launch.
 pub fn note_triton_launch(l: impl FnOnce() -> TritonLaunch) {
-    note_in(&TRITON_RECORDING, l)
+    TRITON_RECORDING.with(|c| {
+        if let Some(v) = c.borrow_mut().as_mut() {
+            v.push(l());
+        }
+    });
 }
 
 /// Run `f` (one call of a Triton variant on this thread) and say how it launched:
 /// `Ok(Ok(launch))` when it made exactly one launch, a Triton one; `Ok(Err(why))` otherwise;
-/// `Err` when `f` fails.
+/// `Err` when `f` fails. The recording ends with the call even if `f` fails or panics
+/// (nothing is noted after it).
 pub fn record_triton_launch(
     f: impl FnOnce() -> Result<()>,
 ) -> Result<std::result::Result<TritonLaunch, String>> {
-    let (launches, mut noted) = recorded(&TRITON_RECORDING, f)?;
+    struct Stop;
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            TRITON_RECORDING.with(|c| c.borrow_mut().take());
+        }
+    }
+    let before = crate::runtime::device::cuda::launches_on_this_thread();
+    TRITON_RECORDING.with(|c| *c.borrow_mut() = Some(Vec::new()));
+    let stop = Stop;
+    let ran = f();
+    let mut noted = TRITON_RECORDING
+        .with(|c| c.borrow_mut().take())
+        .unwrap_or_default();
+    drop(stop);
+    ran?;
+    let launches = crate::runtime::device::cuda::launches_on_this_thread() - before;
     Ok(match (launches, noted.len()) {
         (1, 1) => Ok(noted.remove(0)),
         (n, t) => Err(format!(
@@ -320,40 +340,55 @@ pub fn record_triton_launch(
     })
 }
 
-/// Push `l()` onto `cell`'s recording where one runs (made only then).
-fn note_in<T: 'static>(
-    cell: &'static std::thread::LocalKey<std::cell::RefCell<Option<Vec<T>>>>,
-    l: impl FnOnce() -> T,
-) {
-    cell.with(|c| {
-        if let Some(v) = c.borrow_mut().as_mut() {
-            v.push(l());
-        }
-    });
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Run `f` with `cell` recording what its launchers note, and return how many launches this
-/// thread made in it and the notes. The recording ends with the call even if `f` fails or
-/// panics (nothing is noted after it).
-fn recorded<T: 'static>(
-    cell: &'static std::thread::LocalKey<std::cell::RefCell<Option<Vec<T>>>>,
-    f: impl FnOnce() -> Result<()>,
-) -> Result<(u64, Vec<T>)> {
-    struct Stop<T: 'static>(&'static std::thread::LocalKey<std::cell::RefCell<Option<Vec<T>>>>);
-    impl<T: 'static> Drop for Stop<T> {
-        fn drop(&mut self) {
-            self.0.with(|c| c.borrow_mut().take());
+    fn a_launch(kernel: &'static str) -> TritonLaunch {
+        TritonLaunch {
+            file: "gelu.py",
+            src: "",
+            kernel,
+            constexprs: serde_json::Map::new(),
+            num_warps: 4,
+            num_stages: 1,
+            grid: [1, 1, 1],
         }
     }
-    let before = crate::runtime::device::cuda::launches_on_this_thread();
-    cell.with(|c| *c.borrow_mut() = Some(Vec::new()));
-    let stop = Stop(cell);
-    let ran = f();
-    let noted = cell.with(|c| c.borrow_mut().take()).unwrap_or_default();
-    drop(stop);
-    ran?;
-    Ok((
-        crate::runtime::device::cuda::launches_on_this_thread() - before,
-        noted,
-    ))
+
+    #[test]
+    fn the_triton_recording_is_off_outside_record_triton_launch() {
+        let noted = || {
+            TRITON_RECORDING.with(|c| {
+                c.borrow()
+                    .as_ref()
+                    .map(|v| v.iter().map(|l| l.kernel).collect::<Vec<_>>())
+            })
+        };
+        // Noted outside a recording: nothing is kept for the next one.
+        note_triton_launch(|| a_launch("outside"));
+        assert_eq!(noted(), None);
+        let got = record_triton_launch(|| {
+            note_triton_launch(|| a_launch("inside"));
+            assert_eq!(noted(), Some(vec!["inside"]));
+            Ok(())
+        })
+        .unwrap();
+        // Noted without a launch: not one Triton launch, and "outside" is gone.
+        assert_eq!(
+            got.unwrap_err(),
+            "0 launch(es), 1 of them Triton's (PyTorch's process repeats one Triton launch)"
+        );
+        assert_eq!(noted(), None);
+        // A failing call is an error, and the recording ends with it.
+        let e = record_triton_launch(|| Err(Error::Invalid("boom".into()))).unwrap_err();
+        assert!(e.to_string().contains("boom"));
+        assert_eq!(noted(), None);
+        // So does a panicking one.
+        let caught = std::panic::catch_unwind(|| {
+            let _ = record_triton_launch(|| panic!("inside the call"));
+        });
+        assert!(caught.is_err());
+        assert_eq!(noted(), None);
+    }
 }
