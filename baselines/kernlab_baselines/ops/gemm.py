@@ -42,11 +42,11 @@ class Gemm(OpSpec):
     gemm = True
     rows = False
     rounds = False
+    kernlab_call = "linear"  # matmul's too: kernlab.linear without bias or activation
 
     def __init__(self, name, bias):
         self.name = name
         self.bias = bias
-        self.kernlab_call = "linear"
         # matmul has no torch_manual: it would be a @ w.t(), which is torch_native.
         self.variants = VARIANTS if bias else tuple(v for v in VARIANTS if v != "torch_manual")
         self.summary = ("c = act(a . w^T + bias) (--activation), MxNxK" if bias
