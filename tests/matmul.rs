@@ -53,6 +53,8 @@ fn may_refuse(
         }
         ("cublaslt", _) => act == Activation::GeluErf && s.contains("erf"),
         ("v8_skinny", Error::UnsupportedShape { .. }) => m > matmul::cuda::SKINNY_ROWS,
+        // AMX's tiles exist on some x86-64 CPUs only (and not under a lower --cpu-path).
+        ("amx", Error::Unavailable { .. }) => !kernlab::runtime::simd::amx_bf16(),
         // CUTLASS's TMA needs K and N multiples of 8; its GeLU comes with the bias.
         ("cutlass", Error::UnsupportedShape { .. }) => {
             !k.is_multiple_of(8)
@@ -116,6 +118,40 @@ test_device!(
     linear_matches_reference_for_every_epilogue,
     super::linear_matches_reference_for_every_epilogue
 );
+
+/// `amx` where the CPU has AMX's tiles: K past one slice of 2048 (the sums carried from slice to
+/// slice in f32), an edge in every direction, the exact GeLU; under a lower `--cpu-path` it
+/// refuses and names the switch.
+#[test]
+fn amx_carries_its_sums_across_k_slices_and_follows_the_cpu_path() {
+    use kernlab::runtime::simd;
+    let _only = crate::common::cpu_path_lock();
+    let v = ops::find(linear::OP, "amx", kernlab::DeviceKind::Cpu).unwrap();
+    if !simd::amx_bf16() {
+        println!("skipped {}: this CPU has no AMX bf16 tiles", v.id());
+        return;
+    }
+    check(
+        &Device::Cpu,
+        v,
+        DType::BF16,
+        [161, 290, 4160],
+        Activation::GeluErf,
+        true,
+    );
+    simd::set_cap(simd::CpuPath::Avx2Fma);
+    let mm = ops::find(matmul::OP, "amx", kernlab::DeviceKind::Cpu).unwrap();
+    let p = matmul::OP.default_params();
+    let host = check::make_inputs(mm.op, &[33, 40, 64], DType::BF16, 3, None, &p).unwrap();
+    let x: Vec<&Tensor> = host.iter().collect();
+    let mut y = Tensor::empty(&[33, 40], DType::BF16, &Device::Cpu).unwrap();
+    let e = mm.run(&p, &x, &mut y).unwrap_err();
+    simd::set_cap(simd::CpuPath::Best);
+    assert!(
+        matches!(e, Error::Unavailable { .. }) && e.to_string().contains("--cpu-path avx2-fma"),
+        "{e}"
+    );
+}
 
 /// The tensor-core versions on a shape with many tiles in each direction and a deep K, where
 /// a pipeline or tile-order mistake would show; bf16 and f16.

@@ -92,6 +92,40 @@ pub fn avx512() -> bool {
     cap() == CpuPath::Best && avx2_fma() && has_avx512()
 }
 
+/// Whether the CPU tier may use AMX's bf16 tiles (`TDPBF16PS`): the CPU has AMX-TILE and
+/// AMX-BF16, the kernel granted this process the tile data state (Linux asks each process to
+/// request it, `ARCH_REQ_XCOMP_PERM`; asked once, on the first call), and the cap is `best`.
+/// std's detection of the AMX features is unstable, so CPUID is read here.
+pub fn amx_bf16() -> bool {
+    cap() == CpuPath::Best && amx_granted()
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn amx_granted() -> bool {
+    static GRANTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *GRANTED.get_or_init(|| {
+        // CPUID leaf 7, sub-leaf 0: EDX bit 22 is AMX-BF16, bit 24 AMX-TILE.
+        let id = std::arch::x86_64::__cpuid_count(7, 0);
+        let has = (id.edx >> 22) & 1 == 1 && (id.edx >> 24) & 1 == 1;
+        const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
+        const XFEATURE_XTILEDATA: libc::c_long = 18;
+        // SAFETY: arch_prctl with this request only changes which xsave state the process may
+        // use; a kernel without it answers an error, which leaves AMX off.
+        has && unsafe {
+            libc::syscall(
+                libc::SYS_arch_prctl,
+                ARCH_REQ_XCOMP_PERM,
+                XFEATURE_XTILEDATA,
+            )
+        } == 0
+    })
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+fn amx_granted() -> bool {
+    false
+}
+
 /// Whether the conversions may use F16C (with AVX2).
 pub fn f16c() -> bool {
     cap() >= CpuPath::Avx2Fma && avx2() && has!("f16c")
@@ -110,6 +144,9 @@ pub fn describe() -> String {
     }
     if f16c() {
         v.push("F16C");
+    }
+    if amx_bf16() {
+        v.push("AMX-BF16");
     }
     let what = if v.is_empty() {
         "portable".to_string()

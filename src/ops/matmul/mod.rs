@@ -7,6 +7,7 @@
 //! kernel shares one epilogue (bias, then GeLU tanh / erf / none), applied to the f32
 //! accumulator before the single store.
 
+pub mod amx;
 pub mod auto;
 pub mod compiled;
 pub mod cuda;
@@ -974,6 +975,10 @@ macro_rules! gemm_rows {
             Variant::new($op, "faer", Tier::Cpu, DeviceKind::Cpu,
                 "faer's f32 matmul (rayon, cache-blocked SIMD), then the epilogue in one pass",
                 |p, x, y| gemm_call(run_cpu_faer, p, x, y)),
+            Variant::new($op, "amx", Tier::Cpu, DeviceKind::Cpu,
+                "bf16 on AMX's tile unit (TDPBF16PS, f32 sums): both operands packed into tiles, bias and GeLU on each 32×32 block as it leaves them; CPUs with AMX-BF16 (Intel Xeon from Sapphire Rapids)",
+                |p, x, y| gemm_call($crate::ops::matmul::amx::run, p, x, y))
+                .dtypes(&[DType::BF16]),
             $($after,)*
         ]
     };
@@ -982,7 +987,7 @@ pub(crate) use gemm_rows;
 
 /// Matmul's rows: the shared ones, and cuBLAS (no epilogue). The macro writes the whole list,
 /// so a row added to the shared ones that the length leaves out is a compile error.
-static VARIANTS: [Variant; 16] = gemm_rows!(
+static VARIANTS: [Variant; 17] = gemm_rows!(
     OP,
     [],
     [Variant::new(
