@@ -121,7 +121,8 @@ test_device!(
 
 /// `amx` where the CPU has AMX's tiles: K past one slice of 2048 (the sums carried from slice to
 /// slice in f32), an edge in every direction, the exact GeLU; under a lower `--cpu-path` it
-/// refuses and names the switch.
+/// refuses and names the switch, and `cpu/auto` picks it for bf16 only, and only without the
+/// cap.
 #[test]
 fn amx_carries_its_sums_across_k_slices_and_follows_the_cpu_path() {
     use kernlab::runtime::simd;
@@ -146,7 +147,19 @@ fn amx_carries_its_sums_across_k_slices_and_follows_the_cpu_path() {
     let x: Vec<&Tensor> = host.iter().collect();
     let mut y = Tensor::empty(&[33, 40], DType::BF16, &Device::Cpu).unwrap();
     let e = mm.run(&p, &x, &mut y).unwrap_err();
+    // cpu/auto then takes faer, for every dtype.
+    let under_cap = matmul::cpu_auto_label(&p, &x);
     simd::set_cap(simd::CpuPath::Best);
+    assert_eq!(under_cap, "faer");
+    assert_eq!(matmul::cpu_auto_label(&p, &x), "amx");
+    let f32s: Vec<Tensor> = host
+        .iter()
+        .map(|t| Tensor::from_f64(&t.to_f64_vec().unwrap(), t.shape(), DType::F32).unwrap())
+        .collect();
+    assert_eq!(
+        matmul::cpu_auto_label(&p, &f32s.iter().collect::<Vec<_>>()),
+        "faer"
+    );
     assert!(
         matches!(e, Error::Unavailable { .. }) && e.to_string().contains("--cpu-path avx2-fma"),
         "{e}"

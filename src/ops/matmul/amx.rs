@@ -16,6 +16,9 @@ use crate::runtime::error::{Error, Result};
 use crate::runtime::tensor::{CpuData, Tensor};
 use half::bf16;
 
+/// The registry name of the products here.
+pub const VARIANT: &str = "amx";
+
 /// Bytes of one tile: 16 rows of 64 bytes.
 const TILE: usize = 1024;
 /// K a tile covers: 32 bf16 a row.
@@ -321,7 +324,7 @@ impl OutPtr {
 pub(crate) fn run(g: &Gemm, c: &mut Tensor) -> Result<()> {
     if let Some(why) = unavailable() {
         return Err(Error::Unavailable {
-            what: "cpu/amx".into(),
+            what: format!("cpu/{VARIANT}"),
             why,
         });
     }

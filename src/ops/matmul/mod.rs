@@ -572,6 +572,32 @@ pub(crate) fn run_cpu_faer(g: &Gemm, c: &mut Tensor) -> Result<()> {
     prim::store_f32(c, &out)
 }
 
+/// Which CPU product `cpu/auto` runs for operands of `dt`: `amx` for bf16 where the CPU has
+/// AMX's bf16 tiles (and `--cpu-path` allows them), else `faer`.
+fn cpu_auto_pick(dt: DType) -> &'static str {
+    if dt == DType::BF16 && crate::runtime::simd::amx_bf16() {
+        amx::VARIANT
+    } else {
+        "faer"
+    }
+}
+
+/// `cpu/auto`: the product [`cpu_auto_pick`] names.
+/// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
+pub(crate) fn run_cpu_auto(g: &Gemm, c: &mut Tensor) -> Result<()> {
+    match cpu_auto_pick(g.dtype()) {
+        amx::VARIANT => amx::run(g, c),
+        _ => run_cpu_faer(g, c),
+    }
+}
+
+/// `cpu/auto`'s pick for bench's `picked`, from the raw inputs.
+pub fn cpu_auto_label(_: &Params, x: &[&Tensor]) -> String {
+    x.first()
+        .map_or("(no operands)", |a| cpu_auto_pick(a.dtype()))
+        .to_string()
+}
+
 // ---- what matmul and linear share as ops ---------------------------------------------------
 /// Both GEMM ops' descriptor methods, written once: `bias` says whether the op has one.
 pub(crate) mod def {
@@ -975,10 +1001,14 @@ macro_rules! gemm_rows {
             Variant::new($op, "faer", Tier::Cpu, DeviceKind::Cpu,
                 "faer's f32 matmul (rayon, cache-blocked SIMD), then the epilogue in one pass",
                 |p, x, y| gemm_call(run_cpu_faer, p, x, y)),
-            Variant::new($op, "amx", Tier::Cpu, DeviceKind::Cpu,
+            Variant::new($op, $crate::ops::matmul::amx::VARIANT, Tier::Cpu, DeviceKind::Cpu,
                 "bf16 on AMX's tile unit (TDPBF16PS, f32 sums): both operands packed into tiles, bias and GeLU on each 32×32 block as it leaves them; CPUs with AMX-BF16 (Intel Xeon from Sapphire Rapids)",
                 |p, x, y| gemm_call($crate::ops::matmul::amx::run, p, x, y))
                 .dtypes(&[DType::BF16]),
+            Variant::new($op, "auto", Tier::Cpu, DeviceKind::Cpu,
+                "amx for bf16 where the CPU has AMX's bf16 tiles, else faer",
+                |p, x, y| gemm_call($crate::ops::matmul::run_cpu_auto, p, x, y))
+                .picks($crate::ops::matmul::cpu_auto_label),
             $($after,)*
         ]
     };
@@ -987,7 +1017,7 @@ pub(crate) use gemm_rows;
 
 /// Matmul's rows: the shared ones, and cuBLAS (no epilogue). The macro writes the whole list,
 /// so a row added to the shared ones that the length leaves out is a compile error.
-static VARIANTS: [Variant; 17] = gemm_rows!(
+static VARIANTS: [Variant; 18] = gemm_rows!(
     OP,
     [],
     [Variant::new(
