@@ -12,8 +12,9 @@
 #   tools/reproduce-docs.sh softmax-targets  one section (or several, in the order given)
 #   tools/reproduce-docs.sh --list           the sections
 #
-# 67 kernlab commands in 15 sections, about 83 minutes in all. Each section stays
-# under 10 minutes, so one section fits one call of a time-limited device:
+# 80 kernlab commands in 17 sections, about 83 minutes for the 15 that have been timed (triton
+# and cutlass not yet, as sections). Each timed section stays under 10 minutes, so one section
+# fits one call of a time-limited device:
 #
 #   section            commands  ~minutes  tables it remakes
 #   gelu                      5      3     gelu.md: the H200 table; inspect/ and profile/ output
@@ -29,6 +30,8 @@
 #   rmsnorm                   4      3     rmsnorm.md: against PyTorch, flushed and rotated; the versions; the stream
 #   compiled                 14      7     compiled.md: compiled against hand and PyTorch; launch counts
 #   mlp                      14      7     mlp.md: forward, training step, batch 1, f32, the sync pitfall, the profiles, the scaling sweeps
+#   triton                    8      ?     triton.md: the spill, the tables, the same kernels under do_bench
+#   cutlass                   5      ?     cutlass.md: validation, CUTLASS against cuBLAS and v7, the fused linear
 #   cpu                       2      2     softmax.md, linear.md: the CPU tier (--device cpu)
 #   cpu-torch                 7     12     cpu.md, gelu.md: the CPU tier beside PyTorch's CPU kernels (torch on the CPU)
 #
@@ -44,7 +47,7 @@ set -euo pipefail
 K=${KERNLAB:-.gpu/bin/kernlab}
 OUT=${OUT:-out}
 SECTIONS=(gelu softmax-targets softmax-sweep-f32 softmax-sweep-bf16 softmax-sweep-f16
-  softmax-wide softmax-misc matmul matmul-v7 linear rmsnorm compiled mlp cpu cpu-torch)
+  softmax-wide softmax-misc matmul matmul-v7 linear rmsnorm compiled mlp triton cutlass cpu cpu-torch)
 
 export KERNLAB_CACHE_DIR="$OUT/cache"
 D=  # the current section's output folder
@@ -194,6 +197,39 @@ section_mlp() {
     --plot "$D/batch.svg"
   kl sweep-dim sweep mlp --torch=torch_native --dtype bf16 --warmup-ms 10 --rep-ms 40 --rows 1024 --cols 256..8192:x2 --layers 16 \
     --plot "$D/dim.svg"
+}
+
+# triton.md: the tutorial's kernels in kernlab's process, then the same launches under do_bench.
+# The matmul is autotuned first (its eight configurations), as a user would before timing it.
+section_triton() {
+  kl inspect-4096 inspect softmax --variant triton --dtype bf16 --shape 1024x4096
+  kl inspect-131072 inspect softmax --variant triton --dtype bf16 --shape 1024x131072
+  kl gelu bench gelu --device cuda --variants v3_vec16_ilp,triton --dtype bf16 --shape 8192x8192
+  kl autotune autotune matmul --shape 8192x8192x8192 --dtype bf16 --variants triton
+  kl matmul bench matmul --device cuda --variants cublas,v7_wgmma_tma_store,triton --dtype bf16 \
+    --shape 8192x8192x8192
+  kl do-bench bench gelu,softmax --device cuda --variants triton --torch --dtype bf16 --shape 8192x8192
+  kl do-bench-matmul bench matmul --device cuda --variants triton --torch --dtype bf16 \
+    --shape 4096x4096x4096
+  kl collapse bench softmax --device cuda --variants auto,triton --torch --shape 1024x131072
+}
+
+# cutlass.md. The CUTLASS libraries take nvcc minutes each to build: ones already built into
+# .gpu/cache/cutlass (../shared/gpu/pack keeps them) are copied into this run's cache; missing
+# ones are built on first use.
+section_cutlass() {
+  if [[ -d .gpu/cache/cutlass ]]; then
+    mkdir -p "$KERNLAB_CACHE_DIR/cutlass"
+    cp -rn .gpu/cache/cutlass/. "$KERNLAB_CACHE_DIR/cutlass/"
+  fi
+  kl check bench matmul,linear --device cuda --variants cutlass --check-only --dtype bf16,f16 \
+    --shape 129x264x72 --shape 1000x1000x1000
+  kl autotune-matmul autotune matmul --shape 8192x8192x8192 --dtype bf16 --variants cutlass
+  kl matmul bench matmul --dtype bf16 --shape 8192x8192x8192 \
+    --variants cublas,v7_wgmma_tma_store,cutlass --repeat 3
+  kl autotune-linear autotune linear --shape 8192x8192x8192 --dtype bf16 --variants cutlass
+  kl linear bench linear --dtype bf16 --shape 8192x8192x8192 \
+    --variants v7_wgmma_tma_store,cublaslt,cutlass --repeat 3 --torch
 }
 
 # cpu.md's table beside PyTorch: torch on the CPU (KERNLAB_PYTHON, docs/benchmarking.md "On
