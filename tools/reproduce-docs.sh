@@ -215,8 +215,8 @@ section_triton() {
 }
 
 # cutlass.md. The CUTLASS libraries take nvcc minutes each to build: ones already built into
-# .gpu/cache/cutlass (../shared/gpu/pack keeps them) are copied into this run's cache; missing
-# ones are built on first use.
+# .gpu/cache/cutlass (`KERNLAB_CACHE_DIR=.gpu/cache kernlab doctor --build-cutlass sm_90a`, then
+# carried with .gpu) are copied into this run's cache; missing ones are built on first use.
 section_cutlass() {
   if [[ -d .gpu/cache/cutlass ]]; then
     mkdir -p "$KERNLAB_CACHE_DIR/cutlass"
