@@ -360,9 +360,10 @@ pub(crate) fn run(g: &Gemm, c: &mut Tensor) -> Result<()> {
     if m == 0 || n == 0 {
         return Ok(());
     }
-    // The calling thread touches the tiles too. Linux arms AMX's first-use trap (XFD) per
-    // thread and rewrites its MSR at each switch between a thread that has used AMX and one
-    // that has not; in a VM each rewrite is an exit (docs/perf-notes.md, "CPU tier: bf16 on AMX").
+    // The calling thread touches the tiles too, so that every thread of the call has used AMX:
+    // Linux keeps AMX's first-use trap (XFD) per thread and rewrites its MSR at a switch between
+    // a thread that has and one that has not, a VM exit each (docs/perf-notes.md, "CPU tier:
+    // bf16 on AMX").
     drop(tiles::Config::load());
     let b = Blocking::new(m, n, k, rayon::current_num_threads());
     let mut kept = PACKED.try_lock().ok();
