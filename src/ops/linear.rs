@@ -96,7 +96,7 @@ fn run_manual_cpu(g: &Gemm, c: &mut Tensor) -> Result<()> {
 /// launch), the bias add (one launch, in the dtype), then the lecture's manual GeLU (one
 /// launch per primitive op, f32 intermediates). Each step writes its result to memory.
 fn run_manual_cuda(g: &Gemm, c: &mut Tensor) -> Result<()> {
-    use crate::ops::gelu::{self, GeluApprox, GeluParams};
+    use crate::ops::gelu::{self, GeluParams};
     let dev =
         g.a.device()
             .cuda()
@@ -108,11 +108,7 @@ fn run_manual_cuda(g: &Gemm, c: &mut Tensor) -> Result<()> {
         act: Activation::None,
         ..*g
     };
-    let approx = match g.act {
-        Activation::None => None,
-        Activation::GeluTanh => Some(GeluApprox::Tanh),
-        Activation::GeluErf => Some(GeluApprox::Erf),
-    };
+    let approx = g.act.gelu();
     if g.bias.is_none() && approx.is_none() {
         return vendor::run_cublas(&plain, c);
     }

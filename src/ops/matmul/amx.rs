@@ -347,11 +347,7 @@ pub(crate) fn run(g: &Gemm, c: &mut Tensor) -> Result<()> {
             why: format!("a bias of {} values for N = {}", bias.len(), g.n),
         });
     }
-    let act = match g.act {
-        super::Activation::GeluErf => Some(GeluApprox::Erf),
-        super::Activation::GeluTanh => Some(GeluApprox::Tanh),
-        super::Activation::None => None,
-    };
+    let act = g.act.gelu();
     let (m, n, k) = (g.m, g.n, g.k);
     let out = match c.cpu_data_mut() {
         Some(CpuData::BF16(v)) => &mut v[..m * n],

@@ -58,6 +58,15 @@ impl Activation {
             Activation::GeluErf => "gelu-erf",
         }
     }
+    /// The GeLU form it applies, if any.
+    pub fn gelu(self) -> Option<crate::ops::gelu::GeluApprox> {
+        use crate::ops::gelu::GeluApprox;
+        match self {
+            Activation::None => None,
+            Activation::GeluTanh => Some(GeluApprox::Tanh),
+            Activation::GeluErf => Some(GeluApprox::Erf),
+        }
+    }
 }
 
 impl FromStr for Activation {
@@ -517,11 +526,7 @@ pub(crate) fn run_cpu_faer(g: &Gemm, c: &mut Tensor) -> Result<()> {
     let mut out = faer_f32(&a, &w, g.m, g.n, g.k);
     let bias = g.bias.map(prim::to_f32).transpose()?;
     use crate::ops::gelu::GeluApprox;
-    let approx = match g.act {
-        Activation::GeluErf => Some(GeluApprox::Erf),
-        Activation::GeluTanh => Some(GeluApprox::Tanh),
-        Activation::None => None,
-    };
+    let approx = g.act.gelu();
     // One pass, rows in parallel, the bias zipped along each row (no index to check, so the
     // loop vectorises; zeros where there is no bias), one loop an activation form (with the
     // form's branch inside, the loop ran the GeLU ~2× slower).
