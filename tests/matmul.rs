@@ -55,6 +55,7 @@ fn may_refuse(
         ("v8_skinny", Error::UnsupportedShape { .. }) => m > matmul::cuda::SKINNY_ROWS,
         // AMX's tiles exist on some x86-64 CPUs only (and not under a lower --cpu-path).
         ("amx", Error::Unavailable { .. }) => !kernlab::runtime::simd::amx_bf16(),
+        ("avx512", Error::Unavailable { .. }) => !kernlab::runtime::simd::avx512(),
         // CUTLASS's TMA needs K and N multiples of 8; its GeLU comes with the bias.
         ("cutlass", Error::UnsupportedShape { .. }) => {
             !k.is_multiple_of(8)
@@ -158,8 +159,46 @@ fn amx_carries_its_sums_across_k_slices_and_follows_the_cpu_path() {
         .collect();
     assert_eq!(
         matmul::cpu_auto_label(&p, &f32s.iter().collect::<Vec<_>>()),
-        "faer"
+        if simd::avx512() { "avx512" } else { "faer" }
     );
+    assert!(
+        matches!(e, Error::Unavailable { .. }) && e.to_string().contains("--cpu-path avx2-fma"),
+        "{e}"
+    );
+}
+
+/// `avx512` where the CPU has AVX-512: K across several slices with a short last one, an edge
+/// in every direction (rows past a panel of 14, columns past one of 32), the exact GeLU; under
+/// a lower `--cpu-path` it refuses and names the switch, and `cpu/auto` then takes faer for
+/// f32.
+#[test]
+fn avx512_carries_its_sums_across_k_slices_and_follows_the_cpu_path() {
+    use kernlab::runtime::simd;
+    let _only = crate::common::cpu_path_lock();
+    let v = ops::find(linear::OP, "avx512", kernlab::DeviceKind::Cpu).unwrap();
+    if !simd::avx512() {
+        println!("skipped {}: this CPU has no AVX-512", v.id());
+        return;
+    }
+    check(
+        &Device::Cpu,
+        v,
+        DType::F32,
+        [43, 97, 1037],
+        Activation::GeluErf,
+        true,
+    );
+    let mm = ops::find(matmul::OP, "avx512", kernlab::DeviceKind::Cpu).unwrap();
+    let p = matmul::OP.default_params();
+    let host = check::make_inputs(mm.op, &[33, 40, 64], DType::F32, 3, None, &p).unwrap();
+    let x: Vec<&Tensor> = host.iter().collect();
+    let mut y = Tensor::empty(&[33, 40], DType::F32, &Device::Cpu).unwrap();
+    assert_eq!(matmul::cpu_auto_label(&p, &x), "avx512");
+    simd::set_cap(simd::CpuPath::Avx2Fma);
+    let e = mm.run(&p, &x, &mut y).unwrap_err();
+    let under_cap = matmul::cpu_auto_label(&p, &x);
+    simd::set_cap(simd::CpuPath::Best);
+    assert_eq!(under_cap, "faer");
     assert!(
         matches!(e, Error::Unavailable { .. }) && e.to_string().contains("--cpu-path avx2-fma"),
         "{e}"

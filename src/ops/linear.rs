@@ -181,7 +181,7 @@ fn manual_gelu_kernels(
 // ---- the registry's rows ------------------------------------------------------------------
 /// Linear's rows: the manual composition, then the rows every GEMM op has (the macro writes
 /// the whole list, so the length cannot leave one out).
-static VARIANTS: [Variant; 19] = gemm_rows!(
+static VARIANTS: [Variant; 20] = gemm_rows!(
     OP,
     [
         Variant::new(OP, "manual", Tier::Manual, DeviceKind::Cpu,

@@ -10,7 +10,7 @@
 //!
 //! The tile instructions are written with `asm!`: Rust's AMX intrinsics are unstable.
 
-use super::Gemm;
+use super::{packed::Lines, Gemm};
 use crate::ops::gelu::GeluApprox;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::tensor::{CpuData, Tensor};
@@ -135,8 +135,18 @@ fn pack_w(out: &mut [bf16], w: &[bf16], n: usize, k: usize, b: &Blocking) {
                 #[cfg(target_arch = "x86_64")]
                 if 16 * j + 16 <= n && (t + 1) * TK <= k && crate::runtime::simd::avx512() {
                     // SAFETY: AVX-512F is there (`simd::avx512`); the 16 columns are whole rows
-                    // of w, each with 32 values from k 32t; the tile holds 16 × 16 pairs.
-                    unsafe { transpose_pairs(&w[16 * j * k + t * TK..], k, tile) };
+                    // of w (2k bytes apart), each with 16 pairs (64 bytes) from k 32t; the tile
+                    // holds 16 rows of 16 pairs. The pairs layout is those pairs transposed.
+                    unsafe {
+                        super::packed::transpose16(
+                            w[16 * j * k + t * TK..][..15 * k + TK].as_ptr().cast(),
+                            2 * k,
+                            16,
+                            tile.as_mut_ptr().cast(),
+                            64,
+                            16,
+                        )
+                    };
                     continue;
                 }
                 // The 16 columns' 32 values of this k-tile, then interleaved by pairs.
@@ -158,91 +168,12 @@ fn pack_w(out: &mut [bf16], w: &[bf16], n: usize, k: usize, b: &Blocking) {
         });
 }
 
-/// The pairs layout of one whole tile: `w`'s 16 rows (at a stride of `k` values) of 32 values
-/// each, seen as 16 × 16 pairs (4 bytes), transposed into `tile` (row r: pair r of each of
-/// the 16 rows). Three rounds of AVX-512 shuffles: pairs, then 64-bit halves, then 128-bit
-/// lanes twice.
-///
-/// # Safety
-/// AVX-512F is there; `w` holds 15·k + 32 values, `tile` 512.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn transpose_pairs(w: &[bf16], k: usize, tile: &mut [bf16]) {
-    use std::arch::x86_64::*;
-    debug_assert!(w.len() >= 15 * k + TK && tile.len() >= TILE / 2);
-    let src = w.as_ptr();
-    let r: [__m512i; 16] =
-        std::array::from_fn(|c| unsafe { _mm512_loadu_si512(src.add(c * k) as *const __m512i) });
-    // Pairs of rows interleaved by 32-bit pairs, then by 64 bits: c[4q + j]'s 128-bit lane L
-    // holds pair 4L + j of rows 4q..4q + 4.
-    let b: [__m512i; 16] = std::array::from_fn(|i| {
-        let (x, y) = (r[i & !1], r[i | 1]);
-        if i % 2 == 0 {
-            _mm512_unpacklo_epi32(x, y)
-        } else {
-            _mm512_unpackhi_epi32(x, y)
-        }
-    });
-    let c: [__m512i; 16] = std::array::from_fn(|i| {
-        let (q, j) = (i / 4, i % 4);
-        let (x, y) = (b[4 * q + j / 2], b[4 * q + 2 + j / 2]);
-        if j % 2 == 0 {
-            _mm512_unpacklo_epi64(x, y)
-        } else {
-            _mm512_unpackhi_epi64(x, y)
-        }
-    });
-    let dst = tile.as_mut_ptr() as *mut __m512i;
-    for j in 0..4 {
-        let d = _mm512_shuffle_i32x4::<0x88>(c[j], c[4 + j]);
-        let e = _mm512_shuffle_i32x4::<0xdd>(c[j], c[4 + j]);
-        let f = _mm512_shuffle_i32x4::<0x88>(c[8 + j], c[12 + j]);
-        let g = _mm512_shuffle_i32x4::<0xdd>(c[8 + j], c[12 + j]);
-        // SAFETY: rows j, 4 + j, 8 + j and 12 + j of the tile's 16 (64 bytes each).
-        unsafe {
-            _mm512_storeu_si512(dst.add(j), _mm512_shuffle_i32x4::<0x88>(d, f));
-            _mm512_storeu_si512(dst.add(8 + j), _mm512_shuffle_i32x4::<0xdd>(d, f));
-            _mm512_storeu_si512(dst.add(4 + j), _mm512_shuffle_i32x4::<0x88>(e, g));
-            _mm512_storeu_si512(dst.add(12 + j), _mm512_shuffle_i32x4::<0xdd>(e, g));
-        }
-    }
-}
-
-/// 64 bytes on a 64-byte boundary: the unit of the packed operands' and the sums' storage, so
-/// that each tile row is one cache line (an allocator's 16-byte alignment splits every row in
-/// two: a third slower at 2048³, docs/perf-notes.md, "CPU tier: bf16 on AMX").
-#[derive(Clone, Copy)]
-#[repr(C, align(64))]
-struct Line([u8; 64]);
-
-// SAFETY: 64 bytes, no padding (size 64 = alignment), any bit pattern valid.
-unsafe impl bytemuck::Zeroable for Line {}
-unsafe impl bytemuck::Pod for Line {}
-
-/// Cache-line-aligned storage, grown as needed.
-#[derive(Default)]
-struct Lines(Vec<Line>);
-
-impl Lines {
-    /// The first `len` values of type T (bf16 or f32), growing the storage to hold them.
-    fn view<T: bytemuck::Pod>(&mut self, len: usize) -> &mut [T] {
-        let lines = (len * std::mem::size_of::<T>()).div_ceil(64);
-        if self.0.len() < lines {
-            self.0.resize(lines, Line([0; 64]));
-        }
-        &mut bytemuck::cast_slice_mut(&mut self.0[..lines])[..len]
-    }
-}
-
-/// The packed operands' storage, kept between calls (a fresh allocation of that size costs
-/// page faults and, at each free, a TLB shootdown across the cores), up to `KEEP` bytes.
-static PACKED: std::sync::Mutex<(Lines, Lines)> =
-    std::sync::Mutex::new((Lines(Vec::new()), Lines(Vec::new())));
-const KEEP: usize = 128 << 20;
+/// The packed operands' storage, kept between calls.
+static PACKED: super::packed::Kept = super::packed::Kept::new();
 
 thread_local! {
     /// A task's f32 sums, kept by each thread between tasks and calls.
-    static SUMS: std::cell::RefCell<Lines> = const { std::cell::RefCell::new(Lines(Vec::new())) };
+    static SUMS: std::cell::RefCell<Lines> = const { std::cell::RefCell::new(Lines::new()) };
 }
 
 /// The epilogue of one output block: `rows × cols` f32 sums from `acc` (row stride `ld`), plus
@@ -362,88 +293,75 @@ pub(crate) fn run(g: &Gemm, c: &mut Tensor) -> Result<()> {
     // bf16 on AMX").
     drop(tiles::Config::load());
     let b = Blocking::new(m, n, k, rayon::current_num_threads());
-    let mut kept = PACKED.try_lock().ok();
-    let (mut a_lines, mut w_lines) = kept
-        .as_mut()
-        .map(|p| (std::mem::take(&mut p.0), std::mem::take(&mut p.1)))
-        .unwrap_or_default();
-    let half = TILE / 2;
-    let ap = a_lines.view::<bf16>(b.mp / 16 * b.kt * half);
-    let wp = w_lines.view::<bf16>(b.np / 16 * b.kt * half);
-    rayon::join(|| pack_a(ap, a, m, k, &b), || pack_w(wp, w, n, k, &b));
-    let (tm, tn) = (b.mp.div_ceil(b.mb), b.np.div_ceil(b.nc));
-    let (ap, wp) = (&*ap, &*wp);
-    let dst = OutPtr(out.as_mut_ptr());
-    use rayon::prelude::*;
-    (0..tm * tn).into_par_iter().for_each(|task| {
-        let (i, j) = (task / tn, task % tn);
-        let (row0, col0) = (i * b.mb, j * b.nc);
-        let rows = b.mb.min(b.mp - row0);
-        let cols = b.nc.min(b.np - col0);
-        SUMS.with_borrow_mut(|sums| {
-            let acc = sums.view::<f32>(rows * cols);
-            let _tiles = tiles::Config::load();
-            let slices = b.kt.div_ceil(KC_TILES);
-            for s in 0..slices {
-                let t0 = s * KC_TILES;
-                let nk = KC_TILES.min(b.kt - t0);
-                let last = s + 1 == slices;
-                for ms in (0..rows).step_by(32) {
-                    if row0 + ms >= m {
-                        break;
-                    }
-                    let g0 = (row0 + ms) / 16;
-                    for ns in (0..cols).step_by(32) {
-                        if col0 + ns >= n {
+    PACKED.with(|a_lines, w_lines| {
+        let half = TILE / 2;
+        let ap = a_lines.view::<bf16>(b.mp / 16 * b.kt * half);
+        let wp = w_lines.view::<bf16>(b.np / 16 * b.kt * half);
+        rayon::join(|| pack_a(ap, a, m, k, &b), || pack_w(wp, w, n, k, &b));
+        let (tm, tn) = (b.mp.div_ceil(b.mb), b.np.div_ceil(b.nc));
+        let (ap, wp) = (&*ap, &*wp);
+        let dst = OutPtr(out.as_mut_ptr());
+        use rayon::prelude::*;
+        (0..tm * tn).into_par_iter().for_each(|task| {
+            let (i, j) = (task / tn, task % tn);
+            let (row0, col0) = (i * b.mb, j * b.nc);
+            let rows = b.mb.min(b.mp - row0);
+            let cols = b.nc.min(b.np - col0);
+            SUMS.with_borrow_mut(|sums| {
+                let acc = sums.view::<f32>(rows * cols);
+                let _tiles = tiles::Config::load();
+                let slices = b.kt.div_ceil(KC_TILES);
+                for s in 0..slices {
+                    let t0 = s * KC_TILES;
+                    let nk = KC_TILES.min(b.kt - t0);
+                    let last = s + 1 == slices;
+                    for ms in (0..rows).step_by(32) {
+                        if row0 + ms >= m {
                             break;
                         }
-                        let j0 = (col0 + ns) / 16;
-                        let at = |group: usize| ap[(group * b.kt + t0) * TILE / 2..].as_ptr();
-                        let wt = |group: usize| wp[(group * b.kt + t0) * TILE / 2..].as_ptr();
-                        let block = &mut acc[ms * cols + ns..];
-                        // SAFETY: the tiles are configured (`_tiles`); each pointer starts nk tiles
-                        // of its packed operand (g0 + 1 < mp/16 and j0 + 1 < np/16: both padded to
-                        // 32); the block holds 32 rows of `cols` from `ns`.
-                        unsafe {
-                            tiles::block_2x2(
-                                [at(g0), at(g0 + 1)],
-                                [wt(j0), wt(j0 + 1)],
-                                nk,
-                                block.as_mut_ptr(),
-                                cols,
-                                s > 0,
-                            )
-                        };
-                        if last {
-                            let (r0, c0) = (row0 + ms, col0 + ns);
-                            let (nr, nc) = ((m - r0).min(32), (n - c0).min(32));
-                            // SAFETY: this task alone writes rows r0..r0 + nr, columns
-                            // c0..c0 + nc of the m × n output (tasks cover disjoint blocks).
-                            let o = unsafe { dst.slice(r0 * n + c0, (nr - 1) * n + nc) };
-                            finish_block(
-                                &block[..(nr - 1) * cols + nc],
-                                cols,
-                                &bias[c0..c0 + nc],
-                                act,
-                                o,
-                                n,
-                            );
+                        let g0 = (row0 + ms) / 16;
+                        for ns in (0..cols).step_by(32) {
+                            if col0 + ns >= n {
+                                break;
+                            }
+                            let j0 = (col0 + ns) / 16;
+                            let at = |group: usize| ap[(group * b.kt + t0) * TILE / 2..].as_ptr();
+                            let wt = |group: usize| wp[(group * b.kt + t0) * TILE / 2..].as_ptr();
+                            let block = &mut acc[ms * cols + ns..];
+                            // SAFETY: the tiles are configured (`_tiles`); each pointer starts nk tiles
+                            // of its packed operand (g0 + 1 < mp/16 and j0 + 1 < np/16: both padded to
+                            // 32); the block holds 32 rows of `cols` from `ns`.
+                            unsafe {
+                                tiles::block_2x2(
+                                    [at(g0), at(g0 + 1)],
+                                    [wt(j0), wt(j0 + 1)],
+                                    nk,
+                                    block.as_mut_ptr(),
+                                    cols,
+                                    s > 0,
+                                )
+                            };
+                            if last {
+                                let (r0, c0) = (row0 + ms, col0 + ns);
+                                let (nr, nc) = ((m - r0).min(32), (n - c0).min(32));
+                                // SAFETY: this task alone writes rows r0..r0 + nr, columns
+                                // c0..c0 + nc of the m × n output (tasks cover disjoint blocks).
+                                let o = unsafe { dst.slice(r0 * n + c0, (nr - 1) * n + nc) };
+                                finish_block(
+                                    &block[..(nr - 1) * cols + nc],
+                                    cols,
+                                    &bias[c0..c0 + nc],
+                                    act,
+                                    o,
+                                    n,
+                                );
+                            }
                         }
                     }
                 }
-            }
+            });
         });
     });
-    if let Some(p) = kept.as_mut() {
-        let keep = |v: Lines| {
-            if v.0.len() * 64 <= KEEP {
-                v
-            } else {
-                Lines::default()
-            }
-        };
-        **p = (keep(a_lines), keep(w_lines));
-    }
     Ok(())
 }
 

@@ -9,9 +9,11 @@
 
 pub mod amx;
 pub mod auto;
+pub mod avx512;
 pub mod compiled;
 pub mod cuda;
 pub mod cutlass;
+mod packed;
 pub mod sm90;
 pub mod triton;
 pub mod vendor;
@@ -525,35 +527,7 @@ pub(crate) fn run_cpu_faer(g: &Gemm, c: &mut Tensor) -> Result<()> {
     let w = prim::to_f32(g.w)?;
     let mut out = faer_f32(&a, &w, g.m, g.n, g.k);
     let bias = g.bias.map(prim::to_f32).transpose()?;
-    use crate::ops::gelu::GeluApprox;
     let approx = g.act.gelu();
-    // One pass, rows in parallel, the bias zipped along each row (no index to check, so the
-    // loop vectorises; zeros where there is no bias), one loop an activation form (with the
-    // form's branch inside, the loop ran the GeLU ~2× slower).
-    #[inline(always)]
-    fn rows_pass_body<const FMA: bool>(rows: &mut [f32], bias: &[f32], act: Option<GeluApprox>) {
-        #[inline(always)]
-        fn each(rows: &mut [f32], bias: &[f32], f: impl Fn(f32) -> f32) {
-            for row in rows.chunks_mut(bias.len()) {
-                for (v, &b) in row.iter_mut().zip(bias) {
-                    *v = f(*v + b);
-                }
-            }
-        }
-        use crate::ops::gelu::gelu_f32;
-        match act {
-            None => each(rows, bias, |x| x),
-            Some(GeluApprox::Tanh) => each(rows, bias, |x| gelu_f32::<FMA>(x, GeluApprox::Tanh)),
-            Some(GeluApprox::Erf) => each(rows, bias, |x| gelu_f32::<FMA>(x, GeluApprox::Erf)),
-        }
-    }
-    // The same compiled for AVX-512 or AVX2, and FMA, where the CPU has them: 16 or 8 lanes,
-    // VEX- or EVEX-encoded, so it pays no SSE–AVX transition after faer's kernels (the SSE2 form ran the GeLU epilogue
-    // ~10× slower than the same loop in `gelu/fused`: 1024² elements in ~15 ms on a 2-thread
-    // EPYC).
-    prim::avx2_twin!(
-        fn rows_pass(rows: &mut [f32], bias: &[f32], act: Option<GeluApprox>) => rows_pass_body
-    );
     if g.n > 0 && (bias.is_some() || approx.is_some()) {
         let zeros;
         let b = match bias.as_deref() {
@@ -572,18 +546,59 @@ pub(crate) fn run_cpu_faer(g: &Gemm, c: &mut Tensor) -> Result<()> {
         // The bias is [N] (the registry's checks); rows are split by its length.
         assert!(out.len().is_multiple_of(b.len()));
         out.par_chunks_mut(b.len() * 64)
-            .for_each(|rows| rows_pass(rows, b, approx));
+            .for_each(|rows| bias_act(rows, b.len(), b, approx));
     }
     prim::store_f32(c, &out)
 }
 
+/// Rows of `c` at row stride `ld`, the first `bias.len()` values of each (the last row may end
+/// there): plus the bias, through the activation, in place. The bias is zipped along each row
+/// (no index to check, so the loop vectorises), one loop an activation form (with the form's
+/// branch inside, the loop ran the GeLU ~2× slower).
+#[inline(always)]
+fn bias_act_body<const FMA: bool>(
+    c: &mut [f32],
+    ld: usize,
+    bias: &[f32],
+    act: Option<crate::ops::gelu::GeluApprox>,
+) {
+    use crate::ops::gelu::{gelu_f32, GeluApprox};
+    #[inline(always)]
+    fn each(c: &mut [f32], ld: usize, bias: &[f32], f: impl Fn(f32) -> f32) {
+        for row in c.chunks_mut(ld) {
+            for (v, &b) in row.iter_mut().zip(bias) {
+                *v = f(*v + b);
+            }
+        }
+    }
+    match act {
+        None => each(c, ld, bias, |x| x),
+        Some(GeluApprox::Tanh) => each(c, ld, bias, |x| gelu_f32::<FMA>(x, GeluApprox::Tanh)),
+        Some(GeluApprox::Erf) => each(c, ld, bias, |x| gelu_f32::<FMA>(x, GeluApprox::Erf)),
+    }
+}
+
+// Compiled for AVX-512 or AVX2, and FMA, where the CPU has them: 16 or 8 lanes, VEX- or
+// EVEX-encoded, so it pays no SSE–AVX transition after the GEMM kernels (the SSE2 form ran
+// faer's GeLU epilogue ~10× slower than the same loop in `gelu/fused`).
+crate::ops::cpu_prims::avx2_twin!(
+    pub(crate) fn bias_act(
+        c: &mut [f32],
+        ld: usize,
+        bias: &[f32],
+        act: Option<crate::ops::gelu::GeluApprox>,
+    ) => bias_act_body
+);
+
 /// Which CPU product `cpu/auto` runs for operands of `dt`: `amx` for bf16 where the CPU has
-/// AMX's bf16 tiles (and `--cpu-path` allows them), else `faer`.
+/// AMX's bf16 tiles, `avx512` for f32 where it has AVX-512 (both only where `--cpu-path`
+/// allows them), else `faer`.
 fn cpu_auto_pick(dt: DType) -> &'static str {
-    if dt == DType::BF16 && crate::runtime::simd::amx_bf16() {
-        amx::VARIANT
-    } else {
-        "faer"
+    use crate::runtime::simd;
+    match dt {
+        DType::BF16 if simd::amx_bf16() => amx::VARIANT,
+        DType::F32 if simd::avx512() => avx512::VARIANT,
+        _ => "faer",
     }
 }
 
@@ -592,6 +607,7 @@ fn cpu_auto_pick(dt: DType) -> &'static str {
 pub(crate) fn run_cpu_auto(g: &Gemm, c: &mut Tensor) -> Result<()> {
     match cpu_auto_pick(g.dtype()) {
         amx::VARIANT => amx::run(g, c),
+        avx512::VARIANT => avx512::run(g, c),
         _ => run_cpu_faer(g, c),
     }
 }
@@ -1010,8 +1026,12 @@ macro_rules! gemm_rows {
                 "bf16 on AMX's tile unit (TDPBF16PS, f32 sums): both operands packed into tiles, bias and GeLU on each 32×32 block as it leaves them; CPUs with AMX-BF16 (Intel Xeon from Sapphire Rapids)",
                 |p, x, y| gemm_call($crate::ops::matmul::amx::run, p, x, y))
                 .dtypes(&[DType::BF16]),
+            Variant::new($op, $crate::ops::matmul::avx512::VARIANT, Tier::Cpu, DeviceKind::Cpu,
+                "f32 on AVX-512 FMA: both operands packed into panels, a 14×32 block of sums in registers, bias and GeLU on each block as its last slice of K is stored; CPUs with AVX-512",
+                |p, x, y| gemm_call($crate::ops::matmul::avx512::run, p, x, y))
+                .dtypes(&[DType::F32]),
             Variant::new($op, "auto", Tier::Cpu, DeviceKind::Cpu,
-                "amx for bf16 where the CPU has AMX's bf16 tiles, else faer",
+                "amx for bf16 where the CPU has AMX's bf16 tiles, avx512 for f32 where it has AVX-512, else faer",
                 |p, x, y| gemm_call($crate::ops::matmul::run_cpu_auto, p, x, y))
                 .picks($crate::ops::matmul::cpu_auto_label),
             $($after,)*
@@ -1022,7 +1042,7 @@ pub(crate) use gemm_rows;
 
 /// Matmul's rows: the shared ones, and cuBLAS (no epilogue). The macro writes the whole list,
 /// so a row added to the shared ones that the length leaves out is a compile error.
-static VARIANTS: [Variant; 18] = gemm_rows!(
+static VARIANTS: [Variant; 19] = gemm_rows!(
     OP,
     [],
     [Variant::new(
