@@ -120,6 +120,22 @@ test_device!(
     super::linear_matches_reference_for_every_epilogue
 );
 
+/// Matmul's CPU variant `name` on fresh 33×40×64 operands of `dt` under `--cpu-path
+/// avx2-fma`: its error, `cpu/auto`'s pick there, and the operands. The cap is put back.
+fn under_avx2_fma(name: &str, dt: DType) -> (Error, String, Vec<Tensor>) {
+    use kernlab::runtime::simd;
+    let mm = ops::find(matmul::OP, name, kernlab::DeviceKind::Cpu).unwrap();
+    let p = matmul::OP.default_params();
+    let host = check::make_inputs(mm.op, &[33, 40, 64], dt, 3, None, &p).unwrap();
+    let x: Vec<&Tensor> = host.iter().collect();
+    let mut y = Tensor::empty(&[33, 40], dt, &Device::Cpu).unwrap();
+    simd::set_cap(simd::CpuPath::Avx2Fma);
+    let e = mm.run(&p, &x, &mut y).unwrap_err();
+    let pick = matmul::cpu_auto_label(&p, &x);
+    simd::set_cap(simd::CpuPath::Best);
+    (e, pick, host)
+}
+
 /// `amx` where the CPU has AMX's tiles: K past one slice of 2048 (the sums carried from slice to
 /// slice in f32), an edge in every direction, the exact GeLU; under a lower `--cpu-path` it
 /// refuses and names the switch, and `cpu/auto` picks it for bf16 only, and only without the
@@ -141,18 +157,14 @@ fn amx_carries_its_sums_across_k_slices_and_follows_the_cpu_path() {
         Activation::GeluErf,
         true,
     );
-    simd::set_cap(simd::CpuPath::Avx2Fma);
-    let mm = ops::find(matmul::OP, "amx", kernlab::DeviceKind::Cpu).unwrap();
-    let p = matmul::OP.default_params();
-    let host = check::make_inputs(mm.op, &[33, 40, 64], DType::BF16, 3, None, &p).unwrap();
-    let x: Vec<&Tensor> = host.iter().collect();
-    let mut y = Tensor::empty(&[33, 40], DType::BF16, &Device::Cpu).unwrap();
-    let e = mm.run(&p, &x, &mut y).unwrap_err();
+    let (e, under_cap, host) = under_avx2_fma("amx", DType::BF16);
     // cpu/auto then takes faer, for every dtype.
-    let under_cap = matmul::cpu_auto_label(&p, &x);
-    simd::set_cap(simd::CpuPath::Best);
     assert_eq!(under_cap, "faer");
-    assert_eq!(matmul::cpu_auto_label(&p, &x), "amx");
+    let p = matmul::OP.default_params();
+    assert_eq!(
+        matmul::cpu_auto_label(&p, &host.iter().collect::<Vec<_>>()),
+        "amx"
+    );
     let f32s: Vec<Tensor> = host
         .iter()
         .map(|t| Tensor::from_f64(&t.to_f64_vec().unwrap(), t.shape(), DType::F32).unwrap())
@@ -188,17 +200,13 @@ fn avx512_carries_its_sums_across_k_slices_and_follows_the_cpu_path() {
         Activation::GeluErf,
         true,
     );
-    let mm = ops::find(matmul::OP, "avx512", kernlab::DeviceKind::Cpu).unwrap();
-    let p = matmul::OP.default_params();
-    let host = check::make_inputs(mm.op, &[33, 40, 64], DType::F32, 3, None, &p).unwrap();
-    let x: Vec<&Tensor> = host.iter().collect();
-    let mut y = Tensor::empty(&[33, 40], DType::F32, &Device::Cpu).unwrap();
-    assert_eq!(matmul::cpu_auto_label(&p, &x), "avx512");
-    simd::set_cap(simd::CpuPath::Avx2Fma);
-    let e = mm.run(&p, &x, &mut y).unwrap_err();
-    let under_cap = matmul::cpu_auto_label(&p, &x);
-    simd::set_cap(simd::CpuPath::Best);
+    let (e, under_cap, host) = under_avx2_fma("avx512", DType::F32);
     assert_eq!(under_cap, "faer");
+    let p = matmul::OP.default_params();
+    assert_eq!(
+        matmul::cpu_auto_label(&p, &host.iter().collect::<Vec<_>>()),
+        "avx512"
+    );
     assert!(
         matches!(e, Error::Unavailable { .. }) && e.to_string().contains("--cpu-path avx2-fma"),
         "{e}"

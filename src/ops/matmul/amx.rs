@@ -232,24 +232,6 @@ crate::ops::cpu_prims::avx2_twin!(
     ) => finish_block_body
 );
 
-/// The output's address, shared by the tasks: each writes its own block of rows and columns.
-#[derive(Clone, Copy)]
-struct OutPtr(*mut bf16);
-// SAFETY: tasks write disjoint blocks of the output (see `run`).
-unsafe impl Send for OutPtr {}
-unsafe impl Sync for OutPtr {}
-
-impl OutPtr {
-    /// The `len` elements from `at`.
-    ///
-    /// # Safety
-    /// They lie in the output, and no other task reads or writes them meanwhile.
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn slice(&self, at: usize, len: usize) -> &mut [bf16] {
-        std::slice::from_raw_parts_mut(self.0.add(at), len)
-    }
-}
-
 /// `cpu/amx`: the product of bf16 `a` and `w` on AMX tiles, bias and GeLU on each block.
 /// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
 pub(crate) fn run(g: &Gemm, c: &mut Tensor) -> Result<()> {
@@ -300,7 +282,7 @@ pub(crate) fn run(g: &Gemm, c: &mut Tensor) -> Result<()> {
         rayon::join(|| pack_a(ap, a, m, k, &b), || pack_w(wp, w, n, k, &b));
         let (tm, tn) = (b.mp.div_ceil(b.mb), b.np.div_ceil(b.nc));
         let (ap, wp) = (&*ap, &*wp);
-        let dst = OutPtr(out.as_mut_ptr());
+        let dst = super::packed::OutPtr(out.as_mut_ptr());
         use rayon::prelude::*;
         (0..tm * tn).into_par_iter().for_each(|task| {
             let (i, j) = (task / tn, task % tn);

@@ -147,24 +147,6 @@ fn pack(out: &mut [f32], x: &[f32], len: usize, k: usize, width: usize) {
 /// AMX": a fresh allocation a call costs page faults and a TLB shootdown at each free).
 static PACKED: super::packed::Kept = super::packed::Kept::new();
 
-/// The output's address, shared by the tasks: each writes its own block of rows and columns.
-#[derive(Clone, Copy)]
-struct OutPtr(*mut f32);
-// SAFETY: tasks write disjoint blocks of the output (see `run`).
-unsafe impl Send for OutPtr {}
-unsafe impl Sync for OutPtr {}
-
-impl OutPtr {
-    /// The `len` elements from `at`.
-    ///
-    /// # Safety
-    /// They lie in the output, and no other task reads or writes them meanwhile.
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn slice(&self, at: usize, len: usize) -> &mut [f32] {
-        std::slice::from_raw_parts_mut(self.0.add(at), len)
-    }
-}
-
 /// `cpu/avx512`: the product of f32 `a` and `w` on AVX-512, bias and GeLU on each tile.
 /// Crate-only: the registry checks its arguments (shapes, dtypes, layout, device) first.
 pub(crate) fn run(g: &Gemm, c: &mut Tensor) -> Result<()> {
@@ -216,7 +198,7 @@ pub(crate) fn run(g: &Gemm, c: &mut Tensor) -> Result<()> {
         let wp = w_lines.view::<f32>(b.pw * NR * k);
         rayon::join(|| pack(ap, a, m, k, MR), || pack(wp, w, n, k, NR));
         let (ap, wp) = (&*ap, &*wp);
-        let dst = OutPtr(out.as_mut_ptr());
+        let dst = super::packed::OutPtr(out.as_mut_ptr());
         let epilogue = bias.is_some() || act.is_some();
         let zeros;
         let bias = match bias {

@@ -1,4 +1,5 @@
-//! Storage for the CPU GEMMs' packed operands: cache-line-aligned, and kept between calls.
+//! Storage for the CPU GEMMs' packed operands (cache-line-aligned, and kept between calls),
+//! the register transpose that fills it, and the output pointer their tasks share.
 
 /// 64 bytes on a 64-byte boundary: the unit of the packed operands' storage, so that each
 /// 64-byte row of a packed operand is one cache line (an allocator's 16-byte alignment splits
@@ -137,5 +138,25 @@ pub(super) unsafe fn transpose16(
         put(8 + j, _mm512_shuffle_i32x4::<0xdd>(d, f));
         put(4 + j, _mm512_shuffle_i32x4::<0x88>(e, g));
         put(12 + j, _mm512_shuffle_i32x4::<0xdd>(e, g));
+    }
+}
+
+/// The output's address, shared by a GEMM's tasks: each writes its own block of rows and
+/// columns.
+#[derive(Clone, Copy)]
+pub(super) struct OutPtr<T>(pub(super) *mut T);
+// SAFETY: the tasks that share it write disjoint blocks of the output (the callers' promise,
+// at each `slice`).
+unsafe impl<T> Send for OutPtr<T> {}
+unsafe impl<T> Sync for OutPtr<T> {}
+
+impl<T> OutPtr<T> {
+    /// The `len` elements from `at`.
+    ///
+    /// # Safety
+    /// They lie in the output, and no other task reads or writes them meanwhile.
+    #[allow(clippy::mut_from_ref)]
+    pub(super) unsafe fn slice(&self, at: usize, len: usize) -> &mut [T] {
+        std::slice::from_raw_parts_mut(self.0.add(at), len)
     }
 }
