@@ -238,7 +238,7 @@ pub fn erfc_f32<const FMA: bool>(z: f32) -> f32 {
 /// lane keeps `x > a ? x : a`, which skips a NaN x as `f32::max` does but is one `maxps` (LLVM
 /// does not vectorise `f32::max`'s NaN rule: the loop ran scalar, 0.27 ns an element, about
 /// half of a hot f32 softmax row); 64 lanes, so that AVX-512's four vectors hide the latency.
-#[inline]
+#[inline(always)]
 pub fn max_f32<T: Element>(v: &[T]) -> f32 {
     const L: usize = 64;
     let mut acc = [f32::NEG_INFINITY; L];
