@@ -40,9 +40,10 @@ struct Cli {
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
     /// The CPU tier's instruction paths: best (everything the CPU has: AVX-512 where it has
-    /// AVX-512F, BW and VL, else AVX2 + FMA; F16C; AMX's bf16 tiles for the `amx` GEMMs), avx2-fma (AVX2 + FMA and F16C, no AVX-512),
-    /// avx2 (AVX2 alone, no FMA or F16C) or portable (the build's baseline, no run-time
-    /// dispatch), so that each path can be tested and timed; reports name the paths that ran
+    /// AVX-512F, BW and VL, else AVX2 + FMA; F16C; AMX's bf16 tiles for the `amx` GEMMs),
+    /// avx2-fma (AVX2 + FMA and F16C, no AVX-512), avx2 (AVX2 alone, no FMA or F16C) or
+    /// portable (the build's baseline, no run-time dispatch), so that each path can be tested
+    /// and timed; reports name the paths that ran
     /// [default: best]
     #[arg(
         long,
