@@ -839,13 +839,11 @@ fn compile_shows_the_graph_the_fusion_and_the_generated_kernel() {
         assert!(out.contains("ptxas (sm_90a, cold compile"), "{out}");
         assert!(out.contains("kl_compiled_gelu_erf_bf16_scalar: "), "{out}");
         assert!(out.contains("ld.global 1×16B, st.global 1×16B"), "{out}");
-        // The GPU machine's NVRTC has given an empty info log for this compile, which the
-        // report says (a line a kernel) rather than failing; elsewhere ptxas's figures show.
-        let missing = out
-            .matches("no ptxas report (this NVRTC's info log was empty)")
-            .count();
-        assert!(
-            missing == 2 || (missing == 0 && out.contains(" 0 B spill stores, 0 B spill loads")),
+        // ptxas's figures for both kernels: NVRTC's own cache, which drops them, is off.
+        assert!(!out.contains("no ptxas report"), "{out}");
+        assert_eq!(
+            out.matches(" 0 B spill stores, 0 B spill loads").count(),
+            2,
             "{out}"
         );
     } else {

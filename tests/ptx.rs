@@ -456,3 +456,31 @@ fn the_disk_cache_returns_what_nvrtc_compiled() {
     );
     let _ = DType::F32;
 }
+
+/// NVRTC 12.9+ serves a program it has compiled before from a cache of its own, and such a
+/// program's log has no ptxas report: the base options turn that cache off, so every compile
+/// (the second of the same program in one process included) carries registers and spills.
+#[test]
+fn every_compile_carries_the_ptxas_report_even_the_same_program_twice() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    static TWICE: kernels::KernelSource = kernels::KernelSource {
+        file: "twice.cu",
+        src: "extern \"C\" __global__ void twice_kernel(float* x) { x[threadIdx.x] *= 3.0f; }",
+    };
+    let opts = nvrtc::base_options("sm_90a");
+    let version = nvrtc::nvrtc_version().unwrap();
+    assert_eq!(
+        opts.iter().any(|o| o == "--no-cache"),
+        version >= (12, 9),
+        "NVRTC {version:?}: {opts:?}"
+    );
+    for round in 0..2 {
+        let c = nvrtc::compile(&TWICE, "sm_90a", &opts, "twice_kernel").unwrap();
+        let info = c
+            .ptxas_info("twice_kernel")
+            .unwrap_or_else(|| panic!("compile {round}: no ptxas report in {:?}", c.log));
+        assert!(info.registers > 0, "compile {round}: {info:?}");
+    }
+}

@@ -191,7 +191,7 @@ impl CompileReport {
                         ),
                         None => writeln!(
                             s,
-                            "  {kernel}: no ptxas report (this NVRTC's info log was empty); {widths}"
+                            "  {kernel}: no ptxas report (NVRTC's log has no line for it); {widths}"
                         ),
                     }
                     .ok();

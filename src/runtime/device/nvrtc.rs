@@ -157,12 +157,19 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
 /// The options kernlab compiles every kernel with, for one architecture such as `sm_90a` (part
 /// of the kernel cache's key; the PTX tests check what they make).
 pub fn base_options(arch: &str) -> Vec<String> {
-    vec![
+    let mut o = vec![
         format!("--gpu-architecture={arch}"),
         "-std=c++17".into(),
         "-Xptxas=-v".into(),
         "-lineinfo".into(),
-    ]
+    ];
+    // NVRTC 12.9+ keeps a cache of its own where a driver is installed, and a program it
+    // serves from there comes back without ptxas's report (registers, spills): kernlab keeps
+    // its own cache, report included, so NVRTC's is turned off.
+    if nvrtc_version().is_ok_and(|v| v >= (12, 9)) {
+        o.push("--no-cache".into());
+    }
+    o
 }
 
 /// Compile one source for one architecture, through the disk cache when one is usable.

@@ -244,9 +244,9 @@ pub fn flush_bytes(l2_bytes: usize) -> usize {
 pub const SETTLED_CALLS: usize = 200;
 /// Calls whose median is under this many ms get a settled median beside it.
 pub const SETTLED_BELOW_MS: f64 = 1.0;
-/// How long the settled form lets the stream stay parked before it frees it itself: past
-/// this the call was waiting on the GPU from the host (a synchronisation inside it), which
-/// the parked stream would never answer.
+/// How long the settled form lets the stream stay parked once the flush before it has
+/// finished, before it frees it itself: past this the call was waiting on the GPU from the
+/// host (a synchronisation inside it), which the parked stream would never answer.
 const SETTLED_WATCHDOG: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A word of page-locked host memory, mapped for the device, that the stream can be parked on
@@ -490,8 +490,8 @@ impl<'a> CudaTimer<'a> {
     /// own loop queues as far ahead as its host keeps up, so
     /// callers whose hosts run at different paces are not timed alike by it. The settled form
     /// times every caller alike. `f` must only enqueue: a call that waits on the GPU from the
-    /// host could never end while the stream is parked (a watchdog frees it after 0.5 s and the
-    /// measurement fails saying so).
+    /// host could never end while the stream is parked (a watchdog frees it 0.5 s after the
+    /// flush has finished, and the measurement fails saying so).
     pub fn settled(&mut self, calls: usize, f: &mut dyn FnMut() -> Result<()>) -> Result<Stats> {
         let dev = self.dev;
         if dev.launches_block() {
@@ -516,9 +516,11 @@ impl<'a> CudaTimer<'a> {
             .map_err(|e| Error::driver("cuEventCreate", e))?;
         let events = event_pairs(dev, calls.max(1))?;
         let host = self.gate.as_ref().map(|g| g.host).unwrap_or_default();
-        // The watchdog: (ticket parked, since when), and whether it had to free one; the last
-        // ticket handed out, freed whatever ends the loop.
-        let parked = Mutex::new(None::<(u32, Instant)>);
+        // The watchdog: (ticket parked, since when the flush before it finished), and whether
+        // it had to free one; the last ticket handed out, freed whatever ends the loop. Only
+        // the time after the flush counts: the flush itself may wait behind other work on the
+        // GPU (another process, or other threads' streams), which no call of ours can cause.
+        let parked = Mutex::new(None::<(u32, Option<Instant>)>);
         let (done, fired) = (AtomicBool::new(false), AtomicBool::new(false));
         let last = std::sync::atomic::AtomicU32::new(0);
         let outcome = std::thread::scope(|scope| {
@@ -528,14 +530,20 @@ impl<'a> CudaTimer<'a> {
                 last: &last,
             };
             scope.spawn(|| {
+                // cuEventQuery wants the context current on this thread too.
+                let bound = dev.ctx.bind_to_thread().is_ok();
                 while !done.load(Ordering::Acquire) {
                     std::thread::sleep(std::time::Duration::from_millis(5));
-                    let p = *parked.lock().unwrap_or_else(|e| e.into_inner());
-                    if let Some((ticket, since)) = p {
-                        if since.elapsed() > SETTLED_WATCHDOG {
-                            fired.store(true, Ordering::Release);
-                            release(host, ticket);
+                    let mut p = parked.lock().unwrap_or_else(|e| e.into_inner());
+                    match p.as_mut() {
+                        Some((_, since @ None)) if !bound || flushed.is_complete() => {
+                            *since = Some(Instant::now());
                         }
+                        Some((ticket, Some(since))) if since.elapsed() > SETTLED_WATCHDOG => {
+                            fired.store(true, Ordering::Release);
+                            release(host, *ticket);
+                        }
+                        _ => {}
                     }
                 }
             });
@@ -548,8 +556,7 @@ impl<'a> CudaTimer<'a> {
                     let gate = self.gate.as_mut().expect("made above");
                     let ticket = gate.park(dev)?;
                     last.store(ticket, Ordering::SeqCst);
-                    *parked.lock().unwrap_or_else(|e| e.into_inner()) =
-                        Some((ticket, Instant::now()));
+                    *parked.lock().unwrap_or_else(|e| e.into_inner()) = Some((ticket, None));
                     let queued = between(dev, pair, f);
                     // The flush finished (or failed): free the stream, whatever happened.
                     let waited = flushed
@@ -561,10 +568,10 @@ impl<'a> CudaTimer<'a> {
                     waited?;
                     if fired.load(Ordering::Acquire) {
                         return Err(Error::Invalid(
-                            "settled timing: the stream stayed parked over 0.5 s while the call \
-                             was being queued: the call waited on the GPU from the host (it \
-                             synchronises, or its launch blocked), or the host stalled; the \
-                             form cannot time it"
+                            "settled timing: the stream stayed parked over 0.5 s after its \
+                             flush finished, while the call was being queued: the call waited on \
+                             the GPU from the host (it synchronises, or its launch blocked), or \
+                             the host stalled; the form cannot time it"
                                 .into(),
                         ));
                     }
