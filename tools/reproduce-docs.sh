@@ -12,9 +12,9 @@
 #   tools/reproduce-docs.sh softmax-targets  one section (or several, in the order given)
 #   tools/reproduce-docs.sh --list           the sections
 #
-# 80 kernlab commands in 17 sections, about 83 minutes for the 15 that have been timed (triton
-# and cutlass not yet, as sections). Each timed section stays under 10 minutes, so one section
-# fits one call of a time-limited device:
+# 80 kernlab commands in 17 sections, about 87 minutes in all. Each section stays under 10
+# minutes, so one section fits one call of a time-limited device (cutlass's minute assumes the
+# libraries built beforehand, as below):
 #
 #   section            commands  ~minutes  tables it remakes
 #   gelu                      5      3     gelu.md: the H200 table; inspect/ and profile/ output
@@ -30,8 +30,8 @@
 #   rmsnorm                   4      3     rmsnorm.md: against PyTorch, flushed and rotated; the versions; the stream
 #   compiled                 14      7     compiled.md: compiled against hand and PyTorch; launch counts
 #   mlp                      14      7     mlp.md: forward, training step, batch 1, f32, the sync pitfall, the profiles, the scaling sweeps
-#   triton                    8      ?     triton.md: the spill, the tables, the same kernels under do_bench
-#   cutlass                   5      ?     cutlass.md: validation, CUTLASS against cuBLAS and v7, the fused linear
+#   triton                    8      3     triton.md: the spill, the tables, the same kernels under do_bench
+#   cutlass                   5      1     cutlass.md: validation, CUTLASS against cuBLAS and v7, the fused linear
 #   cpu                       2      2     softmax.md, linear.md: the CPU tier (--device cpu)
 #   cpu-torch                 7     12     cpu.md, gelu.md: the CPU tier beside PyTorch's CPU kernels (torch on the CPU)
 #
