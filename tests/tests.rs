@@ -10,6 +10,9 @@ mod common;
 mod bench;
 /// The command line: errors a user can hit, list and bench output.
 mod cli;
+/// Collectives on the CPU backend: every operation over 1 to 4 ranks, every dtype, and a
+/// group that breaks instead of hanging.
+mod comm;
 /// The compiler's expression graphs against each op's f64 reference.
 mod compiler;
 mod cutlass;

@@ -137,6 +137,15 @@ pub enum Error {
     #[error("{0}")]
     Invalid(String),
 
+    /// A collective or a point-to-point transfer that failed on one rank of a group.
+    #[error("{backend} rank {rank}, {what}: {why}")]
+    Comm {
+        backend: &'static str,
+        rank: usize,
+        what: String,
+        why: String,
+    },
+
     #[error("I/O error on {path}: {err}")]
     Io { path: String, err: std::io::Error },
 }

@@ -2,6 +2,7 @@
 //! cache), tensors and dtypes, errors, kernel sources and launches, NVTX ranges, and the
 //! tuning cache's lookup. Nothing here knows an op.
 
+pub mod comm;
 pub mod device;
 pub mod dtype;
 pub mod error;
