@@ -3,6 +3,8 @@
 use std::io::Write as _;
 
 fn main() {
+    // Before any thread starts, and inherited by every process kernlab starts (docs/parallel.md).
+    kernlab::runtime::comm::nccl::keep_nvls_off();
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = kernlab::cli::run(std::env::args_os(), &mut stdout) {
         // clap's own errors (and --help / --version) print themselves, with their exit code.

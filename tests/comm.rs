@@ -1,4 +1,4 @@
-use kernlab::runtime::comm::{cpu, Collective, Communicator};
+use kernlab::runtime::comm::{cpu, nccl, Collective, Communicator};
 use kernlab::runtime::error::Error;
 use kernlab::runtime::tensor::Tensor;
 use kernlab::{DType, Device};
@@ -144,6 +144,10 @@ fn send_and_recv_pass_values_around_a_ring_in_order() {
                 c.recv(&mut t, left)?;
                 out.push(t.to_f64_vec()?);
             }
+            // The same ring in one step a rank.
+            let mut t = Tensor::empty(&[6], DType::F32, &Device::Cpu)?;
+            c.send_recv(&tensor(&input(me, 6, 2), DType::F32), right, &mut t, left)?;
+            out.push(t.to_f64_vec()?);
             Ok(out)
         })
         .unwrap();
@@ -151,6 +155,7 @@ fn send_and_recv_pass_values_around_a_ring_in_order() {
             let left = (r + world - 1) % world;
             assert_eq!(g[0], input(left, 6, 0), "world {world} rank {r}");
             assert_eq!(g[1], input(left, 6, 1), "world {world} rank {r}");
+            assert_eq!(g[2], input(left, 6, 2), "world {world} rank {r}");
         }
     }
 }
@@ -270,4 +275,87 @@ fn bus_factors_follow_nccl_tests() {
         names,
         ["all-reduce", "reduce-scatter", "all-gather", "broadcast"]
     );
+}
+
+/// Where NCCL loads, `describe` names its version and file; where it does not, the error says
+/// where kernlab looked and how to point it at the library.
+#[test]
+fn nccl_names_its_version_or_says_how_to_install_it() {
+    match nccl::describe() {
+        Ok(d) => assert!(d.starts_with("NCCL 2.") && d.contains("libnccl"), "{d}"),
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains("libnccl.so.2") && msg.contains("KERNLAB_NCCL"),
+                "{msg}"
+            );
+        }
+    }
+}
+
+/// Through NCCL over every GPU here (one rank on a one-GPU machine): each collective and the
+/// ring's send/recv give what the CPU backend gives for the same inputs, bit for bit where
+/// nothing is summed, and within one rounding of the dtype where NCCL sums (it may add in
+/// another order than rank order).
+#[test]
+#[ignore = "needs a CUDA GPU and NCCL: tools/gpu-suite.sh runs it (--include-ignored)"]
+fn nccl_collectives_match_the_cpu_backend() {
+    let Some(dev) = crate::common::cuda() else {
+        return;
+    };
+    drop(dev);
+    if let Err(e) = nccl::describe() {
+        panic!("a GPU is here but {e}");
+    }
+    let gpus = kernlab::runtime::device::cuda_probe().unwrap();
+    for dt in DTYPES {
+        let block = 4097;
+        let n = gpus * block;
+        let run = |c: &mut dyn Communicator| -> kernlab::Result<Vec<Vec<f64>>> {
+            let dev = match c.backend() {
+                "nccl" => Device::Cuda(kernlab::runtime::device::cuda::CudaDevice::open(c.rank())?),
+                _ => Device::Cpu,
+            };
+            let on = |v: &[f64]| tensor(v, dt).to_device(&dev);
+            let (me, world) = (c.rank(), c.world());
+            let mut all = on(&input(me, n, 0))?;
+            c.all_reduce(&mut all)?;
+            let mut part = Tensor::empty(&[block], dt, &dev)?;
+            c.reduce_scatter(&on(&input(me, n, 0))?, &mut part)?;
+            let mut whole = Tensor::empty(&[n], dt, &dev)?;
+            c.all_gather(&on(&input(me, block, 1))?, &mut whole)?;
+            let mut b = on(&input(me, 33, 2))?;
+            c.broadcast(&mut b, world - 1)?;
+            let mut got = Tensor::empty(&[9], dt, &dev)?;
+            c.send_recv(
+                &on(&input(me, 9, 3))?,
+                (me + 1) % world,
+                &mut got,
+                (me + world - 1) % world,
+            )?;
+            [all, part, whole, b, got]
+                .iter()
+                .map(|t| t.to_f64_vec())
+                .collect()
+        };
+        let want = cpu::run(gpus, |c| run(c)).unwrap();
+        let got = nccl::run(gpus, |c| run(c)).unwrap();
+        let tol = match dt {
+            DType::F32 => 1e-6,
+            _ => 1e-2,
+        };
+        for (r, (g, w)) in got.iter().zip(&want).enumerate() {
+            for (i, (g, w)) in g.iter().zip(w).enumerate() {
+                let summed = i < 2;
+                for (x, y) in g.iter().zip(w) {
+                    let ok = if summed {
+                        (x - y).abs() <= tol * y.abs().max(1.0)
+                    } else {
+                        x == y
+                    };
+                    assert!(ok, "{dt} rank {r} result {i}: {x} against {y}");
+                }
+            }
+        }
+    }
 }

@@ -6,6 +6,7 @@
 # finds no GPU fails instead of skipping. Prints the failures and the wall time;
 # exits non-zero if any test fails. The full log goes to ${OUT:-out}/gpu-suite.log.
 #
+# KERNLAB_NCCL points at the libnccl.so.2 of python3's nvidia-nccl wheel (PyTorch's) unless set.
 # Where .gpu/wheels holds the kernlab wheel, it is installed first into a folder of its own on
 # PYTHONPATH, beside the machine's torch; python3 then runs the Python package's tests
 # (python/tests) on CUDA too, and the baselines of `bench --torch`, whose kernlab_do_bench
@@ -38,6 +39,12 @@ if [ -n "$wheel" ]; then
   python3 -m pip install --quiet --no-deps --no-index --target "$pkg" "$wheel" >> "$log" 2>&1 \
     || { echo "could not install $wheel (the log says why)"; status=1; }
   export PYTHONPATH="$pkg${PYTHONPATH:+:$PYTHONPATH}" KERNLAB_PYTHON=python3
+fi
+# NCCL, for the collectives' tests: PyTorch's wheel brings libnccl.so.2 (nvidia-nccl-cu13),
+# outside the loader's path.
+if [ -z "${KERNLAB_NCCL:-}" ]; then
+  nccl=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib', 'libnccl.so.2'))" 2>/dev/null)
+  [ -f "$nccl" ] && export KERNLAB_NCCL="$nccl"
 fi
 for t in .gpu/tests/*; do
   echo "== $t" >> "$log"

@@ -99,6 +99,11 @@ pub(super) fn run(a: DoctorArgs, out: &mut dyn Write) -> Result<()> {
         Err(e) => format!("{e}: the triton variants refuse"),
     };
     writeln!(out, "Triton: {tr}")?;
+    let nccl = match crate::runtime::comm::nccl::describe() {
+        Ok(v) => format!("{v}: collectives over this machine's GPUs"),
+        Err(e) => format!("{e}"),
+    };
+    writeln!(out, "NCCL: {nccl}")?;
     match nvrtc::cache_dir() {
         Some(d) => {
             let (files, bytes) = std::fs::read_dir(&d)

@@ -27,8 +27,10 @@ struct State {
     /// Ranks at the barrier now, and how many barriers the group has passed.
     arrived: usize,
     generation: u64,
-    /// Why the group can no longer communicate (a rank left it, or ranks disagreed).
+    /// Why the group can no longer communicate: ranks disagreed about a collective.
     broken: Option<String>,
+    /// The ranks that have left the group (their communicator was dropped).
+    left: Vec<bool>,
     /// Point-to-point messages, one queue per (from, to).
     mail: Vec<VecDeque<(DType, Vec<f64>)>>,
 }
@@ -65,6 +67,7 @@ pub fn group(world: usize) -> Result<Vec<CpuComm>> {
             arrived: 0,
             generation: 0,
             broken: None,
+            left: vec![false; world],
             mail: (0..world * world).map(|_| VecDeque::new()).collect(),
         }),
         changed: Condvar::new(),
@@ -96,13 +99,12 @@ pub fn run<T: Send>(world: usize, f: impl Fn(&mut CpuComm) -> Result<T> + Sync) 
 }
 
 impl Drop for CpuComm {
-    /// A rank that leaves while others wait in a collective would leave them waiting forever:
-    /// the group is marked broken, and they fail saying which rank left.
+    /// A rank that leaves while others wait on it would leave them waiting forever: it is
+    /// marked as gone, and a collective, or a receive from it with nothing queued, fails
+    /// saying so.
     fn drop(&mut self) {
         let mut s = self.group.lock();
-        if s.broken.is_none() {
-            s.broken = Some(format!("rank {} left the group", self.rank));
-        }
+        s.left[self.rank] = true;
         self.group.changed.notify_all();
     }
 }
@@ -124,8 +126,8 @@ impl CpuComm {
         mut s: MutexGuard<'g, State>,
     ) -> Result<MutexGuard<'g, State>> {
         let g = &*self.group;
-        if let Some(why) = &s.broken {
-            return Err(a.err(format!("the group is broken: {why}")));
+        if let Some(why) = unusable(&s) {
+            return Err(a.err(why));
         }
         let generation = s.generation;
         s.arrived += 1;
@@ -140,8 +142,8 @@ impl CpuComm {
             if s.generation != generation {
                 return Ok(s);
             }
-            if let Some(why) = &s.broken {
-                return Err(a.err(format!("the group broke while this rank waited: {why}")));
+            if let Some(why) = unusable(&s) {
+                return Err(a.err(format!("while this rank waited, {why}")));
             }
         }
     }
@@ -188,6 +190,17 @@ impl CpuComm {
             }
         }
     }
+}
+
+/// Why no collective can complete in this group any more, if so.
+fn unusable(s: &State) -> Option<String> {
+    if let Some(why) = &s.broken {
+        return Some(format!("the group is broken: {why}"));
+    }
+    s.left
+        .iter()
+        .position(|&l| l)
+        .map(|r| format!("rank {r} left the group"))
 }
 
 /// A CPU tensor's values, in f64.
@@ -355,6 +368,9 @@ impl Communicator for CpuComm {
         if let Some(why) = &s.broken {
             return Err(a.err(format!("the group is broken: {why}")));
         }
+        if s.left[peer] {
+            return Err(a.err(format!("rank {peer} has left the group")));
+        }
         s.mail[self.rank * world + peer].push_back((buf.dtype(), v));
         self.group.changed.notify_all();
         Ok(())
@@ -378,6 +394,11 @@ impl Communicator for CpuComm {
                     "nothing from rank {peer}, and the group is broken: {why}"
                 )));
             }
+            if s.left[peer] {
+                return Err(a.err(format!(
+                    "rank {peer} left the group without sending what this rank waits for"
+                )));
+            }
             s = self
                 .group
                 .changed
@@ -394,5 +415,17 @@ impl Communicator for CpuComm {
             )));
         }
         store(&a, buf, "buf", &v)
+    }
+
+    fn send_recv(
+        &mut self,
+        send: &Tensor,
+        to: usize,
+        recv: &mut Tensor,
+        from: usize,
+    ) -> Result<()> {
+        // Sends are queued here, never waiting on the receiver.
+        self.send(send, to)?;
+        self.recv(recv, from)
     }
 }

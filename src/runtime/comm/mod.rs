@@ -3,6 +3,7 @@
 //! collectives in the same order, each on its own tensors.
 //!
 //! Backends:
+//! - [`nccl`]: one rank a GPU, one thread a rank, in one process, through NCCL.
 //! - [`cpu`]: the ranks are threads of one process and the tensors live on the CPU. It is a
 //!   test backend: it lets a parallel schedule's arithmetic be checked with 1 to N ranks where
 //!   there is no GPU, and is no way to run anything faster. Its sums are taken in f64 in rank
@@ -11,6 +12,7 @@
 //! The sizes and rates follow nccl-tests' conventions ([`Collective::bus_factor`]).
 
 pub mod cpu;
+pub mod nccl;
 
 use crate::runtime::error::{Error, Result};
 use crate::runtime::tensor::Tensor;
@@ -84,6 +86,10 @@ pub trait Communicator: Send {
     fn send(&mut self, buf: &Tensor, peer: usize) -> Result<()>;
     /// `buf` ← the values rank `peer` sent, in the order it sent them.
     fn recv(&mut self, buf: &mut Tensor, peer: usize) -> Result<()>;
+    /// `send` to rank `to` and `recv` from rank `from` as one step, so that a ring of ranks,
+    /// each sending before it receives, does not wait on itself.
+    fn send_recv(&mut self, send: &Tensor, to: usize, recv: &mut Tensor, from: usize)
+        -> Result<()>;
 }
 
 /// The checks every backend makes on its own rank's arguments before it communicates.
