@@ -537,6 +537,7 @@ fn doctor_shows_the_device_libraries_cache_and_ceilings() {
         "cuBLAS:",
         "cuBLASLt:",
         "CUPTI:",
+        "NCCL:",
         "kernel cache:",
         "device: cpu",
         "the CPU: ",
@@ -1075,4 +1076,102 @@ fn threads_sets_the_cpu_pool_and_the_report_names_it() {
     }
     let e = run(&["--threads", "0", "list"]).unwrap_err();
     assert!(e.contains("--threads"), "{e}");
+}
+
+/// `bench collectives` on the CPU test backend: every collective validated then timed, one row a
+/// size, bus bandwidth = algorithm bandwidth × nccl-tests' factor, the JSON written; flags
+/// that do not apply, and a missing GPU for NCCL, are clear errors.
+#[test]
+fn bench_collectives_validates_times_and_reports_bus_bandwidth() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("coll.json");
+    let out = run(&[
+        "bench",
+        "collectives",
+        "--backend",
+        "cpu",
+        "--ranks",
+        "3",
+        "--bytes",
+        "4096,2^16",
+        "--dtype",
+        "bf16",
+        "--iters",
+        "3",
+        "--json",
+        json.to_str().unwrap(),
+    ])
+    .unwrap();
+    assert!(
+        out.contains("cpu over 3 rank(s), bf16; 3 timed calls"),
+        "{out}"
+    );
+    assert!(out.contains("the cpu backend is a test backend"), "{out}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rows = v[0][1].as_array().unwrap();
+    assert_eq!(rows.len(), 6, "{v}");
+    for r in rows {
+        let name = r["collective"].as_str().unwrap();
+        let factor = match name {
+            "all-reduce" => 2.0 * 2.0 / 3.0,
+            "reduce-scatter" | "all-gather" => 2.0 / 3.0,
+            other => panic!("{other} was not asked for"),
+        };
+        let (alg, bus) = (
+            r["algbw_gbs"].as_f64().unwrap(),
+            r["busbw_gbs"].as_f64().unwrap(),
+        );
+        assert!(alg > 0.0 && (bus - alg * factor).abs() <= 1e-9 * alg, "{r}");
+        assert_eq!(r["max_rel_err"].as_f64().unwrap(), 0.0, "{r}");
+        // The split collectives round to whole blocks of 3: 4096 B of bf16 is 2046 elements.
+        let count = r["count"].as_u64().unwrap();
+        if name != "all-reduce" {
+            assert_eq!(count % 3, 0, "{r}");
+        }
+        assert!(out.contains(&format!("{name} ")), "{out}");
+    }
+    for (args, want) in [
+        (
+            &["bench", "collectives", "--backend", "cpu", "--shape", "4x4"][..],
+            "takes no --shape",
+        ),
+        (
+            &["bench", "collectives", "--backend", "mpi"],
+            "--backend mpi: nccl or cpu",
+        ),
+        (
+            &[
+                "bench",
+                "collectives",
+                "--backend",
+                "cpu",
+                "--collectives",
+                "all-to-all",
+            ],
+            "unknown collective 'all-to-all'",
+        ),
+        (
+            &["bench", "collectives", "--backend", "cpu", "--ranks", "0"],
+            "--ranks takes a whole number",
+        ),
+        (
+            &[
+                "bench",
+                "collectives",
+                "--backend",
+                "cpu",
+                "--bytes",
+                "8..2",
+            ],
+            "runs backwards",
+        ),
+    ] {
+        let e = format!("{:#}", run(args).unwrap_err());
+        assert!(e.contains(want), "{args:?}: {e}");
+    }
+    if kernlab::runtime::device::cuda_probe().is_err() {
+        let e = format!("{:#}", run(&["bench", "collectives"]).unwrap_err());
+        assert!(e.contains("--backend cpu runs the test backend"), "{e}");
+    }
 }

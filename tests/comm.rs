@@ -312,10 +312,7 @@ fn nccl_collectives_match_the_cpu_backend() {
         let block = 4097;
         let n = gpus * block;
         let run = |c: &mut dyn Communicator| -> kernlab::Result<Vec<Vec<f64>>> {
-            let dev = match c.backend() {
-                "nccl" => Device::Cuda(kernlab::runtime::device::cuda::CudaDevice::open(c.rank())?),
-                _ => Device::Cpu,
-            };
+            let dev = c.device();
             let on = |v: &[f64]| tensor(v, dt).to_device(&dev);
             let (me, world) = (c.rank(), c.world());
             let mut all = on(&input(me, n, 0))?;
@@ -357,5 +354,33 @@ fn nccl_collectives_match_the_cpu_backend() {
                 }
             }
         }
+    }
+}
+
+/// `kernlab bench collectives` over NCCL on every GPU here: validated, timed, one row a size.
+#[test]
+#[ignore = "needs a CUDA GPU and NCCL: tools/gpu-suite.sh runs it (--include-ignored)"]
+fn bench_collectives_runs_over_nccl_on_every_gpu_here() {
+    if crate::common::cuda().is_none() {
+        return;
+    }
+    let gpus = kernlab::runtime::device::cuda_probe().unwrap();
+    let out = crate::common::run_cli(&[
+        "bench",
+        "collectives",
+        "--bytes",
+        "2^12,2^20",
+        "--iters",
+        "3",
+        "--dtype",
+        "bf16",
+    ])
+    .unwrap();
+    assert!(
+        out.contains(&format!("nccl over {gpus} rank(s), bf16")),
+        "{out}"
+    );
+    for c in ["all-reduce", "reduce-scatter", "all-gather"] {
+        assert_eq!(out.matches(&format!("│ {c} ")).count(), 2, "{c}: {out}");
     }
 }

@@ -13,7 +13,7 @@ use std::io::Write;
 #[derive(Args)]
 pub(super) struct BenchArgs {
     /// An op (gelu, softmax, matmul, linear, rmsnorm: `kernlab list`), a comma list of them,
-    /// or all
+    /// or all; or `collectives` (the flags under "bench collectives")
     #[arg(default_value = "all")]
     op: String,
     /// Tensor shape, e.g. 16384x16384 (row ops run over the last dimension), or M×N×K for
@@ -31,10 +31,146 @@ pub(super) struct BenchArgs {
     #[arg(long, conflicts_with_all = ["torch", "graph", "repeat", "fresh_ceilings"])]
     check_only: bool,
     #[command(flatten)]
+    coll: CollectiveArgs,
+    #[command(flatten)]
     run: RunArgs,
 }
 
+/// `kernlab bench collectives`: all-reduce, reduce-scatter and all-gather over the GPUs here,
+/// through NCCL (docs/parallel.md).
+#[derive(Args)]
+#[command(next_help_heading = "bench collectives")]
+struct CollectiveArgs {
+    /// Ranks: GPUs through NCCL (default: every GPU here), or threads with --backend cpu
+    /// (default 2)
+    #[arg(long, value_name = "N")]
+    ranks: Option<usize>,
+    /// Sizes in bytes, each the collective's larger buffer as nccl-tests counts it: a comma
+    /// list and ranges (A..B:xF, 2^10..2^30:x4)
+    #[arg(long, value_name = "SPEC", default_value = "2^10..2^30:x4")]
+    bytes: String,
+    /// Comma list of all-reduce, reduce-scatter, all-gather, broadcast
+    #[arg(long, default_value = "all-reduce,reduce-scatter,all-gather")]
+    collectives: String,
+    /// nccl (one rank a GPU), or cpu: the test backend, threads exchanging through memory,
+    /// whose times are no link's
+    #[arg(long, default_value = "nccl")]
+    backend: String,
+    /// Timed calls a size, on every rank (fixed, as every rank must make the same calls)
+    #[arg(long, default_value_t = 20)]
+    iters: usize,
+    /// Untimed calls before them
+    #[arg(long, default_value_t = 5)]
+    warmup_calls: usize,
+}
+
+fn collectives(a: &BenchArgs, out: &mut dyn Write) -> Result<()> {
+    use crate::runtime::comm::Collective;
+    use crate::tools::collectives::{self as coll, Backend, Plan};
+    let r = &a.run;
+    let unused = [
+        ("--shape", !a.shape.is_empty()),
+        ("--row-stride", a.row_stride.is_some()),
+        ("--check-only", a.check_only),
+        ("--variants", r.variants.is_some()),
+        ("--graph", r.graph.is_some()),
+        ("--torch", r.torch.is_some()),
+        ("--csv", r.csv.is_some()),
+    ];
+    if let Some((flag, _)) = unused.iter().find(|(_, on)| *on) {
+        bail!("bench collectives takes no {flag} (its own flags: kernlab bench --help, \"bench collectives\")");
+    }
+    let c = &a.coll;
+    let backend = match c.backend.as_str() {
+        "nccl" => Backend::Nccl,
+        "cpu" => Backend::Cpu,
+        other => bail!("--backend {other}: nccl or cpu"),
+    };
+    let ranks = match (c.ranks, backend) {
+        (Some(0), _) => bail!("--ranks takes a whole number ≥ 1"),
+        (Some(n), _) => n,
+        (None, Backend::Cpu) => 2,
+        (None, Backend::Nccl) => crate::runtime::device::cuda_probe().map_err(|why| {
+            anyhow::anyhow!(
+                "bench collectives runs over NCCL on this machine's GPUs, and there is none \
+                 ({why}); --backend cpu runs the test backend"
+            )
+        })?,
+    };
+    if backend == Backend::Nccl {
+        let gpus = crate::runtime::device::cuda_probe().map_err(|why| anyhow::anyhow!("{why}"))?;
+        if ranks > gpus {
+            bail!("--ranks {ranks}: this machine has {gpus} GPU(s), and NCCL runs one rank a GPU");
+        }
+    }
+    let collectives = c
+        .collectives
+        .split(',')
+        .map(|name| {
+            let name = name.trim();
+            Collective::ALL
+                .into_iter()
+                .find(|k| k.name() == name)
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "unknown collective '{name}' (known: all-reduce, reduce-scatter, all-gather, broadcast)"
+                    )
+                })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let bytes = crate::tools::sweep::parse_sizes(&c.bytes)?;
+    if c.iters == 0 {
+        bail!("--iters takes a whole number ≥ 1");
+    }
+    let mut all = vec![];
+    for dtype in super::parse_dtypes(&r.dtype)? {
+        let plan = Plan {
+            backend,
+            ranks,
+            collectives: collectives.clone(),
+            bytes: bytes.clone(),
+            dtype,
+            warmup: c.warmup_calls,
+            iters: c.iters,
+        };
+        stderr_line!(
+            "  … {} over {ranks} rank(s) of {}, {dtype}: {} size(s), validated then timed",
+            collectives
+                .iter()
+                .map(|k| k.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+            backend.name(),
+            bytes.len()
+        );
+        let rows = coll::run(&plan)?;
+        writeln!(
+            out,
+            "\n{} over {ranks} rank(s), {dtype}; {} timed calls a size on every rank (after {} \
+             untimed); busbw = algbw × nccl-tests' factor (docs/parallel.md){}",
+            backend.name(),
+            c.iters,
+            c.warmup_calls,
+            if backend == Backend::Cpu {
+                "; the cpu backend is a test backend: no link is timed"
+            } else {
+                ""
+            }
+        )?;
+        writeln!(out, "{}", coll::table(&rows))?;
+        all.push((dtype.to_string(), rows));
+    }
+    if let Some(path) = &r.json {
+        std::fs::write(path, serde_json::to_string_pretty(&all)?)
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
 pub(super) fn run(a: BenchArgs, flags: &FlagValues, out: &mut dyn Write) -> Result<()> {
+    if a.op.trim() == "collectives" {
+        return collectives(&a, out);
+    }
     let ops = parse_ops(&a.op)?;
     let shapes = parse_shapes(&a.shape)?;
     let (mut cfg, dev, line) = config(&a.run, flags, ops, shapes)?;

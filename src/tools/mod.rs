@@ -3,6 +3,7 @@
 //! op descriptors and never match on an op.
 
 pub mod bench;
+pub mod collectives;
 pub mod compile;
 pub mod inspect;
 pub mod profile;

@@ -5,6 +5,7 @@
 //! bits. Point-to-point transfers go through one queue per (sender, receiver).
 
 use super::{Args, Communicator};
+use crate::runtime::device::Device;
 use crate::runtime::dtype::DType;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::tensor::{CpuData, Tensor};
@@ -272,6 +273,10 @@ impl Communicator for CpuComm {
 
     fn backend(&self) -> &'static str {
         BACKEND
+    }
+
+    fn device(&self) -> Device {
+        Device::Cpu
     }
 
     fn all_reduce(&mut self, buf: &mut Tensor) -> Result<()> {

@@ -14,6 +14,7 @@
 pub mod cpu;
 pub mod nccl;
 
+use crate::runtime::device::Device;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::tensor::Tensor;
 
@@ -73,6 +74,8 @@ pub trait Communicator: Send {
     fn world(&self) -> usize;
     /// The backend's name, for reports and errors.
     fn backend(&self) -> &'static str;
+    /// Where this rank's tensors live.
+    fn device(&self) -> Device;
     /// `buf` ← the element-wise sum of every rank's `buf`.
     fn all_reduce(&mut self, buf: &mut Tensor) -> Result<()>;
     /// `recv` ← block `rank` of the element-wise sum of every rank's `send`, which holds

@@ -14,6 +14,7 @@
 
 use super::{Args, Communicator};
 use crate::runtime::device::cuda::CudaDevice;
+use crate::runtime::device::Device;
 use crate::runtime::dtype::DType;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::tensor::{Storage, Tensor};
@@ -346,6 +347,10 @@ impl Communicator for NcclComm {
 
     fn backend(&self) -> &'static str {
         BACKEND
+    }
+
+    fn device(&self) -> Device {
+        Device::Cuda(self.dev.clone())
     }
 
     fn all_reduce(&mut self, buf: &mut Tensor) -> Result<()> {

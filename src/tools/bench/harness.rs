@@ -624,10 +624,10 @@ impl<'a> CudaTimer<'a> {
 }
 
 /// A timed call's two events.
-type EventPair = (CudaEvent, CudaEvent);
+pub(crate) type EventPair = (CudaEvent, CudaEvent);
 
 /// `n` pairs of timing events on the device's context.
-fn event_pairs(dev: &CudaDevice, n: usize) -> Result<Vec<EventPair>> {
+pub(crate) fn event_pairs(dev: &CudaDevice, n: usize) -> Result<Vec<EventPair>> {
     let ev = || {
         dev.ctx
             .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
@@ -637,7 +637,11 @@ fn event_pairs(dev: &CudaDevice, n: usize) -> Result<Vec<EventPair>> {
 }
 
 /// Enqueue `f` between the pair's two events on the device's stream.
-fn between(dev: &CudaDevice, (a, b): &EventPair, f: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+pub(crate) fn between(
+    dev: &CudaDevice,
+    (a, b): &EventPair,
+    f: &mut dyn FnMut() -> Result<()>,
+) -> Result<()> {
     a.record(&dev.stream)
         .map_err(|e| Error::driver("cuEventRecord", e))?;
     f()?;
@@ -646,7 +650,7 @@ fn between(dev: &CudaDevice, (a, b): &EventPair, f: &mut dyn FnMut() -> Result<(
 }
 
 /// The statistics of the ms between each pair's events (all recorded and done).
-fn pair_stats(pairs: &[EventPair]) -> Result<Stats> {
+pub(crate) fn pair_stats(pairs: &[EventPair]) -> Result<Stats> {
     let samples = pairs
         .iter()
         .map(|(a, b)| {
