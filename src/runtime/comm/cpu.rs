@@ -84,19 +84,7 @@ pub fn group(world: usize) -> Result<Vec<CpuComm>> {
 /// Run `f` on `world` threads, one rank each, and return each rank's result in rank order, or
 /// the first rank's error (in rank order) when any failed.
 pub fn run<T: Send>(world: usize, f: impl Fn(&mut CpuComm) -> Result<T> + Sync) -> Result<Vec<T>> {
-    let comms = group(world)?;
-    let results: Vec<Result<T>> = std::thread::scope(|s| {
-        let f = &f;
-        let handles: Vec<_> = comms
-            .into_iter()
-            .map(|mut c| s.spawn(move || f(&mut c)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
-    results.into_iter().collect()
+    super::on_threads(group(world)?, f)
 }
 
 impl Drop for CpuComm {
@@ -204,6 +192,35 @@ fn unusable(s: &State) -> Option<String> {
         .map(|r| format!("rank {r} left the group"))
 }
 
+impl CpuComm {
+    /// One collective: deposit this rank's `values` (of `dtype`, under the call's description
+    /// `what`), check that every rank's deposit holds as many, and return what `read` takes
+    /// from all of them.
+    fn collective(
+        &self,
+        a: &Args,
+        what: String,
+        dtype: DType,
+        values: Vec<f64>,
+        name: &str,
+        read: impl FnOnce(&[&Deposit]) -> Vec<f64>,
+    ) -> Result<Vec<f64>> {
+        let n = values.len();
+        self.exchange(
+            a,
+            Deposit {
+                what,
+                dtype,
+                values,
+            },
+            |all| {
+                same_len(a, all, n, name)?;
+                Ok(read(all))
+            },
+        )
+    }
+}
+
 /// A CPU tensor's values, in f64.
 fn values(a: &Args, t: &Tensor, name: &str) -> Result<Vec<f64>> {
     if t.cpu_data().is_none() {
@@ -283,19 +300,8 @@ impl Communicator for CpuComm {
         let a = self.args("all-reduce");
         let mine = values(&a, buf, "buf")?;
         let n = mine.len();
-        let dtype = buf.dtype();
-        let total = self.exchange(
-            &a,
-            Deposit {
-                what: a.what.into(),
-                dtype,
-                values: mine,
-            },
-            |all| {
-                same_len(&a, all, n, "buf")?;
-                Ok(sum(all, 0..n))
-            },
-        )?;
+        let what = a.what.to_string();
+        let total = self.collective(&a, what, buf.dtype(), mine, "buf", |all| sum(all, 0..n))?;
         store(&a, buf, "buf", &total)
     }
 
@@ -303,20 +309,11 @@ impl Communicator for CpuComm {
         let a = self.args("reduce-scatter");
         a.blocks(send, recv, ("send", "recv"))?;
         let mine = values(&a, send, "send")?;
-        let (n, block) = (mine.len(), recv.numel());
-        let r = self.rank;
-        let part = self.exchange(
-            &a,
-            Deposit {
-                what: a.what.into(),
-                dtype: send.dtype(),
-                values: mine,
-            },
-            |all| {
-                same_len(&a, all, n, "send")?;
-                Ok(sum(all, r * block..(r + 1) * block))
-            },
-        )?;
+        let (block, r) = (recv.numel(), self.rank);
+        let what = a.what.to_string();
+        let part = self.collective(&a, what, send.dtype(), mine, "send", |all| {
+            sum(all, r * block..(r + 1) * block)
+        })?;
         store(&a, recv, "recv", &part)
     }
 
@@ -324,22 +321,10 @@ impl Communicator for CpuComm {
         let a = self.args("all-gather");
         a.blocks(recv, send, ("recv", "send"))?;
         let mine = values(&a, send, "send")?;
-        let n = mine.len();
-        let whole = self.exchange(
-            &a,
-            Deposit {
-                what: a.what.into(),
-                dtype: send.dtype(),
-                values: mine,
-            },
-            |all| {
-                same_len(&a, all, n, "send")?;
-                Ok(all
-                    .iter()
-                    .flat_map(|d| d.values.iter().copied())
-                    .collect::<Vec<f64>>())
-            },
-        )?;
+        let what = a.what.to_string();
+        let whole = self.collective(&a, what, send.dtype(), mine, "send", |all| {
+            all.iter().flat_map(|d| d.values.iter().copied()).collect()
+        })?;
         store(&a, recv, "recv", &whole)
     }
 
@@ -347,20 +332,11 @@ impl Communicator for CpuComm {
         let a = self.args("broadcast");
         a.peer(root, "root")?;
         let mine = values(&a, buf, "buf")?;
-        let n = mine.len();
-        let theirs = self.exchange(
-            &a,
-            Deposit {
-                // The root is part of the call: ranks naming different roots disagree.
-                what: format!("broadcast from rank {root}"),
-                dtype: buf.dtype(),
-                values: mine,
-            },
-            |all| {
-                same_len(&a, all, n, "buf")?;
-                Ok(all[root].values.clone())
-            },
-        )?;
+        // The root is part of the call: ranks naming different roots disagree.
+        let what = format!("broadcast from rank {root}");
+        let theirs = self.collective(&a, what, buf.dtype(), mine, "buf", |all| {
+            all[root].values.clone()
+        })?;
         store(&a, buf, "buf", &theirs)
     }
 

@@ -166,3 +166,23 @@ impl Args<'_> {
         Ok(())
     }
 }
+
+/// Run `f` once a communicator, each on its own thread, and return each rank's result in rank
+/// order, or the first rank's error (in rank order); a rank's panic is raised again here.
+pub(crate) fn on_threads<C: Send, T: Send>(
+    comms: Vec<C>,
+    f: impl Fn(&mut C) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    let results: Vec<Result<T>> = std::thread::scope(|s| {
+        let f = &f;
+        let handles: Vec<_> = comms
+            .into_iter()
+            .map(|mut c| s.spawn(move || f(&mut c)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    results.into_iter().collect()
+}

@@ -238,29 +238,15 @@ pub fn run<T: Send>(gpus: usize, f: impl Fn(&mut NcclComm) -> Result<T> + Sync) 
     let devices = (0..gpus)
         .map(CudaDevice::open)
         .collect::<Result<Vec<_>>>()?;
-    let comms = group(&devices)?;
-    let results: Vec<Result<T>> = std::thread::scope(|s| {
-        let f = &f;
-        let handles: Vec<_> = comms
-            .into_iter()
-            .map(|mut c| {
-                s.spawn(move || {
-                    c.dev
-                        .ctx
-                        .bind_to_thread()
-                        .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
-                    let out = f(&mut c);
-                    // Finish this rank's work before its communicator goes.
-                    out.and_then(|v| c.dev.sync().map(|()| v))
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
-    results.into_iter().collect()
+    super::on_threads(group(&devices)?, |c| {
+        c.dev
+            .ctx
+            .bind_to_thread()
+            .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+        let out = f(c);
+        // Finish this rank's work before its communicator goes.
+        out.and_then(|v| c.dev.sync().map(|()| v))
+    })
 }
 
 fn error_text(l: &Lib, code: c_int, comm: Comm) -> String {
