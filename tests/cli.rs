@@ -1085,6 +1085,7 @@ fn threads_sets_the_cpu_pool_and_the_report_names_it() {
 fn bench_collectives_validates_times_and_reports_bus_bandwidth() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("coll.json");
+    let svg = dir.path().join("coll.svg");
     let out = run(&[
         "bench",
         "collectives",
@@ -1100,12 +1101,16 @@ fn bench_collectives_validates_times_and_reports_bus_bandwidth() {
         "3",
         "--json",
         json.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
     ])
     .unwrap();
     assert!(
         out.contains("cpu over 3 rank(s), bf16; 3 timed calls"),
         "{out}"
     );
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(drawn.contains("<svg") && drawn.contains("bus bandwidth"));
     assert!(out.contains("the cpu backend is a test backend"), "{out}");
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -1165,6 +1170,17 @@ fn bench_collectives_validates_times_and_reports_bus_bandwidth() {
                 "8..2",
             ],
             "runs backwards",
+        ),
+        (
+            &[
+                "bench",
+                "collectives",
+                "--backend",
+                "cpu",
+                "--plot",
+                "x.pdf",
+            ],
+            "must end in .svg or .png",
         ),
     ] {
         let e = format!("{:#}", run(args).unwrap_err());

@@ -62,6 +62,9 @@ struct CollectiveArgs {
     /// Untimed calls before them
     #[arg(long, default_value_t = 5)]
     warmup_calls: usize,
+    /// Plot bus bandwidth against size to this .svg or .png (a line a collective and dtype)
+    #[arg(long, value_name = "PATH")]
+    plot: Option<std::path::PathBuf>,
 }
 
 fn collectives(a: &BenchArgs, out: &mut dyn Write) -> Result<()> {
@@ -81,6 +84,12 @@ fn collectives(a: &BenchArgs, out: &mut dyn Write) -> Result<()> {
         bail!("bench collectives takes no {flag} (its own flags: kernlab bench --help, \"bench collectives\")");
     }
     let c = &a.coll;
+    if let Some(p) = &c.plot {
+        let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if !ext.eq_ignore_ascii_case("svg") && !ext.eq_ignore_ascii_case("png") {
+            bail!("--plot {}: the file must end in .svg or .png", p.display());
+        }
+    }
     let backend = match c.backend.as_str() {
         "nccl" => Backend::Nccl,
         "cpu" => Backend::Cpu,
@@ -163,6 +172,10 @@ fn collectives(a: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     if let Some(path) = &r.json {
         std::fs::write(path, serde_json::to_string_pretty(&all)?)
             .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+    }
+    if let Some(path) = &c.plot {
+        crate::tools::bench::plot::render(&coll::plot_spec(&all, backend, ranks), path)?;
+        stderr_line!("wrote {}", path.display());
     }
     Ok(())
 }

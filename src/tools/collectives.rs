@@ -13,6 +13,7 @@ use crate::runtime::dtype::DType;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::tensor::Tensor;
 use crate::tools::bench::harness::{self, Stats};
+use crate::tools::bench::plot::{PlotSpec, Series};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 
 /// Where the ranks run.
@@ -247,4 +248,36 @@ pub fn table(rows: &[Row]) -> Table {
         ]);
     }
     t
+}
+
+/// Bus bandwidth against size, one line a (collective, dtype): `runs` holds each dtype's rows.
+pub fn plot_spec(runs: &[(String, Vec<Row>)], backend: Backend, ranks: usize) -> PlotSpec {
+    let mut series = vec![];
+    for (dtype, rows) in runs {
+        let mut names: Vec<&str> = rows.iter().map(|r| r.collective).collect();
+        names.dedup();
+        for name in names {
+            series.push(Series {
+                label: if runs.len() > 1 {
+                    format!("{name} {dtype}")
+                } else {
+                    name.to_string()
+                },
+                tier: backend.name().to_string(),
+                points: rows
+                    .iter()
+                    .filter(|r| r.collective == name)
+                    .map(|r| (r.bytes as f64, r.busbw_gbs))
+                    .collect(),
+            });
+        }
+    }
+    PlotSpec {
+        title: format!("collectives over {ranks} rank(s), {}", backend.name()),
+        x_label: "size (bytes)".into(),
+        y_label: "bus bandwidth (GB/s)".into(),
+        log_x: true,
+        series,
+        hlines: vec![],
+    }
 }
