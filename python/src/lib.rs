@@ -135,6 +135,43 @@ fn contiguous(shape: &[usize], dtype: DType) -> PyResult<(Vec<usize>, usize)> {
     Ok((strides, bytes))
 }
 
+/// Host buffers kept between CPU calls: a fresh buffer of a few MiB costs a page fault a 4 KiB
+/// page each call (the allocator maps it anew and unmaps it at the free), which outweighed the
+/// kernels themselves (docs/python.md, "On the CPU"). A call takes buffers of its exact dtype
+/// and length from here and gives them back; at most `SPARE_MAX` bytes are kept.
+static SPARE: Mutex<Vec<CpuData>> = Mutex::new(Vec::new());
+const SPARE_MAX: usize = 256 << 20;
+
+/// A host buffer of `n` elements of `dtype`: a kept one when one fits exactly, else a new one
+/// (its contents are whatever the last call left: every caller overwrites it).
+fn host_buffer(dtype: DType, n: usize) -> CpuData {
+    let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(i) = spare
+        .iter()
+        .position(|d| d.dtype() == dtype && d.len() == n)
+    {
+        return spare.swap_remove(i);
+    }
+    drop(spare);
+    CpuData::zeros(dtype, n)
+}
+
+/// Keep a CPU tensor's buffer for the next call, within `SPARE_MAX` (the oldest go first).
+fn keep_buffer(t: Tensor) {
+    let Some(data) = t.into_cpu_data() else {
+        return;
+    };
+    let bytes = data.as_bytes().len();
+    if bytes == 0 || bytes > SPARE_MAX {
+        return;
+    }
+    let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+    spare.push(data);
+    while spare.iter().map(|d| d.as_bytes().len()).sum::<usize>() > SPARE_MAX {
+        spare.remove(0);
+    }
+}
+
 /// A kernlab tensor over `arg`: in place on CUDA, a copy on the CPU.
 fn tensor_of(arg: &TensorArg, dev: &Device) -> PyResult<Tensor> {
     let (ptr, shape, dtype) = arg;
@@ -153,7 +190,9 @@ fn tensor_of(arg: &TensorArg, dev: &Device) -> PyResult<Tensor> {
                 // SAFETY: as above, for host memory.
                 _ => unsafe { std::slice::from_raw_parts(*ptr as *const u8, bytes) },
             };
-            Tensor::from_cpu(CpuData::from_bytes(dtype, raw), shape, &strides).map_err(to_py)
+            let mut data = host_buffer(dtype, bytes / dtype.size());
+            data.as_bytes_mut().copy_from_slice(raw);
+            Tensor::from_cpu(data, shape, &strides).map_err(to_py)
         }
     }
 }
@@ -210,11 +249,14 @@ fn run(
             Device::Cpu => {
                 let (ptr, shape, dtype) = &out;
                 let dt = dtype_named(dtype)?;
-                let mut y = Tensor::empty(shape, dt, &Device::Cpu).map_err(to_py)?;
+                let (strides, bytes) = contiguous(shape, dt)?;
+                let mut y = Tensor::from_cpu(host_buffer(dt, bytes / dt.size()), shape, &strides)
+                    .map_err(to_py)?;
                 v.run(&params, &x, &mut y).map_err(to_py)?;
-                let data = y.host_data().map_err(to_py)?;
-                let src = data.as_bytes();
-                let (_, bytes) = contiguous(shape, dt)?;
+                let src = y
+                    .cpu_data()
+                    .ok_or_else(|| PyValueError::new_err("the CPU variant left no host data"))?
+                    .as_bytes();
                 if src.len() != bytes {
                     return Err(PyValueError::new_err(format!(
                         "out holds {bytes} bytes, the result {}",
@@ -223,6 +265,7 @@ fn run(
                 }
                 // SAFETY: `out` is a live, contiguous host tensor of `bytes` bytes.
                 unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), *ptr as *mut u8, bytes) };
+                keep_buffer(y);
                 Ok(())
             }
         }
@@ -230,6 +273,7 @@ fn run(
     if let Some((mine, t)) = &bridge {
         order_after(mine, t)?;
     }
+    xs.into_iter().for_each(keep_buffer);
     ran
 }
 

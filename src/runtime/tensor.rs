@@ -62,7 +62,16 @@ impl CpuData {
             DType::F16 => CpuData::F16(bytemuck::pod_collect_to_vec(bytes)),
         }
     }
-    fn zeros(dtype: DType, n: usize) -> CpuData {
+    /// The elements' bytes, to write (native order).
+    pub fn as_bytes_mut(&mut self) -> &mut [u8] {
+        match self {
+            CpuData::F32(v) => bytemuck::cast_slice_mut(v),
+            CpuData::BF16(v) => bytemuck::cast_slice_mut(v),
+            CpuData::F16(v) => bytemuck::cast_slice_mut(v),
+        }
+    }
+    /// `n` zeros of `dtype`.
+    pub fn zeros(dtype: DType, n: usize) -> CpuData {
         match dtype {
             DType::F32 => CpuData::F32(vec![0.0; n]),
             DType::BF16 => CpuData::BF16(vec![bf16::ZERO; n]),
@@ -676,6 +685,14 @@ impl Tensor {
             }
         }
         Ok(())
+    }
+
+    /// A CPU tensor's storage, taken out of it (None on a GPU).
+    pub fn into_cpu_data(self) -> Option<CpuData> {
+        match self.storage {
+            Storage::Cpu(d) => Some(d),
+            Storage::Cuda { .. } => None,
+        }
     }
 
     pub fn cpu_data(&self) -> Option<&CpuData> {
