@@ -281,3 +281,41 @@ pub fn plot_spec(runs: &[(String, Vec<Row>)], backend: Backend, ranks: usize) ->
         hlines: vec![],
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_round_the_split_collectives_to_whole_blocks() {
+        // 4 KiB of bf16 over 3 ranks: 2048 elements, 2046 for the split ones (682 a rank).
+        assert_eq!(count_for(Collective::AllReduce, 4096, DType::BF16, 3), 2048);
+        assert_eq!(
+            count_for(Collective::ReduceScatter, 4096, DType::BF16, 3),
+            2046
+        );
+        assert_eq!(count_for(Collective::AllGather, 4096, DType::BF16, 3), 2046);
+        // Fewer bytes than one element a rank: one element a rank still.
+        assert_eq!(count_for(Collective::AllGather, 2, DType::F32, 4), 4);
+        assert_eq!(count_for(Collective::Broadcast, 2, DType::F32, 4), 1);
+    }
+
+    #[test]
+    fn expected_results_follow_each_collectives_definition() {
+        let (n, world) = (6, 3);
+        let sum: Vec<f64> = (0..n)
+            .map(|i| (0..world).map(|r| input(r, n)[i]).sum())
+            .collect();
+        assert_eq!(expected(Collective::AllReduce, n, world, 1), sum);
+        assert_eq!(expected(Collective::ReduceScatter, n, world, 2), sum[4..6]);
+        let gathered: Vec<f64> = (0..world).flat_map(|r| input(r, 2)).collect();
+        assert_eq!(expected(Collective::AllGather, n, world, 0), gathered);
+        assert_eq!(expected(Collective::Broadcast, n, world, 2), input(0, n));
+        // The inputs are exact in bf16 and never all zero.
+        for r in 0..4 {
+            let v = input(r, 64);
+            assert!(v.iter().any(|&x| x != 0.0));
+            assert!(v.iter().all(|&x| DType::BF16.round(x) == x));
+        }
+    }
+}
