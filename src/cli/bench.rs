@@ -95,23 +95,25 @@ fn collectives(a: &BenchArgs, out: &mut dyn Write) -> Result<()> {
         "cpu" => Backend::Cpu,
         other => bail!("--backend {other}: nccl or cpu"),
     };
-    let ranks = match (c.ranks, backend) {
-        (Some(0), _) => bail!("--ranks takes a whole number ≥ 1"),
-        (Some(n), _) => n,
-        (None, Backend::Cpu) => 2,
-        (None, Backend::Nccl) => crate::runtime::device::cuda_probe().map_err(|why| {
+    // NCCL runs one rank a GPU: the GPUs here bound the ranks, and are the default.
+    let gpus = match backend {
+        Backend::Cpu => None,
+        Backend::Nccl => Some(crate::runtime::device::cuda_probe().map_err(|why| {
             anyhow::anyhow!(
                 "bench collectives runs over NCCL on this machine's GPUs, and there is none \
                  ({why}); --backend cpu runs the test backend"
             )
-        })?,
+        })?),
     };
-    if backend == Backend::Nccl {
-        let gpus = crate::runtime::device::cuda_probe().map_err(|why| anyhow::anyhow!("{why}"))?;
-        if ranks > gpus {
-            bail!("--ranks {ranks}: this machine has {gpus} GPU(s), and NCCL runs one rank a GPU");
+    let ranks = match (c.ranks, gpus) {
+        (Some(0), _) => bail!("--ranks takes a whole number ≥ 1"),
+        (Some(n), Some(g)) if n > g => {
+            bail!("--ranks {n}: this machine has {g} GPU(s), and NCCL runs one rank a GPU")
         }
-    }
+        (Some(n), _) => n,
+        (None, Some(g)) => g,
+        (None, None) => 2,
+    };
     let collectives = c
         .collectives
         .split(',')
@@ -131,28 +133,36 @@ fn collectives(a: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     if c.iters == 0 {
         bail!("--iters takes a whole number ≥ 1");
     }
+    let dtypes = super::parse_dtypes(&r.dtype)?;
+    let plan = Plan {
+        backend,
+        ranks,
+        collectives: collectives.clone(),
+        bytes: bytes.clone(),
+        dtypes: dtypes.clone(),
+        warmup: c.warmup_calls,
+        iters: c.iters,
+    };
+    stderr_line!(
+        "  … {} over {ranks} rank(s) of {}, {}: {} size(s), validated then timed",
+        collectives
+            .iter()
+            .map(|k| k.name())
+            .collect::<Vec<_>>()
+            .join(", "),
+        backend.name(),
+        dtypes
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        bytes.len()
+    );
+    // One group for the whole run: NCCL's set-up is paid once, whatever the dtypes.
+    let rows = coll::run(&plan)?;
     let mut all = vec![];
-    for dtype in super::parse_dtypes(&r.dtype)? {
-        let plan = Plan {
-            backend,
-            ranks,
-            collectives: collectives.clone(),
-            bytes: bytes.clone(),
-            dtype,
-            warmup: c.warmup_calls,
-            iters: c.iters,
-        };
-        stderr_line!(
-            "  … {} over {ranks} rank(s) of {}, {dtype}: {} size(s), validated then timed",
-            collectives
-                .iter()
-                .map(|k| k.name())
-                .collect::<Vec<_>>()
-                .join(", "),
-            backend.name(),
-            bytes.len()
-        );
-        let rows = coll::run(&plan)?;
+    for dtype in dtypes {
+        let rows: Vec<_> = rows.iter().filter(|r| r.dtype == dtype).cloned().collect();
         writeln!(
             out,
             "\n{} over {ranks} rank(s), {dtype}; {} timed calls a size on every rank (after {} \

@@ -43,14 +43,26 @@ pub struct Plan {
     pub collectives: Vec<Collective>,
     /// Each collective's size in bytes: the larger buffer, as nccl-tests counts it.
     pub bytes: Vec<usize>,
-    pub dtype: DType,
+    pub dtypes: Vec<DType>,
     pub warmup: usize,
     pub iters: usize,
 }
 
-/// One (collective, size): its time and rates, and the validation's worst error.
+impl Plan {
+    /// Every (dtype, collective, size) of the plan, in the order the ranks run them.
+    fn points(&self) -> impl Iterator<Item = (DType, Collective, usize)> + '_ {
+        self.dtypes.iter().flat_map(move |&d| {
+            self.collectives
+                .iter()
+                .flat_map(move |&c| self.bytes.iter().map(move |&b| (d, c, b)))
+        })
+    }
+}
+
+/// One (dtype, collective, size): its time and rates, and the validation's worst error.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Row {
+    pub dtype: DType,
     pub collective: &'static str,
     pub bytes: usize,
     /// Elements in the larger buffer.
@@ -74,116 +86,123 @@ pub fn count_for(c: Collective, bytes: usize, dtype: DType, world: usize) -> usi
     }
 }
 
-/// Rank `rank`'s input: small multiples of 1/8, exact in every dtype, distinct by rank and
-/// element, never all zero.
-fn input(rank: usize, n: usize) -> Vec<f64> {
-    (0..n)
-        .map(|i| (((i * 7 + rank * 13) % 61) as f64 - 30.0 + 0.5) / 8.0)
-        .collect()
+/// Element `i` of rank `rank`'s input: small multiples of 1/8, exact in every dtype, distinct
+/// by rank and element, never all zero.
+fn value(rank: usize, i: usize) -> f64 {
+    (((i * 7 + rank * 13) % 61) as f64 - 30.0 + 0.5) / 8.0
 }
 
-/// What the larger buffer of `c` should hold afterwards on rank `rank`, and the smaller one's.
-fn expected(c: Collective, n: usize, world: usize, rank: usize) -> Vec<f64> {
+/// Rank `rank`'s input of `n` elements.
+fn input(rank: usize, n: usize) -> Vec<f64> {
+    (0..n).map(|i| value(rank, i)).collect()
+}
+
+/// Element `i` of what `c`'s output (the all-reduce or broadcast buffer, reduce-scatter's
+/// block, all-gather's whole) should hold afterwards on rank `rank`, with `n` elements in the
+/// larger buffer: worked out element by element, so that no rank holds every rank's inputs.
+fn want(c: Collective, n: usize, world: usize, rank: usize, i: usize) -> f64 {
     let block = n / world;
-    let sum = || {
-        let mut s = vec![0.0; n];
-        for r in 0..world {
-            for (s, x) in s.iter_mut().zip(input(r, n)) {
-                *s += x;
-            }
-        }
-        s
-    };
     match c {
-        Collective::AllReduce => sum(),
-        Collective::ReduceScatter => sum()[rank * block..(rank + 1) * block].to_vec(),
-        Collective::AllGather => (0..world).flat_map(|r| input(r, block)).collect(),
-        Collective::Broadcast => input(0, n),
+        Collective::AllReduce => (0..world).map(|r| value(r, i)).sum(),
+        Collective::ReduceScatter => (0..world).map(|r| value(r, rank * block + i)).sum(),
+        Collective::AllGather => value(i / block, i % block),
+        Collective::Broadcast => value(0, i),
+    }
+}
+
+/// The length of `c`'s output on a rank, with `n` elements in the larger buffer.
+fn out_len(c: Collective, n: usize, world: usize) -> usize {
+    match c {
+        Collective::ReduceScatter => n / world,
+        Collective::AllReduce | Collective::AllGather | Collective::Broadcast => n,
     }
 }
 
 /// One rank's work: validate, then time, every (collective, size) of the plan, in order.
 fn rank_work(c: &mut dyn Communicator, p: &Plan) -> Result<Vec<(Stats, f64)>> {
     let dev = c.device();
-    let (rank, world, dt) = (c.rank(), c.world(), p.dtype);
+    let (rank, world) = (c.rank(), c.world());
     let mut out = vec![];
-    for &coll in &p.collectives {
-        for &bytes in &p.bytes {
-            let n = count_for(coll, bytes, dt, world);
-            let block = n / world;
-            let on = |v: &[f64]| Tensor::from_f64(v, &[v.len()], dt)?.to_device(&dev);
-            let (mut a, mut b) = match coll {
-                Collective::AllReduce | Collective::Broadcast => {
-                    (on(&input(rank, n))?, Tensor::empty(&[1], dt, &dev)?)
-                }
-                Collective::ReduceScatter => {
-                    (on(&input(rank, n))?, Tensor::empty(&[block], dt, &dev)?)
-                }
-                Collective::AllGather => (on(&input(rank, block))?, Tensor::empty(&[n], dt, &dev)?),
-            };
-            b.poison_nan()?;
-            let mut call = |a: &mut Tensor, b: &mut Tensor| match coll {
-                Collective::AllReduce => c.all_reduce(a),
-                Collective::Broadcast => c.broadcast(a, 0),
-                Collective::ReduceScatter => c.reduce_scatter(a, b),
-                Collective::AllGather => c.all_gather(a, b),
-            };
-            call(&mut a, &mut b)?;
-            let got = match coll {
-                Collective::AllReduce | Collective::Broadcast => a.to_f64_vec()?,
-                _ => b.to_f64_vec()?,
-            };
-            let want = expected(coll, n, world, rank);
-            let mut err = 0.0f64;
-            for (&g, &w) in got.iter().zip(&want) {
-                let e = (g - w).abs() / w.abs().max(1.0);
-                // NaN never passes: a NaN's error is infinite.
-                err = err.max(if e.is_nan() { f64::INFINITY } else { e });
+    for (dt, coll, bytes) in p.points() {
+        let n = count_for(coll, bytes, dt, world);
+        let block = n / world;
+        let on = |v: &[f64]| Tensor::from_f64(v, &[v.len()], dt)?.to_device(&dev);
+        let (mut a, mut b) = match coll {
+            Collective::AllReduce | Collective::Broadcast => {
+                (on(&input(rank, n))?, Tensor::empty(&[1], dt, &dev)?)
             }
-            // The inputs are multiples of 1/8 below 4: their sums over a few ranks are exact
-            // in every dtype, whatever the order, so the dtype's own tolerance is ample.
-            let tol = dt.tolerance();
-            if got.len() != want.len() || err > tol {
-                return Err(Error::Validation {
-                    op: format!("{} {}", p.backend.name(), coll.name()),
-                    variant: format!("rank {rank}"),
-                    why: format!("{dt} × {n}: max relative error {err:.2e} against {tol:.1e}"),
-                });
-            }
-            for _ in 0..p.warmup {
-                call(&mut a, &mut b)?;
-            }
-            let stats = match &dev {
-                Device::Cuda(d) => {
-                    d.sync()?;
-                    let pairs = harness::event_pairs(d, p.iters)?;
-                    for pair in &pairs {
-                        harness::between(d, pair, &mut || call(&mut a, &mut b))?;
-                    }
-                    d.sync()?;
-                    harness::pair_stats(&pairs)?
-                }
-                Device::Cpu => {
-                    let mut ms = Vec::with_capacity(p.iters);
-                    for _ in 0..p.iters {
-                        let t = std::time::Instant::now();
-                        call(&mut a, &mut b)?;
-                        ms.push(t.elapsed().as_secs_f64() * 1e3);
-                    }
-                    Stats::from_samples(&ms)?
-                }
-            };
-            out.push((stats, err));
+            Collective::ReduceScatter => (on(&input(rank, n))?, Tensor::empty(&[block], dt, &dev)?),
+            Collective::AllGather => (on(&input(rank, block))?, Tensor::empty(&[n], dt, &dev)?),
+        };
+        b.poison_nan()?;
+        let mut call = |a: &mut Tensor, b: &mut Tensor| match coll {
+            Collective::AllReduce => c.all_reduce(a),
+            Collective::Broadcast => c.broadcast(a, 0),
+            Collective::ReduceScatter => c.reduce_scatter(a, b),
+            Collective::AllGather => c.all_gather(a, b),
+        };
+        call(&mut a, &mut b)?;
+        let got = match coll {
+            Collective::AllReduce | Collective::Broadcast => a.to_f64_vec()?,
+            _ => b.to_f64_vec()?,
+        };
+        let mut err = 0.0f64;
+        for (i, &g) in got.iter().enumerate() {
+            let w = want(coll, n, world, rank, i);
+            let e = (g - w).abs() / w.abs().max(1.0);
+            // NaN never passes: a NaN's error is infinite.
+            err = err.max(if e.is_nan() { f64::INFINITY } else { e });
         }
+        // The inputs are multiples of 1/8 below 4: their sums over a few ranks are exact
+        // in every dtype, whatever the order, so the dtype's own tolerance is ample.
+        let tol = dt.tolerance();
+        if got.len() != out_len(coll, n, world) || err > tol {
+            return Err(Error::Validation {
+                op: format!("{} {}", p.backend.name(), coll.name()),
+                variant: format!("rank {rank}"),
+                why: format!("{dt} × {n}: max relative error {err:.2e} against {tol:.1e}"),
+            });
+        }
+        for _ in 0..p.warmup {
+            call(&mut a, &mut b)?;
+        }
+        let stats = match &dev {
+            Device::Cuda(d) => {
+                d.sync()?;
+                let pairs = harness::event_pairs(d, p.iters)?;
+                for pair in &pairs {
+                    harness::between(d, pair, &mut || call(&mut a, &mut b))?;
+                }
+                d.sync()?;
+                harness::pair_stats(&pairs)?
+            }
+            Device::Cpu => {
+                let mut ms = Vec::with_capacity(p.iters);
+                for _ in 0..p.iters {
+                    let t = std::time::Instant::now();
+                    call(&mut a, &mut b)?;
+                    ms.push(t.elapsed().as_secs_f64() * 1e3);
+                }
+                Stats::from_samples(&ms)?
+            }
+        };
+        out.push((stats, err));
     }
     Ok(out)
 }
 
 /// Run the plan: every rank on its own thread, then one row per (collective, size).
 pub fn run(p: &Plan) -> Result<Vec<Row>> {
-    if p.ranks == 0 || p.iters == 0 || p.collectives.is_empty() || p.bytes.is_empty() {
+    if p.ranks == 0
+        || p.iters == 0
+        || p.collectives.is_empty()
+        || p.bytes.is_empty()
+        || p.dtypes.is_empty()
+    {
         return Err(Error::Invalid(
-            "collectives: at least one rank, one timed call, one collective and one size".into(),
+            "collectives: at least one rank, one timed call, one collective, one size and one \
+             dtype"
+                .into(),
         ));
     }
     let per_rank: Vec<Vec<(Stats, f64)>> = match p.backend {
@@ -191,32 +210,29 @@ pub fn run(p: &Plan) -> Result<Vec<Row>> {
         Backend::Nccl => nccl::run(p.ranks, |c| rank_work(c, p))?,
     };
     let mut rows = vec![];
-    let mut i = 0;
-    for &coll in &p.collectives {
-        for &bytes in &p.bytes {
-            let n = count_for(coll, bytes, p.dtype, p.ranks);
-            let ranks = per_rank.iter().map(|r| &r[i]);
-            let ms = ranks.clone().map(|(s, _)| s.median_ms).fold(0.0, f64::max);
-            let fastest = ranks
-                .clone()
-                .map(|(s, _)| s.median_ms)
-                .fold(f64::INFINITY, f64::min);
-            let err = ranks.clone().map(|(_, e)| *e).fold(0.0, f64::max);
-            let size = (n * p.dtype.size()) as f64;
-            let algbw = size / (ms * 1e-3) / 1e9;
-            rows.push(Row {
-                collective: coll.name(),
-                bytes: n * p.dtype.size(),
-                count: n,
-                ms,
-                fastest_rank_ms: fastest,
-                calls: p.iters,
-                algbw_gbs: algbw,
-                busbw_gbs: algbw * coll.bus_factor(p.ranks),
-                max_rel_err: err,
-            });
-            i += 1;
-        }
+    for (i, (dtype, coll, bytes)) in p.points().enumerate() {
+        let n = count_for(coll, bytes, dtype, p.ranks);
+        let ranks = per_rank.iter().map(|r| &r[i]);
+        let ms = ranks.clone().map(|(s, _)| s.median_ms).fold(0.0, f64::max);
+        let fastest = ranks
+            .clone()
+            .map(|(s, _)| s.median_ms)
+            .fold(f64::INFINITY, f64::min);
+        let err = ranks.clone().map(|(_, e)| *e).fold(0.0, f64::max);
+        let size = (n * dtype.size()) as f64;
+        let algbw = size / (ms * 1e-3) / 1e9;
+        rows.push(Row {
+            dtype,
+            collective: coll.name(),
+            bytes: n * dtype.size(),
+            count: n,
+            ms,
+            fastest_rank_ms: fastest,
+            calls: p.iters,
+            algbw_gbs: algbw,
+            busbw_gbs: algbw * coll.bus_factor(p.ranks),
+            max_rel_err: err,
+        });
     }
     Ok(rows)
 }
@@ -285,6 +301,13 @@ pub fn plot_spec(runs: &[(String, Vec<Row>)], backend: Backend, ranks: usize) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The whole of what `want` says `c`'s output holds on rank `rank`.
+    fn expected(c: Collective, n: usize, world: usize, rank: usize) -> Vec<f64> {
+        (0..out_len(c, n, world))
+            .map(|i| want(c, n, world, rank, i))
+            .collect()
+    }
 
     #[test]
     fn counts_round_the_split_collectives_to_whole_blocks() {

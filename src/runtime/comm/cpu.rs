@@ -179,20 +179,7 @@ impl CpuComm {
             }
         }
     }
-}
 
-/// Why no collective can complete in this group any more, if so.
-fn unusable(s: &State) -> Option<String> {
-    if let Some(why) = &s.broken {
-        return Some(format!("the group is broken: {why}"));
-    }
-    s.left
-        .iter()
-        .position(|&l| l)
-        .map(|r| format!("rank {r} left the group"))
-}
-
-impl CpuComm {
     /// One collective: deposit this rank's `values` (of `dtype`, under the call's description
     /// `what`), check that every rank's deposit holds as many, and return what `read` takes
     /// from all of them.
@@ -219,6 +206,17 @@ impl CpuComm {
             },
         )
     }
+}
+
+/// Why no collective can complete in this group any more, if so.
+fn unusable(s: &State) -> Option<String> {
+    if let Some(why) = &s.broken {
+        return Some(format!("the group is broken: {why}"));
+    }
+    s.left
+        .iter()
+        .position(|&l| l)
+        .map(|r| format!("rank {r} left the group"))
 }
 
 /// A CPU tensor's values, in f64.
